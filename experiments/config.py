@@ -1,0 +1,107 @@
+"""Loading and checking config/config.yaml: the JSON schema, then checks the schema cannot express.
+
+Every error names the config key and the offending value, and is raised before any job runs.
+"""
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from experiments.cases import Case, expand
+from kernels import checks
+from kernels.v1_naive import SUPPORTED_DTYPES as V1_DTYPES
+from kernels.v2_parallel import SUPPORTED_DTYPES as V2_DTYPES
+from kernels.v3_block import SUPPORTED_DTYPES as V3_DTYPES
+from kernels.v5_accumulator import SUPPORTED_DTYPES as V5_DTYPES
+from kernels.xla_baseline import SUPPORTED_DTYPES as XLA_DTYPES
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "config" / "schema.yaml"
+
+KERNEL_DTYPES = {"v1": V1_DTYPES, "v2": V2_DTYPES, "v3": V3_DTYPES, "v5": V5_DTYPES, "xla": XLA_DTYPES}
+BLOCKED = ("v3", "v5")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot run; the message names the key and the value."""
+
+
+def schema() -> dict:
+    return yaml.safe_load(SCHEMA.read_text())
+
+
+def check_schema(config: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema())
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"{_key(e.absolute_path) or '<root>'}: {e.message}" for e in errors]
+        raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
+
+
+def _key(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def check_case(case: Case, key: str) -> None:
+    """Raise ConfigError if the kernel would refuse `case` (tiling, divisibility, dtype)."""
+    if case.dtype not in KERNEL_DTYPES[case.kernel]:
+        raise ConfigError(f"{key}: dtype={case.dtype!r} not supported by kernel {case.kernel!r} "
+                          f"(supported: {list(KERNEL_DTYPES[case.kernel])})")
+    if case.bm is not None:
+        try:
+            checks.check_blocks(case.m, case.k, case.n, case.bm, case.bk, case.bn)
+        except ValueError as e:
+            raise ConfigError(f"{key}.blocks: {e} (shape m={case.m}, k={case.k}, n={case.n})") from None
+
+
+def correctness_cases(config: dict) -> dict[str, list[tuple[Case, str]]]:
+    """(case, mode) pairs per kernel from the `correctness` section, checked; raises ConfigError."""
+    section = config["correctness"]
+    tpu = section.get("tpu_interpret", {"kernels": [], "shapes": []})
+    out = {}
+    for kernel, spec in section["kernels"].items():
+        key = f"correctness.kernels.{kernel}"
+        needs = {"v2": "splits", "v3": "blocks", "v5": "blocks"}.get(kernel)
+        if needs and needs not in spec:
+            raise ConfigError(f"{key}.{needs}: required for kernel {kernel!r}")
+        pairs = []
+        for dtype in spec["dtypes"]:
+            grid_args = dict(blocks=spec.get("blocks", ()), splits=spec.get("splits", ()))
+            for mode, shapes in (("interpret", spec.get("shapes", section["shapes"])),
+                                 ("tpu-interpret", tpu["shapes"] if kernel in tpu["kernels"] else [])):
+                for case in _expand_checked(kernel, dtype, shapes, grid_args, key):
+                    pairs.append((case, mode))
+        out[kernel] = pairs
+    for kernel in tpu["kernels"]:
+        if kernel not in section["kernels"]:
+            raise ConfigError(f"correctness.tpu_interpret.kernels: {kernel!r} is not in correctness.kernels")
+    return out
+
+
+def _expand_checked(kernel, dtype, shapes, grid_args, key) -> list[Case]:
+    try:
+        cases = expand(kernel, dtype, shapes, **grid_args)
+    except ValueError as e:  # v2 splits that do not divide a shape
+        raise ConfigError(f"{key}.splits: {e}") from None
+    for case in cases:
+        check_case(case, key)
+    return cases
+
+
+def validate(config: dict) -> dict:
+    """Schema and semantic checks; returns the config unchanged or raises ConfigError."""
+    check_schema(config)
+    correctness_cases(config)
+    return config
+
+
+def load(path) -> dict:
+    path = Path(path)
+    try:
+        config = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    return validate(config or {})

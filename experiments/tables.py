@@ -1,0 +1,25 @@
+"""Writing tables safely: a file appears complete or not at all."""
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+
+def write_parquet_atomic(df: pd.DataFrame, path) -> None:
+    """Write `df` to a temporary file beside `path`, then rename it into place (atomic on POSIX)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def concat_parquet(paths) -> pd.DataFrame:
+    frames = [pd.read_parquet(p) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

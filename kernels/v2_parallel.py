@@ -1,0 +1,58 @@
+"""v2, parallel: an (N, N) grid; A split into N row blocks, B into N column blocks.
+
+Each step holds an (m/N, k) slab of A, a (k, n/N) slab of B and an (m/N, n/N) output block, so VMEM use
+shrinks with N but still grows with k: the full contraction dimension is always resident.
+"""
+import functools
+
+import jax
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
+
+SUPPORTED_DTYPES = FLOAT_DTYPES
+
+
+def matmul_v2_parallel_kernel(a_ref, b_ref, o_ref):
+    o_ref[...] = a_ref[...] @ b_ref[...]
+
+
+def v2_blocks(m: int, k: int, n: int, splits: int) -> tuple[int, int, int]:
+    """The (bm, bk, bn) blocks v2 uses for `splits` row and column splits."""
+    if not isinstance(splits, int) or splits <= 0:
+        raise ValueError(f"splits={splits!r} must be a positive integer")
+    if m % splits:
+        raise ValueError(f"splits={splits} does not divide m={m}")
+    if n % splits:
+        raise ValueError(f"splits={splits} does not divide n={n}")
+    return m // splits, k, n // splits
+
+
+def matmul_v2(a: jax.Array, b: jax.Array, *, splits: int = 4, vmem_limit_bytes: int | None = None,
+    interpret=False,) -> jax.Array:
+    """C = A @ B over a (splits, splits) grid of row/column slabs."""
+    m, k, n = check_operands(a, b, SUPPORTED_DTYPES)
+    check_vmem_limit(vmem_limit_bytes)
+    bm, bk, bn = v2_blocks(m, k, n, splits)
+    check_blocks(m, k, n, bm, bk, bn)
+    return _matmul_v2(a, b, splits=splits, vmem_limit_bytes=vmem_limit_bytes,
+                      interpret=interpret)
+
+
+@functools.partial(jax.jit, static_argnames=["splits", "vmem_limit_bytes", "interpret"])
+def _matmul_v2(a, b, *, splits, vmem_limit_bytes, interpret):
+    (m, k), n = a.shape, b.shape[1]
+    bm, bn = m // splits, n // splits
+    return pl.pallas_call(
+        matmul_v2_parallel_kernel,
+        grid=(splits, splits),
+        in_specs=[
+            pl.BlockSpec((bm, k), lambda i, j: (i, 0)),
+            pl.BlockSpec((k, bn), lambda i, j: (0, j)),
+        ],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
+        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=vmem_limit_bytes),
+        interpret=interpret,
+    )(a, b)

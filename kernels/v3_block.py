@@ -1,0 +1,53 @@
+"""v3, block: a 3-D grid (m/bm, n/bn, k/bk) accumulating into the output block.
+
+The output block's index does not depend on the k step, so it stays resident in VMEM across the k
+loop (the innermost grid axis): it is zeroed at k step 0 and each step adds one (bm, bk) @ (bk, bn)
+product. Accumulation happens in the output dtype, as in the post.
+"""
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
+
+SUPPORTED_DTYPES = FLOAT_DTYPES
+
+
+def matmul_v3_block_kernel(a_ref, b_ref, o_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _init():
+        o_ref[...] = jnp.zeros_like(o_ref)
+
+    o_ref[...] += a_ref[...] @ b_ref[...]
+
+
+def matmul_v3(
+    a: jax.Array, b: jax.Array, *, bm: int = 128, bk: int = 128, bn: int = 128,
+    vmem_limit_bytes: int | None = None, interpret=False,
+) -> jax.Array:
+    """C = A @ B over (bm, bk, bn) blocks, accumulating in the output."""
+    m, k, n = check_operands(a, b, SUPPORTED_DTYPES)
+    check_vmem_limit(vmem_limit_bytes)
+    check_blocks(m, k, n, bm, bk, bn)
+    return _matmul_v3(a, b, bm=bm, bk=bk, bn=bn, vmem_limit_bytes=vmem_limit_bytes,
+                      interpret=interpret)
+
+
+@functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])
+def _matmul_v3(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):
+    (m, k), n = a.shape, b.shape[1]
+    return pl.pallas_call(
+        matmul_v3_block_kernel,
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[
+            pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+            pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+        ],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
+        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=vmem_limit_bytes),
+        interpret=interpret,
+    )(a, b)

@@ -1,0 +1,77 @@
+"""v5, low precision with a wide accumulator: v3's grid plus a VMEM scratch accumulator.
+
+bf16 inputs accumulate in float32 and the result is cast to bf16 at the last k step (the post's
+kernel 5); int8 inputs accumulate in int32 and return int32 (v5e's MXU runs int8 at twice the bf16
+rate). The m and n grid axes are "parallel" (independent; megacore chips may split them across
+cores), the k axis "arbitrary" (sequential: it carries the accumulator).
+"""
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from kernels.checks import (
+    FLOAT_DTYPES, INT_DTYPES, accumulator_dtype, check_blocks, check_operands,
+    check_vmem_limit,
+)
+
+SUPPORTED_DTYPES = FLOAT_DTYPES + INT_DTYPES
+
+
+def matmul_v5_kernel(a_ref, b_ref, o_ref, acc_ref):
+    @pl.when(pl.program_id(2) == 0)
+    def _init():
+        acc_ref[...] = jnp.zeros_like(acc_ref)
+
+    acc_ref[...] += jnp.dot(a_ref[...], b_ref[...], preferred_element_type=acc_ref.dtype)
+
+    @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
+    def _write():
+        o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+
+def v5_out_dtype(dtype) -> jnp.dtype:
+    """Integers return their int32 accumulator; floats return the input dtype, as in the post."""
+    return accumulator_dtype(dtype) if jnp.issubdtype(dtype, jnp.integer) else jnp.dtype(dtype)
+
+
+def matmul_v5(
+    a: jax.Array,
+    b: jax.Array,
+    *,
+    bm: int = 512,
+    bk: int = 1024,
+    bn: int = 1024,
+    vmem_limit_bytes: int | None = None,
+    interpret=False,
+) -> jax.Array:
+    """C = A @ B over (bm, bk, bn) blocks with a float32 (or int32) VMEM accumulator."""
+    m, k, n = check_operands(a, b, SUPPORTED_DTYPES)
+    check_vmem_limit(vmem_limit_bytes)
+    check_blocks(m, k, n, bm, bk, bn)
+    return _matmul_v5(
+        a, b, bm=bm, bk=bk, bn=bn, vmem_limit_bytes=vmem_limit_bytes, interpret=interpret
+    )
+
+
+@functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])
+def _matmul_v5(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):
+    (m, k), n = a.shape, b.shape[1]
+    return pl.pallas_call(
+        matmul_v5_kernel,
+        grid=(m // bm, n // bn, k // bk),
+        in_specs=[
+            pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+            pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
+        ],
+        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((m, n), v5_out_dtype(a.dtype)),
+        scratch_shapes=[pltpu.VMEM((bm, bn), accumulator_dtype(a.dtype))],
+        compiler_params=pltpu.CompilerParams(
+            dimension_semantics=("parallel", "parallel", "arbitrary"),
+            vmem_limit_bytes=vmem_limit_bytes,
+        ),
+        interpret=interpret,
+    )(a, b)

@@ -1,0 +1,22 @@
+rule correctness_kernel:
+    output:
+        "results/correctness/{kernel}.parquet",
+    log:
+        "logs/correctness/{kernel}.log",
+    params:
+        cases=lambda wc: CORRECTNESS_CASES[wc.kernel],
+        tolerance=config["correctness"]["tolerance"],
+        num_cores=config["correctness"].get("tpu_interpret", {}).get("num_cores", 1),
+    script:
+        "../scripts/correctness_kernel.py"
+
+
+rule correctness_table:
+    input:
+        expand("results/correctness/{kernel}.parquet", kernel=CORRECTNESS_KERNELS),
+    output:
+        "results/correctness.parquet",
+    log:
+        "logs/correctness/table.log",
+    script:
+        "../scripts/correctness_table.py"

@@ -1,0 +1,13 @@
+"""Snakemake script: correctness rows of one kernel (all its dtypes, shapes, blocks and modes)."""
+from experiments.runtime import logged, use_cpu_jax
+
+use_cpu_jax()
+
+from experiments.correctness import run_correctness  # noqa: E402
+from experiments.tables import write_parquet_atomic  # noqa: E402
+
+with logged(snakemake.log[0]) as log:
+    df = run_correctness(snakemake.params.cases, snakemake.params.tolerance,
+                         num_cores=snakemake.params.num_cores)
+    log.info("%d cases, %d passed\n%s", len(df), int(df.passed.sum()), df.to_string())
+    write_parquet_atomic(df, snakemake.output[0])
