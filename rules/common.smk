@@ -1,13 +1,7 @@
-# Shared set-up: make the repository importable, check the config beyond its JSON schema, and list
-# the jobs the sweeps fan out into.
-import os
+# Shared set-up: check the config beyond its JSON schema and list the jobs the sweeps fan out into.
 import sys
 
-# Scripts run in their own Python processes; they import kernels/ and experiments/ from here.
-sys.path.insert(0, workflow.basedir)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (workflow.basedir, os.environ.get("PYTHONPATH")) if p
-)
+sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
 
 from experiments import config as experiment_config
 

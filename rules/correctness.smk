@@ -7,6 +7,8 @@ rule correctness_kernel:
         cases=lambda wc: CORRECTNESS_CASES[wc.kernel],
         tolerance=config["correctness"]["tolerance"],
         num_cores=config["correctness"].get("tpu_interpret", {}).get("num_cores", 1),
+    conda:
+        "../environment.yml"
     script:
         "../scripts/correctness_kernel.py"
 
@@ -18,5 +20,7 @@ rule correctness_table:
         "results/correctness.parquet",
     log:
         "logs/correctness/table.log",
+    conda:
+        "../environment.yml"
     script:
         "../scripts/correctness_table.py"

@@ -1,4 +1,6 @@
 """Snakemake script: correctness rows of one kernel (all its dtypes, shapes, blocks and modes)."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
 from experiments.runtime import logged, use_cpu_jax
 
 use_cpu_jax()

@@ -1,4 +1,6 @@
 """Snakemake script: the correctness table of all kernels."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
 from experiments.runtime import logged
 from experiments.tables import concat_parquet, write_parquet_atomic
 

@@ -1,0 +1,46 @@
+"""The Snakemake workflow end to end on the CI-sized config, and its refusal of bad configs."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """Run Snakemake on this repository's Snakefile with `workdir` as its working directory."""
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), *args]
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    return tmp_path
+
+
+def test_lint_passes(workdir):
+    result = snakemake(workdir, "--lint")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_ci_config_runs_end_to_end(workdir):
+    result = snakemake(workdir, "--cores", "2", "--configfile", "config/config.ci.yaml")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    df = pd.read_parquet(workdir / "results" / "correctness.parquet")
+    assert df.passed.all()
+    assert set(df["mode"]) == {"interpret", "tpu-interpret"}
+    assert set(df.kernel) == {"v1", "v2", "v3", "v5", "xla"}
+
+
+def test_bad_config_fails_before_any_job(workdir):
+    bad = workdir / "config" / "bad.yaml"
+    bad.write_text((workdir / "config" / "config.ci.yaml").read_text().replace("[128, 128, 128]", "[128, 100, 128]"))
+    result = snakemake(workdir, "--cores", "1", "--configfile", "config/bad.yaml")
+    assert result.returncode != 0
+    assert "bk=100 does not divide k=512" in result.stdout + result.stderr
+    assert not (workdir / "results").exists()
