@@ -1,0 +1,60 @@
+"""TPU generations the compile study targets: topology names and public chip figures, with sources.
+
+Sources:
+  [tpu_info] jax/_src/pallas/mosaic/tpu_info.py in jax 0.10.2 (per-TensorCore peak ops/s, HBM
+             bandwidth, VMEM capacity, MXU count and size).
+  [book]     "How to Scale Your Model", TPU chapter (jax-ml/scaling-book): chip peak FLOP/s, HBM
+             bandwidth.
+  [v4paper]  Jouppi et al., "TPU v4", ISCA 2023: 1050 MHz clock.
+  [derived]  clock = peak bf16 FLOP/s / (MXUs x MXU width^2 x 2 FLOP per multiply-add per cycle).
+             For v6e and 7x tpu_info lists 2 MXUs of 256x256, but libtpu's own estimate for XLA's
+             8192^3 bf16 matmul needs ~369k FLOP/cycle on v6e, more than 2 such MXUs give (262k):
+             we assume 4, i.e. 1.75 GHz for v6e. Treat v6e/7x seconds as less certain than v5e's.
+
+Figures are per compile target device: a v5e/v6e device is one TensorCore (one chip); a v4/v5p
+device is a megacore chip (two TensorCores); a 7x device is one of a chip's two TensorCores.
+"""
+import dataclasses
+
+MiB = 1024 * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class Chip:
+    name: str
+    topology: str  # for jax.experimental.topologies.get_topology_desc(topology, "tpu")
+    device_kind: str  # as libtpu reports it
+    clock_hz: float
+    peak_flops: dict  # dtype -> FLOP/s (int8: OP/s) of one compile target device
+    hbm_bytes_per_s: float
+    vmem_bytes: int  # physical VMEM per TensorCore: the most vmem_limit_bytes can ask
+    default_vmem_limit_bytes: int  # scoped-VMEM limit when vmem_limit_bytes is not given
+    sources: str
+
+
+def _peaks(bf16: float, int8: float | None) -> dict:
+    # float32 matmuls at default precision run as one bf16 pass on the MXU (the post's XLA f32 curve
+    # reaches 165 TFLOP/s on v5e, above any f32-pass rate), so their peak is the bf16 peak.
+    return {"bfloat16": bf16, "float32": bf16, "int8": int8 if int8 else bf16}
+
+
+CHIPS = {
+    "v4": Chip("v4", "v4:2x2x1", "TPU v4", 1.05e9, _peaks(275e12, None), 1.23e12, 16 * MiB, 16 * MiB,
+               "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [v4paper]; int8 not listed: bf16 rate"),
+    "v5e": Chip("v5e", "v5e:2x2", "TPU v5 lite", 1.5e9, _peaks(197e12, 394e12), 8.2e11, 128 * MiB, 16 * MiB,
+                "peak, HBM, VMEM: [tpu_info], [book]; clock: [derived] 197e12 / (4 x 128^2 x 2)"),
+    "v5p": Chip("v5p", "v5p:2x2x1", "TPU v5", 1.75e9, _peaks(459e12, 918e12), 2.46e12, 64 * MiB, 16 * MiB,
+                "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [derived] 459e12 / (8 x 128^2 x 2)"),
+    "v6e": Chip("v6e", "v6e:2x2", "TPU v6 lite", 1.75e9, _peaks(920e12, 1840e12), 1.64e12, 128 * MiB, 32 * MiB,
+                "peak, HBM, VMEM: [tpu_info]; clock: [derived] 920e12 / (4 x 256^2 x 2), see above"),
+    "7x": Chip("7x", "TPU7x:2x2x1", "TPU7x", 2.2e9, _peaks(1.155e15, None), 3.7e12, 64 * MiB, 32 * MiB,
+               "peak, HBM, VMEM: [tpu_info] per core; clock: [derived] 1.155e15 / (4 x 256^2 x 2), "
+               "uncertain; int8 not listed: bf16 rate"),
+}
+
+
+def chip(target: str) -> Chip:
+    try:
+        return CHIPS[target]
+    except KeyError:
+        raise ValueError(f"target={target!r} unknown; expected one of {sorted(CHIPS)}") from None

@@ -1,0 +1,73 @@
+"""Parsers for what libtpu's compiler reports: VMEM used, estimated cycles, out-of-VMEM errors.
+
+None of these formats is documented or stable (seen with libtpu 0.0.42.1). Each parser fails with a
+FormatChanged error that says what it expected, never with a silent NaN.
+"""
+import json
+import re
+
+VMEM_MEMORY_SPACE = "1"  # memory_space "1" is VMEM in used_scoped_memory_configs
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
+
+_USED_SCOPED = re.compile(r'"used_scoped_memory_configs":(\[[^\]]*\])')
+_BUNDLE_CYCLES = re.compile(r'"bundle_analysis_data":\{[^{}]*?"estimated_cycles":"(\d+)"')
+_CYCLES = re.compile(r'"estimated_cycles":"(\d+)"')
+_OOM_SIZES = re.compile(r"Scoped allocation with size ([\d.]+)([KMG]?) and limit ([\d.]+)([KMG]?)")
+OOM_MARKERS = ("CompileTimeScopedVmemOom", "RESOURCE_EXHAUSTED")
+
+
+class FormatChanged(RuntimeError):
+    """The compiler's output no longer looks as this parser expects (likely a new libtpu)."""
+
+
+def vmem_bytes_used(hlo_text: str) -> int:
+    """Scoped VMEM bytes a compiled Pallas kernel uses, from its tpu_custom_call backend_config."""
+    configs = _USED_SCOPED.findall(hlo_text)
+    if not configs:
+        raise FormatChanged('expected "used_scoped_memory_configs":[...] in the compiled HLO of a Pallas '
+                            "kernel (tpu_custom_call backend_config); libtpu's output format changed")
+    total = 0
+    for config in configs:
+        try:
+            entries = json.loads(config)
+            total += sum(int(e["size"]) for e in entries if str(e["memory_space"]) == VMEM_MEMORY_SPACE)
+        except (ValueError, KeyError, TypeError) as e:
+            raise FormatChanged(f"used_scoped_memory_configs={config!r}: expected a JSON list of "
+                                f'{{"memory_space", "size"}} objects ({e})') from None
+    return total
+
+
+def pallas_estimated_cycles(hlo_text: str) -> int:
+    """Cycles libtpu's static profile estimates for a Pallas kernel (needs the profile flag)."""
+    found = _BUNDLE_CYCLES.findall(hlo_text)
+    if not found:
+        raise FormatChanged('expected "bundle_analysis_data":{"estimated_cycles":"N"} in the compiled HLO; '
+                            "was libtpu started with --xla_jf_dump_static_llo_profile_to, and did its "
+                            "output format change?")
+    return sum(int(c) for c in found)
+
+
+def xla_estimated_cycles(hlo_text: str) -> int:
+    """Cycles XLA's cost model estimates for a compiled XLA program: the sum over its fusions."""
+    found = _CYCLES.findall(hlo_text)
+    if not found:
+        raise FormatChanged('expected "estimated_cycles":"N" in the backend_config of the compiled '
+                            "HLO's fusions; libtpu's output format changed")
+    return sum(int(c) for c in found)
+
+
+def is_vmem_oom(message: str) -> bool:
+    return all(marker in message for marker in OOM_MARKERS)
+
+
+def vmem_oom_sizes(message: str) -> tuple[int, int]:
+    """(requested, limit) bytes from a CompileTimeScopedVmemOom error, to the message's precision.
+
+    The message rounds to two decimals of MiB ("size 48.82M and limit 16.00M").
+    """
+    match = _OOM_SIZES.search(message)
+    if not match:
+        raise FormatChanged("expected 'Scoped allocation with size <N>M and limit <N>M' in the "
+                            f"out-of-VMEM error, got: {message[:300]!r}")
+    size, size_unit, limit, limit_unit = match.groups()
+    return round(float(size) * _UNITS[size_unit]), round(float(limit) * _UNITS[limit_unit])

@@ -1,0 +1,130 @@
+"""Deviceless compilation for a TPU generation with libtpu, in worker processes with a timeout.
+
+`jax.experimental.topologies.get_topology_desc` loads libtpu and returns compile-only TPU devices while
+`jax.devices()` stays on the CPU; giving the arguments a sharding on one such device makes
+`jax.jit(...).lower(...).compile()` run the real TPU compiler. Each compile runs in a worker process:
+a hung compile is killed at the timeout, and libtpu's static-profile flag, which must be set before
+libtpu loads and slows every compile in its process, stays confined to the profiling worker.
+"""
+import os
+import pickle
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from experiments import compiler_output
+from experiments.cases import Case, wrapper
+from experiments.chips import chip
+
+PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
+ROOT = str(Path(__file__).resolve().parent.parent)
+
+_device = None  # the worker's compile-only TPU device
+
+
+def init_worker(target: str, profile_dir: str | None) -> None:
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    # libtpu takes a machine-wide lock file at load; compile-only processes touch no TPU, so several
+    # may load it at once (parallel Snakemake jobs, the plain and the profiling worker).
+    os.environ["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
+    if profile_dir:
+        os.environ["LIBTPU_INIT_ARGS"] = f"{os.environ.get('LIBTPU_INIT_ARGS', '')} {PROFILE_FLAG}={profile_dir}"
+    global _device
+    from jax.experimental import topologies
+
+    _device = topologies.get_topology_desc(chip(target).topology, "tpu").devices[0]
+
+
+def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
+    """Compile `case` for the worker's TPU device and return the compiled HLO text."""
+    import jax
+
+    sharding = jax.sharding.SingleDeviceSharding(_device)
+    args = (jax.ShapeDtypeStruct((case.m, case.k), case.dtype, sharding=sharding),
+            jax.ShapeDtypeStruct((case.k, case.n), case.dtype, sharding=sharding))
+    kwargs = case.kwargs()
+    if case.kernel != "xla":
+        kwargs["vmem_limit_bytes"] = vmem_limit_bytes
+    fn = wrapper(case.kernel)
+    return jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args).compile().as_text()
+
+
+def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -> dict:
+    """One compile; returns status and what the compiler reported. Runs in the worker process."""
+    start = time.perf_counter()
+    result = dict(status="ok", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None, error="")
+    try:
+        text = compile_text(case, vmem_limit_bytes)
+    except Exception as e:  # the compiler's verdict is a result, not a crash
+        message = str(e)
+        if compiler_output.is_vmem_oom(message):
+            result["status"] = "vmem_oom"
+            result["vmem_bytes"], result["oom_limit_bytes"] = compiler_output.vmem_oom_sizes(message)
+        else:
+            result["status"] = "compile_error"
+        result["error"] = f"{type(e).__name__}: {message}"[:1000]
+    else:
+        if case.kernel == "xla":
+            result["est_cycles"] = compiler_output.xla_estimated_cycles(text)
+        else:
+            result["vmem_bytes"] = compiler_output.vmem_bytes_used(text)
+            if profile:
+                result["est_cycles"] = compiler_output.pallas_estimated_cycles(text)
+    result["compile_s"] = time.perf_counter() - start
+    return result
+
+
+class Compiler:
+    """A worker process that compiles cases for one target; killed and restarted after a timeout."""
+
+    def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, stderr=None):
+        chip(target)  # unknown targets fail here, in the caller's process
+        self.target, self.profile, self.timeout_s = target, profile, timeout_s
+        self._stderr = stderr if stderr is not None else subprocess.DEVNULL
+        self._profile_dir = tempfile.TemporaryDirectory(prefix="llo-profile-") if profile else None
+        self._proc = None
+
+    def _start(self) -> subprocess.Popen:
+        if self._proc is None:
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+            profile_dir = self._profile_dir.name if self._profile_dir else ""
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "experiments.compile_worker", self.target, profile_dir],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+        return self._proc
+
+    def compile(self, case: Case, vmem_limit_bytes: int | None = None) -> dict:
+        proc = self._start()
+        pickle.dump((case, vmem_limit_bytes, self.profile), proc.stdin)
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], self.timeout_s)
+        if not ready:
+            self.close()
+            return dict(status="timeout", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None,
+                        error=f"compile did not finish within timeout_s={self.timeout_s}",
+                        compile_s=float(self.timeout_s))
+        try:
+            return pickle.load(proc.stdout)
+        except EOFError:
+            code = proc.wait()
+            self._proc = None
+            return dict(status="compile_error", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None,
+                        error=f"compile worker exited with code {code} (crashed in the compiler?)",
+                        compile_s=float("nan"))
+
+    def close(self):
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        if self._profile_dir:
+            self._profile_dir.cleanup()

@@ -1,0 +1,58 @@
+"""HBM bytes a kernel moves, counted from its grid the way the Pallas TPU pipeline moves them.
+
+The pipeline copies an input block in when its block index differs from the previous grid step's,
+and writes an output block back when its index is about to change (and after the last step): a block
+whose index stays the same across consecutive steps is not copied again. Counting index changes over
+the grid in its iteration order (row-major, last axis fastest) gives the bytes exactly.
+"""
+import numpy as np
+
+from experiments.cases import Case
+
+ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 1}
+
+
+def out_itemsize(case: Case) -> int:
+    """int8 inputs (v5 and XLA only) produce their int32 accumulator; floats keep their dtype."""
+    return 4 if case.dtype == "int8" else ITEMSIZE[case.dtype]
+
+
+def _grid_indices(grid: tuple[int, ...]) -> np.ndarray:
+    """All grid points in iteration order, shape (steps, len(grid))."""
+    return np.stack(np.unravel_index(np.arange(int(np.prod(grid))), grid), axis=1)
+
+
+def _changes(block_index: np.ndarray) -> int:
+    """How many steps start a new block: the first step, plus each step whose index differs."""
+    return 1 + int(np.any(block_index[1:] != block_index[:-1], axis=1).sum())
+
+
+def block_index_maps(case: Case):
+    """Block index of A, B and the output at each grid point (i, j[, k]), as in the kernels."""
+    if case.kernel == "v2":
+        return (lambda g: np.stack([g[:, 0], 0 * g[:, 0]], 1),
+                lambda g: np.stack([0 * g[:, 1], g[:, 1]], 1),
+                lambda g: g[:, :2])
+    return (lambda g: np.stack([g[:, 0], g[:, 2]], 1),
+            lambda g: np.stack([g[:, 2], g[:, 1]], 1),
+            lambda g: g[:, :2])
+
+
+def hbm_bytes(case: Case) -> int:
+    """Bytes read from and written to HBM by one call of the kernel.
+
+    v1 and XLA's matmul: each operand once, the minimum any kernel can move.
+    """
+    s = ITEMSIZE[case.dtype]
+    out_s = out_itemsize(case)
+    if case.kernel in ("v1", "xla"):
+        return (case.m * case.k + case.k * case.n) * s + case.m * case.n * out_s
+    g = _grid_indices(case.grid())
+    a_map, b_map, o_map = block_index_maps(case)
+    a_blocks, b_blocks, o_blocks = _changes(a_map(g)), _changes(b_map(g)), _changes(o_map(g))
+    return (a_blocks * case.bm * case.bk * s + b_blocks * case.bk * case.bn * s
+            + o_blocks * case.bm * case.bn * out_s)
+
+
+def flops(case: Case) -> int:
+    return 2 * case.m * case.k * case.n
