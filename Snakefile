@@ -13,8 +13,13 @@ validate(config, "config/schema.yaml")
 
 include: "rules/common.smk"
 include: "rules/correctness.smk"
+include: "rules/compile_study.smk"
+include: "rules/aggregate.smk"
 
 
 rule all:
     input:
         "results/correctness.parquet",
+        "results/matmul.parquet",
+        "results/fidelity.csv",
+        "results/best_vs_xla.csv",

@@ -7,7 +7,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from experiments.cases import Case, expand
+from experiments.cases import Case, expand, search_space
+from experiments.study import Job
 from kernels import checks
 from kernels.v1_naive import SUPPORTED_DTYPES as V1_DTYPES
 from kernels.v2_parallel import SUPPORTED_DTYPES as V2_DTYPES
@@ -81,20 +82,67 @@ def correctness_cases(config: dict) -> dict[str, list[tuple[Case, str]]]:
     return out
 
 
-def _expand_checked(kernel, dtype, shapes, grid_args, key) -> list[Case]:
+def _expand_checked(kernel, dtype, shapes, grid_args, key, keep=None) -> list[Case]:
+    """Cases of a sweep, filtered by `keep`, each checked as the kernel would check it."""
     try:
         cases = expand(kernel, dtype, shapes, **grid_args)
     except ValueError as e:  # v2 splits that do not divide a shape
         raise ConfigError(f"{key}.splits: {e}") from None
+    cases = [c for c in cases if keep is None or keep(c)]
     for case in cases:
         check_case(case, key)
     return cases
+
+
+def _fits(case: Case) -> bool:
+    """Blocks no larger than their dimensions (larger ones are skipped at that size, by design)."""
+    return case.bm is None or (case.bm <= case.m and case.bk <= case.k and case.bn <= case.n)
+
+
+def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
+    """Jobs of the compile study keyed by (target, experiment, dtype); "xla" is the baseline."""
+    section = config["compile_study"]
+    settings = dict(timeout_s=section.get("timeout_s", 300),
+                    profile_max_steps=section.get("profile_max_steps", 512),
+                    raised_limits_mib=tuple(section.get("raised_vmem_limits_mib", ())))
+    per_target = {}
+    baseline_sizes = set(section["sizes"])
+    for name, spec in section["experiments"].items():
+        key = f"compile_study.experiments.{name}"
+        kernel = spec["kernel"]
+        needs = {"v2": "splits", "v3": "blocks", "v5": "blocks"}.get(kernel)
+        if needs and needs not in spec:
+            raise ConfigError(f"{key}.{needs}: required for kernel {kernel!r}")
+        if "search" in spec and kernel not in BLOCKED:
+            raise ConfigError(f"{key}.search: only for blocked kernels {BLOCKED}, not kernel={kernel!r}")
+        sizes = spec.get("sizes", section["sizes"])
+        baseline_sizes |= set(sizes) | set(spec.get("search", {}).get("sizes", ()))
+        grid_args = dict(blocks=spec.get("blocks", ()), splits=spec.get("splits", ()))
+        for dtype in spec["dtypes"]:
+            explicit = _expand_checked(kernel, dtype, [(s, s, s) for s in sizes], grid_args, key, _fits)
+            searched = []
+            if "search" in spec:
+                search = spec["search"]
+                found = _expand_checked(kernel, dtype, [(s, s, s) for s in search["sizes"]],
+                                        dict(blocks=search_space(search)), f"{key}.search", _fits)
+                searched = [c for c in found if c not in explicit]
+            if not explicit + searched:
+                raise ConfigError(f"{key}: no configuration fits sizes={sizes} (dtype={dtype!r})")
+            per_target[(name, dtype)] = dict(experiment=name, cases=tuple(explicit + searched),
+                                             raise_limits_for=tuple(explicit))
+    for dtype in section.get("baseline_dtypes", ()):
+        cases = _expand_checked("xla", dtype, [(s, s, s) for s in sorted(baseline_sizes)], {},
+                                "compile_study.baseline_dtypes")
+        per_target[("xla", dtype)] = dict(experiment="xla", cases=tuple(cases))
+    return {(target, name, dtype): Job(target=target, **job, **settings)
+            for target in config["targets"] for (name, dtype), job in per_target.items()}
 
 
 def validate(config: dict) -> dict:
     """Schema and semantic checks; returns the config unchanged or raises ConfigError."""
     check_schema(config)
     correctness_cases(config)
+    study_jobs(config)
     return config
 
 

@@ -7,13 +7,21 @@ import pandas as pd
 
 
 def write_parquet_atomic(df: pd.DataFrame, path) -> None:
-    """Write `df` to a temporary file beside `path`, then rename it into place (atomic on POSIX)."""
+    _write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
+
+
+def write_csv_atomic(df: pd.DataFrame, path) -> None:
+    _write_atomic(path, lambda tmp: df.to_csv(tmp, index=False, float_format="%.6g"))
+
+
+def _write_atomic(path, write) -> None:
+    """Write to a temporary file beside `path`, then rename it into place (atomic on POSIX)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        df.to_parquet(tmp, index=False)
+        write(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

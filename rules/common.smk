@@ -15,3 +15,24 @@ CORRECTNESS_KERNELS = list(CORRECTNESS_CASES)
 
 wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),
+
+try:
+    STUDY_JOBS = experiment_config.study_jobs(config)
+except experiment_config.ConfigError as e:
+    raise WorkflowError(str(e)) from None
+
+TARGETS = config["targets"]
+
+
+def study_outputs(target):
+    return [
+        f"results/estimates/{t}/{experiment}_{dtype}.parquet"
+        for t, experiment, dtype in STUDY_JOBS
+        if t == target
+    ]
+
+
+wildcard_constraints:
+    target="|".join(TARGETS),
+    experiment="[A-Za-z0-9]+",
+    dtype="float32|bfloat16|int8",

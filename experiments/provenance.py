@@ -1,0 +1,31 @@
+"""Where a number came from: package versions and the repository's git commit."""
+import functools
+import importlib.metadata
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def git_sha() -> str:
+    """The checkout's commit, with "-dirty" when tracked files differ from it; "unknown" outside git."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return sha + ("-dirty" if dirty else "")
+
+
+@functools.cache
+def provenance() -> dict:
+    return {"jax_version": version("jax"), "libtpu_version": version("libtpu"), "git_sha": git_sha()}

@@ -1,0 +1,153 @@
+"""The TPU compile study: compile each configuration for a target and turn what the compiler reports
+into one tidy row per (configuration, scoped-VMEM limit).
+
+Per row:
+- status: ok, vmem_oom, compile_error or timeout;
+- vmem_bytes: VMEM used (ok) or requested (vmem_oom), vmem_limit_bytes: the limit applied;
+- est_cycles: libtpu's estimate (Pallas: its static profile, measured on the full grid or
+  extrapolated from small grids, see cycles_method; XLA: its cost model's cycles);
+- compute_seconds = est_cycles / clock; hbm_seconds = HBM bytes the grid really moves / bandwidth;
+- seconds = max(compute_seconds, hbm_seconds), the best estimate: the static profile does not wait
+  for DMAs, and no kernel can move its bytes faster than HBM allows;
+- tflops = FLOPs / seconds; roofline_tflops = FLOPs / max(FLOPs / peak, hbm_seconds).
+All of it is an estimate for the target, never a measurement.
+"""
+import dataclasses
+import logging
+
+import pandas as pd
+
+from experiments import extrapolate
+from experiments.cases import Case
+from experiments.chips import MiB, chip
+from experiments.provenance import provenance
+from experiments.tpu_compile import Compiler
+from experiments.traffic import flops, hbm_bytes
+
+log = logging.getLogger(__name__)
+
+COLUMNS = [
+    "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
+    "status", "vmem_bytes", "vmem_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
+    "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
+    "compile_s", "error", "jax_version", "libtpu_version", "git_sha",
+]
+INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "est_cycles", "hbm_bytes")
+STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One Snakemake job: cases of one experiment and dtype for one target."""
+
+    target: str
+    experiment: str
+    cases: tuple  # Case, compiled at the default limit
+    raise_limits_for: tuple = ()  # cases compiled again at raised limits if they run out of VMEM
+    raised_limits_mib: tuple = ()
+    timeout_s: float = 300
+    profile_max_steps: int = 512
+
+
+class CycleEstimator:
+    """Estimated cycles of ok Pallas cases: profiled directly when the grid is small, else fitted."""
+
+    def __init__(self, profiler: Compiler, max_steps: int):
+        self.profiler, self.max_steps = profiler, max_steps
+        self._cycles = {}  # (case, limit) -> cycles or None, shared by fits across sizes
+
+    def _profile(self, case: Case, limit: int | None):
+        key = (case, limit)
+        if key not in self._cycles:
+            result = self.profiler.compile(case, limit)
+            if result["status"] != "ok":
+                log.warning("profile of %s failed: %s %s", case.label(), result["status"], result["error"][:200])
+            self._cycles[key] = result["est_cycles"]
+        return self._cycles[key]
+
+    def cycles(self, case: Case, limit: int | None) -> tuple[int | None, str]:
+        if extrapolate.grid_counts(case)[1] <= self.max_steps:
+            return self._profile(case, limit), "profiled"
+        points = [(c, self._profile(c, limit)) for c in extrapolate.reduced_cases(case)]
+        if any(cycles is None for _, cycles in points):
+            return None, "extrapolation_failed"
+        return extrapolate.predict(extrapolate.fit(points), case), "extrapolated"
+
+
+def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
+                 method: str) -> dict:
+    c = chip(job.target)
+    row = dict(
+        source="estimate", target=job.target, device_kind=c.device_kind, experiment=job.experiment,
+        kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
+        bm=case.bm, bk=case.bk, bn=case.bn, status=result["status"], vmem_bytes=result["vmem_bytes"],
+        vmem_limit_bytes=result["oom_limit_bytes"] or limit or c.default_vmem_limit_bytes,
+        raised_limit=limit is not None, est_cycles=cycles, cycles_method=method if cycles else "",
+        compile_s=result["compile_s"], error=result["error"],
+    )
+    moved = hbm_bytes(case)
+    row["hbm_bytes"] = moved
+    row["hbm_seconds"] = moved / c.hbm_bytes_per_s
+    work = flops(case)
+    row["roofline_tflops"] = work / max(work / c.peak_flops[case.dtype], row["hbm_seconds"]) / 1e12
+    if result["status"] == "ok" and cycles:
+        row["compute_seconds"] = cycles / c.clock_hz
+        row["seconds"] = max(row["compute_seconds"], row["hbm_seconds"])
+        row["tflops"] = work / row["seconds"] / 1e12
+    return row
+
+
+def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
+    """Compile every case of `job` (and raised-limit retries) and return its tidy rows."""
+    rows = []
+    with Compiler(job.target, timeout_s=job.timeout_s, stderr=stderr) as compiler, \
+            Compiler(job.target, profile=True, timeout_s=job.timeout_s, stderr=stderr) as profiler:
+        estimator = CycleEstimator(profiler, job.profile_max_steps)
+
+        def one(case: Case, limit: int | None) -> dict:
+            result = compiler.compile(case, limit)
+            cycles, method = None, ""
+            if result["status"] == "ok":
+                if case.kernel == "xla":
+                    cycles, method = result["est_cycles"], "xla_cost_model"
+                else:
+                    cycles, method = estimator.cycles(case, limit)
+            log.info("%s %s limit=%s: %s vmem=%s cycles=%s (%s) %.1fs", job.target, case.label(), limit,
+                     result["status"], result["vmem_bytes"], cycles, method, result["compile_s"])
+            return estimate_row(job, case, result, limit, cycles, method)
+
+        for case in job.cases:
+            row = one(case, None)
+            rows.append(row)
+            if row["status"] == "vmem_oom" and case in job.raise_limits_for:
+                for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_limit_bytes"]):
+                    rows.append(one(case, mib * MiB))
+    return to_frame(rows, provenance())
+
+
+def raised_limits(target: str, limits_mib, default_limit_bytes: int) -> list[int]:
+    """The raised limits (MiB) worth trying: above the default, within the chip's physical VMEM."""
+    c = chip(target)
+    return [mib for mib in limits_mib if default_limit_bytes < mib * MiB <= c.vmem_bytes]
+
+
+def to_frame(rows: list[dict], versions: dict) -> pd.DataFrame:
+    df = pd.DataFrame(rows).reindex(columns=COLUMNS)
+    for key, value in versions.items():
+        df[key] = value
+    for col in INT_COLUMNS:
+        df[col] = pd.array(df[col].astype("float64"), dtype="Int64") if len(df) else df[col].astype("Int64")
+    for col in ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s"):
+        df[col] = df[col].astype("float64")
+    df["raised_limit"] = df["raised_limit"].astype(bool)
+    df["error"] = df["error"].fillna("")
+    df["cycles_method"] = df["cycles_method"].fillna("")
+    return df
+
+
+def check_status(df: pd.DataFrame) -> None:
+    unknown = set(df.status) - set(STATUSES)
+    if unknown:
+        raise ValueError(f"status values {sorted(unknown)} not in {STATUSES}")
+
+

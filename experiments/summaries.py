@@ -1,0 +1,64 @@
+"""Summaries of the tidy table: agreement with the post (fidelity) and the best kernel against XLA."""
+import numpy as np
+import pandas as pd
+
+MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
+SUMMARY_SIZES = (2048, 4096, 8192)
+
+
+def default_limit(df: pd.DataFrame) -> pd.DataFrame:
+    return df[~df.raised_limit.fillna(False).astype(bool)]
+
+
+def paired(df: pd.DataFrame, target: str = "v5e", other: str = "published") -> pd.DataFrame:
+    """Estimate rows at the default VMEM limit joined with `other` rows of the same configuration."""
+    est = default_limit(df[(df.source == "estimate") & (df.target == target)])
+    ref = df[(df.source == other) & (df.target == target)]
+    return est.merge(ref[MATCH + ["status", "tflops"]], on=MATCH, suffixes=("", f"_{other}"))
+
+
+def fidelity(df: pd.DataFrame, *, target: str = "v5e", other: str = "published",
+             min_size: int = 2048) -> pd.DataFrame:
+    """Agreement of estimates with `other` per experiment and overall, for sizes >= min_size.
+
+    Columns: experiment ("all" for the total), n (configurations both sides computed),
+    median_abs_log_ratio (median |ln(estimate / other)|; 0.1 is about 10 %), spearman (rank
+    correlation of TFLOP/s), feasibility_n and feasibility_agreement (share of configurations where
+    both say ok, or both say it failed).
+    """
+    pairs = paired(df, target, other)
+    pairs = pairs[pairs.m >= min_size]
+    rows = []
+    for experiment, group in [("all", pairs), *pairs.groupby("experiment")]:
+        both = group[(group.status == "ok") & (group[f"status_{other}"] == "ok")]
+        both = both[both.tflops.notna() & both[f"tflops_{other}"].notna()]
+        ratio = np.log(both.tflops / both[f"tflops_{other}"])
+        est_ok = group.status == "ok"
+        ref_ok = group[f"status_{other}"] == "ok"
+        rows.append(dict(
+            target=target, compared_with=other, experiment=experiment, n=len(both),
+            median_abs_log_ratio=float(np.median(np.abs(ratio))) if len(both) else np.nan,
+            median_ratio=float(np.exp(np.median(ratio))) if len(both) else np.nan,
+            spearman=float(both.tflops.corr(both[f"tflops_{other}"], method="spearman"))
+            if len(both) > 2 else np.nan,
+            feasibility_n=len(group), feasibility_agreement=float((est_ok == ref_ok).mean()) if len(group) else np.nan,
+        ))
+    return pd.DataFrame(rows)
+
+
+def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
+    """Per target, dtype and size: the best estimated Pallas configuration as a fraction of XLA."""
+    est = default_limit(df[(df.source == "estimate") & (df.status == "ok") & df.m.isin(sizes)])
+    rows = []
+    for (target, dtype, size), group in est.groupby(["target", "dtype", "m"]):
+        xla = group[group.kernel == "xla"].tflops
+        pallas = group[group.kernel != "xla"].dropna(subset=["tflops"])
+        if pallas.empty or xla.empty:
+            continue
+        best = pallas.loc[pallas.tflops.idxmax()]
+        rows.append(dict(target=target, dtype=dtype, size=size, experiment=best.experiment,
+                         kernel=best.kernel, bm=best.bm, bk=best.bk, bn=best.bn,
+                         best_tflops=best.tflops, xla_tflops=float(xla.iloc[0]),
+                         fraction_of_xla=best.tflops / float(xla.iloc[0]),
+                         configurations=len(pallas.drop_duplicates(["kernel", "bm", "bk", "bn"]))))
+    return pd.DataFrame(rows)

@@ -1,0 +1,29 @@
+# The tidy table of every number (estimates, published, measured) and its summaries.
+
+
+rule aggregate:
+    input:
+        estimates=expand("results/estimates/{target}.parquet", target=TARGETS),
+        published="data/published_v5e.csv",
+    output:
+        "results/matmul.parquet",
+    log:
+        "logs/aggregate/matmul.log",
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/aggregate.py"
+
+
+rule summaries:
+    input:
+        "results/matmul.parquet",
+    output:
+        fidelity="results/fidelity.csv",
+        best_vs_xla="results/best_vs_xla.csv",
+    log:
+        "logs/aggregate/summaries.log",
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/summaries.py"

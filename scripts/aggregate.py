@@ -1,0 +1,15 @@
+"""Snakemake script: the tidy table results/matmul.parquet."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
+import pandas as pd
+
+from experiments.aggregate import check_unique, combine, load_published
+from experiments.runtime import logged
+from experiments.tables import write_parquet_atomic
+
+with logged(snakemake.log[0]) as log:
+    estimates = [pd.read_parquet(p) for p in snakemake.input.estimates]
+    df = combine(estimates, load_published(snakemake.input.published))
+    check_unique(df)
+    log.info("%d rows; by source: %s", len(df), df.source.value_counts().to_dict())
+    write_parquet_atomic(df, snakemake.output[0])
