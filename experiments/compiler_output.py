@@ -12,8 +12,11 @@ _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 _USED_SCOPED = re.compile(r'"used_scoped_memory_configs":(\[[^\]]*\])')
 _BUNDLE_CYCLES = re.compile(r'"bundle_analysis_data":\{[^{}]*?"estimated_cycles":"(\d+)"')
 _CYCLES = re.compile(r'"estimated_cycles":"(\d+)"')
-_OOM_SIZES = re.compile(r"Scoped allocation with size ([\d.]+)([KMG]?) and limit ([\d.]+)([KMG]?)")
-OOM_MARKERS = ("CompileTimeScopedVmemOom", "RESOURCE_EXHAUSTED")
+# Two forms: over the scoped-VMEM limit, and over the core's physical VMEM.
+_OOM_SIZES = (
+    re.compile(r"Scoped allocation with size ([\d.]+)([KMG]?) and limit ([\d.]+)([KMG]?)"),
+    re.compile(r"Ran out of memory in memory space vmem\. Used ([\d.]+)([KMG]?) of ([\d.]+)([KMG]?) vmem"),
+)
 
 
 class FormatChanged(RuntimeError):
@@ -57,17 +60,21 @@ def xla_estimated_cycles(hlo_text: str) -> int:
 
 
 def is_vmem_oom(message: str) -> bool:
-    return all(marker in message for marker in OOM_MARKERS)
+    return "RESOURCE_EXHAUSTED" in message and (
+        "CompileTimeScopedVmemOom" in message or "Ran out of memory in memory space vmem" in message)
 
 
 def vmem_oom_sizes(message: str) -> tuple[int, int]:
-    """(requested, limit) bytes from a CompileTimeScopedVmemOom error, to the message's precision.
+    """(requested, limit) bytes from an out-of-VMEM error, to the message's precision.
 
-    The message rounds to two decimals of MiB ("size 48.82M and limit 16.00M").
+    Over the scoped limit: "Scoped allocation with size 48.82M and limit 16.00M"; over the physical
+    VMEM: "Ran out of memory in memory space vmem. Used 195.84M of 127.94M vmem" (the limit is then
+    the core's VMEM). Both round to two decimals of MiB.
     """
-    match = _OOM_SIZES.search(message)
+    match = next((m for m in (p.search(message) for p in _OOM_SIZES) if m), None)
     if not match:
-        raise FormatChanged("expected 'Scoped allocation with size <N>M and limit <N>M' in the "
-                            f"out-of-VMEM error, got: {message[:300]!r}")
+        raise FormatChanged("expected 'Scoped allocation with size <N>M and limit <N>M' or 'Ran out of "
+                            "memory in memory space vmem. Used <N>M of <N>M vmem' in the out-of-VMEM "
+                            f"error, got: {message[:300]!r}")
     size, size_unit, limit, limit_unit = match.groups()
     return round(float(size) * _UNITS[size_unit]), round(float(limit) * _UNITS[limit_unit])

@@ -3,7 +3,9 @@ into one tidy row per (configuration, scoped-VMEM limit).
 
 Per row:
 - status: ok, vmem_oom, compile_error or timeout;
-- vmem_bytes: VMEM used (ok) or requested (vmem_oom), vmem_limit_bytes: the limit applied;
+- vmem_bytes: VMEM used (ok) or requested (vmem_oom); vmem_limit_bytes: the scoped-VMEM limit
+  applied (the chip's default unless raised); oom_limit_bytes: the limit the compiler said was
+  exceeded (the scoped limit, or the core's physical VMEM when even that is too small);
 - est_cycles: libtpu's estimate (Pallas: its static profile, measured on the full grid or
   extrapolated from small grids, see cycles_method; XLA: its cost model's cycles);
 - compute_seconds = est_cycles / clock; hbm_seconds = HBM bytes the grid really moves / bandwidth;
@@ -22,17 +24,17 @@ from experiments.cases import Case
 from experiments.chips import MiB, chip
 from experiments.provenance import provenance
 from experiments.tpu_compile import Compiler
-from experiments.traffic import flops, hbm_bytes
+from experiments.traffic import flops, hbm_bytes, min_vmem_bytes
 
 log = logging.getLogger(__name__)
 
 COLUMNS = [
     "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
-    "status", "vmem_bytes", "vmem_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
+    "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "compile_s", "error", "jax_version", "libtpu_version", "git_sha",
 ]
-INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "est_cycles", "hbm_bytes")
+INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles", "hbm_bytes")
 STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")
 
 
@@ -81,7 +83,7 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
         source="estimate", target=job.target, device_kind=c.device_kind, experiment=job.experiment,
         kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
         bm=case.bm, bk=case.bk, bn=case.bn, status=result["status"], vmem_bytes=result["vmem_bytes"],
-        vmem_limit_bytes=result["oom_limit_bytes"] or limit or c.default_vmem_limit_bytes,
+        vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
         raised_limit=limit is not None, est_cycles=cycles, cycles_method=method if cycles else "",
         compile_s=result["compile_s"], error=result["error"],
     )
@@ -105,7 +107,7 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
         estimator = CycleEstimator(profiler, job.profile_max_steps)
 
         def one(case: Case, limit: int | None) -> dict:
-            result = compiler.compile(case, limit)
+            result = beyond_physical_vmem(job.target, case) or compiler.compile(case, limit)
             cycles, method = None, ""
             if result["status"] == "ok":
                 if case.kernel == "xla":
@@ -120,15 +122,32 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
             row = one(case, None)
             rows.append(row)
             if row["status"] == "vmem_oom" and case in job.raise_limits_for:
-                for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_limit_bytes"]):
+                for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
                     rows.append(one(case, mib * MiB))
     return to_frame(rows, provenance())
 
 
-def raised_limits(target: str, limits_mib, default_limit_bytes: int) -> list[int]:
-    """The raised limits (MiB) worth trying: above the default, within the chip's physical VMEM."""
+def beyond_physical_vmem(target: str, case: Case) -> dict | None:
+    """A vmem_oom result, without compiling, for a kernel whose blocks alone exceed the core's VMEM.
+
+    No limit can make such a kernel fit, and libtpu takes minutes to say so (v1 at 8192: > 2 min).
+    The row's error says it was not compiled; vmem_bytes is then the lower bound, not the compiler's.
+    """
+    if case.kernel == "xla":
+        return None
+    need, have = min_vmem_bytes(case), chip(target).vmem_bytes
+    if need <= have:
+        return None
+    return dict(status="vmem_oom", vmem_bytes=need, oom_limit_bytes=have, est_cycles=None, compile_s=0.0,
+                error=f"not compiled: its VMEM blocks alone need {need / MiB:.2f} MiB, more than the core's "
+                      f"{have / MiB:.0f} MiB of VMEM (a lower bound from the block shapes)")
+
+
+def raised_limits(target: str, limits_mib, requested_bytes: int) -> list[int]:
+    """The raised limits (MiB) worth compiling: at least what the compiler said the kernel requests,
+    and within the chip's physical VMEM. Lower limits would fail for the reason already recorded."""
     c = chip(target)
-    return [mib for mib in limits_mib if default_limit_bytes < mib * MiB <= c.vmem_bytes]
+    return [mib for mib in limits_mib if requested_bytes <= mib * MiB <= c.vmem_bytes]
 
 
 def to_frame(rows: list[dict], versions: dict) -> pd.DataFrame:

@@ -56,3 +56,13 @@ def hbm_bytes(case: Case) -> int:
 
 def flops(case: Case) -> int:
     return 2 * case.m * case.k * case.n
+
+
+def min_vmem_bytes(case: Case) -> int:
+    """A lower bound on the VMEM a Pallas kernel needs: one buffer of each block (the pipeline
+    double-buffers most of them, and the compiler adds scratch), plus v5's accumulator."""
+    s, out_s = ITEMSIZE[case.dtype], out_itemsize(case)
+    if case.kernel == "v1":
+        return (case.m * case.k + case.k * case.n) * s + case.m * case.n * out_s
+    acc = case.bm * case.bn * 4 if case.kernel == "v5" else 0
+    return (case.bm * case.bk + case.bk * case.bn) * s + case.bm * case.bn * out_s + acc

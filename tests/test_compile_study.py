@@ -1,0 +1,149 @@
+"""The compile study against the real TPU compiler (libtpu, deviceless): parsers, OOM path, timeouts,
+unknown targets, and the cycle extrapolation's accuracy against full static profiles."""
+import dataclasses
+
+import pytest
+
+from experiments import compiler_output, extrapolate
+from experiments.cases import Case
+from experiments.chips import MiB, chip
+from experiments.study import Job, run_job
+from experiments.tpu_compile import Compiler
+
+V1_1024 = Case("v1", "float32", 1024, 1024, 1024)
+V1_2048 = Case("v1", "float32", 2048, 2048, 2048)
+
+
+@pytest.fixture(scope="module")
+def v5e():
+    with Compiler("v5e", timeout_s=300) as compiler:
+        yield compiler
+
+
+@pytest.fixture(scope="module")
+def v5e_profiler():
+    with Compiler("v5e", profile=True, timeout_s=300) as compiler:
+        yield compiler
+
+
+def test_vmem_used_is_parsed_from_real_output(v5e):
+    result = v5e.compile(V1_1024)
+    assert result["status"] == "ok"
+    # A, B and C (4 MiB each) are whole VMEM blocks; the compiler adds a little scratch.
+    assert 12 * MiB <= result["vmem_bytes"] < 16 * MiB
+
+
+def test_out_of_vmem_is_a_result_with_sizes(v5e):
+    result = v5e.compile(V1_2048)
+    assert result["status"] == "vmem_oom"
+    assert "Scoped allocation with size 48.82M and limit 16.00M" in result["error"]
+    assert result["vmem_bytes"] == round(48.82 * MiB)
+    assert result["oom_limit_bytes"] == chip("v5e").default_vmem_limit_bytes == 16 * MiB
+
+
+def test_raised_vmem_limit_makes_v1_2048_compile(v5e):
+    result = v5e.compile(V1_2048, 64 * MiB)
+    assert result["status"] == "ok" and 48 * MiB < result["vmem_bytes"] < 64 * MiB
+
+
+def test_default_limits_in_chip_table_match_the_compiler():
+    with Compiler("v6e") as v6e:
+        result = v6e.compile(V1_2048)
+    assert result["status"] == "vmem_oom"
+    assert result["oom_limit_bytes"] == chip("v6e").default_vmem_limit_bytes == 32 * MiB
+
+
+def test_xla_cycles_are_parsed(v5e):
+    result = v5e.compile(Case("xla", "bfloat16", 4096, 4096, 4096))
+    assert result["status"] == "ok" and result["vmem_bytes"] is None
+    # At v5e's 1.5 GHz and 197 TFLOP/s peak, 2 * 4096^3 FLOPs take at least 1.05M cycles.
+    assert 1.0e6 < result["est_cycles"] < 2.0e6
+
+
+def test_pallas_cycles_need_the_profile_flag(v5e, v5e_profiler):
+    case = Case("v3", "float32", 512, 512, 512, 128, 128, 128)
+    assert v5e.compile(case)["est_cycles"] is None
+    cycles = v5e_profiler.compile(case)["est_cycles"]
+    assert 64 * 500 < cycles < 64 * 1500  # 64 grid steps of a few hundred cycles each
+
+
+def test_unknown_target_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"target='v9' unknown; expected one of \['7x', 'v4', 'v5e', 'v5p', 'v6e'\]"):
+        Compiler("v9")
+
+
+def test_hung_compile_becomes_a_timeout_row():
+    with Compiler("v5e", timeout_s=0.01) as compiler:  # less than libtpu takes to load
+        result = compiler.compile(V1_1024)
+        assert result["status"] == "timeout" and "timeout_s=0.01" in result["error"]
+        compiler.timeout_s = 300  # the killed worker is replaced on the next call
+        assert compiler.compile(V1_1024)["status"] == "ok"
+
+
+@pytest.mark.parametrize("case", [
+    Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128),    # 512 steps
+    Case("v3", "float32", 2048, 2048, 2048, 256, 256, 256),    # 512 steps
+    Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024),  # 128 steps
+    Case("v5", "bfloat16", 2048, 2048, 2048, 256, 2048, 512),   # one k step per tile
+])
+def test_extrapolation_matches_full_profile_within_2_percent(v5e_profiler, case):
+    full = v5e_profiler.compile(case)["est_cycles"]
+    points = [(c, v5e_profiler.compile(c)["est_cycles"]) for c in extrapolate.reduced_cases(case)]
+    assert all(extrapolate.grid_counts(c)[1] <= 32 for c, _ in points)
+    predicted = extrapolate.predict(extrapolate.fit(points), case)
+    assert abs(predicted / full - 1) < 0.02, (predicted, full)
+
+
+def test_run_job_rows_and_raised_limits():
+    cases = (V1_1024, V1_2048, Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128))
+    job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(32, 64, 256),
+              profile_max_steps=64)
+    df = run_job(job)
+    # Only V1_2048 ran out (48.82 MiB requested): 32 MiB is below that, 256 MiB above v5e's VMEM.
+    assert len(df) == 3 + 1
+    v1_2048 = df[(df.m == 2048)].set_index("vmem_limit_bytes").status.to_dict()
+    assert v1_2048 == {16 * MiB: "vmem_oom", 64 * MiB: "ok"}
+    ok = df[df.status == "ok"]
+    assert ok.est_cycles.notna().all() and (ok.tflops > 0).all()
+    assert (ok.tflops <= ok.roofline_tflops * 1.0001).all()
+    assert set(ok.cycles_method) == {"profiled", "extrapolated"}
+    assert (df.source == "estimate").all() and df.libtpu_version.iloc[0] != "not installed"
+
+
+def test_changed_format_fails_loudly():
+    with pytest.raises(compiler_output.FormatChanged, match="used_scoped_memory_configs"):
+        compiler_output.vmem_bytes_used('custom-call(), backend_config={"scoped_memory":[]}')
+    with pytest.raises(compiler_output.FormatChanged, match="bundle_analysis_data"):
+        compiler_output.pallas_estimated_cycles('{"cycles_estimate":"5"}')
+    with pytest.raises(compiler_output.FormatChanged, match="estimated_cycles"):
+        compiler_output.xla_estimated_cycles("fusion(), backend_config={}")
+    with pytest.raises(compiler_output.FormatChanged, match="Scoped allocation with size"):
+        compiler_output.vmem_oom_sizes("RESOURCE_EXHAUSTED: CompileTimeScopedVmemOom: out of VMEM (50 MB)")
+    with pytest.raises(compiler_output.FormatChanged, match="memory_space"):
+        compiler_output.vmem_bytes_used('"used_scoped_memory_configs":[{"space":"1","size":"5"}]')
+
+
+def test_physical_vmem_oom_message_is_parsed():
+    message = ("RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory space "
+               "vmem. Used 195.84M of 127.94M vmem. Exceeded vmem capacity by 67.90M.")
+    assert compiler_output.is_vmem_oom(message)
+    assert compiler_output.vmem_oom_sizes(message) == (round(195.84 * MiB), round(127.94 * MiB))
+
+
+def test_parsers_on_known_strings():
+    text = ('"used_scoped_memory_configs":[{"memory_space":"1","offset":"0","size":"11632640"},'
+            '{"memory_space":"0","offset":"0","size":"99"}]')
+    assert compiler_output.vmem_bytes_used(text) == 11632640
+    assert compiler_output.vmem_oom_sizes("Scoped allocation with size 18.36M and limit 16.00M") == (
+        round(18.36 * 2**20), 16 * 2**20)
+    assert compiler_output.pallas_estimated_cycles('"bundle_analysis_data":{"estimated_cycles":"786"}') == 786
+
+
+def test_reduced_cases_keep_blocks_and_cap_grid():
+    case = Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)
+    reduced = extrapolate.reduced_cases(case)
+    assert {(c.bm, c.bk, c.bn) for c in reduced} == {(512, 1024, 1024)}
+    assert max(extrapolate.grid_counts(c)[1] for c in reduced) == 4 * 2 * 4
+    v2 = Case("v2", "float32", 8192, 8192, 8192, 2048, 8192, 2048)
+    assert all(c.m // c.bm == c.n // c.bn for c in extrapolate.reduced_cases(v2))
+    assert dataclasses.replace(case) == case

@@ -1,0 +1,30 @@
+"""HBM bytes moved by each kernel's grid, against closed forms."""
+import pytest
+
+from experiments.cases import Case
+from experiments.traffic import hbm_bytes
+
+
+@pytest.mark.parametrize("m, k, n, bm, bk, bn", [(1024, 2048, 512, 128, 256, 128), (512, 512, 512, 256, 128, 512)])
+def test_blocked_kernel_reloads_operands_per_output_tile(m, k, n, bm, bk, bn):
+    # With k/bk > 1, every step loads a new A and B block: A is read n/bn times, B m/bm times.
+    expected = 4 * (m * k * (n // bn) + k * n * (m // bm) + m * n)
+    assert hbm_bytes(Case("v3", "float32", m, k, n, bm, bk, bn)) == expected
+
+
+def test_single_k_step_keeps_a_resident_across_j():
+    # k/bk == 1: A's block index (i, 0) is unchanged while j moves, so A is read once; B per i.
+    m, k, n = 1024, 512, 1024
+    case = Case("v5", "bfloat16", m, k, n, 256, 512, 256)
+    assert hbm_bytes(case) == 2 * (m * k + k * n * (m // 256) + m * n)
+
+
+def test_int8_output_is_int32_and_minimal_kernels_move_each_operand_once():
+    assert hbm_bytes(Case("xla", "int8", 256, 512, 128)) == 256 * 512 + 512 * 128 + 4 * 256 * 128
+    assert hbm_bytes(Case("v1", "float32", 256, 512, 128)) == 4 * (256 * 512 + 512 * 128 + 256 * 128)
+
+
+def test_v2_reads_b_once_per_row_slab():
+    m = k = n = 1024
+    case = Case("v2", "float32", m, k, n, m // 4, k, n // 4)
+    assert hbm_bytes(case) == 4 * (m * k + 4 * k * n + m * n)
