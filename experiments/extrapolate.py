@@ -3,8 +3,8 @@
 libtpu's static profile walks every grid step (about 2 ms per step on a 2-core machine): an 8192^3
 product in 128-blocks has 262,144 steps. Its cycles are nearly linear in the grid, so we fit
     cycles = c0 + c_tile * tiles + c_step * steps
-(tiles: output blocks, each with its k loop's set-up and write-back; steps: grid points) on up to six
-reduced problems with the same blocks and at most 4 x 2 tiles x 4 k steps, and predict the full grid.
+(tiles: output blocks, each with its k loop's set-up and write-back; steps: grid points) on four
+reduced problems with the same blocks and at most 2 x 2 tiles x 4 k steps, and predict the full grid.
 tests/test_extrapolate.py checks predictions against full profiles (within 2 %).
 """
 import dataclasses
@@ -13,8 +13,11 @@ import numpy as np
 
 from experiments.cases import Case
 
-TILE_COUNTS = ((1, 1), (2, 2), (4, 2))
-K_STEPS = (2, 4)
+# Reduced grids (tiles along m, tiles along n, k steps): enough to separate c0, c_tile and c_step,
+# small enough to profile in a few seconds even for 1024-blocks (26 steps in all).
+POINTS = ((1, 1, 2), (2, 1, 2), (1, 1, 4), (2, 2, 4))
+# With a single k step, steps = tiles: reach further along the one remaining direction.
+POINTS_ONE_K_STEP = ((1, 1, 1), (2, 1, 1), (2, 2, 1), (4, 2, 1))
 
 
 def grid_counts(case: Case) -> tuple[int, int]:
@@ -30,8 +33,9 @@ def reduced_cases(case: Case) -> list[Case]:
     gi, gj = grid[0], grid[1]
     gk = grid[2] if len(grid) == 3 else 1
     # v2 has one split count for both m and n, so its reduced grids stay square.
-    tile_counts = [(a, a) for a, _ in TILE_COUNTS] if case.kernel == "v2" else TILE_COUNTS
-    points = {(min(a, gi), min(b, gj), min(c, gk)) for a, b in tile_counts for c in K_STEPS}
+    base = POINTS_ONE_K_STEP if gk == 1 else POINTS
+    shape = ((a, a, c) for a, _, c in base) if case.kernel == "v2" else base
+    points = {(min(a, gi), min(b, gj), min(c, gk)) for a, b, c in shape}
     out = []
     for a, b, c in sorted(points):
         if case.kernel == "v2":  # v2's blocks span k; its grid is (splits, splits) over m and n

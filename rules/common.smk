@@ -1,5 +1,6 @@
 # Shared set-up: check the config beyond its JSON schema and list the jobs the sweeps fan out into.
 import sys
+from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
 
@@ -22,6 +23,19 @@ except experiment_config.ConfigError as e:
     raise WorkflowError(str(e)) from None
 
 TARGETS = config["targets"]
+
+# The code behind the estimates: editing it reruns the study (Snakemake tracks scripts, not imports).
+STUDY_CODE = sorted(
+    str(p)
+    for pattern in ("kernels/*.py", "experiments/*.py")
+    for p in Path(workflow.basedir).glob(pattern)
+)
+CORRECTNESS_CODE = [
+    p
+    for p in STUDY_CODE
+    if "/kernels/" in p
+    or p.endswith(("correctness.py", "cases.py", "inputs.py"))
+]
 
 
 def study_outputs(target):

@@ -2,6 +2,8 @@
 
 
 rule compile_study_job:
+    input:
+        code=STUDY_CODE,
     output:
         "results/estimates/{target}/{experiment}_{dtype}.parquet",
     log:

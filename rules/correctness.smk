@@ -1,4 +1,6 @@
 rule correctness_kernel:
+    input:
+        code=CORRECTNESS_CODE,
     output:
         "results/correctness/{kernel}.parquet",
     log:

@@ -89,7 +89,7 @@ def test_hung_compile_becomes_a_timeout_row():
 def test_extrapolation_matches_full_profile_within_2_percent(v5e_profiler, case):
     full = v5e_profiler.compile(case)["est_cycles"]
     points = [(c, v5e_profiler.compile(c)["est_cycles"]) for c in extrapolate.reduced_cases(case)]
-    assert all(extrapolate.grid_counts(c)[1] <= 32 for c, _ in points)
+    assert all(extrapolate.grid_counts(c)[1] <= 16 for c, _ in points)  # seconds, not minutes
     predicted = extrapolate.predict(extrapolate.fit(points), case)
     assert abs(predicted / full - 1) < 0.02, (predicted, full)
 
@@ -143,7 +143,7 @@ def test_reduced_cases_keep_blocks_and_cap_grid():
     case = Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)
     reduced = extrapolate.reduced_cases(case)
     assert {(c.bm, c.bk, c.bn) for c in reduced} == {(512, 1024, 1024)}
-    assert max(extrapolate.grid_counts(c)[1] for c in reduced) == 4 * 2 * 4
+    assert max(extrapolate.grid_counts(c)[1] for c in reduced) == 2 * 2 * 4
     v2 = Case("v2", "float32", 8192, 8192, 8192, 2048, 8192, 2048)
     assert all(c.m // c.bm == c.n // c.bn for c in extrapolate.reduced_cases(v2))
     assert dataclasses.replace(case) == case

@@ -1,0 +1,96 @@
+"""The tidy table and its summaries on small fixture tables."""
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments.aggregate import KEY, attach_baseline, check_unique, combine, load_published
+from experiments.study import to_frame
+from experiments.summaries import best_vs_xla, fidelity
+
+ROOT = Path(__file__).resolve().parent.parent
+VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
+
+
+def est(experiment, kernel, dtype, size, blocks=(None, None, None), status="ok", tflops=np.nan, target="v5e",
+        limit=16 << 20, raised=False):
+    bm, bk, bn = blocks
+    return dict(source="estimate", target=target, experiment=experiment, kernel=kernel, dtype=dtype,
+                m=size, k=size, n=size, bm=bm, bk=bk, bn=bn, status=status, tflops=tflops,
+                vmem_limit_bytes=limit, raised_limit=raised, error="", cycles_method="")
+
+
+@pytest.fixture
+def estimates():
+    rows = [
+        est("v1", "v1", "float32", 1024, tflops=20.0),
+        est("v1", "v1", "float32", 2048, status="vmem_oom"),
+        est("v1", "v1", "float32", 2048, tflops=50.0, limit=64 << 20, raised=True),
+        est("v5", "v5", "bfloat16", 2048, (512, 1024, 1024), tflops=80.0),
+        est("v5", "v5", "bfloat16", 4096, (512, 1024, 1024), tflops=150.0),
+        est("v5", "v5", "bfloat16", 4096, (256, 256, 256), tflops=60.0),
+        est("xla", "xla", "float32", 1024, tflops=30.0),
+        est("xla", "xla", "float32", 2048, tflops=90.0),
+        est("xla", "xla", "bfloat16", 2048, tflops=100.0),
+        est("xla", "xla", "bfloat16", 4096, tflops=160.0),
+    ]
+    return to_frame(rows, VERSIONS)
+
+
+def test_baseline_joins_each_experiment_of_its_dtype(estimates):
+    df = attach_baseline(estimates)
+    assert "xla" not in set(df.experiment)
+    assert sorted(df[(df.experiment == "v1") & (df.kernel == "xla")].m) == [1024, 2048]
+    assert sorted(df[(df.experiment == "v5") & (df.kernel == "xla")].m) == [2048, 4096]
+
+
+def test_combined_table_is_unique_sorted_and_carries_published(estimates):
+    published = load_published(ROOT / "data" / "published_v5e.csv")
+    df = combine([estimates], published)
+    check_unique(df)
+    assert list(df.source.unique()) == ["published", "estimate"]
+    assert set(KEY) <= set(df.columns)
+    # the post's "v4" rows ran v3's kernel
+    assert set(df[df.experiment == "v4"].kernel) == {"v3", "xla"}
+    pub_v1 = df[(df.source == "published") & (df.experiment == "v1") & (df.kernel == "v1")]
+    assert pub_v1.set_index("m").status.to_dict()[2048] == "failed"
+    assert df.equals(combine([estimates.sample(frac=1, random_state=0)], published))  # stable order
+
+
+def test_combine_without_published_data(estimates):
+    df = combine([estimates], None)
+    assert set(df.source) == {"estimate"}
+
+
+def test_duplicate_keys_are_refused(estimates):
+    df = combine([estimates], None)
+    with pytest.raises(ValueError, match="rows share a key"):
+        check_unique(pd.concat([df, df.iloc[:1]]))
+
+
+def test_fidelity_states_the_fixture_numbers(estimates):
+    published = pd.DataFrame([
+        dict(source="published", target="v5e", experiment="v5", kernel="v5", dtype="bfloat16", m=s, k=s, n=s,
+             bm=b[0], bk=b[1], bn=b[2], status="ok", tflops=t)
+        for s, b, t in [(2048, (512, 1024, 1024), 40.0), (4096, (512, 1024, 1024), 150.0),
+                        (4096, (256, 256, 256), 30.0)]
+    ] + [dict(source="published", target="v5e", experiment="v1", kernel="v1", dtype="float32", m=2048, k=2048,
+              n=2048, status="failed")])
+    df = combine([estimates], published.astype({"bm": "Int64", "bk": "Int64", "bn": "Int64"}))
+    table = fidelity(df).set_index("experiment")
+    v5 = table.loc["v5"]
+    assert v5.n == 3
+    # ratios 2, 1, 2: median |ln ratio| = ln 2
+    assert v5.median_abs_log_ratio == pytest.approx(np.log(2))
+    assert table.loc["v1"].feasibility_agreement == 1.0  # both say v1 fails at 2048 (default limit)
+    assert table.loc["all"].n == 3
+
+
+def test_best_vs_xla(estimates):
+    best = best_vs_xla(combine([estimates], None)).set_index(["dtype", "size"])
+    row = best.loc[("bfloat16", 4096)]
+    assert (row.bm, row.bk, row.bn) == (512, 1024, 1024)
+    assert row.fraction_of_xla == pytest.approx(150 / 160)
+    # the raised-limit v1 row does not count: only default-limit configurations compete
+    assert ("float32", 2048) not in best.index
