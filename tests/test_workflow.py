@@ -29,18 +29,26 @@ def test_lint_passes(workdir):
 
 @pytest.mark.slow
 def test_ci_config_runs_end_to_end(workdir):
-    result = snakemake(workdir, "--cores", "2", "--configfile", "config/config.ci.yaml")
+    result = snakemake(workdir, "--cores", "2", "--configfile", "config/config.ci.yaml", "--replace-workflow-config")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     df = pd.read_parquet(workdir / "results" / "correctness.parquet")
     assert df.passed.all()
     assert set(df["mode"]) == {"interpret", "tpu-interpret"}
     assert set(df.kernel) == {"v1", "v2", "v3", "v5", "xla"}
+    table = pd.read_parquet(workdir / "results" / "matmul.parquet")
+    estimates = table[table.source == "estimate"]
+    assert set(estimates.target) == {"v5e"}  # the CI config replaced, not merged into, the default
+    assert set(estimates.experiment) == {"v1", "v3", "v5"}
+    v1 = estimates[(estimates.kernel == "v1") & ~estimates.raised_limit].set_index("m").status
+    assert v1.to_dict() == {1024: "ok", 2048: "vmem_oom"}
+    assert (workdir / "results" / "estimates" / "v5e.parquet").exists()
+    assert (workdir / "results" / "fidelity.csv").read_text().startswith("target,compared_with,experiment")
 
 
 def test_bad_config_fails_before_any_job(workdir):
     bad = workdir / "config" / "bad.yaml"
     bad.write_text((workdir / "config" / "config.ci.yaml").read_text().replace("[128, 128, 128]", "[128, 100, 128]"))
-    result = snakemake(workdir, "--cores", "1", "--configfile", "config/bad.yaml")
+    result = snakemake(workdir, "--cores", "1", "--configfile", "config/bad.yaml", "--replace-workflow-config")
     assert result.returncode != 0
     assert "bk=100 does not divide k=512" in result.stdout + result.stderr
     assert not (workdir / "results").exists()
