@@ -15,6 +15,7 @@ include: "rules/common.smk"
 include: "rules/correctness.smk"
 include: "rules/compile_study.smk"
 include: "rules/aggregate.smk"
+include: "rules/figures.smk"
 
 
 rule all:
@@ -23,3 +24,4 @@ rule all:
         "results/matmul.parquet",
         "results/fidelity.csv",
         "results/best_vs_xla.csv",
+        expand("results/figures/{name}.png", name=FIGURES),

@@ -27,7 +27,7 @@ def load_published(path) -> pd.DataFrame:
         "kernel": raw["kernel"].replace({"v4": "v3"}),
         "dtype": raw["dtype"], "m": raw["m"], "k": raw["k"], "n": raw["n"],
         "bm": raw["bm"], "bk": raw["bk"], "bn": raw["bn"],
-        "status": raw["status"], "tflops": raw["tflops"], "raised_limit": False,
+        "status": raw["status"], "tflops": raw["tflops"], "raised_limit": False, "search": False,
     })
     return df.reindex(columns=COLUMNS)
 

@@ -103,7 +103,7 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
     """Jobs of the compile study keyed by (target, experiment, dtype); "xla" is the baseline."""
     section = config["compile_study"]
     settings = dict(timeout_s=section.get("timeout_s", 300),
-                    profile_max_steps=section.get("profile_max_steps", 512),
+                    profile_max_steps=section.get("profile_max_steps", 16),
                     raised_limits_mib=tuple(section.get("raised_vmem_limits_mib", ())))
     per_target = {}
     baseline_sizes = set(section["sizes"])

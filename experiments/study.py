@@ -32,7 +32,8 @@ COLUMNS = [
     "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
     "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
-    "compile_s", "error", "jax_version", "libtpu_version", "git_sha",
+    "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
+    "jax_version", "libtpu_version", "git_sha",
 ]
 INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles", "hbm_bytes")
 STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")
@@ -45,10 +46,11 @@ class Job:
     target: str
     experiment: str
     cases: tuple  # Case, compiled at the default limit
-    raise_limits_for: tuple = ()  # cases compiled again at raised limits if they run out of VMEM
+    raise_limits_for: tuple = ()  # the experiment's own cases (the rest come from its block search);
+    # compiled again at raised limits if they run out of VMEM
     raised_limits_mib: tuple = ()
     timeout_s: float = 300
-    profile_max_steps: int = 512
+    profile_max_steps: int = 16
 
 
 class CycleEstimator:
@@ -88,6 +90,9 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
         raised_limit=limit is not None, est_cycles=cycles, cycles_method=method if cycles else "",
         compile_s=result["compile_s"], error=result["error"],
+        # the chip's figures travel with each row, so figures and reports read only the table
+        peak_tflops=c.peak_flops[case.dtype] / 1e12, hbm_bytes_per_s=c.hbm_bytes_per_s,
+        search=case.kernel != "xla" and case not in job.raise_limits_for,
     )
     moved = hbm_bytes(case)
     row["hbm_bytes"] = moved
@@ -158,9 +163,11 @@ def to_frame(rows: list[dict], versions: dict) -> pd.DataFrame:
         df[key] = value
     for col in INT_COLUMNS:
         df[col] = pd.array(df[col].astype("float64"), dtype="Int64") if len(df) else df[col].astype("Int64")
-    for col in ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s"):
+    for col in ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
+                "peak_tflops", "hbm_bytes_per_s"):
         df[col] = df[col].astype("float64")
     df["raised_limit"] = df["raised_limit"].astype(bool)
+    df["search"] = df["search"].fillna(False).astype(bool)
     df["error"] = df["error"].fillna("")
     df["cycles_method"] = df["cycles_method"].fillna("")
     return df

@@ -46,7 +46,13 @@ def study_outputs(target):
     ]
 
 
+from figures.catalog import figure_specs
+
+FIGURES = figure_specs(config)
+
+
 wildcard_constraints:
+    name="|".join(FIGURES),
     target="|".join(TARGETS),
     experiment="[A-Za-z0-9]+",
     dtype="float32|bfloat16|int8",

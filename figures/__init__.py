@@ -1,0 +1,1 @@
+"""Figures of the study, drawn from results/matmul.parquet only, in English and 简体中文."""

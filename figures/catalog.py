@@ -1,0 +1,52 @@
+"""Which figures a configuration yields, under stable names, and how to draw each one."""
+from pathlib import Path
+
+from figures import plots
+from figures.style import LANGUAGES, save, use_style
+
+KINDS = {
+    "experiment": plots.plot_experiment,
+    "vmem": plots.plot_vmem,
+    "roofline": plots.plot_roofline,
+    "search": plots.plot_search,
+    "fidelity": plots.plot_fidelity,
+    "generations": plots.plot_generations,
+}
+PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
+
+
+def figure_specs(config: dict) -> dict[str, tuple[str, dict]]:
+    """name -> (kind, arguments) for every figure of a configuration, e.g. v5_bfloat16_v5e."""
+    targets = config["targets"]
+    experiments = config["compile_study"]["experiments"]
+    specs = {}
+    for target in targets:
+        for name, spec in experiments.items():
+            for dtype in spec["dtypes"]:
+                specs[f"{name}_{dtype}_{target}"] = ("experiment", dict(experiment=name, dtype=dtype, target=target))
+                if "search" in spec:
+                    specs[f"search_{name}_{dtype}_{target}"] = (
+                        "search", dict(experiment=name, dtype=dtype, target=target))
+        specs[f"vmem_{target}"] = ("vmem", dict(target=target))
+        specs[f"roofline_{target}"] = ("roofline", dict(target=target))
+        if target in PUBLISHED_TARGETS:
+            specs[f"fidelity_{target}"] = ("fidelity", dict(target=target))
+    if len(targets) > 1:
+        for name, spec in experiments.items():
+            for dtype in spec["dtypes"]:
+                specs[f"generations_{name}_{dtype}"] = ("generations", dict(experiment=name, dtype=dtype))
+    return specs
+
+
+def stem(directory, name: str, lang: str) -> Path:
+    """English figures keep the plain name (v5_bfloat16_v5e.png); others add the language."""
+    return Path(directory) / (name if lang == "en" else f"{name}.{lang}")
+
+
+def render(df, name: str, kind: str, args: dict, directory) -> list[Path]:
+    """Draw one figure in every language and format."""
+    paths = []
+    for lang in LANGUAGES:
+        use_style(lang)
+        paths += save(KINDS[kind](df, lang=lang, **args), stem(directory, name, lang))
+    return paths

@@ -1,0 +1,68 @@
+"""Fonts, style and saving: the same look in both languages, and the same bytes for the same table.
+
+The Chinese figures use Noto Sans CJK SC from the `mpl-font` wheel on PyPI, registered with
+Matplotlib explicitly by file path (never a system font found by chance); `mpl_font` itself is not
+imported, since importing it changes Matplotlib's global settings.
+"""
+import importlib.util
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import font_manager  # noqa: E402
+
+STYLE = Path(__file__).with_name("repro.mplstyle")
+CJK_FAMILY = "Noto Sans CJK SC"
+LATIN_FAMILY = "DejaVu Sans"  # ships with Matplotlib; also has the symbols (✗) Noto CJK lacks
+FORMATS = ("png", "svg", "pdf")
+LANGUAGES = ("en", "zh")
+# Fixed metadata: no creation dates, so an unchanged table gives identical files.
+METADATA = {
+    "png": {"Software": None},
+    "svg": {"Date": None, "Creator": None},
+    "pdf": {"CreationDate": None, "ModDate": None, "Creator": None, "Producer": None},
+}
+
+
+def cjk_font_path() -> Path:
+    spec = importlib.util.find_spec("mpl_font")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the CJK font comes from the PyPI package mpl-font (pinned in "
+                                "requirements.txt); install it with `pip install -r requirements.txt`")
+    path = Path(spec.submodule_search_locations[0]) / "fonts" / "noto" / "NotoSansCJKsc-Regular.otf"
+    if not path.is_file():
+        raise FileNotFoundError(f"expected Noto Sans CJK SC at {path} (mpl-font 1.1.0)")
+    return path
+
+
+def use_style(lang: str) -> None:
+    """Apply the shared style and the language's font list (CJK first for Chinese)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"lang={lang!r} unknown; expected one of {LANGUAGES}")
+    plt.rcdefaults()
+    plt.style.use(STYLE)
+    if lang == "zh":
+        path = cjk_font_path()
+        if not any(f.fname == str(path) for f in font_manager.fontManager.ttflist):
+            font_manager.fontManager.addfont(str(path))
+        families = [CJK_FAMILY, LATIN_FAMILY]
+    else:
+        families = [LATIN_FAMILY]
+    plt.rcParams["font.family"] = "sans-serif"
+    plt.rcParams["font.sans-serif"] = families
+
+
+def save(fig, stem) -> list[Path]:
+    """Write `stem`.png/.svg/.pdf and close the figure; returns the paths."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in FORMATS:
+        path = stem.parent / f"{stem.name}.{fmt}"
+        fig.savefig(path, format=fmt, metadata=METADATA[fmt])
+        paths.append(path)
+    plt.close(fig)
+    return paths

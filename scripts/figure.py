@@ -1,0 +1,19 @@
+"""Snakemake script: one figure, in English and Chinese, as PNG, SVG and PDF."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.runtime import logged
+from figures.catalog import render
+
+with logged(snakemake.log[0]) as log:
+    kind, args = snakemake.params.spec
+    df = pd.read_parquet(snakemake.input[0])
+    with warnings.catch_warnings():
+        # A missing glyph would print boxes in a published figure: make it an error.
+        warnings.filterwarnings("error", message=".*[Gg]lyph.*missing.*")
+        paths = render(df, snakemake.wildcards.name, kind, args, Path(snakemake.output[0]).parent)
+    log.info("wrote %s", ", ".join(str(p) for p in paths))
