@@ -41,10 +41,25 @@ def config_label(row, lang: str) -> str:
 
 
 def config_key(row) -> tuple:
-    """A series: the kernel and its blocks (v2's blocks scale with size, so N identifies it)."""
+    """A series: the kernel, or its blocks (one colour per block shape across v3/v4/v5 panels; v2's
+    blocks scale with size, so its split count N identifies it)."""
     if row.kernel == "v2":
         return ("v2", int(row.m // row.bm))
-    return (row.kernel, *(None if pd.isna(v) else int(v) for v in (row.bm, row.bk, row.bn)))
+    if pd.isna(row.bm):
+        return (row.kernel,)
+    return ("blocks", int(row.bm), int(row.bk), int(row.bn))
+
+
+def sort_key(key: tuple) -> tuple:
+    """XLA first, then kernels and blocks in numeric order."""
+    return (key[0] != "xla", key[0], *key[1:])
+
+
+def series_colors(keys) -> dict:
+    blocked = [k for k in sorted(keys, key=sort_key) if k[0] != "xla"]
+    colors = {k: COLORS[i % len(COLORS)] for i, k in enumerate(blocked)}
+    colors.update({k: XLA_COLOR for k in keys if k[0] == "xla"})
+    return colors
 
 
 def no_data(ax, lang):
@@ -78,14 +93,32 @@ def provenance_note(rows: pd.DataFrame, lang: str) -> str:
     return "\n".join(lines)
 
 
-def failure_text(row, label: str, lang: str) -> str:
-    if row.source == "published":
-        return text(lang, "failed_published", label=f"{label} @ {row.m}")
-    if row.status == "vmem_oom" and pd.notna(row.vmem_bytes):
-        limit = row.oom_limit_bytes if pd.notna(row.oom_limit_bytes) else row.vmem_limit_bytes
-        return text(lang, "failed_estimate", label=f"{label} @ {row.m}", need=row.vmem_bytes / MiB,
-                    limit=limit / MiB)
-    return text(lang, "failed_other", label=f"{label} @ {row.m}", status=row.status)
+def failure_lines(failed: list[tuple], lang: str) -> list[str]:
+    """One line per (configuration, reason), listing the sizes it failed at."""
+    groups = {}
+    for row, label in failed:
+        if row.source == "published":
+            key = (label, "published", None, None)
+        elif row.status == "vmem_oom" and pd.notna(row.vmem_bytes):
+            limit = row.oom_limit_bytes if pd.notna(row.oom_limit_bytes) else row.vmem_limit_bytes
+            # v1's need grows with size: one line per distinct need
+            # rows not compiled because their blocks alone exceed VMEM carry a lower bound
+            reason = "bound" if str(row.error).startswith("not compiled") else "vmem"
+            key = (label, reason, round(row.vmem_bytes / MiB, 1), round(limit / MiB))
+        else:
+            key = (label, row.status, None, None)
+        groups.setdefault(key, []).append(int(row.m))
+    lines = []
+    for (label, reason, need, limit), sizes in groups.items():
+        where = f"{label} @ {', '.join(str(s) for s in sorted(set(sizes)))}"
+        if reason == "published":
+            lines.append(text(lang, "failed_published", label=where))
+        elif reason in ("vmem", "bound"):
+            key = "failed_estimate" if reason == "vmem" else "failed_estimate_bound"
+            lines.append(text(lang, key, label=where, need=need, limit=limit))
+        else:
+            lines.append(text(lang, "failed_other", label=where, status=reason))
+    return lines
 
 
 def peak_line(ax, rows: pd.DataFrame, lang: str):
@@ -101,7 +134,10 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     """The post's figure for one experiment: TFLOP/s against size, one series per configuration."""
     rows = post_configs(default_limit(df[(df.experiment == experiment) & (df.dtype == dtype)
                                          & (df.target == target)]))
-    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    fig = plt.figure(figsize=(6.4, 4.4))
+    grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
+    ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
+    info.set_axis_off()
     description = text(lang, f"description_{experiment}") if experiment in ("v1", "v2", "v3", "v4", "v5") \
         else text(lang, "description_other")
     ax.set_title(text(lang, "title_experiment", experiment=experiment, description=description, dtype=dtype,
@@ -109,10 +145,8 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     if rows.empty:
         no_data(ax, lang)
         return fig
-    keys = sorted({config_key(r) for r in rows.itertuples()}, key=lambda k: (k[0] != "xla", str(k)))
-    colors = {k: XLA_COLOR if k[0] == "xla" else COLORS[i % len(COLORS)] for i, k in enumerate(
-        [k for k in keys if k[0] != "xla"])}
-    colors.update({k: XLA_COLOR for k in keys if k[0] == "xla"})
+    keys = sorted({config_key(r) for r in rows.itertuples()}, key=sort_key)
+    colors = series_colors(keys)
     failures, handles = [], []
     for key in keys:
         series = rows[[config_key(r) == key for r in rows.itertuples()]]
@@ -125,20 +159,20 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
                 ax.plot(ok.m, ok.tflops, color=colors[key], **SOURCE_STYLE[source])
             for r in part[part.status != "ok"].itertuples():
                 ax.plot([r.m], [0], marker="x", color=colors[key], markersize=8, clip_on=False, zorder=5)
-                failures.append(failure_text(r, label, lang))
+                failures.append((r, label))
     peak_line(ax, rows, lang)
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(text(lang, "tops" if dtype == "int8" else "tflops"))
     styles = [Line2D([], [], color="#444444", label=SOURCE_NAMES[lang][s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
-    first = ax.legend(handles=handles, loc="upper left", fontsize=7)
-    ax.add_artist(first)
-    ax.legend(handles=styles, loc="upper right", fontsize=7, bbox_to_anchor=(1, 0.9))
-    note = provenance_note(rows, lang)
-    if failures:
-        note = "\n".join(failures[:8] + (["…"] if len(failures) > 8 else [])) + "\n" + note
-    fig.text(0.01, 0.0, note, fontsize=6.5, va="top", ha="left", transform=fig.transFigure)
+    # Below the plot: the legend, then the failures and how each source's numbers were obtained.
+    notes = failure_lines(failures, lang) + [provenance_note(rows, lang)]
+    legend_rows = int(np.ceil((len(handles) + len(styles)) / 3))
+    fig.set_figheight(4.4 + 0.13 * (legend_rows + sum(n.count("\n") + 1 for n in notes)))
+    grid.set_height_ratios([3.4, 0.2 * legend_rows + 0.13 * sum(n.count("\n") + 1 for n in notes)])
+    info.legend(handles=handles + styles, loc="upper left", ncol=3, fontsize=7, borderaxespad=0)
+    info.text(0, 0, "\n".join(notes), fontsize=6.5, va="bottom", ha="left", transform=info.transAxes)
     return fig
 
 
@@ -155,15 +189,17 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
         no_data(axes[0][0], lang)
     for ax in axes.flat[len(panels):]:
         ax.set_axis_off()
+    colors = series_colors({config_key(r) for r in rows.itertuples()})
+    labels = {}
     for ax, (experiment, dtype) in zip(axes.flat, panels):
         panel = rows[(rows.experiment == experiment) & (rows.dtype == dtype)]
-        keys = sorted({config_key(r) for r in panel.itertuples()}, key=str)
-        for i, key in enumerate(keys):
+        keys = sorted({config_key(r) for r in panel.itertuples()}, key=sort_key)
+        for key in keys:
             series = panel[[config_key(r) == key for r in panel.itertuples()]].sort_values("m")
-            color = COLORS[i % len(COLORS)]
+            color = colors[key]
+            labels.setdefault(key, config_label(series.iloc[0], lang))
             base = default_limit(series)
-            ax.plot(base.m, base.vmem_bytes / MiB, color=color, linestyle="--", linewidth=1,
-                    label=config_label(series.iloc[0], lang))
+            ax.plot(base.m, base.vmem_bytes / MiB, color=color, linestyle="--", linewidth=1)
             ok = base[base.status == "ok"]
             oom = base[base.status == "vmem_oom"]
             ax.plot(ok.m, ok.vmem_bytes / MiB, "o", color=color, markersize=4)
@@ -178,14 +214,14 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
         ax.set_yscale("log")
         size_axis(ax, panel.m, lang)
         ax.set_title(f"{experiment} ({dtype})", fontsize=9)
-        ax.legend(fontsize=6, loc="lower right")
     for ax in axes[:, 0]:
         ax.set_ylabel(text(lang, "vmem"))
+    series = [Line2D([], [], color=colors[k], linestyle="--", label=labels[k]) for k in sorted(labels, key=sort_key)]
     markers = [Line2D([], [], marker="o", linestyle="none", color="#444444", label=text(lang, "ok_default")),
                Line2D([], [], marker="x", linestyle="none", color="#444444", label=text(lang, "oom")),
                Line2D([], [], marker="s", linestyle="none", color="#444444", markerfacecolor="none",
-                      label=text(lang, "ok_raised", limit=0).split("(")[0].strip())]
-    fig.legend(handles=markers, loc="lower center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, -0.02))
+                      label=text(lang, "ok_raised_any"))]
+    fig.legend(handles=series + markers, loc="outside lower center", ncol=4, fontsize=7)
     return fig
 
 
@@ -202,11 +238,14 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     intensity = 2 * rows.m * rows.k * rows.n / rows.hbm_bytes.astype(float)
     bw = float(rows.hbm_bytes_per_s.iloc[0])
     x = np.logspace(np.log10(intensity.min() / 2), np.log10(intensity.max() * 2), 200)
-    for dtype, peak in rows.groupby("dtype").peak_tflops.first().items():
-        ax.plot(x, np.minimum(peak, bw * x / 1e12), color="#555555",
-                linestyle=":" if dtype == "int8" else "-", linewidth=1,
-                label=text(lang, "compute_roof", peak=peak, dtype=dtype))
+    peaks = rows.groupby("dtype").peak_tflops.first()
+    for j, (peak, dtypes) in enumerate(peaks.groupby(peaks).groups.items()):
+        ax.plot(x, np.minimum(peak, bw * x / 1e12), color="#555555", linestyle=["-", ":", "-."][j % 3],
+                linewidth=1, label=text(lang, "compute_roof", peak=peak, dtype=", ".join(sorted(dtypes))))
     markers = {"float32": "o", "bfloat16": "s", "int8": "^"}
+    xla = rows[rows.kernel == "xla"].drop_duplicates(["dtype", "m", "k", "n"])
+    rows = rows[rows.kernel != "xla"]
+    ax.scatter(intensity[xla.index], xla.tflops, s=16, marker="D", color=XLA_COLOR, label=text(lang, "xla"))
     for i, (experiment, group) in enumerate(rows.groupby("experiment")):
         for dtype, part in group.groupby("dtype"):
             ax.scatter(intensity[part.index], part.tflops, s=12, marker=markers.get(dtype, "o"),
@@ -275,14 +314,18 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         keys = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
         pairs = estimates.merge(ref[keys + ["tflops"]], on=keys, suffixes=("", "_ref"))
         pairs = pairs[pairs.m >= 2048]
+        xla = pairs[pairs.kernel == "xla"].drop_duplicates(keys[1:])  # one point per baseline config
+        pairs = pairs[pairs.kernel != "xla"]
         ax.set_title(text(lang, "title_fidelity", source=SOURCE_NAMES[lang][other], target=target), fontsize=10)
         if pairs.empty:
             no_data(ax, lang)
             continue
         for i, (experiment, group) in enumerate(pairs.groupby("experiment")):
             ax.scatter(group.tflops_ref, group.tflops, s=18, color=COLORS[i % len(COLORS)], label=experiment)
-        lo = min(pairs.tflops.min(), pairs.tflops_ref.min()) / 1.5
-        hi = max(pairs.tflops.max(), pairs.tflops_ref.max()) * 1.5
+        ax.scatter(xla.tflops_ref, xla.tflops, s=22, marker="D", color=XLA_COLOR, label=text(lang, "xla"))
+        both = pd.concat([pairs, xla])
+        lo = min(both.tflops.min(), both.tflops_ref.min()) / 1.5
+        hi = max(both.tflops.max(), both.tflops_ref.max()) * 1.5
         ax.plot([lo, hi], [lo, hi], color="#555555", linewidth=1, label=text(lang, "identity"))
         ax.set_xscale("log")
         ax.set_yscale("log")

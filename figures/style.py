@@ -62,7 +62,8 @@ def save(fig, stem) -> list[Path]:
     paths = []
     for fmt in FORMATS:
         path = stem.parent / f"{stem.name}.{fmt}"
-        fig.savefig(path, format=fmt, metadata=METADATA[fmt])
+        # "tight" keeps the notes written below the axes (sources, failures) inside the file.
+        fig.savefig(path, format=fmt, metadata=METADATA[fmt], bbox_inches="tight", pad_inches=0.08)
         paths.append(path)
     plt.close(fig)
     return paths

@@ -1,0 +1,1 @@
+"""The bilingual report: findings computed from the tidy table, Jinja templates, gettext catalogs."""

@@ -1,0 +1,122 @@
+"""Findings computed from the tidy table, never written by hand: every number the report states
+comes from here, so a fixture table yields the fixture's numbers (tests/test_report.py)."""
+import dataclasses
+
+import pandas as pd
+
+from experiments.summaries import best_vs_xla, default_limit, fidelity
+
+MiB = 2**20
+POST_BEST = {"float32": (512, 512, 512), "bfloat16": (512, 1024, 1024)}  # the post's stated winners
+
+
+@dataclasses.dataclass
+class Feasibility:
+    """Where a configuration stops compiling at the default scoped-VMEM limit."""
+
+    largest_ok: int | None
+    first_failure: int | None
+    need_mib: float | None
+    limit_mib: float | None
+    physical: bool  # the failure exceeds the core's physical VMEM, not just the scoped limit
+
+
+def estimates(df: pd.DataFrame, target: str) -> pd.DataFrame:
+    return df[(df.source == "estimate") & (df.target == target)]
+
+
+def feasibility(rows: pd.DataFrame) -> Feasibility | None:
+    """Rows of one configuration over sizes (estimates, one target)."""
+    rows = default_limit(rows).sort_values("m")
+    if rows.empty:
+        return None
+    ok = rows[rows.status == "ok"]
+    failed = rows[rows.status == "vmem_oom"]
+    first = failed.iloc[0] if len(failed) else None
+    limit = None
+    if first is not None:
+        limit = first.oom_limit_bytes if pd.notna(first.oom_limit_bytes) else first.vmem_limit_bytes
+    return Feasibility(
+        largest_ok=int(ok.m.max()) if len(ok) else None,
+        first_failure=int(first.m) if first is not None else None,
+        need_mib=float(first.vmem_bytes) / MiB if first is not None and pd.notna(first.vmem_bytes) else None,
+        limit_mib=float(limit) / MiB if limit is not None and pd.notna(limit) else None,
+        physical=bool(first is not None and pd.notna(first.oom_limit_bytes)
+                      and first.oom_limit_bytes > first.vmem_limit_bytes),
+    )
+
+
+def config_rows(df, target, experiment, dtype, kernel, blocks=None, splits=None) -> pd.DataFrame:
+    rows = estimates(df, target)
+    rows = rows[(rows.experiment == experiment) & (rows.dtype == dtype) & (rows.kernel == kernel)]
+    if blocks is not None:
+        rows = rows[(rows.bm == blocks[0]) & (rows.bk == blocks[1]) & (rows.bn == blocks[2])]
+    if splits is not None:
+        rows = rows[rows.m // rows.bm == splits]
+    return rows
+
+
+def tflops_at(rows: pd.DataFrame, size: int) -> float | None:
+    hit = default_limit(rows)
+    hit = hit[(hit.m == size) & (hit.status == "ok")].tflops.dropna()
+    return float(hit.iloc[0]) if len(hit) else None
+
+
+def xla_tflops(df, target, dtype, size) -> float | None:
+    rows = estimates(df, target)
+    return tflops_at(rows[(rows.kernel == "xla") & (rows.dtype == dtype)].drop_duplicates(["m"]), size)
+
+
+def fraction(a, b):
+    return a / b if a is not None and b else None
+
+
+def raised_limit_results(df: pd.DataFrame, target: str) -> list[dict]:
+    """Configurations of the post that fail at the default limit: the smallest raised limit that fits."""
+    rows = estimates(df, target)
+    rows = rows[(rows.kernel != "xla") & ~rows.search.fillna(False).astype(bool)]
+    out = []
+    keys = ["experiment", "kernel", "dtype", "m", "bm", "bk", "bn"]
+    for key, group in rows.groupby(keys, dropna=False):
+        base = group[~group.raised_limit.astype(bool)]
+        if base.empty or base.iloc[0].status != "vmem_oom":
+            continue
+        fits = group[group.raised_limit.astype(bool) & (group.status == "ok")].sort_values("vmem_limit_bytes")
+        first = fits.iloc[0] if len(fits) else None
+        out.append(dict(zip(keys, key)) | dict(
+            need_mib=float(base.iloc[0].vmem_bytes) / MiB,
+            default_limit_mib=float(base.iloc[0].vmem_limit_bytes) / MiB,
+            fits_at_mib=float(first.vmem_limit_bytes) / MiB if first is not None else None,
+            tflops=float(first.tflops) if first is not None and pd.notna(first.tflops) else None,
+        ))
+    return out
+
+
+def summary(df: pd.DataFrame, target: str) -> dict:
+    """The numbers each section of the report states, for one target."""
+    out = {"target": target}
+    out["v1"] = feasibility(config_rows(df, target, "v1", "float32", "v1"))
+    out["v2"] = feasibility(config_rows(df, target, "v2", "float32", "v2"))
+    v3 = config_rows(df, target, "v3", "float32", "v3", blocks=(128, 128, 128))
+    out["v3_tflops_8192"] = tflops_at(v3, 8192)
+    out["v3_fraction_8192"] = fraction(out["v3_tflops_8192"], xla_tflops(df, target, "float32", 8192))
+    for dtype, experiment in (("float32", "v4"), ("bfloat16", "v5")):
+        kernel = "v3" if experiment == "v4" else "v5"
+        post_best = config_rows(df, target, experiment, dtype, kernel, blocks=POST_BEST[dtype])
+        out[f"{experiment}_post_best_blocks"] = POST_BEST[dtype]
+        out[f"{experiment}_post_best_fraction_8192"] = fraction(
+            tflops_at(post_best, 8192), xla_tflops(df, target, dtype, 8192))
+        out[f"{experiment}_1024_blocks"] = feasibility(
+            config_rows(df, target, experiment, dtype, kernel, blocks=(1024, 1024, 1024)))
+    best = best_vs_xla(df)
+    out["best"] = best[best.target == target].to_dict("records") if len(best) else []
+    out["raised"] = raised_limit_results(df, target)
+    return out
+
+
+def agreement(df: pd.DataFrame, target: str = "v5e") -> dict | None:
+    """Agreement of the estimates with the post's published numbers (None without published rows)."""
+    if not ((df.source == "published") & (df.target == target)).any():
+        return None
+    table = fidelity(df, target=target)
+    return table.set_index("experiment").to_dict("index")
