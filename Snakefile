@@ -16,6 +16,7 @@ include: "rules/correctness.smk"
 include: "rules/compile_study.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
+include: "rules/report.smk"
 
 
 rule all:
@@ -25,3 +26,4 @@ rule all:
         "results/fidelity.csv",
         "results/best_vs_xla.csv",
         expand("results/figures/{name}.png", name=FIGURES),
+        expand("results/report/report.{lang}.{ext}", lang=["en", "zh"], ext=["html", "pdf"]),

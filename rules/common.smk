@@ -24,17 +24,25 @@ except experiment_config.ConfigError as e:
 
 TARGETS = config["targets"]
 
-# The code behind the estimates: editing it reruns the study (Snakemake tracks scripts, not imports).
-STUDY_CODE = sorted(
-    str(p)
-    for pattern in ("kernels/*.py", "experiments/*.py")
-    for p in Path(workflow.basedir).glob(pattern)
-)
-CORRECTNESS_CODE = [
-    p
-    for p in STUDY_CODE
-    if "/kernels/" in p
-    or p.endswith(("correctness.py", "cases.py", "inputs.py"))
+# The code behind each stage's numbers: editing it reruns that stage (Snakemake tracks scripts, not
+# the modules they import).
+KERNEL_CODE = sorted(str(p) for p in Path(workflow.basedir).glob("kernels/*.py"))
+CORRECTNESS_CODE = KERNEL_CODE + [
+    f"experiments/{m}.py" for m in ("cases", "correctness", "inputs")
+]
+STUDY_CODE = KERNEL_CODE + [
+    f"experiments/{m}.py"
+    for m in (
+        "cases",
+        "chips",
+        "compile_worker",
+        "compiler_output",
+        "extrapolate",
+        "provenance",
+        "study",
+        "tpu_compile",
+        "traffic",
+    )
 ]
 
 
@@ -47,6 +55,13 @@ def study_outputs(target):
 
 
 from figures.catalog import figure_specs
+
+# The report's own sources: templates, catalogs, the kernels it quotes, its code.
+REPORT_SOURCES = sorted(
+    str(p)
+    for pattern in ("report/templates/*", "report/locale/*/LC_MESSAGES/*.po", "report/*.py", "kernels/*.py")
+    for p in Path(workflow.basedir).glob(pattern)
+)
 
 FIGURES = figure_specs(config)
 

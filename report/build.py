@@ -1,0 +1,271 @@
+"""Build the report: one Jinja template, a gettext catalog per language, HTML and PDF.
+
+English is the template's source language; report/locale/<lang>/LC_MESSAGES/messages.po holds each
+translation. The build refuses a catalog that lacks, or leaves empty, any message the template or this
+module uses, so the languages cannot drift apart.
+"""
+import datetime
+import io
+import os
+from pathlib import Path
+
+import jinja2
+import jinja2.ext
+from markupsafe import Markup
+import pandas as pd
+import pygments
+import pygments.formatters
+import pygments.lexers
+import yaml
+from babel.messages import mofile, pofile
+from babel.messages.extract import extract_from_file
+from babel.support import Translations
+
+from report import findings, tables
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TEMPLATES = HERE / "templates"
+LOCALE = HERE / "locale"
+LANGUAGES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}
+KERNEL_SECTIONS = [  # (experiment, dtype(s), kernel module shown)
+    ("v1", ("float32",), "kernels/v1_naive.py"),
+    ("v2", ("float32",), "kernels/v2_parallel.py"),
+    ("v3", ("float32",), "kernels/v3_block.py"),
+    ("v4", ("float32",), "kernels/v3_block.py"),
+    ("v5", ("bfloat16", "int8"), "kernels/v5_accumulator.py"),
+]
+BIBTEX = """@software{tpu_matmul_repro,
+  title  = {tpu-matmul-repro: a reproducible study of Pallas TPU MatMul kernels},
+  author = {{The tpu-matmul-repro authors}},
+  year   = {2026},
+  note   = {Reproduces Tian Shanquan, "TPU MatMul Kernel", 2024-11-27; commit %s},
+}"""
+
+
+class CatalogError(ValueError):
+    """A translation catalog misses or leaves empty a message the report uses."""
+
+
+def N_(message: str) -> str:
+    """Marks a message for extraction; translated where it is used."""
+    return message
+
+
+def used_messages() -> set[str]:
+    """Every message id in the template and in this module's N_() / gettext() calls."""
+    ids = set()
+    methods = [("report.html.j2", TEMPLATES / "report.html.j2", "jinja2.ext:babel_extract",
+                {"extensions": "jinja2.ext.i18n"}),
+               ("build.py", Path(__file__), "python", {}),
+               ("tables.py", HERE / "tables.py", "python", {})]
+    for _name, path, method, options in methods:
+        for _lineno, message, _comments, _context in extract_from_file(
+                method, str(path), keywords={"_": None, "N_": None, "gettext": None}, options=options):
+            ids.add(message if isinstance(message, str) else message[0])
+    return ids
+
+
+def translations(lang: str):
+    """The checked translations for `lang` (English: the identity)."""
+    if lang == "en":
+        return Translations()
+    path = LOCALE / lang / "LC_MESSAGES" / "messages.po"
+    with open(path, "rb") as f:
+        catalog = pofile.read_po(f, locale=lang.replace("-", "_"))
+    have = {m.id: m.string for m in catalog if m.id}
+    missing = sorted(i for i in used_messages() if not have.get(i))
+    if missing:
+        raise CatalogError(f"{path}: {len(missing)} messages missing or untranslated, e.g. {missing[:3]}")
+    buffer = io.BytesIO()
+    mofile.write_mo(buffer, catalog)
+    buffer.seek(0)
+    return Translations(buffer)
+
+
+def environment(lang: str) -> tuple[jinja2.Environment, Translations]:
+    """A Jinja environment with autoescaping and the language's checked translations installed."""
+    trans = translations(lang)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             extensions=["jinja2.ext.i18n"], undefined=jinja2.StrictUndefined)
+    env.install_gettext_translations(trans, newstyle=True)
+    return env, trans
+
+
+class _PlainDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data):  # repeat shared lists instead of printing &id001 anchors
+        return True
+
+
+def config_text(config: dict) -> str:
+    """The run's config as compact YAML (short lists on one line)."""
+    return yaml.dump(config, Dumper=_PlainDumper, sort_keys=False, allow_unicode=True,
+                     default_flow_style=None, width=100)
+
+
+def highlight(path: str) -> str:
+    source = (ROOT / path).read_text()
+    # Markup: Pygments' own HTML (it escapes the code), trusted as is under autoescaping.
+    return Markup(pygments.highlight(source, pygments.lexers.PythonLexer(),
+                                     pygments.formatters.HtmlFormatter(cssclass="highlight")))
+
+
+def figure(name: str, lang: str, alt: str, figures_href: str) -> dict:
+    suffix = "" if lang == "en" else f".{lang}"
+    return {"src": f"{figures_href}/{name}{suffix}.png", "alt": alt}
+
+
+def kernel_sections(df, targets, lang, gettext, figures_href, figure_names) -> list[dict]:
+    titles = {"v1": N_("v1: naive, whole arrays in VMEM"), "v2": N_("v2: a row/column split grid"),
+              "v3": N_("v3: a 3-D block grid"), "v4": N_("v4: searching block sizes"),
+              "v5": N_("v5: low precision with a float32 (int32) accumulator")}
+    summaries = {
+        "v1": N_("The whole of A, B and C sits in VMEM at once: no grid, no pipelining. The post found it fails above 1024."),
+        "v2": N_("A is split into N row blocks and B into N column blocks, over an (N, N) grid with N = 4: each step still holds the whole contraction dimension."),
+        "v3": N_("A 3-D grid over (bm, bk, bn) blocks; the output block stays in VMEM across the k loop and accumulates in the output dtype."),
+        "v4": N_("v3's kernel over other block sizes: the post's five and a wider search."),
+        "v5": N_("v3's grid with a VMEM scratch accumulator (float32 for bfloat16 inputs, int32 for int8) written out at the last k step."),
+    }
+    sections = []
+    for experiment, dtypes, code in KERNEL_SECTIONS:
+        found, figs, tabs = [], [], []
+        for target in targets:
+            s = findings.summary(df, target)
+            found += experiment_findings(experiment, s, gettext)
+            for dtype in dtypes:
+                name = f"{experiment}_{dtype}_{target}"
+                if name in figure_names:
+                    figs.append(figure(name, lang, f"{experiment} {dtype} {target}", figures_href))
+                t = tables.experiment_table(df, experiment, dtype, target, gettext)
+                if t["rows"]:
+                    t["caption"] = gettext("%(experiment)s, %(dtype)s on %(target)s: estimated TFLOP/s (published in parentheses)") % {
+                        "experiment": experiment, "dtype": dtype, "target": target}
+                    tabs.append(t)
+                search = f"search_{experiment}_{dtype}_{target}"
+                if search in figure_names:
+                    figs.append(figure(search, lang, f"{experiment} {dtype} {target}: block search", figures_href))
+        sections.append(dict(experiment=experiment, title=gettext(titles[experiment]),
+                             summary=gettext(summaries[experiment]), findings=found, figures=figs,
+                             tables=tabs, code_path=code, code_html=highlight(code)))
+    return sections
+
+
+def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
+    """Sentences stating this run's numbers for one experiment and target."""
+    out = []
+    target = s["target"]
+    if experiment in ("v1", "v2") and s[experiment] is not None:
+        f = s[experiment]
+        if f.first_failure is not None and f.need_mib is not None:
+            out.append(gettext("On %(target)s, %(kernel)s compiles up to %(ok)s; at %(fail)s it needs %(need).1f MiB of VMEM against a %(limit).0f MiB limit.") % {
+                "target": target, "kernel": experiment, "ok": f.largest_ok, "fail": f.first_failure,
+                "need": f.need_mib, "limit": f.limit_mib})
+        elif f.largest_ok is not None:
+            out.append(gettext("On %(target)s, %(kernel)s compiles at every size up to %(ok)s.") % {
+                "target": target, "kernel": experiment, "ok": f.largest_ok})
+    if experiment == "v3" and s["v3_fraction_8192"] is not None:
+        out.append(gettext("On %(target)s, v3 with 128-blocks reaches an estimated %(tflops).1f TFLOP/s at 8192, %(pct).0f %% of XLA's estimate.") % {
+            "target": target, "tflops": s["v3_tflops_8192"], "pct": 100 * s["v3_fraction_8192"]})
+    if experiment in ("v4", "v5"):
+        frac = s[f"{experiment}_post_best_fraction_8192"]
+        blocks = s[f"{experiment}_post_best_blocks"]
+        if frac is not None:
+            out.append(gettext("On %(target)s, the post's best block %(blocks)s reaches %(pct).0f %% of XLA's estimate at 8192.") % {
+                "target": target, "blocks": str(blocks), "pct": 100 * frac})
+        f = s[f"{experiment}_1024_blocks"]
+        if f is not None and f.first_failure is not None and f.need_mib is not None:
+            out.append(gettext("On %(target)s, 1024-blocks run out of VMEM from %(fail)s on: they need %(need).1f MiB against a %(limit).0f MiB limit.") % {
+                "target": target, "fail": f.first_failure, "need": f.need_mib, "limit": f.limit_mib})
+        dtype = "float32" if experiment == "v4" else "bfloat16"
+        for b in s["best"]:
+            if b["dtype"] == dtype and b["size"] == 8192:
+                out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, %(bk)s, %(bn)s), at %(pct).0f %% of XLA's estimate.") % {
+                    "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"], "pct": 100 * b["fraction_of_xla"]})
+    return out
+
+
+def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[str], figure_names,
+                correctness: dict, figures_href: str = "../figures", for_pdf: bool = False) -> str:
+    env, trans = environment(lang)
+    gettext = trans.gettext
+    other = "zh" if lang == "en" else "en"
+    git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
+    raised = {}
+    for target in targets:
+        rows = findings.raised_limit_results(df, target)
+        for r in rows:
+            r["config"] = "–" if pd.isna(r["bm"]) else f"({int(r['bm'])}, {int(r['bk'])}, {int(r['bn'])})"
+            r["fits_at"] = "–" if r["fits_at_mib"] is None else f"{r['fits_at_mib']:.0f}"
+            r["tflops"] = "–" if r["tflops"] is None else f"{r['tflops']:.1f}"
+        if rows:
+            raised[target] = rows
+    best = [b for t in targets for b in findings.summary(df, t)["best"]]
+    libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
+    date = datetime.datetime.fromtimestamp(int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or
+                                           datetime.datetime.now().timestamp(), datetime.UTC).date()
+    context = dict(
+        lang_tag=LANGUAGES[lang][0], other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}",
+        other_name=LANGUAGES[other][1],
+        # The project's own stylesheets, trusted as is; everything else is autoescaped.
+        css=Markup((TEMPLATES / "style.css").read_text()),
+        code_css=Markup(pygments.formatters.HtmlFormatter(cssclass="highlight").get_style_defs(".highlight")),
+        date=date.isoformat(), git_sha=", ".join(git_shas) or "unknown",
+        measured_present=bool((df.source == "measured").any()),
+        provenance=tables.provenance(df),
+        source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),
+                      "published": gettext("published")},
+        config_yaml=config_yaml,
+        kernels=kernel_sections(df, targets, lang, gettext, figures_href, figure_names),
+        vmem_figures=[figure(f"vmem_{t}", lang, f"VMEM {t}", figures_href) for t in targets
+                      if f"vmem_{t}" in figure_names],
+        raised=raised, best=best,
+        generation_figures=[figure(n, lang, n.replace("_", " "), figures_href) for n in sorted(figure_names)
+                            if n.startswith("generations_")],
+        agreement=findings.agreement(df), libtpu=libtpu,
+        fidelity_figures=[figure(n, lang, n.replace("_", " "), figures_href) for n in sorted(figure_names)
+                          if n.startswith("fidelity_")],
+        correctness=correctness, bibtex=BIBTEX % (", ".join(git_shas) or "unknown"),
+        details_open=" open" if for_pdf else "",
+    )
+    return env.get_template("report.html.j2").render(**context)
+
+
+def embed_cjk_font(html: str, font_path) -> str:
+    """Embed the CJK font, subset to the page's non-ASCII characters, as a WOFF2 data URI.
+
+    The HTML then shows Chinese on any machine, offline, with no system CJK font and no web font
+    service; only the glyphs the page uses travel with it (a few hundred KB, not 16 MB).
+    """
+    import base64
+
+    from fontTools import subset
+
+    chars = sorted({ch for ch in html if ord(ch) > 0x7F})
+    if not chars:
+        return html
+    options = subset.Options()
+    options.flavor = "woff2"
+    options.layout_features = ["*"]
+    font = subset.load_font(str(font_path), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text="".join(chars))
+    subsetter.subset(font)
+    buffer = io.BytesIO()
+    subset.save_font(font, buffer, options)
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    face = (f'<style>@font-face {{ font-family: "Report CJK"; '
+            f'src: url(data:font/woff2;base64,{data}) format("woff2"); }}</style>')
+    return html.replace("</head>", face + "\n</head>", 1)
+
+
+def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
+    """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset)."""
+    import weasyprint
+    from weasyprint.text.fonts import FontConfiguration
+
+    fonts = FontConfiguration()  # @font-face rules only load through a shared FontConfiguration
+    font_css = weasyprint.CSS(string=(
+        f'@font-face {{ font-family: "Noto Sans CJK SC"; src: url("{Path(font_path).as_uri()}"); }}'
+        'html { font-family: "Noto Sans CJK SC", "DejaVu Sans", sans-serif; }'), font_config=fonts)
+    weasyprint.HTML(string=html, base_url=base_url).write_pdf(pdf_path, stylesheets=[font_css],
+                                                               font_config=fonts)

@@ -1,0 +1,64 @@
+"""Small tables for the report, built from the tidy table (cells are strings, ready to print)."""
+import pandas as pd
+
+from experiments.summaries import default_limit
+
+MiB = 2**20
+
+
+def config_label(row) -> str:
+    if row.kernel == "xla":
+        return "XLA jnp.matmul"
+    if pd.isna(row.bm):
+        return f"Pallas {row.kernel}"
+    if row.kernel == "v2":
+        return f"Pallas v2, N = {int(row.m // row.bm)}"
+    return f"({int(row.bm)}, {int(row.bk)}, {int(row.bn)})"
+
+
+def cell(est, pub, gettext) -> str:
+    """'estimate (published)' for one configuration and size."""
+    if est is None:
+        text = "–"
+    elif est.status == "ok" and pd.notna(est.tflops):
+        text = f"{est.tflops:.1f}"
+    elif est.status == "vmem_oom":
+        text = gettext("out of VMEM (%(mib).1f MiB)") % {"mib": est.vmem_bytes / MiB}
+    else:
+        text = est.status
+    if pub is not None:
+        text += f" ({pub.tflops:.1f})" if pub.status == "ok" else " (" + gettext("failed") + ")"
+    return text
+
+
+def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str, gettext) -> dict:
+    """Rows: the post's configurations; columns: sizes; cells: estimated (published) TFLOP/s."""
+    rows = default_limit(df[(df.experiment == experiment) & (df.dtype == dtype) & (df.target == target)])
+    if "search" in rows:
+        rows = rows[~rows.search.fillna(False).astype(bool)]
+    est = rows[rows.source == "estimate"]
+    pub = rows[rows.source == "published"]
+    sizes = sorted(set(rows.m))
+    labels = {}
+    for r in rows.itertuples():
+        labels.setdefault(config_label(r), (r.kernel != "xla", r.kernel, *(0 if pd.isna(v) else v for v in (r.bm, r.bk, r.bn))))
+    body = []
+    for label in sorted(labels, key=labels.get):
+        def find(part, size):
+            hit = [r for r in part.itertuples() if r.m == size and config_label(r) == label]
+            return hit[0] if hit else None
+        body.append([label] + [cell(find(est, s), find(pub, s), gettext) for s in sizes])
+    return {"sizes": sizes, "rows": body}
+
+
+def provenance(df: pd.DataFrame) -> list[dict]:
+    """One line per (source, target): how many rows, from which device or compiler versions."""
+    out = []
+    for (source, target), group in df.groupby(["source", "target"], sort=False):
+        first = group.iloc[0]
+        out.append(dict(source=source, target=target, rows=len(group),
+                        device_kind=first.device_kind if pd.notna(first.device_kind) else "",
+                        jax=first.jax_version if pd.notna(first.jax_version) else "",
+                        libtpu=first.libtpu_version if pd.notna(first.libtpu_version) else "",
+                        git_sha=first.git_sha if pd.notna(first.git_sha) else ""))
+    return out

@@ -1,0 +1,27 @@
+"""Snakemake script: the report in every language, as HTML and PDF."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
+from pathlib import Path
+
+import pandas as pd
+from experiments.runtime import logged
+from figures.style import cjk_font_path
+from report.build import config_text, embed_cjk_font, render_html, write_pdf
+
+with logged(snakemake.log[0]) as log:
+    df = pd.read_parquet(snakemake.input.table)
+    checks = pd.read_parquet(snakemake.input.correctness)
+    correctness = {"passed": int(checks.passed.sum()), "total": len(checks)}
+    config_yaml = config_text(dict(snakemake.config))
+    out = {Path(p).name: Path(p) for p in snakemake.output}
+    figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name
+    for lang in ("en", "zh"):
+        common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
+                      figure_names=snakemake.params.figures, correctness=correctness,
+                      figures_href=str(figures_href))
+        html_path = out[f"report.{lang}.html"]
+        html_path.write_text(embed_cjk_font(render_html(df, **common), cjk_font_path()))
+        pdf_html = render_html(df, for_pdf=True, **common)
+        write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/", pdf_path=out[f"report.{lang}.pdf"],
+                  font_path=cjk_font_path())
+        log.info("wrote report.%s.html and report.%s.pdf", lang, lang)
