@@ -3,7 +3,11 @@ import os
 # Tests run JAX on the CPU even where libtpu is installed (it is a pinned dependency).
 os.environ["JAX_PLATFORMS"] = "cpu"
 
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+from experiments.aggregate import combine  # noqa: E402
+from experiments.study import to_frame  # noqa: E402
 
 TOLERANCES = {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0}
 
@@ -11,3 +15,48 @@ TOLERANCES = {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0}
 @pytest.fixture
 def tolerances():
     return dict(TOLERANCES)
+
+
+VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
+MiB = 2**20
+
+
+def row(experiment, kernel, dtype, size, blocks=(None, None, None), status="ok", tflops=np.nan, search=False,
+        vmem=None, limit=16 * MiB, raised=False, source="estimate"):
+    bm, bk, bn = blocks
+    flops = 2 * size**3
+    return dict(source=source, target="v5e", device_kind="TPU v5 lite", experiment=experiment, kernel=kernel,
+                dtype=dtype, m=size, k=size, n=size, bm=bm, bk=bk, bn=bn, status=status,
+                tflops=tflops if status == "ok" else np.nan, search=search, vmem_bytes=vmem,
+                vmem_limit_bytes=limit, oom_limit_bytes=limit if status == "vmem_oom" else None,
+                raised_limit=raised, hbm_bytes=flops // 100, peak_tflops=197.0, hbm_bytes_per_s=8.2e11,
+                error="", cycles_method="")
+
+
+@pytest.fixture(scope="session")
+def table():
+    """A small tidy table: estimates with failures and raised limits, a block search, published rows."""
+    rows = [
+        row("v1", "v1", "float32", 1024, tflops=90.0, vmem=12 * MiB),
+        row("v1", "v1", "float32", 2048, status="vmem_oom", vmem=int(48.82 * MiB)),
+        row("v1", "v1", "float32", 2048, tflops=120.0, vmem=49 * MiB, limit=64 * MiB, raised=True),
+        row("v5", "v5", "bfloat16", 1024, (512, 1024, 1024), tflops=100.0, vmem=8 * MiB),
+        row("v5", "v5", "bfloat16", 2048, (512, 1024, 1024), tflops=170.0, vmem=11 * MiB),
+        row("v5", "v5", "bfloat16", 2048, (1024, 1024, 1024), status="vmem_oom", vmem=19 * MiB),
+        row("v5", "v5", "bfloat16", 2048, (256, 512, 512), tflops=150.0, search=True, vmem=3 * MiB),
+        row("v5", "v5", "bfloat16", 2048, (256, 1024, 512), tflops=160.0, search=True, vmem=4 * MiB),
+        row("v5", "v5", "bfloat16", 2048, (512, 512, 512), status="vmem_oom", search=True, vmem=17 * MiB),
+        row("xla", "xla", "float32", 1024, tflops=100.0),
+        row("xla", "xla", "float32", 2048, tflops=150.0),
+        row("xla", "xla", "bfloat16", 1024, tflops=120.0),
+        row("xla", "xla", "bfloat16", 2048, tflops=180.0),
+    ]
+    estimates = to_frame(rows, VERSIONS)
+    published = to_frame([
+        row("v5", "v5", "bfloat16", 2048, (512, 1024, 1024), tflops=78.4, source="published", limit=None),
+        row("v5", "v5", "bfloat16", 2048, (1024, 1024, 1024), status="failed", source="published", limit=None),
+        row("v1", "v1", "float32", 2048, status="failed", source="published", limit=None),
+    ], {}).drop(columns=["jax_version", "libtpu_version", "git_sha"])
+    return combine([estimates], published)
+
+

@@ -1,0 +1,102 @@
+"""The report: complete catalogs, autoescaping, no external resources, findings that state the
+fixture's numbers, partial data, and a PDF with the CJK font embedded."""
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from report import build
+
+TARGETS = ["v5e"]
+FIGURES = {"v1_float32_v5e", "v5_bfloat16_v5e", "vmem_v5e", "fidelity_v5e"}
+CORRECTNESS = {"passed": 58, "total": 59}
+
+
+def render(df, lang="en", **kwargs):
+    args = dict(lang=lang, config_yaml="targets: [v5e]\n", targets=TARGETS, figure_names=FIGURES,
+                correctness=CORRECTNESS)
+    return build.render_html(df, **(args | kwargs))
+
+
+def test_catalog_is_complete():
+    assert build.translations("zh").gettext("Introduction") == "简介"
+
+
+def test_missing_translation_fails_the_build(tmp_path, monkeypatch):
+    catalog = tmp_path / "zh" / "LC_MESSAGES" / "messages.po"
+    catalog.parent.mkdir(parents=True)
+    text = (build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po").read_text()
+    catalog.write_text(text.replace('msgstr "简介"', 'msgstr ""'))
+    monkeypatch.setattr(build, "LOCALE", tmp_path)
+    with pytest.raises(build.CatalogError, match="Introduction"):
+        build.translations("zh")
+
+
+def test_autoescaping_is_on(table):
+    env, _ = build.environment("en")
+    assert env.autoescape is True
+    hostile = table.copy()
+    hostile.loc[hostile.source == "published", "device_kind"] = "<script>alert(1)</script>"
+    html = render(hostile)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_html_loads_no_external_resource(table):
+    for lang in ("en", "zh"):
+        html = render(table, lang)
+        links = re.findall(r'(?:src|href)="([^"]*)"', html) + re.findall(r"url\(([^)]*)\)", html)
+        assert links, "expected figure links"
+        for link in links:
+            assert not re.match(r"^(https?:)?//", link.strip("'\"")), link
+
+
+def test_findings_state_the_fixture_numbers(table):
+    en = render(table, "en")
+    assert "On v5e, v1 compiles up to 1024; at 2048 it needs 48.8 MiB of VMEM against a 16 MiB limit." in en
+    # v5: the post's best block (512, 1024, 1024) at 2048 is the fixture's 170 against XLA's 180; no 8192 row
+    assert "of XLA&#39;s estimate at 8192" not in en
+    zh = render(table, "zh")
+    assert "在 v5e 上，v1 最大可编译到 1024；在 2048 时需要 48.8 MiB VMEM，而上限为 16 MiB。" in zh
+    assert 'lang="zh-Hans"' in zh and 'href="report.en.html"' in zh
+
+
+def test_agreement_sentence_uses_the_table(table):
+    html = render(table, "en")
+    # fixture: one v5 configuration at 2048 with both numbers, 170 estimated against 78.4 published
+    assert "1 configurations have both an estimate and a published number" in html
+    assert "The median ratio estimate / published is 2.17" in html
+
+
+@pytest.mark.parametrize("part", ["published_only", "estimates_only", "other_target"])
+def test_report_builds_from_partial_data(table, part):
+    df = {"published_only": table[table.source == "published"],
+          "estimates_only": table[table.source == "estimate"],
+          "other_target": table[table.source == "estimate"].assign(target="v6e")}[part]
+    html = render(df, "zh", targets=["v6e"] if part == "other_target" else TARGETS)
+    assert "</html>" in html
+    if part == "estimates_only":
+        assert "本次运行的数据表中没有原文发布值" in html
+
+
+def test_pdf_embeds_the_cjk_font(table, tmp_path):
+    from figures.style import cjk_font_path
+
+    html = render(table, "zh", for_pdf=True)
+    pdf = tmp_path / "report.zh.pdf"
+    build.write_pdf(html, base_url=str(tmp_path) + "/", pdf_path=pdf, font_path=cjk_font_path())
+    assert pdf.read_bytes().startswith(b"%PDF")
+    if not (shutil.which("pdffonts") and shutil.which("pdftotext")):
+        pytest.skip("poppler-utils (pdffonts, pdftotext) not installed; .ci/run installs it")
+    fonts = subprocess.run(["pdffonts", str(pdf)], capture_output=True, text=True, check=True).stdout
+    cjk = [line for line in fonts.splitlines() if "Noto-Sans-CJK-SC" in line]
+    assert cjk and all(" yes yes yes " in line for line in cjk), fonts  # embedded, subset, unicode
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    assert "简介" in text and "如何引用" in text and "环境与数据来源" in text
+
+
+def test_embedded_font_covers_the_page(table):
+    from figures.style import cjk_font_path
+
+    html = build.embed_cjk_font(render(table, "zh"), cjk_font_path())
+    assert "@font-face" in html and "data:font/woff2;base64," in html
