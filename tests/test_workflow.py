@@ -43,6 +43,14 @@ def test_ci_config_runs_end_to_end(workdir):
     assert v1.to_dict() == {1024: "ok", 2048: "vmem_oom"}
     assert (workdir / "results" / "estimates" / "v5e.parquet").exists()
     assert (workdir / "results" / "fidelity.csv").read_text().startswith("target,compared_with,experiment")
+    figures = workdir / "results" / "figures"
+    for name in ("v1_float32_v5e", "v5_bfloat16_v5e", "vmem_v5e", "fidelity_v5e"):
+        for suffix in (".png", ".svg", ".pdf", ".zh.png", ".zh.svg", ".zh.pdf"):
+            assert (figures / f"{name}{suffix}").stat().st_size > 0
+    for lang in ("en", "zh"):
+        html = (workdir / "results" / "report" / f"report.{lang}.html").read_text()
+        assert "v1" in html and "</html>" in html
+        assert (workdir / "results" / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")
 
 
 def test_bad_config_fails_before_any_job(workdir):
