@@ -4,7 +4,7 @@
 rule aggregate:
     input:
         estimates=expand("results/estimates/{target}.parquet", target=TARGETS),
-        published="data/published_v5e.csv",
+        published=PUBLISHED,
     output:
         "results/matmul.parquet",
     log:

@@ -25,13 +25,14 @@ except experiment_config.ConfigError as e:
 TARGETS = config["targets"]
 
 # The code behind each stage's numbers: editing it reruns that stage (Snakemake tracks scripts, not
-# the modules they import).
-KERNEL_CODE = sorted(str(p) for p in Path(workflow.basedir).glob("kernels/*.py"))
+# the modules they import). Paths are absolute: the working directory may be elsewhere (--directory).
+REPO = Path(workflow.basedir)
+KERNEL_CODE = sorted(str(p) for p in REPO.glob("kernels/*.py"))
 CORRECTNESS_CODE = KERNEL_CODE + [
-    f"experiments/{m}.py" for m in ("cases", "correctness", "inputs")
+    str(REPO / "experiments" / f"{m}.py") for m in ("cases", "correctness", "inputs")
 ]
 STUDY_CODE = KERNEL_CODE + [
-    f"experiments/{m}.py"
+    str(REPO / "experiments" / f"{m}.py")
     for m in (
         "cases",
         "chips",
@@ -60,8 +61,9 @@ from figures.catalog import figure_specs
 REPORT_SOURCES = sorted(
     str(p)
     for pattern in ("report/templates/*", "report/locale/*/LC_MESSAGES/*.po", "report/*.py", "kernels/*.py")
-    for p in Path(workflow.basedir).glob(pattern)
+    for p in REPO.glob(pattern)
 )
+PUBLISHED = str(REPO / "data" / "published_v5e.csv")
 
 FIGURES = figure_specs(config)
 
