@@ -36,7 +36,7 @@ COLUMNS = [
     "jax_version", "libtpu_version", "git_sha",
 ]
 INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles", "hbm_bytes")
-STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")
+STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")  # the values of `status` in estimate rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,11 +171,3 @@ def to_frame(rows: list[dict], versions: dict) -> pd.DataFrame:
     df["error"] = df["error"].fillna("")
     df["cycles_method"] = df["cycles_method"].fillna("")
     return df
-
-
-def check_status(df: pd.DataFrame) -> None:
-    unknown = set(df.status) - set(STATUSES)
-    if unknown:
-        raise ValueError(f"status values {sorted(unknown)} not in {STATUSES}")
-
-

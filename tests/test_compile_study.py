@@ -7,7 +7,7 @@ import pytest
 from experiments import compiler_output, extrapolate
 from experiments.cases import Case
 from experiments.chips import MiB, chip
-from experiments.study import Job, run_job
+from experiments.study import STATUSES, Job, run_job
 from experiments.tpu_compile import Compiler
 
 V1_1024 = Case("v1", "float32", 1024, 1024, 1024)
@@ -108,6 +108,7 @@ def test_run_job_rows_and_raised_limits():
     assert (ok.tflops <= ok.roofline_tflops * 1.0001).all()
     assert set(ok.cycles_method) == {"profiled", "extrapolated"}
     assert (df.source == "estimate").all() and df.libtpu_version.iloc[0] != "not installed"
+    assert set(df.status) <= set(STATUSES)
 
 
 def test_changed_format_fails_loudly():
