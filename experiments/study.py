@@ -167,7 +167,7 @@ def to_frame(rows: list[dict], versions: dict) -> pd.DataFrame:
                 "peak_tflops", "hbm_bytes_per_s"):
         df[col] = df[col].astype("float64")
     df["raised_limit"] = df["raised_limit"].astype(bool)
-    df["search"] = df["search"].fillna(False).astype(bool)
+    df["search"] = df["search"].eq(True)
     df["error"] = df["error"].fillna("")
     df["cycles_method"] = df["cycles_method"].fillna("")
     return df

@@ -6,7 +6,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 
-from experiments.summaries import fidelity
+from experiments.summaries import default_limit, fidelity
 from figures.labels import SOURCE_NAMES, text
 
 MiB = 2**20
@@ -21,13 +21,9 @@ COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0
 TARGET_COLORS = {"v4": "#999999", "v5e": "#0072B2", "v5p": "#009E73", "v6e": "#E69F00", "7x": "#CC79A7"}
 
 
-def default_limit(df: pd.DataFrame) -> pd.DataFrame:
-    return df[~df.raised_limit.fillna(False).astype(bool)]
-
-
 def post_configs(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of the post's configurations (not the wider block search)."""
-    return df[~df.search.fillna(False).astype(bool)] if "search" in df else df
+    return df[~df.search.eq(True)] if "search" in df else df
 
 
 def config_label(row, lang: str) -> str:
@@ -263,7 +259,7 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size."""
     rows = default_limit(df[(df.source == "estimate") & (df.experiment == experiment) & (df.dtype == dtype)
                             & (df.target == target) & (df.kernel != "xla")])
-    searched = rows[rows.search.fillna(False).astype(bool)] if "search" in rows else rows.iloc[0:0]
+    searched = rows[rows.search.eq(True)] if "search" in rows else rows.iloc[0:0]
     sizes = sorted(searched.m.unique())
     rows = rows[rows.m.isin(sizes)]
     fig, axes = plt.subplots(1, max(1, len(sizes)), figsize=(3.3 * max(1, len(sizes)), 3.6), squeeze=False)

@@ -74,7 +74,7 @@ def fraction(a, b):
 def raised_limit_results(df: pd.DataFrame, target: str) -> list[dict]:
     """Configurations of the post that fail at the default limit: the smallest raised limit that fits."""
     rows = estimates(df, target)
-    rows = rows[(rows.kernel != "xla") & ~rows.search.fillna(False).astype(bool)]
+    rows = rows[(rows.kernel != "xla") & ~rows.search.eq(True)]
     out = []
     keys = ["experiment", "kernel", "dtype", "m", "bm", "bk", "bn"]
     for key, group in rows.groupby(keys, dropna=False):

@@ -35,7 +35,7 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
     """Rows: the post's configurations; columns: sizes; cells: estimated (published) TFLOP/s."""
     rows = default_limit(df[(df.experiment == experiment) & (df.dtype == dtype) & (df.target == target)])
     if "search" in rows:
-        rows = rows[~rows.search.fillna(False).astype(bool)]
+        rows = rows[~rows.search.eq(True)]
     est = rows[rows.source == "estimate"]
     pub = rows[rows.source == "published"]
     sizes = sorted(set(rows.m))
