@@ -115,7 +115,7 @@ def figure(name: str, lang: str, alt: str, figures_href: str) -> dict:
     return {"src": f"{figures_href}/{name}{suffix}.png", "alt": alt}
 
 
-def kernel_sections(df, targets, lang, gettext, figures_href, figure_names) -> list[dict]:
+def kernel_sections(df, summaries_by_target, lang, gettext, figures_href, figure_names) -> list[dict]:
     titles = {"v1": N_("v1: naive, whole arrays in VMEM"), "v2": N_("v2: a row/column split grid"),
               "v3": N_("v3: a 3-D block grid"), "v4": N_("v4: searching block sizes"),
               "v5": N_("v5: low precision with a float32 (int32) accumulator")}
@@ -129,8 +129,7 @@ def kernel_sections(df, targets, lang, gettext, figures_href, figure_names) -> l
     sections = []
     for experiment, dtypes, code in KERNEL_SECTIONS:
         found, figs, tabs = [], [], []
-        for target in targets:
-            s = findings.summary(df, target)
+        for target, s in summaries_by_target.items():
             found += experiment_findings(experiment, s, gettext)
             for dtype in dtypes:
                 name = f"{experiment}_{dtype}_{target}"
@@ -199,7 +198,8 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
             r["tflops"] = "–" if r["tflops"] is None else f"{r['tflops']:.1f}"
         if rows:
             raised[target] = rows
-    best = [b for t in targets for b in findings.summary(df, t)["best"]]
+    summaries_by_target = {t: findings.summary(df, t) for t in targets}
+    best = [b for s in summaries_by_target.values() for b in s["best"]]
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
     date = datetime.datetime.fromtimestamp(int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or
                                            datetime.datetime.now().timestamp(), datetime.UTC).date()
@@ -215,7 +215,7 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),
                       "published": gettext("published")},
         config_yaml=config_yaml,
-        kernels=kernel_sections(df, targets, lang, gettext, figures_href, figure_names),
+        kernels=kernel_sections(df, summaries_by_target, lang, gettext, figures_href, figure_names),
         vmem_figures=[figure(f"vmem_{t}", lang, f"VMEM {t}", figures_href) for t in targets
                       if f"vmem_{t}" in figure_names],
         raised=raised, best=best,
