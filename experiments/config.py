@@ -58,6 +58,13 @@ def check_case(case: Case, key: str) -> None:
             raise ConfigError(f"{key}.blocks: {e} (shape m={case.m}, k={case.k}, n={case.n})") from None
 
 
+def check_grid_args(kernel: str, spec: dict, key: str) -> None:
+    """v2 needs its split counts, v3 and v5 their blocks."""
+    needs = {"v2": "splits", "v3": "blocks", "v5": "blocks"}.get(kernel)
+    if needs and needs not in spec:
+        raise ConfigError(f"{key}.{needs}: required for kernel {kernel!r}")
+
+
 def correctness_cases(config: dict) -> dict[str, list[tuple[Case, str]]]:
     """(case, mode) pairs per kernel from the `correctness` section, checked; raises ConfigError."""
     section = config["correctness"]
@@ -65,9 +72,7 @@ def correctness_cases(config: dict) -> dict[str, list[tuple[Case, str]]]:
     out = {}
     for kernel, spec in section["kernels"].items():
         key = f"correctness.kernels.{kernel}"
-        needs = {"v2": "splits", "v3": "blocks", "v5": "blocks"}.get(kernel)
-        if needs and needs not in spec:
-            raise ConfigError(f"{key}.{needs}: required for kernel {kernel!r}")
+        check_grid_args(kernel, spec, key)
         pairs = []
         for dtype in spec["dtypes"]:
             grid_args = dict(blocks=spec.get("blocks", ()), splits=spec.get("splits", ()))
@@ -110,9 +115,7 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
     for name, spec in section["experiments"].items():
         key = f"compile_study.experiments.{name}"
         kernel = spec["kernel"]
-        needs = {"v2": "splits", "v3": "blocks", "v5": "blocks"}.get(kernel)
-        if needs and needs not in spec:
-            raise ConfigError(f"{key}.{needs}: required for kernel {kernel!r}")
+        check_grid_args(kernel, spec, key)
         if "search" in spec and kernel not in BLOCKED:
             raise ConfigError(f"{key}.search: only for blocked kernels {BLOCKED}, not kernel={kernel!r}")
         sizes = spec.get("sizes", section["sizes"])

@@ -11,6 +11,11 @@ def default_limit(df: pd.DataFrame) -> pd.DataFrame:
     return df[~df.raised_limit.eq(True)]
 
 
+def post_configs(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the post's own configurations (not the wider block search)."""
+    return df[~df.search.eq(True)] if "search" in df else df
+
+
 def paired(df: pd.DataFrame, target: str = "v5e", other: str = "published") -> pd.DataFrame:
     """Estimate rows at the default VMEM limit joined with `other` rows of the same configuration."""
     est = default_limit(df[(df.source == "estimate") & (df.target == target)])

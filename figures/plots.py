@@ -6,7 +6,7 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 
-from experiments.summaries import default_limit, fidelity
+from experiments.summaries import default_limit, fidelity, post_configs
 from figures.labels import SOURCE_NAMES, text
 
 MiB = 2**20
@@ -19,11 +19,6 @@ SOURCE_STYLE = {
 XLA_COLOR = "#000000"
 COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
 TARGET_COLORS = {"v4": "#999999", "v5e": "#0072B2", "v5p": "#009E73", "v6e": "#E69F00", "7x": "#CC79A7"}
-
-
-def post_configs(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows of the post's configurations (not the wider block search)."""
-    return df[~df.search.eq(True)] if "search" in df else df
 
 
 def config_label(row, lang: str) -> str:

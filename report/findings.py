@@ -4,7 +4,7 @@ import dataclasses
 
 import pandas as pd
 
-from experiments.summaries import best_vs_xla, default_limit, fidelity
+from experiments.summaries import best_vs_xla, default_limit, fidelity, post_configs
 
 MiB = 2**20
 POST_BEST = {"float32": (512, 512, 512), "bfloat16": (512, 1024, 1024)}  # the post's stated winners
@@ -74,7 +74,7 @@ def fraction(a, b):
 def raised_limit_results(df: pd.DataFrame, target: str) -> list[dict]:
     """Configurations of the post that fail at the default limit: the smallest raised limit that fits."""
     rows = estimates(df, target)
-    rows = rows[(rows.kernel != "xla") & ~rows.search.eq(True)]
+    rows = post_configs(rows[rows.kernel != "xla"])
     out = []
     keys = ["experiment", "kernel", "dtype", "m", "bm", "bk", "bn"]
     for key, group in rows.groupby(keys, dropna=False):

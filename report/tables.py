@@ -1,7 +1,7 @@
 """Small tables for the report, built from the tidy table (cells are strings, ready to print)."""
 import pandas as pd
 
-from experiments.summaries import default_limit
+from experiments.summaries import default_limit, post_configs
 
 MiB = 2**20
 
@@ -34,8 +34,7 @@ def cell(est, pub, gettext) -> str:
 def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str, gettext) -> dict:
     """Rows: the post's configurations; columns: sizes; cells: estimated (published) TFLOP/s."""
     rows = default_limit(df[(df.experiment == experiment) & (df.dtype == dtype) & (df.target == target)])
-    if "search" in rows:
-        rows = rows[~rows.search.eq(True)]
+    rows = post_configs(rows)
     est = rows[rows.source == "estimate"]
     pub = rows[rows.source == "published"]
     sizes = sorted(set(rows.m))
