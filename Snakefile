@@ -14,6 +14,7 @@ validate(config, "config/schema.yaml")
 include: "rules/common.smk"
 include: "rules/correctness.smk"
 include: "rules/compile_study.smk"
+include: "rules/measure.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"

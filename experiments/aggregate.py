@@ -6,6 +6,7 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 """
 import pandas as pd
 
+from experiments.statistics import derive
 from experiments.study import COLUMNS, INT_COLUMNS
 
 KEY = ["source", "target", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
@@ -32,22 +33,64 @@ def load_published(path) -> pd.DataFrame:
     return df.reindex(columns=COLUMNS)
 
 
-def attach_baseline(estimates: pd.DataFrame) -> pd.DataFrame:
-    """Copy each target's XLA rows into every experiment of the same dtype, at its sizes."""
-    xla = estimates[estimates.experiment == "xla"]
-    kernels = estimates[estimates.experiment != "xla"]
-    parts = [kernels]
-    for (target, experiment, dtype), group in kernels.groupby(["target", "experiment", "dtype"]):
-        sizes = set(group.m)
-        base = xla[(xla.target == target) & (xla.dtype == dtype) & xla.m.isin(sizes)]
-        parts.append(base.assign(experiment=experiment))
+def load_measured(paths) -> pd.DataFrame:
+    """Measured rows from results/measured/ and data/measured/ files, statistics derived from samples.
+
+    The same configuration measured in two files is an error naming both: keep one of them.
+    """
+    frames = []
+    for path in paths:
+        df = pd.read_parquet(path)
+        missing = {"source", "target", "samples_s", "wall_samples_s"} - set(df.columns)
+        if missing or not (df.source == "measured").all():
+            raise ValueError(f"{path}: not a measurement file of tpu-matmul-repro (missing columns "
+                             f"{sorted(missing)} or rows whose source is not 'measured')")
+        frames.append(df.assign(_file=str(path)))
+    if not frames:
+        return pd.DataFrame(columns=COLUMNS)
+    df = pd.concat(frames, ignore_index=True)
+    dup = df[df.duplicated(KEY, keep=False)]
+    if len(dup):
+        _, group = next(iter(dup.groupby(KEY, dropna=False, sort=False)))
+        first, files = group.iloc[0], sorted(set(group._file))
+        raise ValueError(f"{len(dup)} measured rows appear in more than one file, e.g. "
+                         f"{first['target']} {first['kernel']} {first['dtype']} {first.m}x{first.k}x{first.n} in "
+                         f"{' and '.join(files)}: keep one of the files")
+    return derive(df.drop(columns="_file"))
+
+
+def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
+    """Copy each source's and target's XLA rows into every experiment of the same dtype, at its sizes.
+
+    XLA rows that join no experiment (a CPU measurement of XLA alone) stay as experiment "xla".
+    """
+    xla = rows[rows.experiment == "xla"]
+    kernels = rows[rows.experiment != "xla"]
+    parts, joined = [kernels], pd.Series(False, index=xla.index)
+    for (source, target, experiment, dtype), group in kernels.groupby(["source", "target", "experiment", "dtype"]):
+        match = (xla.source == source) & (xla.target == target) & (xla.dtype == dtype) & xla.m.isin(set(group.m))
+        parts.append(xla[match].assign(experiment=experiment))
+        joined |= match
+    parts.append(xla[~joined])
     return pd.concat(parts, ignore_index=True)
 
 
+def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None) -> pd.DataFrame:
+    """measured_over_estimate = measured seconds / estimated seconds, for configurations with both."""
+    if estimates is None:
+        return measured.assign(measured_over_estimate=float("nan"))
+    on = KEY[1:]
+    est = estimates[estimates.status == "ok"][on + ["seconds"]].rename(columns={"seconds": "_estimate"})
+    out = measured.drop(columns="measured_over_estimate", errors="ignore").merge(est, on=on, how="left")
+    out["measured_over_estimate"] = out["seconds"] / out.pop("_estimate")
+    return out
+
+
 def combine(estimates: list[pd.DataFrame], published: pd.DataFrame | None,
-            measured: list[pd.DataFrame] = ()) -> pd.DataFrame:
+            measured: pd.DataFrame | None = None) -> pd.DataFrame:
     frames = [attach_baseline(pd.concat(estimates, ignore_index=True))] if estimates else []
-    frames += list(measured)
+    if measured is not None and len(measured):
+        frames.append(with_ratio(attach_baseline(measured), frames[0] if frames else None))
     if published is not None:
         frames.append(published)
     df = pd.concat([f.reindex(columns=COLUMNS) for f in frames], ignore_index=True)

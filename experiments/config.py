@@ -2,6 +2,7 @@
 
 Every error names the config key and the offending value, and is raised before any job runs.
 """
+import copy
 from pathlib import Path
 
 import jsonschema
@@ -141,11 +142,70 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
             for target in config["targets"] for (name, dtype), job in per_target.items()}
 
 
+def measure_settings(config: dict):
+    from experiments.measure import Settings
+
+    section = config.get("measure", {})
+    defaults = Settings()
+    tolerance = section.get("tolerance", dict(defaults.tolerance))
+    return Settings(**{f: section.get(f, getattr(defaults, f))
+                       for f in ("warmup", "samples", "input_sets", "min_sample_s", "max_calls")},
+                    tolerance=tuple(sorted(tolerance.items())))
+
+
+def with_sizes(config: dict, sizes: list[int]) -> dict:
+    """`config` with the compile study's sweeps restricted to `sizes` (measure.sizes)."""
+    config = copy.deepcopy(config)
+    section = config["compile_study"]
+    section["sizes"] = list(sizes)
+    for spec in section["experiments"].values():
+        spec.pop("sizes", None)
+        if "search" in spec:
+            spec["search"]["sizes"] = [s for s in spec["search"]["sizes"] if s in sizes]
+            if not spec["search"]["sizes"]:
+                del spec["search"]
+    return config
+
+
+def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "MeasureJob"]:
+    """Measurement jobs keyed by (experiment, dtype): the compile study's sweeps, on `device`.
+
+    On the CPU only XLA's matmul is measured (Pallas kernels run there only in interpret mode).
+    """
+    from experiments.measure import MeasureJob
+
+    section = config.get("measure", {})
+    swept = with_sizes(config, section["sizes"]) if section.get("sizes") else config
+    if device.platform == "cpu":
+        swept = copy.deepcopy(swept)
+        swept["compile_study"]["experiments"] = {}
+    try:
+        jobs = study_jobs({**swept, "targets": [device.name]})
+    except ConfigError as e:
+        raise ConfigError(f"measure.sizes={section.get('sizes')}: {e}") from None
+    settings = measure_settings(config)
+    out = {}
+    for (_, experiment, dtype), job in jobs.items():
+        if device.platform == "cpu" and experiment != "xla":
+            continue
+        out[(experiment, dtype)] = MeasureJob(device=device, label=label, experiment=experiment, cases=job.cases,
+                                              raise_limits_for=job.raise_limits_for,
+                                              raised_limits_mib=job.raised_limits_mib, settings=settings)
+    if not out:
+        raise ConfigError(f"measure.device: {section.get('device')!r} would measure nothing: on the CPU only "
+                          "XLA's matmul is measured, and compile_study.baseline_dtypes is empty")
+    return out
+
+
 def validate(config: dict) -> dict:
     """Schema and semantic checks; returns the config unchanged or raises ConfigError."""
     check_schema(config)
     correctness_cases(config)
     study_jobs(config)
+    if config.get("measure", {}).get("device") == "cpu":
+        from experiments.device import Device
+
+        measure_jobs(config, Device("cpu", "cpu", "cpu", 1), "check")
     return config
 
 

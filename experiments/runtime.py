@@ -3,6 +3,7 @@ import contextlib
 import logging
 import os
 import sys
+import time
 
 
 def use_cpu_jax() -> None:
@@ -12,6 +13,8 @@ def use_cpu_jax() -> None:
     libtpu is probed at start-up and prints errors on a machine without a TPU.
     """
     os.environ["JAX_PLATFORMS"] = "cpu"
+    if "jax" in sys.modules:  # imported already (e.g. by unpickling Snakemake's params): not too late
+        sys.modules["jax"].config.update("jax_platforms", "cpu")  # until its first device is used
 
 
 @contextlib.contextmanager
@@ -21,3 +24,34 @@ def logged(log_path):
         logging.basicConfig(stream=log, level=logging.INFO, force=True,
                             format="%(asctime)s %(levelname)s %(message)s")
         yield logging.getLogger("tpu-matmul-repro")
+
+
+class Progress:
+    """Per-job progress in the job's log: "12/40 (30 %) <what>; 1 min 5 s elapsed, about 2 min 31 s left".
+
+    Snakemake's own counter says how many jobs are done; this says how far one long job is.
+    """
+
+    def __init__(self, total: int, log: logging.Logger, clock=time.monotonic):
+        self.total, self.done, self.log, self.clock = total, 0, log, clock
+        self.start = clock()
+
+    def step(self, what: str) -> str:
+        self.done += 1
+        elapsed = self.clock() - self.start
+        left = elapsed / self.done * (self.total - self.done)
+        line = (f"{self.done}/{self.total} ({100 * self.done // max(self.total, 1)} %) {what}; "
+                f"{duration(elapsed)} elapsed, about {duration(left)} left")
+        self.log.info(line)
+        return line
+
+
+def duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"

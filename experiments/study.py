@@ -23,6 +23,7 @@ from experiments import extrapolate
 from experiments.cases import Case
 from experiments.chips import MiB, chip
 from experiments.provenance import provenance
+from experiments.runtime import Progress
 from experiments.tpu_compile import Compiler
 from experiments.traffic import flops, hbm_bytes, min_vmem_bytes
 
@@ -33,9 +34,17 @@ COLUMNS = [
     "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
-    "jax_version", "libtpu_version", "git_sha",
+    # measured rows only (experiments/measure.py, experiments/statistics.py)
+    "rel_error", "timer", "calls_per_sample", "samples_s", "wall_samples_s",
+    "n_samples", "p25_seconds", "p75_seconds", "wall_seconds", "measured_over_estimate",
+    "num_chips", "run_label", "timestamp",
+    "jax_version", "jaxlib_version", "libtpu_version", "git_sha",
 ]
-INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles", "hbm_bytes")
+INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles", "hbm_bytes",
+               "calls_per_sample", "n_samples", "num_chips")
+FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
+                 "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
+                 "measured_over_estimate")
 STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")  # the values of `status` in estimate rows
 
 
@@ -125,12 +134,14 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
                      result["status"], result["vmem_bytes"], cycles, method, result["compile_s"])
             return estimate_row(job, case, result, limit, cycles, method)
 
+        progress = Progress(len(job.cases), log)
         for case in job.cases:
             row = one(case, None)
             rows.append(row)
             if row["status"] == "vmem_oom" and case in job.raise_limits_for:
                 for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
                     rows.append(one(case, mib * MiB))
+            progress.step(f"{case.label()}: {row['status']}")
     return to_frame(rows, provenance())
 
 
@@ -163,8 +174,7 @@ def to_frame(rows: list[dict], versions: dict) -> pd.DataFrame:
         df[key] = value
     for col in INT_COLUMNS:
         df[col] = pd.array(df[col].astype("float64"), dtype="Int64") if len(df) else df[col].astype("Int64")
-    for col in ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
-                "peak_tflops", "hbm_bytes_per_s"):
+    for col in FLOAT_COLUMNS:
         df[col] = df[col].astype("float64")
     df["raised_limit"] = df["raised_limit"].astype(bool)
     df["search"] = df["search"].eq(True)

@@ -15,9 +15,12 @@ KINDS = {
 PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
 
 
-def figure_specs(config: dict) -> dict[str, tuple[str, dict]]:
-    """name -> (kind, arguments) for every figure of a configuration, e.g. v5_bfloat16_v5e."""
-    targets = config["targets"]
+def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
+    """name -> (kind, arguments) for every figure of a configuration, e.g. v5_bfloat16_v5e.
+
+    `targets` defaults to the config's; the workflow adds the TPU generations measured or imported.
+    """
+    targets = list(targets or config["targets"])
     experiments = config["compile_study"]["experiments"]
     specs = {}
     for target in targets:

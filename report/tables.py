@@ -61,3 +61,31 @@ def provenance(df: pd.DataFrame) -> list[dict]:
                         libtpu=first.libtpu_version if pd.notna(first.libtpu_version) else "",
                         git_sha=first.git_sha if pd.notna(first.git_sha) else ""))
     return out
+
+
+def measured_tables(df: pd.DataFrame) -> list[dict]:
+    """One table per measured device and run: the post's configurations (not the block search), each
+    measured once (XLA's rows are shared by the experiments of its dtype)."""
+    rows = df[(df.source == "measured") & ~df.search.eq(True)]
+    rows = rows.drop_duplicates(["target", "run_label", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
+                                 "vmem_limit_bytes"])
+    out = []
+    for (target, label), group in rows.groupby(["target", "run_label"], sort=True):
+        first = group.iloc[0]
+        body = []
+        for r in group.sort_values(["kernel", "dtype", "bm", "bk", "bn", "vmem_limit_bytes", "m"]).itertuples():
+            ok = r.status == "ok" and pd.notna(r.seconds)
+            flop = 2.0 * r.m * r.k * r.n
+            body.append(dict(
+                kernel=r.kernel, config=config_label(r), dtype=r.dtype, m=r.m, status=r.status,
+                limit_mib=f"{r.vmem_limit_bytes / MiB:.0f}" if pd.notna(r.vmem_limit_bytes) else "–",
+                tflops=f"{r.tflops:.2f} ({flop / r.p75_seconds / 1e12:.2f}–{flop / r.p25_seconds / 1e12:.2f})"
+                if ok else "–",
+                wall_tflops=f"{flop / r.wall_seconds / 1e12:.2f}" if ok else "–",
+                n=int(r.n_samples) if ok else 0,
+                ratio=f"{r.measured_over_estimate:.2f}" if pd.notna(r.measured_over_estimate) else "–",
+            ))
+        out.append(dict(target=target, label=label, device_kind=first.device_kind,
+                        chips=int(first.num_chips) if pd.notna(first.num_chips) else 1,
+                        jax=first.jax_version, timestamp=first.timestamp, rows=body))
+    return out

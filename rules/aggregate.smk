@@ -5,6 +5,8 @@ rule aggregate:
     input:
         estimates=expand("results/estimates/{target}.parquet", target=TARGETS),
         published=PUBLISHED,
+        # this run's measurements, and those carried here from other machines
+        measured=MEASURED + IMPORTED,
     output:
         "results/matmul.parquet",
     log:

@@ -1,10 +1,14 @@
 # Shared set-up: check the config beyond its JSON schema and list the jobs the sweeps fan out into.
+import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
 
 from experiments import config as experiment_config
+from experiments import device as measure_device
+
+REPO = Path(workflow.basedir)
 
 try:
     CORRECTNESS_CASES = experiment_config.correctness_cases(config)
@@ -22,11 +26,34 @@ try:
 except experiment_config.ConfigError as e:
     raise WorkflowError(str(e)) from None
 
-TARGETS = config["targets"]
+# Real measurements: on a TPU host (or the CPU, on request); none elsewhere (see experiments/device.py).
+MEASURE = config.get("measure", {})
+DEVICE = measure_device.detect(MEASURE.get("device", "auto"))
+MEASURE_LABEL = MEASURE.get("label") or measure_device.host_label()
+if DEVICE is None:
+    logger.info(
+        "No TPU found (measure.device=%s): this run compiles and estimates; it measures nothing, and "
+        "every TFLOP/s it reports is an estimate (or the post's published number)." % MEASURE.get("device", "auto")
+    )
+else:
+    logger.info("Measuring on %s (%s, %d chips) as results/measured/%s-%s.parquet"
+                % (DEVICE.name, DEVICE.device_kind, DEVICE.num_chips, DEVICE.name, MEASURE_LABEL))
+try:
+    MEASURE_JOBS = experiment_config.measure_jobs(config, DEVICE, MEASURE_LABEL) if DEVICE else {}
+except experiment_config.ConfigError as e:
+    raise WorkflowError(str(e)) from None
+MEASURED = [f"results/measured/{DEVICE.name}-{MEASURE_LABEL}.parquet"] if DEVICE else []
+# Measurements carried from other machines: data/measured/*.parquet (see the README).
+IMPORTED = sorted(str(p) for p in (REPO / "data" / "measured").glob("*.parquet"))
+
+# The compile study's targets: the config's, plus the TPU generations measured here or imported, so
+# each measurement has its estimate beside it.
+TARGETS = list(dict.fromkeys(
+    config["targets"] + measure_device.known_targets([DEVICE] if DEVICE else [], IMPORTED)
+))
 
 # The code behind each stage's numbers: editing it reruns that stage (Snakemake tracks scripts, not
 # the modules they import). Paths are absolute: the working directory may be elsewhere (--directory).
-REPO = Path(workflow.basedir)
 KERNEL_CODE = sorted(str(p) for p in REPO.glob("kernels/*.py"))
 CORRECTNESS_CODE = KERNEL_CODE + [
     str(REPO / "experiments" / f"{m}.py") for m in ("cases", "correctness", "inputs")
@@ -47,6 +74,19 @@ STUDY_CODE = KERNEL_CODE + [
 ]
 
 
+MEASURE_CODE = KERNEL_CODE + [
+    str(REPO / "experiments" / f"{m}.py")
+    for m in ("cases", "chips", "device", "measure", "provenance", "traffic")
+]
+
+
+def measure_outputs():
+    return [
+        f"results/measured/{DEVICE.name}-{MEASURE_LABEL}/{experiment}_{dtype}.parquet"
+        for experiment, dtype in MEASURE_JOBS
+    ]
+
+
 def study_outputs(target):
     return [
         f"results/estimates/{t}/{experiment}_{dtype}.parquet"
@@ -65,7 +105,7 @@ REPORT_SOURCES = sorted(
 )
 PUBLISHED = str(REPO / "data" / "published_v5e.csv")
 
-FIGURES = figure_specs(config)
+FIGURES = figure_specs(config, TARGETS)
 
 
 wildcard_constraints:

@@ -3,13 +3,15 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 
 import pandas as pd
 
-from experiments.aggregate import check_unique, combine, load_published
+from experiments.aggregate import check_unique, combine, load_measured, load_published
 from experiments.runtime import logged
 from experiments.tables import write_parquet_atomic
 
 with logged(snakemake.log[0]) as log:
     estimates = [pd.read_parquet(p) for p in snakemake.input.estimates]
-    df = combine(estimates, load_published(snakemake.input.published))
+    measured = load_measured(snakemake.input.measured)
+    log.info("%d measured rows from %s", len(measured), list(snakemake.input.measured) or "no file")
+    df = combine(estimates, load_published(snakemake.input.published), measured)
     check_unique(df)
     log.info("%d rows; by source: %s", len(df), df.source.value_counts().to_dict())
     write_parquet_atomic(df, snakemake.output[0])

@@ -1,0 +1,92 @@
+"""Which device this run measures on, if any: a TPU found by `jax.devices()`, the CPU on request, or none.
+
+Decided once, when Snakemake reads the workflow, so the measurement jobs exist only where they can
+run. The probe runs `jax.devices()` in a child process (a process that opened the TPU holds it until it
+exits) and only where TPU hardware is visible (/dev/accel*, /dev/vfio): elsewhere it costs nothing and
+the run is estimate-only. The answer is cached in the environment, which Snakemake's job processes
+inherit, so they never probe a TPU that a measuring job already holds.
+"""
+import dataclasses
+import glob
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+
+from experiments.chips import CHIPS
+
+SETTINGS = ("auto", "cpu", "off")
+CACHE_VARIABLE = "TPU_MATMUL_REPRO_DEVICE"
+PROBE = ("import json, jax; d = jax.devices(); "
+         "print(json.dumps(dict(platform=d[0].platform, device_kind=d[0].device_kind, count=len(d))))")
+
+
+@dataclasses.dataclass(frozen=True)
+class Device:
+    name: str  # the target name of a known TPU generation (v5e, ...), else a slug; "cpu"
+    platform: str  # "tpu" or "cpu"
+    device_kind: str
+    num_chips: int
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+
+def target_for_device_kind(device_kind: str) -> str:
+    """"TPU v5 lite" -> "v5e"; an unknown kind becomes a file-name-safe slug ("TPU v9" -> "tpu-v9")."""
+    for name, c in CHIPS.items():
+        if c.device_kind == device_kind:
+            return name
+    return re.sub(r"[^a-z0-9]+", "-", device_kind.lower()).strip("-") or "unknown"
+
+
+def tpu_hardware_visible() -> bool:
+    return bool(glob.glob("/dev/accel*") or glob.glob("/dev/vfio/[0-9]*"))
+
+
+def probe() -> dict:
+    """`jax.devices()` of a fresh process: platform, device kind and count of the default backend."""
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, timeout=300)
+    if out.returncode != 0:
+        raise RuntimeError(f"probing jax.devices() failed (exit {out.returncode}):\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def from_probe(found: dict) -> Device | None:
+    if found["platform"] != "tpu":
+        return None
+    return Device(target_for_device_kind(found["device_kind"]), "tpu", found["device_kind"], found["count"])
+
+
+def detect(setting: str, *, hardware=tpu_hardware_visible, probe=probe) -> Device | None:
+    """The device to measure on for the config's `measure.device` setting, or None (estimates only)."""
+    if setting not in SETTINGS:
+        raise ValueError(f"measure.device={setting!r}; expected one of {SETTINGS}")
+    if setting == "off":
+        return None
+    if setting == "cpu":
+        return Device("cpu", "cpu", "cpu", 1)
+    cached = os.environ.get(CACHE_VARIABLE)
+    if cached is not None:
+        return Device(**json.loads(cached)) if cached else None
+    device = from_probe(probe()) if hardware() else None
+    os.environ[CACHE_VARIABLE] = device.to_json() if device else ""
+    return device
+
+
+def host_label() -> str:
+    """This host's name, file-name safe: the default label of its measurements."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", socket.gethostname()).strip("-.") or "host"
+
+
+def known_targets(devices, imported_paths) -> list[str]:
+    """TPU generations (of experiments/chips.py) measured here or in imported measurement files."""
+    import pandas as pd
+
+    names = [d.name for d in devices]
+    for path in imported_paths:
+        names += list(pd.read_parquet(path, columns=["target"]).target.unique())
+    return [n for n in dict.fromkeys(names) if n in CHIPS]

@@ -1,0 +1,39 @@
+# Real measurements on this run's device (a TPU, or the CPU on request): one job per experiment
+# and dtype, then one file per device and label, the file a user carries to other machines.
+
+
+rule measure_job:
+    input:
+        code=MEASURE_CODE,
+    output:
+        "results/measured/{device}-{label}/{experiment}_{dtype}.parquet",
+    log:
+        "logs/measured/{device}-{label}/{experiment}_{dtype}.log",
+    params:
+        job=lambda wc: MEASURE_JOBS[(wc.experiment, wc.dtype)],
+    # All cores: a measuring job runs alone, so its timings share the host with no other job, and
+    # only one process at a time opens the TPU.
+    threads: workflow.cores
+    wildcard_constraints:
+        device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
+        label=re.escape(MEASURE_LABEL),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/measure_job.py"
+
+
+rule measure_device:
+    input:
+        measure_outputs(),
+    output:
+        "results/measured/{device}-{label}.parquet",
+    log:
+        "logs/measured/{device}-{label}.log",
+    wildcard_constraints:
+        device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
+        label=re.escape(MEASURE_LABEL),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/concat_tables.py"
