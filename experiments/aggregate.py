@@ -1,6 +1,7 @@
 """The tidy results table: estimates, measurements and the post's published numbers, one row each.
 
-Key: (source, target, experiment, kernel, dtype, m, k, n, bm, bk, bn, vmem_limit_bytes). XLA's
+Key: (source, target, experiment, kernel, dtype, m, k, n, bm, bk, bn, vmem_limit_bytes, run_label);
+run_label names a measurement run (a machine), so two machines' measurements of a target both stay. XLA's
 baseline is compiled once per target and dtype (experiment "xla") and joins every experiment of the
 same dtype here, at that experiment's sizes, so each experiment's rows carry their own baseline.
 """
@@ -10,7 +11,7 @@ from experiments.statistics import derive
 from experiments.study import COLUMNS, INT_COLUMNS
 
 KEY = ["source", "target", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
-       "vmem_limit_bytes"]
+       "vmem_limit_bytes", "run_label"]
 SOURCE_ORDER = {"published": 0, "estimate": 1, "measured": 2}
 
 
@@ -36,7 +37,8 @@ def load_published(path) -> pd.DataFrame:
 def load_measured(paths) -> pd.DataFrame:
     """Measured rows from results/measured/ and data/measured/ files, statistics derived from samples.
 
-    The same configuration measured in two files is an error naming both: keep one of them.
+    The same configuration measured under the same run label in two files (one file copied twice)
+    is an error naming both: keep one of them.
     """
     frames = []
     for path in paths:
@@ -79,8 +81,10 @@ def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None) -> pd.Dat
     """measured_over_estimate = measured seconds / estimated seconds, for configurations with both."""
     if estimates is None:
         return measured.assign(measured_over_estimate=float("nan"))
-    on = KEY[1:]
-    est = estimates[estimates.status == "ok"][on + ["seconds"]].rename(columns={"seconds": "_estimate"})
+    # the estimate of the same target and configuration, whichever experiment it was filed under
+    on = ["target", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes"]
+    est = estimates[estimates.status == "ok"][on + ["seconds"]].drop_duplicates(on)
+    est = est.rename(columns={"seconds": "_estimate"})
     out = measured.drop(columns="measured_over_estimate", errors="ignore").merge(est, on=on, how="left")
     out["measured_over_estimate"] = out["seconds"] / out.pop("_estimate")
     return out

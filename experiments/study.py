@@ -178,6 +178,6 @@ def to_frame(rows: list[dict], versions: dict) -> pd.DataFrame:
         df[col] = df[col].astype("float64")
     df["raised_limit"] = df["raised_limit"].astype(bool)
     df["search"] = df["search"].eq(True)
-    df["error"] = df["error"].fillna("")
-    df["cycles_method"] = df["cycles_method"].fillna("")
+    for col in ("error", "cycles_method"):
+        df[col] = df[col].astype(object).fillna("").astype(str)
     return df

@@ -1,6 +1,7 @@
 """Which figures a configuration yields, under stable names, and how to draw each one."""
 from pathlib import Path
 
+from experiments.summaries import latest_runs
 from figures import plots
 from figures.style import LANGUAGES, save, use_style
 
@@ -48,6 +49,7 @@ def stem(directory, name: str, lang: str) -> Path:
 
 def render(df, name: str, kind: str, args: dict, directory) -> list[Path]:
     """Draw one figure in every language and format."""
+    df = latest_runs(df)  # one measured curve per configuration: each target's latest run
     paths = []
     for lang in LANGUAGES:
         use_style(lang)

@@ -43,8 +43,9 @@ try:
 except experiment_config.ConfigError as e:
     raise WorkflowError(str(e)) from None
 MEASURED = [f"results/measured/{DEVICE.name}-{MEASURE_LABEL}.parquet"] if DEVICE else []
-# Measurements carried from other machines: data/measured/*.parquet (see the README).
-IMPORTED = sorted(str(p) for p in (REPO / "data" / "measured").glob("*.parquet"))
+# Measurements carried from other machines: data/measured/*.parquet of the working directory (the
+# checkout, unless --directory says otherwise; see the README).
+IMPORTED = sorted(str(p) for p in Path("data/measured").glob("*.parquet"))
 
 # The compile study's targets: the config's, plus the TPU generations measured here or imported, so
 # each measurement has its estimate beside it.

@@ -94,3 +94,33 @@ def test_best_vs_xla(estimates):
     assert row.fraction_of_xla == pytest.approx(150 / 160)
     # the raised-limit v1 row does not count: only default-limit configurations compete
     assert ("float32", 2048) not in best.index
+
+
+def measured(size, samples, label="vm1", timestamp="2026-11-30T10:00:00+00:00", target="v5e"):
+    return dict(source="measured", target=target, experiment="xla", kernel="xla", dtype="float32", m=size, k=size,
+                n=size, status="ok", vmem_limit_bytes=16 << 20, raised_limit=False, run_label=label,
+                timestamp=timestamp, samples_s=samples, wall_samples_s=samples)
+
+
+def test_measured_rows_carry_their_ratio_to_the_estimate(estimates):
+    from experiments.statistics import derive
+
+    rows = derive(to_frame([measured(2048, [2e-4, 2.5e-4, 3e-4, 3e-4, 4e-4])], VERSIONS))
+    est_seconds = 2 * 2048**3 / 90e12  # the fixture's estimate: 90 TFLOP/s (seconds derived below)
+    estimates = estimates.assign(seconds=2.0 * estimates.m.astype(float) ** 3 / (estimates.tflops * 1e12))
+    df = combine([estimates], None, rows)
+    check_unique(df)
+    got = df[df.source == "measured"]
+    assert len(got) == 1 and got.experiment.iloc[0] == "xla"  # no measured experiment to join
+    assert got.measured_over_estimate.iloc[0] == pytest.approx(3e-4 / est_seconds)
+    assert df[df.source == "estimate"].measured_over_estimate.isna().all()
+
+
+def test_figures_draw_each_targets_latest_run_only():
+    from experiments.summaries import latest_runs
+
+    rows = to_frame([measured(1024, [1e-3] * 5, "old", "2026-01-01T00:00:00+00:00"),
+                     measured(1024, [1e-3] * 5, "new", "2026-06-01T00:00:00+00:00"),
+                     measured(1024, [1e-3] * 5, "other", "2025-01-01T00:00:00+00:00", target="v6e")], VERSIONS)
+    kept = latest_runs(rows)
+    assert sorted(zip(kept.target, kept.run_label)) == [("v5e", "new"), ("v6e", "other")]
