@@ -1,14 +1,11 @@
 # tpu-matmul-repro: reproduces "TPU MatMul Kernel" (Pallas MatMul kernels v1-v5 against XLA).
 # Rules live in rules/*.smk; experiments are data in config/config.yaml.
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
 
 configfile: "config/config.yaml"
-
-
-validate(config, "config/schema.yaml")
 
 
 include: "rules/common.smk"

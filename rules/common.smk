@@ -5,10 +5,20 @@ from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
 
+from snakemake.utils import validate
+
 from experiments import config as experiment_config
 from experiments import device as measure_device
 
 REPO = Path(workflow.basedir)
+
+# The config, after any --configfile or --config, against its JSON schema: first with messages that
+# name the key and the value, then with Snakemake's validator, which also fills in defaults.
+try:
+    experiment_config.check_schema(config)
+except experiment_config.ConfigError as e:
+    raise WorkflowError(str(e)) from None
+validate(config, str(REPO / "config" / "schema.yaml"))
 
 try:
     CORRECTNESS_CASES = experiment_config.correctness_cases(config)
@@ -54,31 +64,29 @@ TARGETS = list(dict.fromkeys(
 ))
 
 # The code behind each stage's numbers: editing it reruns that stage (Snakemake tracks scripts, not
-# the modules they import). Paths are absolute: the working directory may be elsewhere (--directory).
-KERNEL_CODE = sorted(str(p) for p in REPO.glob("kernels/*.py"))
-CORRECTNESS_CODE = KERNEL_CODE + [
-    str(REPO / "experiments" / f"{m}.py") for m in ("cases", "correctness", "inputs")
-]
-STUDY_CODE = KERNEL_CODE + [
-    str(REPO / "experiments" / f"{m}.py")
-    for m in (
-        "cases",
-        "chips",
-        "compile_worker",
-        "compiler_output",
-        "extrapolate",
-        "provenance",
-        "study",
-        "tpu_compile",
-        "traffic",
-    )
-]
+# the modules they import).
 
 
-MEASURE_CODE = KERNEL_CODE + [
-    str(REPO / "experiments" / f"{m}.py")
-    for m in ("cases", "chips", "device", "measure", "provenance", "traffic")
-]
+def sources(*patterns):
+    """This repository's files as inputs: absolute (the working directory may be elsewhere, see
+    --directory) and local (on a cluster with remote storage every job has the workflow's sources)."""
+    return [local(str(p)) for pattern in patterns for p in sorted(REPO.glob(pattern))]
+
+
+def modules(*names):
+    return [f"experiments/{name}.py" for name in names]
+
+
+KERNEL_CODE = sources("kernels/*.py")
+CORRECTNESS_CODE = sources("kernels/*.py", *modules("cases", "correctness", "inputs"))
+STUDY_CODE = sources(
+    "kernels/*.py",
+    *modules("cases", "chips", "compile_worker", "compiler_output", "extrapolate", "provenance", "study",
+             "tpu_compile", "traffic"),
+)
+MEASURE_CODE = sources(
+    "kernels/*.py", *modules("cases", "chips", "device", "measure", "provenance", "statistics", "traffic")
+)
 
 
 def measure_outputs():
@@ -99,12 +107,8 @@ def study_outputs(target):
 from figures.catalog import figure_specs
 
 # The report's own sources: templates, catalogs, the kernels it quotes, its code.
-REPORT_SOURCES = sorted(
-    str(p)
-    for pattern in ("report/templates/*", "report/locale/*/LC_MESSAGES/*.po", "report/*.py", "kernels/*.py")
-    for p in REPO.glob(pattern)
-)
-PUBLISHED = str(REPO / "data" / "published_v5e.csv")
+REPORT_SOURCES = sources("report/templates/*", "report/locale/*/LC_MESSAGES/*.po", "report/*.py", "kernels/*.py")
+PUBLISHED = sources("data/published_v5e.csv")[0]
 
 FIGURES = figure_specs(config, TARGETS)
 

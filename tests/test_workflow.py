@@ -1,13 +1,19 @@
-"""The Snakemake workflow end to end on the CI-sized config, and its refusal of bad configs."""
+"""The Snakemake workflow end to end on the CI-sized config: refusing bad configs, surviving
+interruptions, giving the same estimates twice, and dry runs with the cluster profiles."""
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
 
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -16,10 +22,14 @@ def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
 
 
+def make_workdir(path: Path) -> Path:
+    shutil.copytree(ROOT / "config", path / "config")
+    return path
+
+
 @pytest.fixture
 def workdir(tmp_path):
-    shutil.copytree(ROOT / "config", tmp_path / "config")
-    return tmp_path
+    return make_workdir(tmp_path)
 
 
 def test_lint_passes(workdir):
@@ -41,11 +51,19 @@ def carried_measurement(workdir: Path) -> Path:
     return path
 
 
-@pytest.mark.slow
-def test_ci_config_runs_end_to_end(workdir):
+@pytest.fixture(scope="module")
+def ci_run(tmp_path_factory):
+    """One complete run of the CI config, with a measurement file carried in from elsewhere."""
+    workdir = make_workdir(tmp_path_factory.mktemp("ci_run"))
     carried_measurement(workdir)
-    result = snakemake(workdir, "--cores", "2", "--configfile", "config/config.ci.yaml", "--replace-workflow-config")
+    result = snakemake(workdir, "--cores", "2", *CI_RUN)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return workdir
+
+
+@pytest.mark.slow
+def test_ci_config_runs_end_to_end(ci_run):
+    workdir = ci_run
     df = pd.read_parquet(workdir / "results" / "correctness.parquet")
     assert df.passed.all()
     assert set(df["mode"]) == {"interpret", "tpu-interpret"}
@@ -74,10 +92,102 @@ def test_ci_config_runs_end_to_end(workdir):
         assert (workdir / "results" / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")
 
 
-def test_bad_config_fails_before_any_job(workdir):
-    bad = workdir / "config" / "bad.yaml"
-    bad.write_text((workdir / "config" / "config.ci.yaml").read_text().replace("[128, 128, 128]", "[128, 100, 128]"))
+def set_key(config: dict, dotted: str, value) -> dict:
+    *parents, last = dotted.split(".")
+    node = config
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    return config
+
+
+BAD_CONFIGS = [  # (key, bad value, what the error must say)
+    ("compile_study.timeout_s", "fast", "compile_study.timeout_s: 'fast' is not of type 'number'"),
+    ("compile_study.timeout_s", 0, "compile_study.timeout_s: 0 is less than or equal to the minimum of 0"),
+    ("targets", ["v5e", "v9"], "targets[1]: 'v9' is not one of"),
+    ("compile_study.experiments.v3.blocks", [[128, 100, 128]], "bk=100 does not divide k=1024"),
+    ("compile_study.sizes", [1024, 0], "compile_study.sizes[1]: 0 is less than the minimum of 1"),
+    ("correctness.kernels.v1.dtypes", ["float8"], "correctness.kernels.v1.dtypes[0]: 'float8' is not one of"),
+    ("compile_study.experiments.v5.blocks", [], "compile_study.experiments.v5.blocks: [] should be non-empty"),
+    ("compile_study.experiments", {}, "compile_study.experiments: {} should be non-empty"),
+    ("measure.samples", 2, "measure.samples: 2 is less than the minimum of 5"),
+]
+
+
+@pytest.mark.parametrize("key, value, message", BAD_CONFIGS, ids=[f"{k}={v}" for k, v, _ in BAD_CONFIGS])
+def test_bad_config_fails_before_any_job(workdir, key, value, message):
+    config = yaml.safe_load((workdir / "config" / "config.ci.yaml").read_text())
+    (workdir / "config" / "bad.yaml").write_text(yaml.safe_dump(set_key(config, key, value)))
+    earlier = workdir / "results" / "matmul.parquet"  # a previous run's output must survive
+    earlier.parent.mkdir()
+    earlier.write_bytes(b"an earlier result")
     result = snakemake(workdir, "--cores", "1", "--configfile", "config/bad.yaml", "--replace-workflow-config")
     assert result.returncode != 0
-    assert "bk=100 does not divide k=512" in result.stdout + result.stderr
+    assert message in result.stdout + result.stderr, result.stdout[-2000:] + result.stderr[-2000:]
+    assert [p.name for p in (workdir / "results").rglob("*")] == ["matmul.parquet"]
+    assert earlier.read_bytes() == b"an earlier result"
+
+
+def test_bad_command_line_override_fails_before_any_job(workdir):
+    result = snakemake(workdir, "--cores", "1", *CI_RUN, "--config", "targets=[v9]")
+    assert result.returncode != 0
+    assert "targets[0]: 'v9' is not one of" in result.stdout + result.stderr
     assert not (workdir / "results").exists()
+
+
+@pytest.mark.parametrize("profile", ["slurm", "kubernetes"])
+def test_cluster_profile_dry_run(workdir, profile):
+    result = snakemake(workdir, "--dry-run", "--profile", str(ROOT / "profiles" / profile), *CI_RUN)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert f"Using profiles {ROOT / 'profiles' / profile}" in result.stdout + result.stderr
+    assert "compile_study_job" in result.stdout
+    assert not (workdir / "results").exists()
+
+
+def wait_for(path_glob: str, workdir: Path, proc: subprocess.Popen, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not list(workdir.glob(path_glob)):
+        assert proc.poll() is None, f"snakemake ended before {path_glob} appeared"
+        assert time.monotonic() < deadline, f"{path_glob} did not appear"
+        time.sleep(0.2)
+
+
+def interrupt(workdir: Path, after: str, sig: int, whole_group: bool) -> None:
+    """Start the CI run, wait until a file matching `after` exists, then send `sig` and wait."""
+    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2", *CI_RUN]
+    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for(after, workdir, proc)
+        if whole_group:  # Ctrl-C in a terminal signals the whole foreground process group
+            os.killpg(proc.pid, sig)
+        else:  # `kill PID`, or a scheduler stopping the job
+            proc.send_signal(sig)
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+
+
+def stable_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Everything but wall-clock times, which no two runs share."""
+    return df.drop(columns=[c for c in ("compile_s",) if c in df]).reset_index(drop=True)
+
+
+@pytest.mark.slow
+def test_interrupted_runs_resume_to_the_same_results(workdir, ci_run):
+    interrupt(workdir, "results/estimates/v5e/*.parquet", signal.SIGINT, whole_group=True)
+    interrupt(workdir, "results/figures/*.png", signal.SIGTERM, whole_group=False)
+    result = snakemake(workdir, "--cores", "2", *CI_RUN)  # the README's command, nothing added
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert not list(workdir.rglob(".*.tmp"))  # no half-written table left behind
+    # Determinism: the interrupted-and-resumed run and the uninterrupted one (same versions) agree.
+    for table in ("estimates/v5e.parquet", "correctness.parquet"):
+        pd.testing.assert_frame_equal(stable_columns(pd.read_parquet(workdir / "results" / table)),
+                                      stable_columns(pd.read_parquet(ci_run / "results" / table)))
+    ours, theirs = (pd.read_parquet(d / "results" / "matmul.parquet") for d in (workdir, ci_run))
+    pd.testing.assert_frame_equal(stable_columns(ours[ours.source != "measured"]),
+                                  stable_columns(theirs[theirs.source != "measured"]))
+    for lang in ("en", "zh"):
+        assert (workdir / "results" / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")
