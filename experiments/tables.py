@@ -7,15 +7,20 @@ import pandas as pd
 
 
 def write_parquet_atomic(df: pd.DataFrame, path) -> None:
-    _write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
+    write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> None:
-    _write_atomic(path, lambda tmp: df.to_csv(tmp, index=False, float_format="%.6g"))
+    write_atomic(path, lambda tmp: df.to_csv(tmp, index=False, float_format="%.6g"))
 
 
-def _write_atomic(path, write) -> None:
-    """Write to a temporary file beside `path`, then rename it into place (atomic on POSIX)."""
+def write_text_atomic(text: str, path) -> None:
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def write_atomic(path, write) -> None:
+    """Call write(tmp) on a temporary file beside `path`, then rename it into place (atomic on POSIX):
+    an exception or a kill midway leaves the previous file, or none, never a partial one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

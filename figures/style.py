@@ -7,6 +7,8 @@ imported, since importing it changes Matplotlib's global settings.
 import importlib.util
 from pathlib import Path
 
+from experiments.tables import write_atomic
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -63,7 +65,8 @@ def save(fig, stem) -> list[Path]:
     for fmt in FORMATS:
         path = stem.parent / f"{stem.name}.{fmt}"
         # "tight" keeps the notes written below the axes (sources, failures) inside the file.
-        fig.savefig(path, format=fmt, metadata=METADATA[fmt], bbox_inches="tight", pad_inches=0.08)
+        write_atomic(path, lambda tmp: fig.savefig(tmp, format=fmt, metadata=METADATA[fmt], bbox_inches="tight",
+                                                    pad_inches=0.08))
         paths.append(path)
     plt.close(fig)
     return paths

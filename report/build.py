@@ -21,6 +21,7 @@ from babel.messages import mofile, pofile
 from babel.messages.extract import extract_from_file
 from babel.support import Translations
 
+from experiments.tables import write_atomic
 from report import findings, tables
 
 HERE = Path(__file__).resolve().parent
@@ -268,5 +269,5 @@ def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
     font_css = weasyprint.CSS(string=(
         f'@font-face {{ font-family: "Noto Sans CJK SC"; src: url("{Path(font_path).as_uri()}"); }}'
         'html { font-family: "Noto Sans CJK SC", "DejaVu Sans", sans-serif; }'), font_config=fonts)
-    weasyprint.HTML(string=html, base_url=base_url).write_pdf(pdf_path, stylesheets=[font_css],
-                                                               font_config=fonts)
+    document = weasyprint.HTML(string=html, base_url=base_url)
+    write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=[font_css], font_config=fonts))

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 from experiments.runtime import logged
+from experiments.tables import write_text_atomic
 from figures.style import cjk_font_path
 from report.build import config_text, embed_cjk_font, render_html, write_pdf
 
@@ -20,7 +21,7 @@ with logged(snakemake.log[0]) as log:
                       figure_names=snakemake.params.figures, correctness=correctness,
                       figures_href=str(figures_href))
         html_path = out[f"report.{lang}.html"]
-        html_path.write_text(embed_cjk_font(render_html(df, **common), cjk_font_path()))
+        write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
         pdf_html = render_html(df, for_pdf=True, **common)
         write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/", pdf_path=out[f"report.{lang}.pdf"],
                   font_path=cjk_font_path())

@@ -1,0 +1,41 @@
+"""Safe writes and per-job progress."""
+import itertools
+import logging
+
+import pandas as pd
+import pytest
+
+from experiments.runtime import Progress, duration
+from experiments.tables import write_atomic, write_parquet_atomic
+
+
+def test_a_failed_write_leaves_the_previous_file_and_no_partial_one(tmp_path):
+    path = tmp_path / "table.parquet"
+    write_parquet_atomic(pd.DataFrame({"x": [1, 2]}), path)
+
+    def crash_midway(tmp):
+        with open(tmp, "wb") as f:
+            f.write(b"PAR1 half a table")
+        raise RuntimeError("killed midway")
+
+    with pytest.raises(RuntimeError, match="killed midway"):
+        write_atomic(path, crash_midway)
+    assert pd.read_parquet(path).x.tolist() == [1, 2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.parquet"]
+
+
+def test_progress_reports_count_and_time_left(caplog):
+    ticks = itertools.count(0, 10)  # 10 s per step
+    progress = Progress(4, logging.getLogger("test"), clock=lambda: float(next(ticks)))
+    with caplog.at_level(logging.INFO):
+        first = progress.step("v5 bfloat16 2048x2048x2048: ok")
+        progress.step("b")
+        progress.step("c")
+        last = progress.step("d")
+    assert first == "1/4 (25 %) v5 bfloat16 2048x2048x2048: ok; 10 s elapsed, about 30 s left"
+    assert last == "4/4 (100 %) d; 40 s elapsed, about 0 s left"
+    assert len(caplog.records) == 4
+
+
+def test_durations_read_naturally():
+    assert [duration(s) for s in (4.4, 65, 3725)] == ["4 s", "1 min 5 s", "1 h 2 min"]
