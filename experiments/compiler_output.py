@@ -78,3 +78,14 @@ def vmem_oom_sizes(message: str) -> tuple[int, int]:
                             f"error, got: {message[:300]!r}")
     size, size_unit, limit, limit_unit = match.groups()
     return round(float(size) * _UNITS[size_unit]), round(float(limit) * _UNITS[limit_unit])
+
+
+def compile_failure(error: Exception) -> dict:
+    """The row fields of a failed compile: status vmem_oom (with the compiler's sizes) or compile_error."""
+    message = str(error)
+    failure = dict(status="compile_error", vmem_bytes=None, oom_limit_bytes=None,
+                   error=f"{type(error).__name__}: {message}"[:1000])
+    if is_vmem_oom(message):
+        failure["status"] = "vmem_oom"
+        failure["vmem_bytes"], failure["oom_limit_bytes"] = vmem_oom_sizes(message)
+    return failure

@@ -136,14 +136,7 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
     try:
         compiled = call.lower(*inputs[0]).compile()
     except Exception as e:  # the compiler's verdict is a result
-        message = str(e)
-        if compiler_output.is_vmem_oom(message):
-            result["status"] = "vmem_oom"
-            result["vmem_bytes"], result["oom_limit_bytes"] = compiler_output.vmem_oom_sizes(message)
-        else:
-            result["status"] = "compile_error"
-        result["error"] = f"{type(e).__name__}: {message}"[:1000]
-        return result
+        return result | compiler_output.compile_failure(e)
     result["compile_s"] = clock() - start
     try:
         out = compiled(*inputs[0])

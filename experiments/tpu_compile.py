@@ -59,13 +59,7 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
     try:
         text = compile_text(case, vmem_limit_bytes)
     except Exception as e:  # the compiler's verdict is a result, not a crash
-        message = str(e)
-        if compiler_output.is_vmem_oom(message):
-            result["status"] = "vmem_oom"
-            result["vmem_bytes"], result["oom_limit_bytes"] = compiler_output.vmem_oom_sizes(message)
-        else:
-            result["status"] = "compile_error"
-        result["error"] = f"{type(e).__name__}: {message}"[:1000]
+        result |= compiler_output.compile_failure(e)
     else:
         if case.kernel == "xla":
             result["est_cycles"] = compiler_output.xla_estimated_cycles(text)
