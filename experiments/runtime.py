@@ -23,7 +23,12 @@ def logged(log_path):
     with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         logging.basicConfig(stream=log, level=logging.INFO, force=True,
                             format="%(asctime)s %(levelname)s %(message)s")
-        yield logging.getLogger("tpu-matmul-repro")
+        logger = logging.getLogger("tpu-matmul-repro")
+        try:
+            yield logger
+        except BaseException:  # the reason a job failed belongs in its log (show-failed-logs prints it)
+            logger.exception("job failed")
+            raise
 
 
 class Progress:

@@ -31,11 +31,6 @@ CORRECTNESS_KERNELS = list(CORRECTNESS_CASES)
 wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),
 
-try:
-    STUDY_JOBS = experiment_config.study_jobs(config)
-except experiment_config.ConfigError as e:
-    raise WorkflowError(str(e)) from None
-
 # Real measurements: on a TPU host (or the CPU, on request); none elsewhere (see experiments/device.py).
 MEASURE = config.get("measure", {})
 DEVICE = measure_device.detect(MEASURE.get("device", "auto"))
@@ -62,6 +57,10 @@ IMPORTED = sorted(str(p) for p in Path("data/measured").glob("*.parquet"))
 TARGETS = list(dict.fromkeys(
     config["targets"] + measure_device.known_targets([DEVICE] if DEVICE else [], IMPORTED)
 ))
+try:
+    STUDY_JOBS = experiment_config.study_jobs({**config, "targets": TARGETS})
+except experiment_config.ConfigError as e:
+    raise WorkflowError(str(e)) from None
 
 # The code behind each stage's numbers: editing it reruns that stage (Snakemake tracks scripts, not
 # the modules they import).

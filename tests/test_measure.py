@@ -169,8 +169,14 @@ def test_failures_go_on_to_the_next_case():
     assert df.status.tolist() == ["ok", "compile_error", "ok"]
 
 
-def test_device_detection_without_a_tpu_skips_cleanly(monkeypatch):
-    monkeypatch.delenv(device_module.CACHE_VARIABLE, raising=False)
+@pytest.fixture
+def clean_environment(monkeypatch):
+    """detect() caches its answer in os.environ: keep that from leaking into later tests."""
+    monkeypatch.setattr(device_module.os, "environ",
+                        {k: v for k, v in device_module.os.environ.items() if k != device_module.CACHE_VARIABLE})
+
+
+def test_device_detection_without_a_tpu_skips_cleanly(clean_environment):
 
     def never():
         raise AssertionError("must not probe without TPU hardware")
@@ -182,8 +188,7 @@ def test_device_detection_without_a_tpu_skips_cleanly(monkeypatch):
         detect("gpu")
 
 
-def test_device_detection_on_a_tpu_host(monkeypatch):
-    monkeypatch.delenv(device_module.CACHE_VARIABLE, raising=False)
+def test_device_detection_on_a_tpu_host(clean_environment):
     found = dict(platform="tpu", device_kind="TPU v5 lite", count=4)
     device = detect("auto", hardware=lambda: True, probe=lambda: found)
     assert device == Device("v5e", "tpu", "TPU v5 lite", 4)
@@ -199,3 +204,39 @@ def test_imported_tpu_generations_join_the_targets(tmp_path):
     to_frame([dict(source="measured", target="v6e", experiment="xla", kernel="xla", dtype="float32",
                    m=256, k=256, n=256)], {}).to_parquet(path)
     assert known_targets([CPU], [path]) == ["v6e"]  # cpu is no compile target
+
+
+def test_probe_runs_jax_devices_in_a_child_process():
+    found = device_module.probe()  # this machine has no TPU: JAX falls back to the CPU
+    assert found["platform"] == "cpu" and found["count"] >= 1
+    assert from_probe(found) is None
+
+
+def test_a_tpu_job_records_its_chip_and_retries_raised_limits():
+    """The TPU job's bookkeeping, run on the CPU: chip figures, and raised limits after an OOM."""
+    from experiments.chips import CHIPS, MiB
+
+    v5e = Device("v5e", "tpu", "TPU v5 lite", 4)
+    oom = Case("xla", "float32", 256, 256, 256)
+    message = ("RESOURCE_EXHAUSTED: E1001: CompileTimeScopedVmemOom: Scoped allocation with size 20.00M "
+               "and limit 16.00M exceeded scoped vmem limit by 4.00M.")
+
+    class Refused:
+        def lower(self, *args):
+            raise jax.errors.JaxRuntimeError(message)
+
+    limits = []
+
+    def build_for_test(case, limit):
+        limits.append(limit)
+        return Refused() if limit is None else build(case)
+
+    job = MeasureJob(device=v5e, label="vm", experiment="v3", cases=(oom,), raise_limits_for=(oom,),
+                     raised_limits_mib=(16, 32, 64, 256), settings=FAST)
+    df = run_measure_job(job, build=build_for_test)
+    assert limits == [None, 32 * MiB, 64 * MiB]  # 16 is too small, 256 more than v5e's VMEM
+    assert df.status.tolist() == ["vmem_oom", "ok", "ok"]
+    assert df.vmem_limit_bytes.tolist() == [16 * MiB, 32 * MiB, 64 * MiB]
+    assert df.raised_limit.tolist() == [False, True, True]
+    assert (df.peak_tflops == CHIPS["v5e"].peak_flops["float32"] / 1e12).all()
+    assert (df.roofline_tflops > 0).all() and (df.num_chips == 4).all() and (df.target == "v5e").all()

@@ -12,14 +12,23 @@ import pandas as pd
 import pytest
 import yaml
 
+from experiments.device import CACHE_VARIABLE, Device
+
 ROOT = Path(__file__).resolve().parent.parent
 CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
 
 
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    """Run Snakemake on this repository's Snakefile with `workdir` as its working directory."""
+def snakemake(workdir: Path, *args: str, device: Device | None = None) -> subprocess.CompletedProcess:
+    """Run Snakemake on this repository's Snakefile with `workdir` as its working directory.
+
+    `device` pretends the run found that device (through the cache experiments/device.py keeps in
+    the environment); by default the run finds what this machine has: no TPU.
+    """
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), *args]
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
+    env = {k: v for k, v in os.environ.items() if k != CACHE_VARIABLE}
+    if device:
+        env[CACHE_VARIABLE] = device.to_json()
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900, env=env)
 
 
 def make_workdir(path: Path) -> Path:
@@ -133,6 +142,36 @@ def test_bad_command_line_override_fails_before_any_job(workdir):
     assert result.returncode != 0
     assert "targets[0]: 'v9' is not one of" in result.stdout + result.stderr
     assert not (workdir / "results").exists()
+
+
+def test_without_a_tpu_nothing_is_measured_and_the_log_says_so(workdir):
+    config = yaml.safe_load((workdir / "config" / "config.ci.yaml").read_text())
+    config["measure"] = {"device": "auto"}
+    (workdir / "config" / "auto.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(workdir, "--dry-run", "--configfile", "config/auto.yaml", "--replace-workflow-config")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "No TPU found (measure.device=auto)" in result.stdout + result.stderr
+    assert "measure_job" not in result.stdout
+
+
+def test_on_a_tpu_host_the_sweeps_are_measured_and_its_generation_joins_the_targets(workdir):
+    config = yaml.safe_load((workdir / "config" / "config.ci.yaml").read_text())
+    config["measure"] = {"device": "auto", "label": "vm1"}
+    (workdir / "config" / "tpu.yaml").write_text(yaml.safe_dump(config))
+    v6e = Device("v6e", "tpu", "TPU v6 lite", 4)
+    args = ("--configfile", "config/tpu.yaml", "--replace-workflow-config")
+    result = snakemake(workdir, "--dry-run", *args, device=v6e)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "Measuring on v6e (TPU v6 lite, 4 chips) as results/measured/v6e-vm1.parquet" in result.stdout
+    for experiment in ("v1_float32", "v3_float32", "v5_bfloat16", "xla_float32", "xla_bfloat16"):
+        assert f"results/measured/v6e-vm1/{experiment}.parquet" in result.stdout  # every sweep measured
+        assert f"results/estimates/v6e/{experiment}.parquet" in result.stdout  # and estimated for v6e
+    # Run for real on this CPU machine, a measuring job refuses to time the CPU as if it were the TPU.
+    result = snakemake(workdir, "--cores", "1", *args, "results/measured/v6e-vm1/xla_float32.parquet", device=v6e)
+    assert result.returncode != 0
+    log = (workdir / "logs" / "measured" / "v6e-vm1" / "xla_float32.log").read_text()
+    assert "this job measures on tpu, but JAX's default device is cpu" in log
+    assert not (workdir / "results" / "measured" / "v6e-vm1" / "xla_float32.parquet").exists()
 
 
 @pytest.mark.parametrize("profile", ["slurm", "kubernetes"])
