@@ -34,8 +34,8 @@ from experiments.device import Device
 from experiments.inputs import INT8_SCALE
 from experiments.provenance import provenance
 from experiments.runtime import Progress
-from experiments.study import raised_limits, to_frame
-from experiments.traffic import flops, hbm_bytes
+from experiments.study import chip_columns, raised_limits, to_frame
+from experiments.traffic import hbm_bytes
 
 log = logging.getLogger(__name__)
 
@@ -143,10 +143,11 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
         result["rel_error"] = relative_error(out, *inputs[0])
         out_bytes = out.size * out.dtype.itemsize
         del out
-        if result["rel_error"] > dict(settings.tolerance)[case.dtype]:
+        tolerance = dict(settings.tolerance)[case.dtype]
+        if result["rel_error"] > tolerance:
             result["status"] = "wrong_result"
             result["error"] = (f"relative error {result['rel_error']:.3g} against jnp.matmul in float32 "
-                               f"exceeds the tolerance {dict(settings.tolerance)[case.dtype]:g}; not timed")
+                               f"exceeds the tolerance {tolerance:g}; not timed")
             return result
         time_blocked(compiled, inputs, settings.warmup, clock)  # warm-up, discarded
         wall = time_blocked(compiled, inputs, settings.samples, clock)
@@ -161,7 +162,7 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
 
 
 def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None, device_kind: str) -> dict:
-    chip = CHIPS.get(job.device.name)
+    chip = CHIPS.get(job.device.name)  # None for the CPU, or a TPU generation this project lacks
     row = dict(
         source="measured", target=job.device.name, device_kind=device_kind, experiment=job.experiment,
         kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n, bm=case.bm, bk=case.bk, bn=case.bn,
@@ -171,10 +172,7 @@ def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None, d
         **result,
     )
     if chip:
-        row.update(peak_tflops=chip.peak_flops[case.dtype] / 1e12, hbm_bytes_per_s=chip.hbm_bytes_per_s)
-        row["hbm_seconds"] = row["hbm_bytes"] / chip.hbm_bytes_per_s
-        work = flops(case)
-        row["roofline_tflops"] = work / max(work / chip.peak_flops[case.dtype], row["hbm_seconds"]) / 1e12
+        row.update(chip_columns(chip, case))
     return row
 
 

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 
-
 def summarize(samples) -> dict:
     """Median, quartiles and count of a list of seconds; empty or missing -> n = 0 and NaNs."""
     values = np.asarray([] if samples is None else samples, dtype=np.float64)

@@ -21,7 +21,7 @@ import pandas as pd
 
 from experiments import extrapolate
 from experiments.cases import Case
-from experiments.chips import MiB, chip
+from experiments.chips import Chip, MiB, chip
 from experiments.provenance import provenance
 from experiments.runtime import Progress
 from experiments.tpu_compile import Compiler
@@ -89,6 +89,16 @@ class CycleEstimator:
         return extrapolate.predict(extrapolate.fit(points), case), "extrapolated"
 
 
+def chip_columns(c: Chip, case: Case) -> dict:
+    """The chip's figures and the case's HBM traffic and roofline: they travel with each row (estimated
+    or measured), so figures and reports read only the table."""
+    moved, work = hbm_bytes(case), flops(case)
+    hbm_seconds = moved / c.hbm_bytes_per_s
+    return dict(peak_tflops=c.peak_flops[case.dtype] / 1e12, hbm_bytes_per_s=c.hbm_bytes_per_s,
+                hbm_bytes=moved, hbm_seconds=hbm_seconds,
+                roofline_tflops=work / max(work / c.peak_flops[case.dtype], hbm_seconds) / 1e12)
+
+
 def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
                  method: str) -> dict:
     c = chip(job.target)
@@ -99,19 +109,13 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
         raised_limit=limit is not None, est_cycles=cycles, cycles_method=method if cycles else "",
         compile_s=result["compile_s"], error=result["error"],
-        # the chip's figures travel with each row, so figures and reports read only the table
-        peak_tflops=c.peak_flops[case.dtype] / 1e12, hbm_bytes_per_s=c.hbm_bytes_per_s,
         search=case.kernel != "xla" and case not in job.raise_limits_for,
+        **chip_columns(c, case),
     )
-    moved = hbm_bytes(case)
-    row["hbm_bytes"] = moved
-    row["hbm_seconds"] = moved / c.hbm_bytes_per_s
-    work = flops(case)
-    row["roofline_tflops"] = work / max(work / c.peak_flops[case.dtype], row["hbm_seconds"]) / 1e12
     if result["status"] == "ok" and cycles:
         row["compute_seconds"] = cycles / c.clock_hz
         row["seconds"] = max(row["compute_seconds"], row["hbm_seconds"])
-        row["tflops"] = work / row["seconds"] / 1e12
+        row["tflops"] = flops(case) / row["seconds"] / 1e12
     return row
 
 

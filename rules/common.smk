@@ -117,3 +117,6 @@ wildcard_constraints:
     target="|".join(TARGETS),
     experiment="[A-Za-z0-9]+",
     dtype="float32|bfloat16|int8",
+    # measurements: this run's device and label only
+    device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
+    label=re.escape(MEASURE_LABEL),

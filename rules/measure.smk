@@ -14,9 +14,6 @@ rule measure_job:
     # All cores: a measuring job runs alone, so its timings share the host with no other job, and
     # only one process at a time opens the TPU.
     threads: workflow.cores
-    wildcard_constraints:
-        device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
-        label=re.escape(MEASURE_LABEL),
     conda:
         "../environment.yml"
     script:
@@ -30,9 +27,6 @@ rule measure_device:
         "results/measured/{device}-{label}.parquet",
     log:
         "logs/measured/{device}-{label}.log",
-    wildcard_constraints:
-        device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
-        label=re.escape(MEASURE_LABEL),
     conda:
         "../environment.yml"
     script:
