@@ -193,9 +193,13 @@ def wait_for(path_glob: str, workdir: Path, proc: subprocess.Popen, timeout: flo
 
 def interrupt(workdir: Path, after: str, sig: int, whole_group: bool) -> None:
     """Start the CI run, wait until a file matching `after` exists, then send `sig` and wait."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2", *CI_RUN]
-    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    # Snakemake with SIGINT's default handler: a shell starts background commands with SIGINT ignored
+    # (Python then keeps ignoring it), which would make the interruption a no-op under such a runner.
+    args = ["--snakefile", str(ROOT / "Snakefile"), "--cores", "2", *CI_RUN]
+    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             f"sys.argv = ['snakemake', *{args!r}]; runpy.run_module('snakemake', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", start], cwd=workdir, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         wait_for(after, workdir, proc)
         if whole_group:  # Ctrl-C in a terminal signals the whole foreground process group
