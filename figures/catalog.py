@@ -1,7 +1,7 @@
 """Which figures a configuration yields, under stable names, and how to draw each one."""
 from pathlib import Path
 
-from experiments.summaries import latest_runs
+from experiments.analysis.summaries import latest_runs
 from figures import plots
 from figures.style import LANGUAGES, save, use_style
 

@@ -6,10 +6,10 @@ import pandas as pd
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 
-from experiments.summaries import default_limit, fidelity, post_configs
+from experiments.analysis.summaries import default_limit, fidelity, post_configs
+from experiments.core.units import MiB, flops
 from figures.labels import SOURCE_NAMES, text
 
-MiB = 2**20
 SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
     "estimate": dict(linestyle="--", marker="o", markersize=4),
@@ -226,7 +226,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     if rows.empty:
         no_data(ax, lang)
         return fig
-    intensity = 2 * rows.m * rows.k * rows.n / rows.hbm_bytes.astype(float)
+    intensity = flops(rows.m, rows.k, rows.n) / rows.hbm_bytes.astype(float)
     bw = float(rows.hbm_bytes_per_s.iloc[0])
     x = np.logspace(np.log10(intensity.min() / 2), np.log10(intensity.max() * 2), 200)
     peaks = rows.groupby("dtype").peak_tflops.first()

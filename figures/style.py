@@ -7,7 +7,7 @@ imported, since importing it changes Matplotlib's global settings.
 import importlib.util
 from pathlib import Path
 
-from experiments.tables import write_atomic
+from experiments.core.tables import write_atomic
 
 import matplotlib
 

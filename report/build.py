@@ -21,7 +21,7 @@ from babel.messages import mofile, pofile
 from babel.messages.extract import extract_from_file
 from babel.support import Translations
 
-from experiments.tables import write_atomic
+from experiments.core.tables import write_atomic
 from report import findings, tables
 
 HERE = Path(__file__).resolve().parent

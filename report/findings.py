@@ -4,9 +4,9 @@ import dataclasses
 
 import pandas as pd
 
-from experiments.summaries import best_vs_xla, default_limit, fidelity, post_configs
+from experiments.analysis.summaries import best_vs_xla, default_limit, fidelity, post_configs
+from experiments.core.units import MiB
 
-MiB = 2**20
 POST_BEST = {"float32": (512, 512, 512), "bfloat16": (512, 1024, 1024)}  # the post's stated winners
 
 

@@ -1,9 +1,9 @@
 """Small tables for the report, built from the tidy table (cells are strings, ready to print)."""
 import pandas as pd
 
-from experiments.summaries import default_limit, post_configs
+from experiments.analysis.summaries import default_limit, post_configs
+from experiments.core.units import MiB, flops
 
-MiB = 2**20
 
 
 def config_label(row) -> str:
@@ -75,7 +75,7 @@ def measured_tables(df: pd.DataFrame) -> list[dict]:
         body = []
         for r in group.sort_values(["kernel", "dtype", "bm", "bk", "bn", "vmem_limit_bytes", "m"]).itertuples():
             ok = r.status == "ok" and pd.notna(r.seconds)
-            flop = 2.0 * r.m * r.k * r.n
+            flop = float(flops(r.m, r.k, r.n))
             body.append(dict(
                 kernel=r.kernel, config=config_label(r), dtype=r.dtype, m=r.m, status=r.status,
                 limit_mib=f"{r.vmem_limit_bytes / MiB:.0f}" if pd.notna(r.vmem_limit_bytes) else "–",

@@ -7,8 +7,8 @@ sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported f
 
 from snakemake.utils import validate
 
-from experiments import config as experiment_config
-from experiments import device as measure_device
+from experiments.plan import config as experiment_config
+from experiments.measure import device as measure_device
 
 REPO = Path(workflow.basedir)
 
@@ -31,7 +31,7 @@ CORRECTNESS_KERNELS = list(CORRECTNESS_CASES)
 wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),
 
-# Real measurements: on a TPU host (or the CPU, on request); none elsewhere (see experiments/device.py).
+# Real measurements: on a TPU host (or the CPU, on request); none elsewhere (see experiments/measure/device.py).
 MEASURE = config.get("measure", {})
 DEVICE = measure_device.detect(MEASURE.get("device", "auto"))
 MEASURE_LABEL = MEASURE.get("label") or measure_device.host_label()

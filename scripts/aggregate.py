@@ -3,9 +3,9 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 
 import pandas as pd
 
-from experiments.aggregate import check_unique, combine, load_measured, load_published
-from experiments.runtime import logged
-from experiments.tables import write_parquet_atomic
+from experiments.analysis.aggregate import check_unique, combine, load_measured, load_published
+from experiments.core.runtime import logged
+from experiments.core.tables import write_parquet_atomic
 
 with logged(snakemake.log[0]) as log:
     estimates = [pd.read_parquet(p) for p in snakemake.input.estimates]

@@ -1,12 +1,12 @@
 """Snakemake script: correctness rows of one kernel (all its dtypes, shapes, blocks and modes)."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
 
-from experiments.runtime import logged, use_cpu_jax
+from experiments.core.runtime import logged, use_cpu_jax
 
 use_cpu_jax()
 
-from experiments.correctness import run_correctness  # noqa: E402
-from experiments.tables import write_parquet_atomic  # noqa: E402
+from experiments.correctness.interpret import run_correctness  # noqa: E402
+from experiments.core.tables import write_parquet_atomic  # noqa: E402
 
 with logged(snakemake.log[0]) as log:
     df = run_correctness(snakemake.params.cases, snakemake.params.tolerance,

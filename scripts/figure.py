@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.runtime import logged
+from experiments.core.runtime import logged
 from figures.catalog import render
 
 with logged(snakemake.log[0]) as log:

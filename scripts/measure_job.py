@@ -1,7 +1,7 @@
 """Snakemake script: measure one experiment and dtype on this run's device."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
 
-from experiments.runtime import logged, use_cpu_jax
+from experiments.core.runtime import logged, use_cpu_jax
 
 job = snakemake.params.job
 if job.device.platform == "cpu":
@@ -9,8 +9,8 @@ if job.device.platform == "cpu":
 
 import jax  # noqa: E402
 
-from experiments.measure import run_measure_job  # noqa: E402
-from experiments.tables import write_parquet_atomic  # noqa: E402
+from experiments.measure.harness import run_measure_job  # noqa: E402
+from experiments.core.tables import write_parquet_atomic  # noqa: E402
 
 with logged(snakemake.log[0]) as log:
     found = jax.devices()[0]

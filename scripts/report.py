@@ -4,8 +4,8 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 from pathlib import Path
 
 import pandas as pd
-from experiments.runtime import logged
-from experiments.tables import write_text_atomic
+from experiments.core.runtime import logged
+from experiments.core.tables import write_text_atomic
 from figures.style import cjk_font_path
 from report.build import config_text, embed_cjk_font, render_html, write_pdf
 

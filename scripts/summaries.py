@@ -3,9 +3,9 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 
 import pandas as pd
 
-from experiments.runtime import logged
-from experiments.summaries import best_vs_xla, fidelity
-from experiments.tables import write_csv_atomic
+from experiments.core.runtime import logged
+from experiments.analysis.summaries import best_vs_xla, fidelity
+from experiments.core.tables import write_csv_atomic
 
 with logged(snakemake.log[0]) as log:
     df = pd.read_parquet(snakemake.input[0])

@@ -6,8 +6,8 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from experiments.aggregate import combine  # noqa: E402
-from experiments.study import to_frame  # noqa: E402
+from experiments.analysis.aggregate import combine  # noqa: E402
+from experiments.core.schema import frame as to_frame  # noqa: E402
 
 TOLERANCES = {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0}
 

@@ -5,9 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.aggregate import KEY, attach_baseline, check_unique, combine, load_published
-from experiments.study import to_frame
-from experiments.summaries import best_vs_xla, fidelity
+from experiments.core.schema import KEY
+from experiments.analysis.aggregate import attach_baseline, check_unique, combine, load_published
+from experiments.core.schema import frame as to_frame
+from experiments.analysis.summaries import best_vs_xla, fidelity
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
@@ -103,7 +104,7 @@ def measured(size, samples, label="vm1", timestamp="2026-11-30T10:00:00+00:00", 
 
 
 def test_measured_rows_carry_their_ratio_to_the_estimate(estimates):
-    from experiments.statistics import derive
+    from experiments.measure.statistics import derive
 
     rows = derive(to_frame([measured(2048, [2e-4, 2.5e-4, 3e-4, 3e-4, 4e-4])], VERSIONS))
     est_seconds = 2 * 2048**3 / 90e12  # the fixture's estimate: 90 TFLOP/s (seconds derived below)
@@ -117,7 +118,7 @@ def test_measured_rows_carry_their_ratio_to_the_estimate(estimates):
 
 
 def test_figures_draw_each_targets_latest_run_only():
-    from experiments.summaries import latest_runs
+    from experiments.analysis.summaries import latest_runs
 
     rows = to_frame([measured(1024, [1e-3] * 5, "old", "2026-01-01T00:00:00+00:00"),
                      measured(1024, [1e-3] * 5, "new", "2026-06-01T00:00:00+00:00"),

@@ -4,11 +4,13 @@ import dataclasses
 
 import pytest
 
-from experiments import compiler_output, extrapolate
-from experiments.cases import Case
-from experiments.chips import MiB, chip
-from experiments.study import STATUSES, Job, run_job
-from experiments.tpu_compile import Compiler
+from experiments.compile_study import compiler_output
+from experiments.compile_study import extrapolate
+from experiments.core.cases import Case
+from experiments.core.chips import MiB, chip
+from experiments.compile_study.study import Job, run_job
+from experiments.core.schema import ESTIMATE_STATUSES
+from experiments.compile_study.tpu_compile import Compiler
 
 V1_1024 = Case("v1", "float32", 1024, 1024, 1024)
 V1_2048 = Case("v1", "float32", 2048, 2048, 2048)
@@ -108,7 +110,7 @@ def test_run_job_rows_and_raised_limits():
     assert (ok.tflops <= ok.roofline_tflops * 1.0001).all()
     assert set(ok.cycles_method) == {"profiled", "extrapolated"}
     assert (df.source == "estimate").all() and df.libtpu_version.iloc[0] != "not installed"
-    assert set(df.status) <= set(STATUSES)
+    assert set(df.status) <= set(ESTIMATE_STATUSES)
 
 
 def test_changed_format_fails_loudly():

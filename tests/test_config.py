@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments import config as experiment_config
+from experiments.plan import config as experiment_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

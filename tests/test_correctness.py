@@ -5,8 +5,8 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from experiments.cases import Case
-from experiments.correctness import check_case, run_correctness
+from experiments.core.cases import Case
+from experiments.correctness.interpret import check_case, run_correctness
 from kernels.v3_block import matmul_v3_block_kernel
 from kernels.v5_accumulator import matmul_v5_kernel
 

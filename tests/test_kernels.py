@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments.correctness import relative_error
-from experiments.inputs import random_operands
+from experiments.correctness.interpret import relative_error
+from experiments.core.inputs import random_operands
 from kernels import matmul_v1, matmul_v2, matmul_v3, matmul_v5, matmul_xla
 
 M, K, N = 256, 512, 384

@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments import device as device_module
-from experiments.aggregate import check_unique, combine, load_measured
-from experiments.cases import Case
-from experiments.device import Device, detect, from_probe, known_targets, target_for_device_kind
-from experiments.measure import (MeasureJob, Settings, build, calls_per_batch, measure_case, operands,
+from experiments.measure import device as device_module
+from experiments.analysis.aggregate import check_unique, combine, load_measured
+from experiments.core.cases import Case
+from experiments.measure.device import Device, detect, from_probe, known_targets, target_for_device_kind
+from experiments.measure.harness import (MeasureJob, Settings, build, calls_per_batch, measure_case, operands,
                                  run_measure_job, time_batched)
-from experiments.statistics import derive, summarize
-from experiments.study import to_frame
+from experiments.measure.statistics import derive, summarize
+from experiments.core.schema import frame as to_frame
 
 CPU = Device("cpu", "cpu", "cpu", 1)
 FAST = Settings(warmup=1, samples=5, input_sets=2, min_sample_s=0.002, max_calls=20)
@@ -214,7 +214,7 @@ def test_probe_runs_jax_devices_in_a_child_process():
 
 def test_a_tpu_job_records_its_chip_and_retries_raised_limits():
     """The TPU job's bookkeeping, run on the CPU: chip figures, and raised limits after an OOM."""
-    from experiments.chips import CHIPS, MiB
+    from experiments.core.chips import CHIPS, MiB
 
     v5e = Device("v5e", "tpu", "TPU v5 lite", 4)
     oom = Case("xla", "float32", 256, 256, 256)

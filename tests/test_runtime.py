@@ -5,8 +5,8 @@ import logging
 import pandas as pd
 import pytest
 
-from experiments.runtime import Progress, duration
-from experiments.tables import write_atomic, write_parquet_atomic
+from experiments.core.runtime import Progress, duration
+from experiments.core.tables import write_atomic, write_parquet_atomic
 
 
 def test_a_failed_write_leaves_the_previous_file_and_no_partial_one(tmp_path):

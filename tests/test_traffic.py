@@ -1,8 +1,8 @@
 """HBM bytes moved by each kernel's grid, against closed forms."""
 import pytest
 
-from experiments.cases import Case
-from experiments.traffic import hbm_bytes
+from experiments.core.cases import Case
+from experiments.core.traffic import hbm_bytes
 
 
 @pytest.mark.parametrize("m, k, n, bm, bk, bn", [(1024, 2048, 512, 128, 256, 128), (512, 512, 512, 256, 128, 512)])

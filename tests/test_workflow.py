@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.device import CACHE_VARIABLE, Device
+from experiments.measure.device import CACHE_VARIABLE, Device
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
@@ -21,7 +21,7 @@ CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
 def snakemake(workdir: Path, *args: str, device: Device | None = None) -> subprocess.CompletedProcess:
     """Run Snakemake on this repository's Snakefile with `workdir` as its working directory.
 
-    `device` pretends the run found that device (through the cache experiments/device.py keeps in
+    `device` pretends the run found that device (through the cache experiments/measure/device.py keeps in
     the environment); by default the run finds what this machine has: no TPU.
     """
     cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), *args]
@@ -48,9 +48,9 @@ def test_lint_passes(workdir):
 
 def carried_measurement(workdir: Path) -> Path:
     """A measurement file as another machine would leave it: here the CPU, measured by the same code."""
-    from experiments.cases import Case
-    from experiments.device import Device
-    from experiments.measure import MeasureJob, Settings, run_measure_job
+    from experiments.core.cases import Case
+    from experiments.measure.device import Device
+    from experiments.measure.harness import MeasureJob, Settings, run_measure_job
 
     cases = (Case("xla", "float32", 256, 256, 256),)
     job = MeasureJob(Device("cpu", "cpu", "cpu", 1), "laptop", "xla", cases, settings=Settings(samples=5))

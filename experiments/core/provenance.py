@@ -4,7 +4,7 @@ import importlib.metadata
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def version(package: str) -> str:

@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from experiments.cases import Case
+from experiments.core.cases import Case
 
 # Reduced grids (tiles along m, tiles along n, k steps): enough to separate c0, c_tile and c_step,
 # small enough to profile in a few seconds even for 1024-blocks (26 steps in all).

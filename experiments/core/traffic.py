@@ -7,7 +7,8 @@ the grid in its iteration order (row-major, last axis fastest) gives the bytes e
 """
 import numpy as np
 
-from experiments.cases import Case
+from experiments.core import units
+from experiments.core.cases import Case
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 1}
 
@@ -55,7 +56,7 @@ def hbm_bytes(case: Case) -> int:
 
 
 def flops(case: Case) -> int:
-    return 2 * case.m * case.k * case.n
+    return units.flops(case.m, case.k, case.n)
 
 
 def min_vmem_bytes(case: Case) -> int:

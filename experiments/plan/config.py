@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from experiments.cases import Case, expand, search_space
-from experiments.study import Job
+from experiments.core.cases import Case, expand, search_space
+from experiments.compile_study.study import Job
 from kernels import checks
 from kernels.v1_naive import SUPPORTED_DTYPES as V1_DTYPES
 from kernels.v2_parallel import SUPPORTED_DTYPES as V2_DTYPES
@@ -17,7 +17,7 @@ from kernels.v3_block import SUPPORTED_DTYPES as V3_DTYPES
 from kernels.v5_accumulator import SUPPORTED_DTYPES as V5_DTYPES
 from kernels.xla_baseline import SUPPORTED_DTYPES as XLA_DTYPES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "config" / "schema.yaml"
 
 KERNEL_DTYPES = {"v1": V1_DTYPES, "v2": V2_DTYPES, "v3": V3_DTYPES, "v5": V5_DTYPES, "xla": XLA_DTYPES}
@@ -143,7 +143,7 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
 
 
 def measure_settings(config: dict):
-    from experiments.measure import Settings
+    from experiments.measure.harness import Settings
 
     section = config.get("measure", {})
     defaults = Settings()
@@ -172,7 +172,7 @@ def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "Mea
 
     On the CPU only XLA's matmul is measured (Pallas kernels run there only in interpret mode).
     """
-    from experiments.measure import MeasureJob
+    from experiments.measure.harness import MeasureJob
 
     section = config.get("measure", {})
     swept = with_sizes(config, section["sizes"]) if section.get("sizes") else config
@@ -203,7 +203,7 @@ def validate(config: dict) -> dict:
     correctness_cases(config)
     study_jobs(config)
     if config.get("measure", {}).get("device") == "cpu":
-        from experiments.device import Device
+        from experiments.measure.device import Device
 
         measure_jobs(config, Device("cpu", "cpu", "cpu", 1), "check")
     return config

@@ -19,33 +19,17 @@ import logging
 
 import pandas as pd
 
-from experiments import extrapolate
-from experiments.cases import Case
-from experiments.chips import Chip, MiB, chip
-from experiments.provenance import provenance
-from experiments.runtime import Progress
-from experiments.tpu_compile import Compiler
-from experiments.traffic import flops, hbm_bytes, min_vmem_bytes
+from experiments.compile_study import extrapolate
+from experiments.core.cases import Case
+from experiments.core.chips import Chip, MiB, chip
+from experiments.core.provenance import provenance
+from experiments.core.runtime import Progress
+from experiments.compile_study.tpu_compile import Compiler
+from experiments.core.schema import frame
+from experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
 
 log = logging.getLogger(__name__)
 
-COLUMNS = [
-    "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
-    "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
-    "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
-    "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
-    # measured rows only (experiments/measure.py, experiments/statistics.py)
-    "rel_error", "timer", "calls_per_sample", "samples_s", "wall_samples_s",
-    "n_samples", "p25_seconds", "p75_seconds", "wall_seconds", "measured_over_estimate",
-    "num_chips", "run_label", "timestamp",
-    "jax_version", "jaxlib_version", "libtpu_version", "git_sha",
-]
-INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles", "hbm_bytes",
-               "calls_per_sample", "n_samples", "num_chips")
-FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
-                 "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
-                 "measured_over_estimate")
-STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")  # the values of `status` in estimate rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +130,7 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
                 for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
                     rows.append(one(case, mib * MiB))
             progress.step(f"{case.label()}: {row['status']}")
-    return to_frame(rows, provenance())
+    return frame(rows, provenance())
 
 
 def beyond_physical_vmem(target: str, case: Case) -> dict | None:
@@ -172,16 +156,3 @@ def raised_limits(target: str, limits_mib, requested_bytes: int) -> list[int]:
     return [mib for mib in limits_mib if requested_bytes <= mib * MiB <= c.vmem_bytes]
 
 
-def to_frame(rows: list[dict], versions: dict) -> pd.DataFrame:
-    df = pd.DataFrame(rows).reindex(columns=COLUMNS)
-    for key, value in versions.items():
-        df[key] = value
-    for col in INT_COLUMNS:
-        df[col] = pd.array(df[col].astype("float64"), dtype="Int64") if len(df) else df[col].astype("Int64")
-    for col in FLOAT_COLUMNS:
-        df[col] = df[col].astype("float64")
-    df["raised_limit"] = df["raised_limit"].astype(bool)
-    df["search"] = df["search"].eq(True)
-    for col in ("error", "cycles_method"):
-        df[col] = df[col].astype(object).fillna("").astype(str)
-    return df

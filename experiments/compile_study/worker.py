@@ -1,4 +1,4 @@
-"""The compile worker process: `python -m experiments.compile_worker TARGET [PROFILE_DIR]`.
+"""The compile worker process: `python -m experiments.compile_study.worker TARGET [PROFILE_DIR]`.
 
 Reads pickled (case, vmem_limit_bytes, profile) requests on stdin and writes one pickled result per
 request to its original stdout. libtpu and the compiler write to file descriptors 1 and 2 directly,
@@ -12,7 +12,7 @@ import sys
 def main(target: str, profile_dir: str | None) -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    from experiments import tpu_compile
+    from experiments.compile_study import tpu_compile
 
     tpu_compile.init_worker(target, profile_dir)
     requests = sys.stdin.buffer

@@ -7,12 +7,10 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 """
 import pandas as pd
 
-from experiments.statistics import derive
-from experiments.study import COLUMNS, INT_COLUMNS
+from experiments.measure.statistics import derive
+from experiments.core.schema import COLUMNS, INT_COLUMNS, KEY, SOURCES
 
-KEY = ["source", "target", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
-       "vmem_limit_bytes", "run_label"]
-SOURCE_ORDER = {"published": 0, "estimate": 1, "measured": 2}
+SOURCE_ORDER = {source: i for i, source in enumerate(SOURCES)}
 
 
 def load_published(path) -> pd.DataFrame:

@@ -7,6 +7,8 @@ tflops = FLOPs / seconds. Rows without samples (failures, wrong results) get non
 import numpy as np
 import pandas as pd
 
+from experiments.core.units import flops
+
 
 def summarize(samples) -> dict:
     """Median, quartiles and count of a list of seconds; empty or missing -> n = 0 and NaNs."""
@@ -26,7 +28,6 @@ def derive(measured: pd.DataFrame) -> pd.DataFrame:
         out[col] = stats[col]
     out["n_samples"] = out["n_samples"].astype("Int64")
     out["wall_seconds"] = [summarize(s)["seconds"] for s in out.wall_samples_s]
-    # 2 m k n, as experiments.traffic.flops counts a case
-    work = 2.0 * out.m.astype("float64") * out.k.astype("float64") * out.n.astype("float64")
+    work = flops(out.m.astype("float64"), out.k.astype("float64"), out.n.astype("float64"))
     out["tflops"] = work / out["seconds"] / 1e12
     return out

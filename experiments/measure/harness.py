@@ -10,7 +10,7 @@ Per configuration:
      approaches device time; a batch lasts at least `min_sample_s`);
    - `wall_samples_s`: single calls, each blocked on (`block_until_ready`), as the post timed them
      with `timeit`: dispatch included, an upper bound.
-Raw samples are kept; medians and quartiles are derived downstream (`experiments/statistics.py`).
+Raw samples are kept; medians and quartiles are derived downstream (`experiments/measure/statistics.py`).
 
 Nothing here is TPU-specific except the device the jitted call runs on, so the CPU tests run every
 branch (on XLA's matmul: Pallas kernels run on the CPU only in interpret mode, whose timings mean
@@ -27,19 +27,20 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from experiments import compiler_output
-from experiments.cases import Case, wrapper
-from experiments.chips import CHIPS, MiB
-from experiments.device import Device
-from experiments.inputs import INT8_SCALE
-from experiments.provenance import provenance
-from experiments.runtime import Progress
-from experiments.study import chip_columns, raised_limits, to_frame
-from experiments.traffic import hbm_bytes
+from experiments.compile_study import compiler_output
+from experiments.core.cases import Case, wrapper
+from experiments.core.chips import CHIPS, MiB
+from experiments.measure.device import Device
+from experiments.core.inputs import INT8_SCALE
+from experiments.core.provenance import provenance
+from experiments.core.runtime import Progress
+from experiments.compile_study.study import chip_columns, raised_limits
+from experiments.core.schema import frame
+from experiments.core.traffic import hbm_bytes
 
 log = logging.getLogger(__name__)
 
-STATUSES = ("ok", "vmem_oom", "compile_error", "runtime_error", "wrong_result")
+
 TIMER = "batched_async_calls"
 
 
@@ -193,7 +194,7 @@ def run_measure_job(job: MeasureJob, *, build=build, clock=time.perf_counter) ->
                 limits = [mib * MiB for mib in raised_limits(job.device.name, job.raised_limits_mib,
                                                              result["vmem_bytes"])]
         progress.step(f"{case.label()}: {result['status']}")
-    df = to_frame(rows, provenance())
+    df = frame(rows, provenance())
     df["timestamp"] = timestamp
     return df
 

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 
-from experiments.chips import CHIPS
+from experiments.core.chips import CHIPS
 
 SETTINGS = ("auto", "cpu", "off")
 CACHE_VARIABLE = "TPU_MATMUL_REPRO_DEVICE"
@@ -83,7 +83,7 @@ def host_label() -> str:
 
 
 def known_targets(devices, imported_paths) -> list[str]:
-    """TPU generations (of experiments/chips.py) measured here or in imported measurement files."""
+    """TPU generations (of experiments/core/chips.py) measured here or in imported measurement files."""
     import pandas as pd
 
     names = [d.name for d in devices]

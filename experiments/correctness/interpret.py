@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from jax.experimental.pallas import tpu as pltpu
 
-from experiments.cases import Case, wrapper
-from experiments.inputs import random_operands
+from experiments.core.cases import Case, wrapper
+from experiments.core.inputs import random_operands
 
 MODES = ("interpret", "tpu-interpret")
 
@@ -52,7 +52,7 @@ def _races_found(mode: str) -> bool | None:
     state = interpret_pallas_call.races
     if state is None or not hasattr(state, "races_found"):
         raise RuntimeError("jax's TPU interpret mode no longer exposes `races.races_found`; "
-                           "update experiments/correctness.py for this jax version")
+                           "update experiments/correctness/interpret.py for this jax version")
     return bool(state.races_found)
 
 

@@ -15,12 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments import compiler_output
-from experiments.cases import Case, wrapper
-from experiments.chips import chip
+from experiments.compile_study import compiler_output
+from experiments.core.cases import Case, wrapper
+from experiments.core.chips import chip
 
 PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
-ROOT = str(Path(__file__).resolve().parent.parent)
+ROOT = str(Path(__file__).resolve().parents[2])
 
 _device = None  # the worker's compile-only TPU device
 
@@ -86,7 +86,7 @@ class Compiler:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "experiments.compile_worker", self.target, profile_dir],
+                [sys.executable, "-m", "experiments.compile_study.worker", self.target, profile_dir],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 

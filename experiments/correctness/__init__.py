@@ -1,0 +1,1 @@
+"""Exact correctness of every kernel on the CPU, in Pallas interpret mode."""
