@@ -60,3 +60,14 @@ def check_vmem_limit(vmem_limit_bytes) -> None:
     if not isinstance(vmem_limit_bytes, (int, np.integer)) or isinstance(vmem_limit_bytes, bool) \
             or vmem_limit_bytes <= 0:
         raise ValueError(f"vmem_limit_bytes={vmem_limit_bytes!r} must be a positive integer or None")
+
+
+def split_blocks(m: int, k: int, n: int, splits: int) -> tuple[int, int, int]:
+    """The (bm, bk, bn) blocks of an (N, N) grid of row and column slabs (v2): (m/N, k, n/N)."""
+    if not isinstance(splits, int) or splits <= 0:
+        raise ValueError(f"splits={splits!r} must be a positive integer")
+    if m % splits:
+        raise ValueError(f"splits={splits} does not divide m={m}")
+    if n % splits:
+        raise ValueError(f"splits={splits} does not divide n={n}")
+    return m // splits, k, n // splits

@@ -10,6 +10,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from kernels.checks import FLOAT_DTYPES, check_operands, check_vmem_limit
+from kernels.spec import WHOLE, KernelSpec
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
 
@@ -24,6 +25,10 @@ def matmul_v1(a: jax.Array, b: jax.Array, *, vmem_limit_bytes: int | None = None
     check_vmem_limit(vmem_limit_bytes)
     return _matmul_v1(a, b, out_shape=(m, n), vmem_limit_bytes=vmem_limit_bytes,
                       interpret=interpret)
+
+
+SPEC = KernelSpec(name="v1", wrapper=matmul_v1, dtypes=SUPPORTED_DTYPES, grid=WHOLE,
+                  description="naive: whole arrays in VMEM, no grid")
 
 
 @functools.partial(jax.jit, static_argnames=["out_shape", "vmem_limit_bytes", "interpret"])

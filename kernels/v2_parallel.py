@@ -9,7 +9,8 @@ import jax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
+from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit, split_blocks
+from kernels.spec import SPLIT, KernelSpec
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
 
@@ -18,27 +19,19 @@ def matmul_v2_parallel_kernel(a_ref, b_ref, o_ref):
     o_ref[...] = a_ref[...] @ b_ref[...]
 
 
-def v2_blocks(m: int, k: int, n: int, splits: int) -> tuple[int, int, int]:
-    """The (bm, bk, bn) blocks v2 uses for `splits` row and column splits."""
-    if not isinstance(splits, int) or splits <= 0:
-        raise ValueError(f"splits={splits!r} must be a positive integer")
-    if m % splits:
-        raise ValueError(f"splits={splits} does not divide m={m}")
-    if n % splits:
-        raise ValueError(f"splits={splits} does not divide n={n}")
-    return m // splits, k, n // splits
-
-
 def matmul_v2(a: jax.Array, b: jax.Array, *, splits: int = 4, vmem_limit_bytes: int | None = None,
     interpret=False,) -> jax.Array:
     """C = A @ B over a (splits, splits) grid of row/column slabs."""
     m, k, n = check_operands(a, b, SUPPORTED_DTYPES)
     check_vmem_limit(vmem_limit_bytes)
-    bm, bk, bn = v2_blocks(m, k, n, splits)
+    bm, bk, bn = split_blocks(m, k, n, splits)
     check_blocks(m, k, n, bm, bk, bn)
     return _matmul_v2(a, b, splits=splits, vmem_limit_bytes=vmem_limit_bytes,
                       interpret=interpret)
 
+
+SPEC = KernelSpec(name="v2", wrapper=matmul_v2, dtypes=SUPPORTED_DTYPES, grid=SPLIT,
+                  description="an (N, N) grid of row and column slabs")
 
 @functools.partial(jax.jit, static_argnames=["splits", "vmem_limit_bytes", "interpret"])
 def _matmul_v2(a, b, *, splits, vmem_limit_bytes, interpret):

@@ -12,6 +12,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
+from kernels.spec import BLOCKS, KernelSpec
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
 
@@ -34,6 +35,10 @@ def matmul_v3(
     check_blocks(m, k, n, bm, bk, bn)
     return _matmul_v3(a, b, bm=bm, bk=bk, bn=bn, vmem_limit_bytes=vmem_limit_bytes,
                       interpret=interpret)
+
+
+SPEC = KernelSpec(name="v3", wrapper=matmul_v3, dtypes=SUPPORTED_DTYPES, grid=BLOCKS,
+                  description="a 3-D block grid, accumulating in the output block")
 
 
 @functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])

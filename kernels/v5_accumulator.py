@@ -16,6 +16,7 @@ from kernels.checks import (
     FLOAT_DTYPES, INT_DTYPES, accumulator_dtype, check_blocks, check_operands,
     check_vmem_limit,
 )
+from kernels.spec import BLOCKS, KernelSpec
 
 SUPPORTED_DTYPES = FLOAT_DTYPES + INT_DTYPES
 
@@ -55,6 +56,9 @@ def matmul_v5(
         a, b, bm=bm, bk=bk, bn=bn, vmem_limit_bytes=vmem_limit_bytes, interpret=interpret
     )
 
+
+SPEC = KernelSpec(name="v5", wrapper=matmul_v5, dtypes=SUPPORTED_DTYPES, grid=BLOCKS, accumulator=True,
+                  description="v3's grid with a float32 (int32) VMEM accumulator")
 
 @functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])
 def _matmul_v5(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 
 from kernels.checks import FLOAT_DTYPES, INT_DTYPES, check_operands
+from kernels.spec import WHOLE, KernelSpec
 from kernels.v5_accumulator import v5_out_dtype
 
 SUPPORTED_DTYPES = FLOAT_DTYPES + INT_DTYPES
@@ -16,6 +17,10 @@ def matmul_xla(a: jax.Array, b: jax.Array, *, interpret=False) -> jax.Array:
     del interpret
     check_operands(a, b, SUPPORTED_DTYPES)
     return _matmul_xla(a, b)
+
+
+SPEC = KernelSpec(name="xla", wrapper=matmul_xla, dtypes=SUPPORTED_DTYPES, grid=WHOLE, pallas=False,
+                  description="XLA's own jnp.matmul, the baseline")
 
 
 @jax.jit

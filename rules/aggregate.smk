@@ -11,6 +11,8 @@ rule aggregate:
         "results/matmul.parquet",
     log:
         "logs/aggregate/matmul.log",
+    params:
+        code=code("scripts/aggregate.py"),
     conda:
         "../environment.yml"
     script:
@@ -25,6 +27,8 @@ rule summaries:
         best_vs_xla="results/best_vs_xla.csv",
     log:
         "logs/aggregate/summaries.log",
+    params:
+        code=code("scripts/summaries.py"),
     conda:
         "../environment.yml"
     script:

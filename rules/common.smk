@@ -1,118 +1,84 @@
-# Shared set-up: check the config beyond its JSON schema and list the jobs the sweeps fan out into.
+# Shared set-up: check the config, plan every job (experiments/plan/plan.py), and derive each stage's
+# code digest. Rules read the plan; none re-derives it.
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
 
-from snakemake.utils import validate
-
-from experiments.plan import config as experiment_config
+from experiments.core import codec
 from experiments.measure import device as measure_device
+from experiments.plan.code_inputs import code_digest
+from experiments.plan.config import ConfigError, checked
+from experiments.plan.plan import make_plan
 
 REPO = Path(workflow.basedir)
 
-# The config, after any --configfile or --config, against its JSON schema: first with messages that
-# name the key and the value, then with Snakemake's validator, which also fills in defaults.
+# The config, after any --configfile or --config, checked against its JSON schema (messages name the key
+# and the value; defaults filled in from the schema) and then semantically, while the jobs are planned.
 try:
-    experiment_config.check_schema(config)
-except experiment_config.ConfigError as e:
+    _checked = checked(config)
+    # Real measurements: on a TPU host (or the CPU, on request); none elsewhere (experiments/measure/device.py).
+    DEVICE = measure_device.detect(_checked["measure"]["device"])
+    MEASURE_LABEL = _checked["measure"]["label"] or measure_device.host_label()
+    # Measurements carried from other machines: data/measured/*.parquet of the working directory (the
+    # checkout, unless --directory says otherwise; see the README).
+    PLAN = make_plan(config, device=DEVICE, label=MEASURE_LABEL, imported=Path("data/measured").glob("*.parquet"))
+except ConfigError as e:
     raise WorkflowError(str(e)) from None
-validate(config, str(REPO / "config" / "schema.yaml"))
+_requested = PLAN.config["measure"]["device"]
+config.update(PLAN.config)  # what every rule sees: the config with the schema's defaults
 
-try:
-    CORRECTNESS_CASES = experiment_config.correctness_cases(config)
-except experiment_config.ConfigError as e:
-    raise WorkflowError(str(e)) from None
-
-CORRECTNESS_KERNELS = list(CORRECTNESS_CASES)
-
-
-wildcard_constraints:
-    kernel="|".join(CORRECTNESS_KERNELS),
-
-# Real measurements: on a TPU host (or the CPU, on request); none elsewhere (see experiments/measure/device.py).
-MEASURE = config.get("measure", {})
-DEVICE = measure_device.detect(MEASURE.get("device", "auto"))
-MEASURE_LABEL = MEASURE.get("label") or measure_device.host_label()
 if DEVICE is None:
     logger.info(
         "No TPU found (measure.device=%s): this run compiles and estimates; it measures nothing, and "
-        "every TFLOP/s it reports is an estimate (or the post's published number)." % MEASURE.get("device", "auto")
+        "every TFLOP/s it reports is an estimate (or the post's published number)." % _requested
     )
 else:
-    logger.info("Measuring on %s (%s, %d chips) as results/measured/%s-%s.parquet"
-                % (DEVICE.name, DEVICE.device_kind, DEVICE.num_chips, DEVICE.name, MEASURE_LABEL))
-try:
-    MEASURE_JOBS = experiment_config.measure_jobs(config, DEVICE, MEASURE_LABEL) if DEVICE else {}
-except experiment_config.ConfigError as e:
-    raise WorkflowError(str(e)) from None
-MEASURED = [f"results/measured/{DEVICE.name}-{MEASURE_LABEL}.parquet"] if DEVICE else []
-# Measurements carried from other machines: data/measured/*.parquet of the working directory (the
-# checkout, unless --directory says otherwise; see the README).
-IMPORTED = sorted(str(p) for p in Path("data/measured").glob("*.parquet"))
+    logger.info("Measuring on %s (%s, %d chips) as %s"
+                % (DEVICE.name, DEVICE.device_kind, DEVICE.num_chips, PLAN.measured_file))
 
-# The compile study's targets: the config's, plus the TPU generations measured here or imported, so
-# each measurement has its estimate beside it.
-TARGETS = list(dict.fromkeys(
-    config["targets"] + measure_device.known_targets([DEVICE] if DEVICE else [], IMPORTED)
-))
-try:
-    STUDY_JOBS = experiment_config.study_jobs({**config, "targets": TARGETS})
-except experiment_config.ConfigError as e:
-    raise WorkflowError(str(e)) from None
-
-# The code behind each stage's numbers: editing it reruns that stage (Snakemake tracks scripts, not
-# the modules they import).
+CORRECTNESS_KERNELS = list(PLAN.correctness)
+TARGETS = PLAN.targets
+MEASURED = [PLAN.measured_file] if DEVICE else []
+IMPORTED = list(PLAN.imported)
 
 
-def sources(*patterns):
-    """This repository's files as inputs: absolute (the working directory may be elsewhere, see
-    --directory) and local (on a cluster with remote storage every job has the workflow's sources)."""
-    return [local(str(p)) for pattern in patterns for p in sorted(REPO.glob(pattern))]
+def code(script, *data_globs):
+    """The `code` param of a rule: a digest of its script's import closure and the data files it reads
+    (experiments/plan/code_inputs.py). A change reruns the rule; a moved checkout does not."""
+    return code_digest(script, *data_globs, root=REPO)
 
 
-def modules(*names):
-    return [f"experiments/{name}.py" for name in names]
-
-
-KERNEL_CODE = sources("kernels/*.py")
-CORRECTNESS_CODE = sources("kernels/*.py", *modules("cases", "correctness", "inputs"))
-STUDY_CODE = sources(
-    "kernels/*.py",
-    *modules("cases", "chips", "compile_worker", "compiler_output", "extrapolate", "provenance", "study",
-             "tpu_compile", "traffic"),
-)
-MEASURE_CODE = sources(
-    "kernels/*.py", *modules("cases", "chips", "device", "measure", "provenance", "statistics", "traffic")
-)
+def settings(job):
+    """A job's settings as one canonical JSON string: recorded by Snakemake, decoded by the script."""
+    return codec.encode(job)
 
 
 def measure_outputs():
     return [
         f"results/measured/{DEVICE.name}-{MEASURE_LABEL}/{experiment}_{dtype}.parquet"
-        for experiment, dtype in MEASURE_JOBS
+        for experiment, dtype in PLAN.measure
     ]
 
 
 def study_outputs(target):
     return [
         f"results/estimates/{t}/{experiment}_{dtype}.parquet"
-        for t, experiment, dtype in STUDY_JOBS
+        for t, experiment, dtype in PLAN.study
         if t == target
     ]
 
 
 from figures.catalog import figure_specs
 
-# The report's own sources: templates, catalogs, the kernels it quotes, its code.
-REPORT_SOURCES = sources("report/templates/*", "report/locale/*/LC_MESSAGES/*.po", "report/*.py", "kernels/*.py")
-PUBLISHED = sources("data/published_v5e.csv")[0]
+PUBLISHED = local(str(REPO / "data" / "published_v5e.csv"))
 
 FIGURES = figure_specs(config, TARGETS)
 
 
 wildcard_constraints:
+    kernel="|".join(CORRECTNESS_KERNELS),
     name="|".join(FIGURES),
     target="|".join(TARGETS),
     experiment="[A-Za-z0-9]+",

@@ -2,14 +2,13 @@
 
 
 rule compile_study_job:
-    input:
-        code=STUDY_CODE,
     output:
         "results/estimates/{target}/{experiment}_{dtype}.parquet",
     log:
         "logs/estimates/{target}/{experiment}_{dtype}.log",
     params:
-        job=lambda wc: STUDY_JOBS[(wc.target, wc.experiment, wc.dtype)],
+        job=lambda wc: settings(PLAN.study[(wc.target, wc.experiment, wc.dtype)]),
+        code=code("scripts/compile_study_job.py"),
     resources:
         # Two libtpu processes per job; the profiling one grows with the grids it walks.
         mem_mb=4000,
@@ -26,6 +25,8 @@ rule compile_study_target:
         "results/estimates/{target}.parquet",
     log:
         "logs/estimates/{target}.log",
+    params:
+        code=code("scripts/concat_tables.py"),
     conda:
         "../environment.yml"
     script:

@@ -1,14 +1,16 @@
+# Correctness of every kernel on the CPU (Pallas interpret mode), one job per kernel, then one table.
+
+
 rule correctness_kernel:
-    input:
-        code=CORRECTNESS_CODE,
     output:
         "results/correctness/{kernel}.parquet",
     log:
         "logs/correctness/{kernel}.log",
     params:
-        cases=lambda wc: CORRECTNESS_CASES[wc.kernel],
-        tolerance=config["correctness"]["tolerance"],
-        num_cores=config["correctness"].get("tpu_interpret", {}).get("num_cores", 1),
+        cases=lambda wc: settings(PLAN.correctness[wc.kernel]),
+        tolerance=lambda wc: settings(config["correctness"]["tolerance"]),
+        num_cores=config["correctness"]["tpu_interpret"]["num_cores"],
+        code=code("scripts/correctness_kernel.py"),
     conda:
         "../environment.yml"
     script:
@@ -22,6 +24,8 @@ rule correctness_table:
         "results/correctness.parquet",
     log:
         "logs/correctness/table.log",
+    params:
+        code=code("scripts/correctness_table.py"),
     conda:
         "../environment.yml"
     script:

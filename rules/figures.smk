@@ -9,7 +9,8 @@ rule figure:
     log:
         "logs/figures/{name}.log",
     params:
-        spec=lambda wc: FIGURES[wc.name],
+        spec=lambda wc: settings(FIGURES[wc.name]),
+        code=code("scripts/figure.py", "figures/*.mplstyle"),
     conda:
         "../environment.yml"
     script:

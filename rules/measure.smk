@@ -3,14 +3,13 @@
 
 
 rule measure_job:
-    input:
-        code=MEASURE_CODE,
     output:
         "results/measured/{device}-{label}/{experiment}_{dtype}.parquet",
     log:
         "logs/measured/{device}-{label}/{experiment}_{dtype}.log",
     params:
-        job=lambda wc: MEASURE_JOBS[(wc.experiment, wc.dtype)],
+        job=lambda wc: settings(PLAN.measure[(wc.experiment, wc.dtype)]),
+        code=code("scripts/measure_job.py"),
     # All cores: a measuring job runs alone, so its timings share the host with no other job, and
     # only one process at a time opens the TPU.
     threads: workflow.cores
@@ -27,6 +26,8 @@ rule measure_device:
         "results/measured/{device}-{label}.parquet",
     log:
         "logs/measured/{device}-{label}.log",
+    params:
+        code=code("scripts/concat_tables.py"),
     conda:
         "../environment.yml"
     script:

@@ -6,7 +6,6 @@ rule report:
         table="results/matmul.parquet",
         correctness="results/correctness.parquet",
         figures=expand("results/figures/{name}.png", name=FIGURES),
-        templates=REPORT_SOURCES,
     output:
         "results/report/report.en.html",
         "results/report/report.zh.html",
@@ -17,6 +16,11 @@ rule report:
     params:
         targets=TARGETS,
         figures=list(FIGURES),
+        # the config the report prints under "Configuration used"
+        config=lambda wc: settings(config),
+        # the report quotes the kernels' code: every kernel module is part of its code
+        code=code("scripts/report.py", "report/templates/*", "report/locale/*/LC_MESSAGES/*.po",
+                  "kernels/*.py", "figures/*.mplstyle"),
     conda:
         "../environment.yml"
     script:

@@ -1,12 +1,13 @@
 """Snakemake script: compile one (target, experiment, dtype) job of the TPU compile study."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
 
+from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.compile_study.study import run_job
 from experiments.core.tables import write_parquet_atomic
 
 with logged(snakemake.log[0]) as log:
-    job = snakemake.params.job
+    job = codec.decode(snakemake.params.job)
     log.info("target=%s experiment=%s: %d configurations", job.target, job.experiment, len(job.cases))
     # The compile workers' own stderr (libtpu's start-up noise, compiler warnings) goes to the log too.
     with open(snakemake.log[0], "a") as worker_stderr:

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from experiments.core import codec
 from experiments.core.runtime import logged
 from figures.catalog import render
 
 with logged(snakemake.log[0]) as log:
-    kind, args = snakemake.params.spec
+    kind, args = codec.decode(snakemake.params.spec)
     df = pd.read_parquet(snakemake.input[0])
     with warnings.catch_warnings():
         # A missing glyph would print boxes in a published figure: make it an error.

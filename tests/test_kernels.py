@@ -5,7 +5,11 @@ import pytest
 
 from experiments.correctness.interpret import relative_error
 from experiments.core.inputs import random_operands
-from kernels import matmul_v1, matmul_v2, matmul_v3, matmul_v5, matmul_xla
+from kernels.v1_naive import matmul_v1
+from kernels.v2_parallel import matmul_v2
+from kernels.v3_block import matmul_v3
+from kernels.v5_accumulator import matmul_v5
+from kernels.xla_baseline import matmul_xla
 
 M, K, N = 256, 512, 384
 

@@ -93,7 +93,7 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
         raised_limit=limit is not None, est_cycles=cycles, cycles_method=method if cycles else "",
         compile_s=result["compile_s"], error=result["error"],
-        search=case.kernel != "xla" and case not in job.raise_limits_for,
+        search=case.spec.pallas and case not in job.raise_limits_for,
         **chip_columns(c, case),
     )
     if result["status"] == "ok" and cycles:
@@ -114,7 +114,7 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
             result = beyond_physical_vmem(job.target, case) or compiler.compile(case, limit)
             cycles, method = None, ""
             if result["status"] == "ok":
-                if case.kernel == "xla":
+                if not case.spec.pallas:
                     cycles, method = result["est_cycles"], "xla_cost_model"
                 else:
                     cycles, method = estimator.cycles(case, limit)
@@ -139,7 +139,7 @@ def beyond_physical_vmem(target: str, case: Case) -> dict | None:
     No limit can make such a kernel fit, and libtpu takes minutes to say so (v1 at 8192: > 2 min).
     The row's error says it was not compiled; vmem_bytes is then the lower bound, not the compiler's.
     """
-    if case.kernel == "xla":
+    if not case.spec.pallas:
         return None
     need, have = min_vmem_bytes(case), chip(target).vmem_bytes
     if need <= have:

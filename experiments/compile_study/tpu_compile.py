@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from experiments.compile_study import compiler_output
+from experiments.compile_study import compiler_output, worker
 from experiments.core.cases import Case, wrapper
 from experiments.core.chips import chip
 
@@ -46,7 +46,7 @@ def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
     args = (jax.ShapeDtypeStruct((case.m, case.k), case.dtype, sharding=sharding),
             jax.ShapeDtypeStruct((case.k, case.n), case.dtype, sharding=sharding))
     kwargs = case.kwargs()
-    if case.kernel != "xla":
+    if case.spec.pallas:
         kwargs["vmem_limit_bytes"] = vmem_limit_bytes
     fn = wrapper(case.kernel)
     return jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args).compile().as_text()
@@ -61,7 +61,7 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
     except Exception as e:  # the compiler's verdict is a result, not a crash
         result |= compiler_output.compile_failure(e)
     else:
-        if case.kernel == "xla":
+        if not case.spec.pallas:
             result["est_cycles"] = compiler_output.xla_estimated_cycles(text)
         else:
             result["vmem_bytes"] = compiler_output.vmem_bytes_used(text)
@@ -86,7 +86,7 @@ class Compiler:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "experiments.compile_study.worker", self.target, profile_dir],
+                [sys.executable, "-m", worker.__name__, self.target, profile_dir],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 

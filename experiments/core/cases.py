@@ -1,17 +1,22 @@
-"""One kernel configuration (a case), how to call it, and how config sweeps expand into cases."""
+"""One kernel configuration (a case), how to call it, and how config sweeps expand into cases.
+
+What differs between kernels (blocks or split counts, the grid) follows from the kernel's grid kind in
+its SPEC (kernels/spec.py): nothing here names a kernel.
+"""
 import dataclasses
 import itertools
 
-from kernels import KERNELS
-from kernels.v2_parallel import v2_blocks
+from kernels import kernel_spec
+from kernels.checks import split_blocks
+from kernels.spec import BLOCKS, SPLIT
 
 
 @dataclasses.dataclass(frozen=True)
 class Case:
     """A kernel at one shape, dtype and block configuration.
 
-    bm, bk, bn are None for kernels without blocks (v1, xla). v2's blocks are derived from its split
-    count (bm = m / N, bk = k, bn = n / N), so every kernel is keyed by the same columns.
+    bm, bk, bn are None for kernels without blocks (v1, xla). A split kernel's (v2) blocks are derived
+    from its split count (bm = m / N, bk = k, bn = n / N), so every kernel is keyed by the same columns.
     """
 
     kernel: str
@@ -23,16 +28,20 @@ class Case:
     bk: int | None = None
     bn: int | None = None
 
+    @property
+    def spec(self):
+        return kernel_spec(self.kernel)
+
     def kwargs(self) -> dict:
         """Keyword arguments for the kernel's wrapper."""
-        if self.kernel == "v2":
+        if self.spec.grid == SPLIT:
             return {"splits": self.m // self.bm}
         if self.bm is None:
             return {}
         return {"bm": self.bm, "bk": self.bk, "bn": self.bn}
 
     def grid(self) -> tuple[int, ...]:
-        if self.kernel == "v2":
+        if self.spec.grid == SPLIT:
             return (self.m // self.bm, self.n // self.bn)
         if self.bm is None:
             return ()
@@ -44,22 +53,20 @@ class Case:
 
 
 def wrapper(kernel: str):
-    try:
-        return KERNELS[kernel]
-    except KeyError:
-        raise ValueError(f"kernel={kernel!r} unknown; expected one of {sorted(KERNELS)}") from None
+    return kernel_spec(kernel).wrapper
 
 
 def expand(kernel: str, dtype: str, shapes, *, blocks=(), splits=()) -> list[Case]:
-    """Cases of one kernel and dtype over shapes (m, k, n) and, per kernel kind, blocks or splits."""
+    """Cases of one kernel and dtype over shapes (m, k, n) and, per grid kind, blocks or splits."""
+    grid = kernel_spec(kernel).grid
     cases = []
     for m, k, n in shapes:
-        if kernel == "v2":
-            cases += [Case(kernel, dtype, m, k, n, *v2_blocks(m, k, n, s)) for s in splits]
-        elif kernel in ("v1", "xla"):
-            cases.append(Case(kernel, dtype, m, k, n))
-        else:
+        if grid == SPLIT:
+            cases += [Case(kernel, dtype, m, k, n, *split_blocks(m, k, n, s)) for s in splits]
+        elif grid == BLOCKS:
             cases += [Case(kernel, dtype, m, k, n, bm, bk, bn) for bm, bk, bn in blocks]
+        else:
+            cases.append(Case(kernel, dtype, m, k, n))
     return cases
 
 

@@ -1,4 +1,5 @@
 """Writing tables safely: a file appears complete or not at all."""
+import glob
 import os
 import tempfile
 from pathlib import Path
@@ -20,13 +21,22 @@ def write_text_atomic(text: str, path) -> None:
 
 def write_atomic(path, write) -> None:
     """Call write(tmp) on a temporary file beside `path`, then rename it into place (atomic on POSIX):
-    an exception or a kill midway leaves the previous file, or none, never a partial one."""
+    an exception or a kill midway leaves the previous file, or none, never a partial one.
+
+    The file gets the permissions a plain open() would give it (0644 under the usual umask), not the
+    temporary file's private 0600: a published report must be readable by a web server. Temporary
+    files that a killed earlier write of the same path left behind are removed first (one job writes a
+    given output at a time, so none of them is in use).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for debris in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        debris.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -36,3 +46,9 @@ def write_atomic(path, write) -> None:
 def concat_parquet(paths) -> pd.DataFrame:
     frames = [pd.read_parquet(p) for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def current_umask() -> int:
+    mask = os.umask(0)  # reading the umask means setting it: set it straight back
+    os.umask(mask)
+    return mask

@@ -9,6 +9,7 @@ import numpy as np
 
 from experiments.core import units
 from experiments.core.cases import Case
+from kernels.spec import SPLIT, WHOLE
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 1}
 
@@ -30,7 +31,7 @@ def _changes(block_index: np.ndarray) -> int:
 
 def block_index_maps(case: Case):
     """Block index of A, B and the output at each grid point (i, j[, k]), as in the kernels."""
-    if case.kernel == "v2":
+    if case.spec.grid == SPLIT:
         return (lambda g: np.stack([g[:, 0], 0 * g[:, 0]], 1),
                 lambda g: np.stack([0 * g[:, 1], g[:, 1]], 1),
                 lambda g: g[:, :2])
@@ -46,7 +47,7 @@ def hbm_bytes(case: Case) -> int:
     """
     s = ITEMSIZE[case.dtype]
     out_s = out_itemsize(case)
-    if case.kernel in ("v1", "xla"):
+    if case.spec.grid == WHOLE:
         return (case.m * case.k + case.k * case.n) * s + case.m * case.n * out_s
     g = _grid_indices(case.grid())
     a_map, b_map, o_map = block_index_maps(case)
@@ -63,7 +64,7 @@ def min_vmem_bytes(case: Case) -> int:
     """A lower bound on the VMEM a Pallas kernel needs: one buffer of each block (the pipeline
     double-buffers most of them, and the compiler adds scratch), plus v5's accumulator."""
     s, out_s = ITEMSIZE[case.dtype], out_itemsize(case)
-    if case.kernel == "v1":
+    if case.spec.grid == WHOLE:
         return (case.m * case.k + case.k * case.n) * s + case.m * case.n * out_s
-    acc = case.bm * case.bn * 4 if case.kernel == "v5" else 0
+    acc = case.bm * case.bn * 4 if case.spec.accumulator else 0
     return (case.bm * case.bk + case.bk * case.bn) * s + case.bm * case.bn * out_s + acc

@@ -8,20 +8,17 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from experiments.core.cases import Case, expand, search_space
 from experiments.compile_study.study import Job
-from kernels import checks
-from kernels.v1_naive import SUPPORTED_DTYPES as V1_DTYPES
-from kernels.v2_parallel import SUPPORTED_DTYPES as V2_DTYPES
-from kernels.v3_block import SUPPORTED_DTYPES as V3_DTYPES
-from kernels.v5_accumulator import SUPPORTED_DTYPES as V5_DTYPES
-from kernels.xla_baseline import SUPPORTED_DTYPES as XLA_DTYPES
+from experiments.core.cases import Case, expand, search_space
+from kernels import REGISTRY, checks
+from kernels.spec import BLOCKS, SPLIT
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "config" / "schema.yaml"
 
-KERNEL_DTYPES = {"v1": V1_DTYPES, "v2": V2_DTYPES, "v3": V3_DTYPES, "v5": V5_DTYPES, "xla": XLA_DTYPES}
-BLOCKED = ("v3", "v5")
+# What each grid kind needs from an experiment or correctness entry.
+GRID_ARGS = {SPLIT: "splits", BLOCKS: "blocks"}
+BLOCKED = tuple(name for name, spec in REGISTRY.items() if spec.grid == BLOCKS)
 
 
 class ConfigError(ValueError):
@@ -29,7 +26,52 @@ class ConfigError(ValueError):
 
 
 def schema() -> dict:
-    return yaml.safe_load(SCHEMA.read_text())
+    """config/schema.yaml, with its kernel enums filled from the kernel registry (kernels/)."""
+    loaded = yaml.safe_load(SCHEMA.read_text())
+    defs = loaded["$defs"]
+    defs["kernel"]["enum"] = list(REGISTRY)
+    defs["pallas_kernel"]["enum"] = [name for name, spec in REGISTRY.items() if spec.pallas]
+    defs["blocked_kernel"]["enum"] = list(BLOCKED)
+    return loaded
+
+
+def checked(config: dict) -> dict:
+    """`config` checked against the schema (ConfigError naming key and value), with its defaults."""
+    check_schema(config)
+    return with_defaults(config)
+
+
+def with_defaults(config: dict, node: dict | None = None) -> dict:
+    """A copy of `config` with every default of the schema filled in, at every depth.
+
+    The schema is the one place defaults live: nothing else writes `.get(key, default)`.
+    """
+    root = schema() if node is None else None
+    node = root if node is None else node
+    return _fill(copy.deepcopy(config), node, root or node)
+
+
+def _resolve(node: dict, root: dict) -> dict:
+    while "$ref" in node:
+        node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    return node
+
+
+def _fill(value, node: dict, root: dict):
+    node = _resolve(node, root)
+    if not isinstance(value, dict):
+        return value
+    for key, sub in node.get("properties", {}).items():
+        sub = _resolve(sub, root)
+        if key not in value and "default" in sub:
+            value[key] = copy.deepcopy(sub["default"])
+        if key in value:
+            value[key] = _fill(value[key], sub, root)
+    extra = node.get("additionalProperties")
+    if isinstance(extra, dict):
+        for key in set(value) - set(node.get("properties", {})):
+            value[key] = _fill(value[key], extra, root)
+    return value
 
 
 def check_schema(config: dict) -> None:
@@ -49,9 +91,10 @@ def _key(path) -> str:
 
 def check_case(case: Case, key: str) -> None:
     """Raise ConfigError if the kernel would refuse `case` (tiling, divisibility, dtype)."""
-    if case.dtype not in KERNEL_DTYPES[case.kernel]:
+    supported = REGISTRY[case.kernel].dtypes
+    if case.dtype not in supported:
         raise ConfigError(f"{key}: dtype={case.dtype!r} not supported by kernel {case.kernel!r} "
-                          f"(supported: {list(KERNEL_DTYPES[case.kernel])})")
+                          f"(supported: {list(supported)})")
     if case.bm is not None:
         try:
             checks.check_blocks(case.m, case.k, case.n, case.bm, case.bk, case.bn)
@@ -60,8 +103,8 @@ def check_case(case: Case, key: str) -> None:
 
 
 def check_grid_args(kernel: str, spec: dict, key: str) -> None:
-    """v2 needs its split counts, v3 and v5 their blocks."""
-    needs = {"v2": "splits", "v3": "blocks", "v5": "blocks"}.get(kernel)
+    """A split kernel (v2) needs its split counts, a blocked one (v3, v5) its blocks."""
+    needs = GRID_ARGS.get(REGISTRY[kernel].grid)
     if needs and needs not in spec:
         raise ConfigError(f"{key}.{needs}: required for kernel {kernel!r}")
 
@@ -69,7 +112,7 @@ def check_grid_args(kernel: str, spec: dict, key: str) -> None:
 def correctness_cases(config: dict) -> dict[str, list[tuple[Case, str]]]:
     """(case, mode) pairs per kernel from the `correctness` section, checked; raises ConfigError."""
     section = config["correctness"]
-    tpu = section.get("tpu_interpret", {"kernels": [], "shapes": []})
+    tpu = section["tpu_interpret"]
     out = {}
     for kernel, spec in section["kernels"].items():
         key = f"correctness.kernels.{kernel}"
@@ -108,9 +151,8 @@ def _fits(case: Case) -> bool:
 def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
     """Jobs of the compile study keyed by (target, experiment, dtype); "xla" is the baseline."""
     section = config["compile_study"]
-    settings = dict(timeout_s=section.get("timeout_s", 300),
-                    profile_max_steps=section.get("profile_max_steps", 16),
-                    raised_limits_mib=tuple(section.get("raised_vmem_limits_mib", ())))
+    settings = dict(timeout_s=section["timeout_s"], profile_max_steps=section["profile_max_steps"],
+                    raised_limits_mib=tuple(section["raised_vmem_limits_mib"]))
     per_target = {}
     baseline_sizes = set(section["sizes"])
     for name, spec in section["experiments"].items():
@@ -134,7 +176,7 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
                 raise ConfigError(f"{key}: no configuration fits sizes={sizes} (dtype={dtype!r})")
             per_target[(name, dtype)] = dict(experiment=name, cases=tuple(explicit + searched),
                                              raise_limits_for=tuple(explicit))
-    for dtype in section.get("baseline_dtypes", ()):
+    for dtype in section["baseline_dtypes"]:
         cases = _expand_checked("xla", dtype, [(s, s, s) for s in sorted(baseline_sizes)], {},
                                 "compile_study.baseline_dtypes")
         per_target[("xla", dtype)] = dict(experiment="xla", cases=tuple(cases))
@@ -145,12 +187,9 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
 def measure_settings(config: dict):
     from experiments.measure.harness import Settings
 
-    section = config.get("measure", {})
-    defaults = Settings()
-    tolerance = section.get("tolerance", dict(defaults.tolerance))
-    return Settings(**{f: section.get(f, getattr(defaults, f))
-                       for f in ("warmup", "samples", "input_sets", "min_sample_s", "max_calls")},
-                    tolerance=tuple(sorted(tolerance.items())))
+    section = config["measure"]
+    return Settings(**{f: section[f] for f in ("warmup", "samples", "input_sets", "min_sample_s", "max_calls")},
+                    tolerance=tuple(sorted(section["tolerance"].items())))
 
 
 def with_sizes(config: dict, sizes: list[int]) -> dict:
@@ -174,7 +213,7 @@ def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "Mea
     """
     from experiments.measure.harness import MeasureJob
 
-    section = config.get("measure", {})
+    section = config["measure"]
     swept = with_sizes(config, section["sizes"]) if section.get("sizes") else config
     if device.platform == "cpu":
         swept = copy.deepcopy(swept)
@@ -198,14 +237,14 @@ def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "Mea
 
 
 def validate(config: dict) -> dict:
-    """Schema and semantic checks; returns the config unchanged or raises ConfigError."""
-    check_schema(config)
-    correctness_cases(config)
-    study_jobs(config)
-    if config.get("measure", {}).get("device") == "cpu":
-        from experiments.measure.device import Device
+    """Schema and semantic checks; returns the config with the schema's defaults filled in, or raises
+    ConfigError. A `cpu` measurement is planned too (a TPU's plan differs only in its device)."""
+    from experiments.measure.device import Device
+    from experiments.plan.plan import make_plan
 
-        measure_jobs(config, Device("cpu", "cpu", "cpu", 1), "check")
+    config = checked(config)
+    cpu = Device("cpu", "cpu", "cpu", 1) if config["measure"]["device"] == "cpu" else None
+    make_plan(config, device=cpu, label="check")
     return config
 
 

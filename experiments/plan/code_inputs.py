@@ -1,0 +1,83 @@
+"""The code behind each stage, derived from its script's imports, and one digest of it.
+
+Snakemake reruns a script rule when the script changes, not when a module it imports does. Each rule
+therefore carries a param `code`: a digest of every repository file its script imports, directly or
+through other modules (found by reading import statements, not by running anything), plus the data
+files that code reads (templates, catalogs, styles). Editing any of them changes the digest and reruns
+the stage and everything after it; moving or copying the checkout changes no content and reruns
+nothing (paths in the digest are relative to the repository root).
+"""
+import ast
+import functools
+import hashlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# Packages of this repository whose modules a script may import.
+PACKAGES = ("kernels", "experiments", "figures", "report")
+
+
+def _module_file(name: str, root: Path) -> Path | None:
+    """The file of module `name` in the repository (a module, or a package's __init__), or None."""
+    path = root.joinpath(*name.split("."))
+    for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _discovers_modules(source: str) -> bool:
+    """A package that imports every module of itself at run time (the kernel registry does)."""
+    return "pkgutil.iter_modules(__path__)" in source
+
+
+def _imports(path: Path, root: Path) -> set[Path]:
+    """Repository files that `path` imports (top level or inside functions), one level deep."""
+    source = path.read_text()
+    names = set()
+    for node in ast.walk(ast.parse(source, filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}  # `from pkg import module`
+    found = set()
+    for name in names:
+        if name.split(".")[0] not in PACKAGES:
+            continue
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__.py and a/b/__init__.py too
+            module = _module_file(".".join(parts[:i]), root)
+            if module is not None:
+                found.add(module)
+    if path.name == "__init__.py" and _discovers_modules(source):
+        found |= set(path.parent.glob("*.py"))
+    return found
+
+
+def closure(script, root: Path = ROOT) -> list[Path]:
+    """`script` and every repository module it imports, transitively, sorted."""
+    seen, todo = set(), [Path(script) if Path(script).is_absolute() else root / script]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        todo += sorted(_imports(path, root) - seen)
+    return sorted(seen)
+
+
+def digest(paths, root: Path = ROOT) -> str:
+    """sha256 over the files' paths (relative to `root`) and contents, in sorted order."""
+    h = hashlib.sha256()
+    for path in sorted({Path(p) if Path(p).is_absolute() else root / p for p in paths}):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@functools.cache
+def code_digest(script: str, *data_globs: str, root: Path = ROOT) -> str:
+    """The digest of `script`'s import closure plus the data files matching `data_globs`."""
+    data = [p for pattern in data_globs for p in sorted(root.glob(pattern)) if p.is_file()]
+    return digest(closure(script, root) + data, root)

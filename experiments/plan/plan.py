@@ -1,0 +1,42 @@
+"""One planning call: a checked config in, every job of the pipeline out.
+
+The Snakefile (rules/common.smk) and the tests call `make_plan` alike, so what a test plans is what a
+run does. Device detection stays outside (it probes the machine): its answer comes in as `device`.
+"""
+import dataclasses
+
+from experiments.measure import device as measure_device
+from experiments.plan import config as plan_config
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    config: dict  # the config with the schema's defaults filled in
+    correctness: dict  # kernel -> [(Case, mode)]
+    targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
+    study: dict  # (target, experiment, dtype) -> compile_study.study.Job
+    device: object  # measure.device.Device measured on this run, or None
+    label: str  # this run's measurement label
+    measure: dict  # (experiment, dtype) -> measure.harness.MeasureJob
+    imported: tuple  # carried measurement files (data/measured/*.parquet)
+
+    @property
+    def measured_file(self) -> str | None:
+        """The file this run's measurements land in, the one a user copies to other machines."""
+        return f"results/measured/{self.device.name}-{self.label}.parquet" if self.device else None
+
+
+def make_plan(config: dict, *, device=None, label: str = "local", imported=()) -> Plan:
+    """Check `config` (schema, then semantics) and expand it into the pipeline's jobs.
+
+    Raises plan_config.ConfigError naming the key and the value.
+    """
+    config = plan_config.checked(config)
+    correctness = plan_config.correctness_cases(config)
+    measure = plan_config.measure_jobs(config, device, label) if device else {}
+    imported = tuple(sorted(str(p) for p in imported))
+    targets = list(dict.fromkeys(config["targets"] + measure_device.known_targets([device] if device else [],
+                                                                                  imported)))
+    study = plan_config.study_jobs({**config, "targets": targets})
+    return Plan(config=config, correctness=correctness, targets=targets, study=study, device=device,
+                label=label, measure=measure, imported=imported)

@@ -1,0 +1,34 @@
+"""What a kernel module declares about itself (its SPEC), so the rest of the project never lists kernels.
+
+Config validation, case expansion, HBM-traffic counting, figure labels and the report all read the
+registry built from these specs (`kernels.REGISTRY`); adding a kernel is one new module with a SPEC
+plus one config entry.
+"""
+import dataclasses
+from typing import Callable
+
+# How a kernel's wrapper is parameterised, and so how its grid and blocks follow from a configuration:
+WHOLE = "whole"  # no grid: whole operands as single blocks (v1, and XLA's own matmul)
+SPLIT = "split"  # an (N, N) grid of row/column slabs, the full k resident: blocks (m/N, k, n/N) (v2)
+BLOCKS = "blocks"  # a 3-D (m/bm, n/bn, k/bk) grid with k innermost (v3, v5)
+GRID_KINDS = (WHOLE, SPLIT, BLOCKS)
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSpec:
+    name: str  # as written in configs and result tables
+    wrapper: Callable  # the public, validating wrapper: wrapper(a, b, **kwargs, interpret=...)
+    dtypes: tuple[str, ...]  # input dtypes it accepts
+    grid: str  # one of GRID_KINDS
+    description: str  # one line, for labels and the report
+    pallas: bool = True  # False for XLA's own matmul (no VMEM blocks of ours, no static profile)
+    accumulator: bool = False  # holds a (bm, bn) float32/int32 VMEM scratch accumulator
+
+    def __post_init__(self):
+        if self.grid not in GRID_KINDS:
+            raise ValueError(f"{self.name}: grid={self.grid!r} is not one of {GRID_KINDS}")
+
+    @property
+    def module_path(self) -> str:
+        """The kernel's source file, relative to the repository root (for the report's listings)."""
+        return self.wrapper.__module__.replace(".", "/") + ".py"
