@@ -1,5 +1,6 @@
 # Shared set-up: check the config, plan every job (experiments/plan/plan.py), and derive each stage's
 # code digest. Rules read the plan; none re-derives it.
+import os
 import re
 import sys
 from pathlib import Path
@@ -72,7 +73,10 @@ def study_outputs(target):
 
 from figures.catalog import figure_specs
 
-PUBLISHED = local(str(REPO / "data" / "published_v5e.csv"))
+# The post's numbers, shipped with the workflow: relative to the working directory (the checkout itself,
+# unless --directory says otherwise), so a moved checkout reruns nothing; local() because with remote
+# storage every job has the workflow's own files.
+PUBLISHED = local(os.path.relpath(REPO / "data" / "published_v5e.csv"))
 
 FIGURES = figure_specs(config, TARGETS)
 

@@ -62,9 +62,9 @@ def _fill(value, node: dict, root: dict):
     if not isinstance(value, dict):
         return value
     for key, sub in node.get("properties", {}).items():
-        sub = _resolve(sub, root)
-        if key not in value and "default" in sub:
-            value[key] = copy.deepcopy(sub["default"])
+        declared = [n for n in (sub, _resolve(sub, root)) if "default" in n]  # beside a $ref, or behind it
+        if key not in value and declared:
+            value[key] = copy.deepcopy(declared[0]["default"])
         if key in value:
             value[key] = _fill(value[key], sub, root)
     extra = node.get("additionalProperties")

@@ -1,0 +1,123 @@
+"""Rebuild rules: a finished run reruns exactly what a code or config edit changes, and nothing when the
+checkout moves. One small real run of a copy of the repository, then dry runs against it."""
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from experiments.plan.code_inputs import closure
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY = {
+    "correctness": {
+        "tolerance": {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0},
+        "shapes": [[256, 256, 256]],
+        "kernels": {"v1": {"dtypes": ["float32"]}, "v3": {"dtypes": ["float32"], "blocks": [[128, 128, 128]]}},
+    },
+    "targets": ["v5e"],
+    "compile_study": {
+        "sizes": [512],
+        "experiments": {"v1": {"kernel": "v1", "dtypes": ["float32"]},
+                        "v3": {"kernel": "v3", "dtypes": ["float32"], "blocks": [[256, 256, 256]]}},
+    },
+    "measure": {"device": "off"},
+}
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--configfile", "config/tiny.yaml", "--replace-workflow-config",
+           *args]
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
+
+
+def planned(workdir: Path) -> dict[str, int]:
+    """rule -> job count that a dry run plans ({} when nothing is to be done)."""
+    result = snakemake(workdir, "--dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    stats = result.stdout.split("Job stats:")[-1] if "Job stats:" in result.stdout else ""
+    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if rule != "total"}
+
+
+def copy_repository(dest: Path) -> Path:
+    """The tracked files of this checkout (with their modification times), as a clone would have them."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    (dest / "config" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    repo = copy_repository(tmp_path_factory.mktemp("rebuild") / "repo")
+    result = snakemake(repo, "--cores", "2")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert planned(repo) == {}
+    return repo
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module, reruns", [
+    ("experiments/correctness/interpret.py", {"correctness_kernel", "correctness_table", "report"}),
+    ("experiments/compile_study/extrapolate.py",
+     {"compile_study_job", "compile_study_target", "aggregate", "summaries", "figure", "report"}),
+    ("experiments/compile_study/worker.py",
+     {"compile_study_job", "compile_study_target", "aggregate", "summaries", "figure", "report"}),
+    ("experiments/analysis/aggregate.py", {"aggregate", "summaries", "figure", "report"}),
+    ("experiments/analysis/summaries.py", {"summaries", "figure", "report"}),
+    ("figures/plots.py", {"figure", "report"}),
+    ("report/findings.py", {"report"}),
+    ("report/templates/report.html.j2", {"report"}),
+])
+def test_a_code_edit_reruns_its_stage_and_what_follows(finished_run, module, reruns):
+    path = finished_run / module
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n# edited\n")
+        assert set(planned(finished_run)) - {"all"} == reruns
+    finally:
+        path.write_bytes(original)
+    assert planned(finished_run) == {}
+
+
+@pytest.mark.slow
+def test_a_config_edit_reruns_exactly_its_jobs(finished_run):
+    tiny = finished_run / "config" / "tiny.yaml"
+    original = tiny.read_text()
+    edited = yaml.safe_load(original)
+    edited["compile_study"]["experiments"]["v3"]["blocks"] = [[128, 128, 128]]
+    try:
+        tiny.write_text(yaml.safe_dump(edited))
+        jobs = planned(finished_run)
+        assert jobs["compile_study_job"] == 1, jobs  # v3's job only: v1's settings did not change
+        assert "correctness_kernel" not in jobs, jobs
+        edited["compile_study"]["profile_max_steps"] = 8  # a setting of every compile job
+        tiny.write_text(yaml.safe_dump(edited))
+        assert planned(finished_run)["compile_study_job"] == 2
+    finally:
+        tiny.write_text(original)
+    assert planned(finished_run) == {}
+
+
+@pytest.mark.slow
+def test_a_moved_checkout_reruns_nothing(finished_run, tmp_path):
+    moved = tmp_path / "elsewhere" / "renamed"
+    shutil.copytree(finished_run, moved)  # results/ and .snakemake/ included, times kept
+    assert planned(moved) == {}
+
+
+def test_code_closure_follows_imports_and_the_kernel_registry():
+    files = {p.relative_to(ROOT).as_posix() for p in closure("scripts/compile_study_job.py")}
+    # the worker runs as `python -m`: its import in tpu_compile puts it in the closure
+    assert {"experiments/compile_study/worker.py", "experiments/compile_study/extrapolate.py",
+            "experiments/core/schema.py"} <= files
+    # the registry imports every kernel module at run time
+    assert {p.relative_to(ROOT).as_posix() for p in (ROOT / "kernels").glob("*.py")} <= files
+    assert not any(f.startswith(("figures/", "report/")) for f in files)
