@@ -1,8 +1,22 @@
 # tpu-matmul-repro: reproduces "TPU MatMul Kernel" (Pallas MatMul kernels v1-v5 against XLA).
 # Rules live in rules/*.smk; experiments are data in config/config.yaml.
+import os
+import sys
+
 from snakemake.utils import min_version
 
 min_version("9.0")
+
+sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
+from experiments.plan.config import ConfigError, load_yaml
+
+# Read strictly first (file and line of a YAML error, a key given twice), then as Snakemake does.
+try:
+    for _path in ["config/config.yaml", *workflow.config_settings.configfiles]:
+        if os.path.exists(_path):  # a missing one is Snakemake's to report
+            load_yaml(_path)
+except ConfigError as e:
+    raise WorkflowError(str(e)) from None
 
 
 configfile: "config/config.yaml"

@@ -2,10 +2,8 @@
 # code digest. Rules read the plan; none re-derives it.
 import os
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
 
 from experiments.core import codec
 from experiments.measure import device as measure_device

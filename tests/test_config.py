@@ -50,3 +50,67 @@ def test_missing_blocks_for_blocked_kernel(config):
     del config["correctness"]["kernels"]["v5"]["blocks"]
     with pytest.raises(experiment_config.ConfigError, match=r"correctness\.kernels\.v5\.blocks: required"):
         experiment_config.validate(config)
+
+
+def test_a_key_given_twice_is_refused_with_file_and_line(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("targets: [v5e]\ncompile_study: {}\ntargets: [v6e]\n")
+    with pytest.raises(experiment_config.ConfigError, match=r"config\.yaml:3:1: key 'targets' appears twice \(first on line 1\)"):
+        experiment_config.load_yaml(path)
+
+
+def test_a_yaml_syntax_error_names_file_and_line(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("targets: [v5e]\ncompile_study:\n  sizes: [512, 1024\n  timeout_s: 10\n")
+    with pytest.raises(experiment_config.ConfigError, match=r"config\.yaml:4:\d+: "):
+        experiment_config.load_yaml(path)
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (["compile_study", "sizes"], [100], r"compile_study\.experiments\.v2\.splits: splits=4 at shape m=100, k=100, n=100 "
+                                        r"gives blocks \(25, 100, 25\): bm=25 must be a multiple of 8"),
+    (["compile_study", "sizes"], [1048576], r"compile_study\.sizes\[0\]: 1048576 is greater than the maximum of 32768"),
+    (["compile_study", "experiments", "v3", "blocks"], [[16384, 128, 128]],
+     r"compile_study\.experiments\.v3\.blocks\[0\]\[0\]: 16384 is greater than the maximum of 8192"),
+    (["compile_study", "experiments", "v3", "kernel"], "v9", r"compile_study\.experiments\.v3\.kernel: 'v9' is not one of "
+                                                           r"\['v1', 'v2', 'v3', 'v5'\]"),
+])
+def test_study_errors_name_the_right_key(config, path, value, message):
+    with pytest.raises(experiment_config.ConfigError, match=message):
+        experiment_config.validate(set_key(copy.deepcopy(config), path, value))
+
+
+def test_schema_kernel_enums_come_from_the_kernel_registry():
+    from kernels import REGISTRY
+
+    defs = experiment_config.schema()["$defs"]
+    assert defs["kernel"]["enum"] == list(REGISTRY) == ["v1", "v2", "v3", "v5", "xla"]
+    assert defs["pallas_kernel"]["enum"] == [n for n, s in REGISTRY.items() if s.pallas]
+    assert defs["blocked_kernel"]["enum"] == ["v3", "v5"]
+
+
+def test_defaults_come_from_the_schema(config):
+    del config["compile_study"]["timeout_s"]
+    del config["measure"]
+    filled = experiment_config.validate(config)
+    assert filled["compile_study"]["timeout_s"] == 300
+    assert filled["measure"]["device"] == "auto" and filled["measure"]["samples"] == 10
+    assert filled["measure"]["tolerance"]["int8"] == 0 and filled["measure"]["label"] is None
+    assert filled["correctness"]["tpu_interpret"]["num_cores"] == 2  # given: kept
+    assert "measure" not in config  # the caller's config is not modified
+
+
+def test_one_plan_for_the_workflow_and_the_tests(config):
+    from experiments.core import codec
+    from experiments.measure.device import Device
+    from experiments.plan.plan import make_plan
+
+    plan = make_plan(config, device=Device("cpu", "cpu", "cpu", 1), label="t")
+    assert plan.targets == ["v5e", "v6e"]
+    assert {(t, e) for t, e, _ in plan.study} == {(t, e) for t in ("v5e", "v6e")
+                                                   for e in ("v1", "v2", "v3", "v4", "v5", "xla")}
+    assert set(plan.measure) == {("xla", d) for d in ("float32", "bfloat16", "int8")}  # the CPU: XLA only
+    assert plan.measured_file == "results/measured/cpu-t.parquet"
+    # what a rule records is what its script decodes
+    job = plan.study[("v5e", "v4", "float32")]
+    assert codec.decode(codec.encode(job)) == job

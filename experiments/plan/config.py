@@ -99,6 +99,9 @@ def check_case(case: Case, key: str) -> None:
         try:
             checks.check_blocks(case.m, case.k, case.n, case.bm, case.bk, case.bn)
         except ValueError as e:
+            if REGISTRY[case.kernel].grid == SPLIT:  # the blocks follow from the split count and the shape
+                raise ConfigError(f"{key}.splits: splits={case.m // case.bm} at shape m={case.m}, k={case.k}, "
+                                  f"n={case.n} gives blocks ({case.bm}, {case.bk}, {case.bn}): {e}") from None
             raise ConfigError(f"{key}.blocks: {e} (shape m={case.m}, k={case.k}, n={case.n})") from None
 
 
@@ -248,10 +251,42 @@ def validate(config: dict) -> dict:
     return config
 
 
-def load(path) -> dict:
+class _StrictLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping (plain YAML keeps the last, silently)."""
+
+
+def _mapping_without_duplicates(loader, node, deep=False):
+    seen = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} appears twice (first on line {seen[key] + 1}): YAML would keep only "
+                            "the last one", key_node.start_mark)
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def load_yaml(path) -> dict:
+    """A config file's contents; ConfigError with the file and line of a syntax error or a duplicate key."""
     path = Path(path)
     try:
-        config = yaml.safe_load(path.read_text())
+        loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: {e.problem or e.context}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    return validate(config or {})
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ConfigError(f"{path}: a config file holds a mapping of keys, not a {type(loaded).__name__}")
+    return loaded or {}
+
+
+def load(path) -> dict:
+    return validate(load_yaml(path))
