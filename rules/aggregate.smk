@@ -1,12 +1,31 @@
 # The tidy table of every number (estimates, published, measured) and its summaries.
 
 
+rule check_carried:
+    input:
+        "data/measured/{carried}.parquet",
+    output:
+        "results/carried/{carried}.checked",
+    log:
+        "logs/carried/{carried}.log",
+    params:
+        min_samples=config["measure"]["samples"],
+        max_rows=config["measure"]["max_carried_rows"],
+        code=code("scripts/check_carried.py"),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/check_carried.py"
+
+
 rule aggregate:
     input:
         estimates=expand("results/estimates/{target}.parquet", target=TARGETS),
         published=PUBLISHED,
         # this run's measurements, and those carried here from other machines
         measured=MEASURED + IMPORTED,
+        # carried files join only once checked: a bad one stops here, before the table is touched
+        checked=[f"results/carried/{Path(p).stem}.checked" for p in IMPORTED],
     output:
         "results/matmul.parquet",
     log:

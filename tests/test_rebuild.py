@@ -121,3 +121,25 @@ def test_code_closure_follows_imports_and_the_kernel_registry():
     # the registry imports every kernel module at run time
     assert {p.relative_to(ROOT).as_posix() for p in (ROOT / "kernels").glob("*.py")} <= files
     assert not any(f.startswith(("figures/", "report/")) for f in files)
+
+
+@pytest.mark.slow
+def test_a_bad_carried_file_stops_the_run_and_leaves_the_outputs(finished_run):
+    from tests.test_carried import measured_rows
+
+    outputs = [finished_run / "results" / "matmul.parquet", finished_run / "results" / "report" / "report.en.html"]
+    before = [p.read_bytes() for p in outputs]
+    carried = finished_run / "data" / "measured" / "laptop.parquet"
+    carried.parent.mkdir(parents=True, exist_ok=True)
+    bad = measured_rows().assign(target="cpu")
+    bad.at[1, "samples_s"] = [-1.0] * 5
+    bad.to_parquet(carried, index=False)
+    try:
+        result = snakemake(finished_run, "--cores", "1")
+        assert result.returncode != 0
+        assert "laptop.parquet: column 'samples_s', row 1: -1.0 is not a positive, finite number" in result.stderr
+        assert "Traceback" not in result.stderr
+        assert [p.read_bytes() for p in outputs] == before
+    finally:
+        carried.unlink()
+    assert planned(finished_run) == {}

@@ -17,6 +17,10 @@ def use_cpu_jax() -> None:
         sys.modules["jax"].config.update("jax_platforms", "cpu")  # until its first device is used
 
 
+class UserError(Exception):
+    """Input a user can fix (a bad carried file, ...): logged as its message alone, without a traceback."""
+
+
 @contextlib.contextmanager
 def logged(log_path):
     """Send this job's stdout, stderr and `logging` output to its Snakemake log file."""
@@ -26,6 +30,9 @@ def logged(log_path):
         logger = logging.getLogger("tpu-matmul-repro")
         try:
             yield logger
+        except UserError as e:  # bad input, not a bug: its one-line message is the whole story
+            logger.error("%s", e)
+            raise SystemExit(1) from None
         except BaseException:  # the reason a job failed belongs in its log (show-failed-logs prints it)
             logger.exception("job failed")
             raise

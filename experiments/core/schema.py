@@ -5,7 +5,10 @@ One row per estimate, measurement or published number (`source`). Every stage th
 them (aggregation, figures, report) takes the column list from here; `conform` gives any frame the
 table's columns in order and its dtypes.
 """
+import numpy as np
 import pandas as pd
+
+from experiments.core.runtime import UserError
 
 COLUMNS = [
     "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
@@ -59,3 +62,101 @@ def frame(rows: list[dict], versions: dict) -> pd.DataFrame:
     for col in ("error", "cycles_method"):
         df[col] = df[col].astype(object).fillna("").astype(str)
     return df
+
+
+class DataError(UserError, ValueError):
+    """A file that cannot join the table; the message names the file, the column and the first bad row."""
+
+
+# Columns a measurement file must have: the table's key, the outcome, and the raw samples.
+MEASURED_REQUIRED = [*KEY, "status", "samples_s", "wall_samples_s", "timestamp"]
+_TEXT = ("source", "target", "experiment", "kernel", "dtype", "status", "run_label", "timestamp")
+_INTEGER = ("m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes")
+MAX_DIM = 32768  # as config/schema.yaml's `dim`: no TPU holds larger operands
+
+
+def check_measured(path, *, min_samples: int, max_rows: int) -> pd.DataFrame:
+    """A carried measurement file, read and checked before it joins the table; raises DataError.
+
+    Checked: it is a parquet file of at most `max_rows` rows; every required column is there with its
+    type; source is "measured"; kernel, dtype and status are known; sizes are positive and blocks divide
+    them; an ok row has at least `min_samples` samples per timer, every one finite and positive.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from kernels import REGISTRY
+
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+        if rows > max_rows:
+            raise DataError(f"{path}: {rows} rows, more than measure.max_carried_rows={max_rows}; split the file "
+                            "or raise the limit")
+        table = pq.read_table(path)
+    except DataError:
+        raise
+    except Exception as e:  # not parquet, truncated, unreadable: pyarrow's reason, in one line
+        raise DataError(f"{path}: not a readable parquet file ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+
+    def fail(column, row, problem):
+        raise DataError(f"{path}: column {column!r}, row {row}: {problem}")
+
+    missing = [c for c in MEASURED_REQUIRED if c not in table.column_names]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {missing}: not a measurement file of tpu-matmul-repro")
+    if table.num_rows == 0:
+        raise DataError(f"{path}: no rows")
+    for col in _TEXT:
+        if not (pa.types.is_string(table[col].type) or pa.types.is_large_string(table[col].type)):
+            raise DataError(f"{path}: column {col!r} holds {table[col].type}, not text")
+    for col in _INTEGER:
+        kind = table[col].type
+        if not (pa.types.is_integer(kind) or pa.types.is_null(kind)):
+            raise DataError(f"{path}: column {col!r} holds {kind}, not whole numbers")
+    for col in ("samples_s", "wall_samples_s"):
+        kind = table[col].type
+        if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not (
+                pa.types.is_floating(kind.value_type) or pa.types.is_integer(kind.value_type)
+                or pa.types.is_null(kind.value_type)):
+            raise DataError(f"{path}: column {col!r} holds {kind}, not lists of seconds")
+
+    df = table.select([c for c in table.column_names if c not in ("samples_s", "wall_samples_s")]).to_pandas()
+    known = {"source": ("measured",), "kernel": tuple(REGISTRY), "dtype": ("float32", "bfloat16", "int8"),
+             "status": MEASURE_STATUSES}
+    for col, allowed in known.items():
+        bad = ~df[col].isin(allowed)
+        if bad.any():
+            i = int(bad.idxmax())
+            fail(col, i, f"{df[col].iloc[i]!r} is not one of {list(allowed)}")
+    for col in ("target", "experiment", "run_label", "timestamp"):
+        bad = df[col].isna() | (df[col].astype(str).str.len() == 0)
+        if bad.any():
+            fail(col, int(bad.idxmax()), "empty")
+    for col in ("m", "k", "n"):
+        bad = df[col].isna() | (df[col] < 1) | (df[col] > MAX_DIM)
+        if bad.any():
+            i = int(bad.idxmax())
+            fail(col, i, f"{df[col].iloc[i]} is not a size from 1 to {MAX_DIM}")
+    for block, dim in (("bm", "m"), ("bk", "k"), ("bn", "n")):
+        present = df[block].notna()
+        bad = present & ((df[block].fillna(1) < 1) | (df[dim] % df[block].fillna(1).clip(lower=1) != 0))
+        if bad.any():
+            i = int(bad.idxmax())
+            fail(block, i, f"{block}={int(df[block].iloc[i])} does not divide {dim}={int(df[dim].iloc[i])}")
+
+    ok = (df.status == "ok").to_numpy()
+    for col in ("samples_s", "wall_samples_s"):
+        samples = table[col].combine_chunks() if table[col].num_chunks != 1 else table[col].chunk(0)
+        counts = pc.fill_null(pc.list_value_length(samples), 0).to_numpy(zero_copy_only=False)
+        short = ok & (counts < min_samples)
+        if short.any():
+            i = int(short.argmax())
+            fail(col, i, f"{counts[i]} samples in an ok row; at least {min_samples} (measure.samples) expected")
+        values = pc.list_flatten(samples).cast(pa.float64()).to_numpy(zero_copy_only=False)
+        parents = pc.list_parent_indices(samples).to_numpy(zero_copy_only=False)
+        bad = ~(np.isfinite(values) & (values > 0))
+        if bad.any():
+            i = int(parents[bad.argmax()])
+            fail(col, i, f"{float(values[bad.argmax()])} is not a positive, finite number of seconds")
+    return table.to_pandas()
