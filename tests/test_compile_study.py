@@ -2,6 +2,7 @@
 unknown targets, and the cycle extrapolation's accuracy against full static profiles."""
 import dataclasses
 
+import pandas as pd
 import pytest
 
 from experiments.compile_study import compiler_output
@@ -99,7 +100,7 @@ def test_extrapolation_matches_full_profile_within_2_percent(v5e_profiler, case)
 def test_run_job_rows_and_raised_limits():
     cases = (V1_1024, V1_2048, Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128))
     job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(32, 64, 256),
-              profile_max_steps=64)
+              timeout_s=300, profile_max_steps=64)
     df = run_job(job)
     # Only V1_2048 ran out (48.82 MiB requested): 32 MiB is below that, 256 MiB above v5e's VMEM.
     assert len(df) == 3 + 1
@@ -109,6 +110,7 @@ def test_run_job_rows_and_raised_limits():
     assert ok.est_cycles.notna().all() and (ok.tflops > 0).all()
     assert (ok.tflops <= ok.roofline_tflops * 1.0001).all()
     assert set(ok.cycles_method) == {"profiled", "extrapolated"}
+    assert dict(zip(df.kernel, df.vmem_method, strict=True)) == {"v1": "compiled", "v3": "representative"}
     assert (df.source == "estimate").all() and df.libtpu_version.iloc[0] != "not installed"
     assert set(df.status) <= set(ESTIMATE_STATUSES)
 
@@ -150,3 +152,46 @@ def test_reduced_cases_keep_blocks_and_cap_grid():
     v2 = Case("v2", "float32", 8192, 8192, 8192, 2048, 8192, 2048)
     assert all(c.m // c.bm == c.n // c.bn for c in extrapolate.reduced_cases(v2))
     assert dataclasses.replace(case) == case
+
+
+@pytest.mark.parametrize("target, case", [
+    ("v5e", Case("v3", "float32", 2048, 2048, 2048, 512, 1024, 1024)),    # out of VMEM today
+    ("v5e", Case("v3", "float32", 4096, 4096, 4096, 256, 256, 256)),
+    ("v5e", Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024)),
+    ("v5e", Case("v5", "bfloat16", 2048, 2048, 2048, 1024, 1024, 1024)),  # out of VMEM
+    ("v5e", Case("v5", "int8", 8192, 8192, 8192, 512, 512, 512)),
+    ("v5e", Case("v5", "bfloat16", 4096, 4096, 4096, 256, 4096, 512)),    # one k step
+    ("v6e", Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)),
+    ("v6e", Case("v3", "float32", 2048, 2048, 2048, 1024, 1024, 1024)),
+])
+def test_blocked_vmem_from_a_small_grid_matches_the_full_compile(target, case):
+    """What run_job derives for a 3-D block grid (a profiled compile of its representative small grid)
+    against a plain compile of the full grid: the same verdict and bytes."""
+    probe = extrapolate.representative(case)
+    assert extrapolate.grid_counts(probe)[1] <= 16
+    with Compiler(target) as plain, Compiler(target, profile=True) as profiler:
+        full, small = plain.compile(case), profiler.compile(probe)
+    assert (small["status"], small["vmem_bytes"], small["oom_limit_bytes"]) == (
+        full["status"], full["vmem_bytes"], full["oom_limit_bytes"]), (small, full)
+
+
+def test_run_job_derives_blocked_vmem_and_reuses_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
+    cases = (Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024),
+             Case("v5", "bfloat16", 4096, 4096, 4096, 1024, 1024, 1024),
+             Case("xla", "bfloat16", 1024, 1024, 1024))
+    job = Job("v5e", "v5", cases, raise_limits_for=cases[1:2], raised_limits_mib=(32,), timeout_s=300,
+              profile_max_steps=16)
+    first = run_job(job)
+    assert list(first.vmem_method) == ["representative", "representative", "representative", "compiled"]
+    assert list(first.status) == ["ok", "vmem_oom", "ok", "ok"]  # (1024,1024,1024) fits at 32 MiB
+    assert first.error.iloc[1].startswith("compiled at 2048x4096x2048 with the same blocks")
+    assert list(first.cycles_method) == ["extrapolated", "", "extrapolated", "xla_cost_model"]
+    entries = sorted((tmp_path / "cache").rglob("*.json"))
+    assert entries
+    second = run_job(job)  # every compile from the cache: the same rows, compile times included
+    pd.testing.assert_frame_equal(first.drop(columns="git_sha"), second.drop(columns="git_sha"))
+    entries[0].write_text('{"key": "something else"')  # a corrupt entry is recomputed, not trusted
+    third = run_job(job)
+    pd.testing.assert_frame_equal(first.drop(columns=["git_sha", "compile_s"]),
+                                  third.drop(columns=["git_sha", "compile_s"]))

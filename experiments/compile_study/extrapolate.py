@@ -46,6 +46,12 @@ def reduced_cases(case: Case) -> list[Case]:
     return out
 
 
+def representative(case: Case) -> Case:
+    """The largest of the case's reduced grids: the same blocks, and a single step along exactly the
+    axes where the case has one, so the compiler lays out (and double-buffers) VMEM as for the case."""
+    return max(reduced_cases(case), key=lambda c: grid_counts(c)[1])
+
+
 def fit(profiles: list[tuple[Case, int]]) -> np.ndarray:
     """Least-squares (c0, c_tile, c_step) from (reduced case, cycles) pairs."""
     x = np.array([[1.0, *grid_counts(c)] for c, _ in profiles])

@@ -19,7 +19,7 @@ import logging
 
 import pandas as pd
 
-from experiments.compile_study import extrapolate
+from experiments.compile_study import cache, extrapolate
 from experiments.core.cases import Case
 from experiments.core.chips import Chip, MiB, chip
 from experiments.core.provenance import provenance
@@ -27,6 +27,7 @@ from experiments.core.runtime import Progress
 from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.schema import frame
 from experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
+from kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
 
@@ -39,26 +40,33 @@ class Job:
     target: str
     experiment: str
     cases: tuple  # Case, compiled at the default limit
+    timeout_s: float  # per compile
+    profile_max_steps: int  # larger grids: cycles extrapolated from small grids of the same blocks
     raise_limits_for: tuple = ()  # the experiment's own cases (the rest come from its block search);
     # compiled again at raised limits if they run out of VMEM
     raised_limits_mib: tuple = ()
-    timeout_s: float = 300
-    profile_max_steps: int = 16
 
 
 class CycleEstimator:
-    """Estimated cycles of ok Pallas cases: profiled directly when the grid is small, else fitted."""
+    """Compiles with libtpu's static profile: VMEM and cycles of Pallas cases, directly when the grid is
+    small, else fitted from small grids of the same blocks."""
 
     def __init__(self, profiler: Compiler, max_steps: int):
         self.profiler, self.max_steps = profiler, max_steps
-        # case -> cycles, shared by the fits of all sizes with the same blocks. A case is profiled
-        # once, at the first limit it is asked for: a raised VMEM limit changes whether a kernel
-        # fits, not the code it compiles to (seen: identical cycles at 32, 64 and 96 MiB).
+        self._results = {}  # (case, limit) -> the profiled compile's result
+        # case -> cycles, shared by the fits of all sizes with the same blocks. A case's cycles are
+        # those of the first limit it compiled at: a raised VMEM limit changes whether a kernel fits,
+        # not the code it compiles to (seen: identical cycles at 32, 64 and 96 MiB).
         self._cycles = {}
+
+    def compile(self, case: Case, limit: int | None) -> dict:
+        if (case, limit) not in self._results:
+            self._results[(case, limit)] = self.profiler.compile(case, limit)
+        return self._results[(case, limit)]
 
     def _profile(self, case: Case, limit: int | None):
         if self._cycles.get(case) is None:
-            result = self.profiler.compile(case, limit)
+            result = self.compile(case, limit)
             if result["status"] != "ok":
                 log.warning("profile of %s failed: %s %s", case.label(), result["status"], result["error"][:200])
             self._cycles[case] = result["est_cycles"]
@@ -84,14 +92,15 @@ def chip_columns(c: Chip, case: Case) -> dict:
 
 
 def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
-                 method: str) -> dict:
+                 method: str, vmem_method: str) -> dict:
     c = chip(job.target)
     row = dict(
         source="estimate", target=job.target, device_kind=c.device_kind, experiment=job.experiment,
         kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
         bm=case.bm, bk=case.bk, bn=case.bn, status=result["status"], vmem_bytes=result["vmem_bytes"],
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
-        raised_limit=limit is not None, est_cycles=cycles, cycles_method=method if cycles else "",
+        raised_limit=limit is not None, est_cycles=cycles, vmem_method=vmem_method,
+        cycles_method=method if result["status"] == "ok" else "",
         compile_s=result["compile_s"], error=result["error"],
         search=case.spec.pallas and case not in job.raise_limits_for,
         **chip_columns(c, case),
@@ -106,21 +115,51 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
 def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
     """Compile every case of `job` (and raised-limit retries) and return its tidy rows."""
     rows = []
-    with Compiler(job.target, timeout_s=job.timeout_s, stderr=stderr) as compiler, \
-            Compiler(job.target, profile=True, timeout_s=job.timeout_s, stderr=stderr) as profiler:
+    with Compiler(job.target, timeout_s=job.timeout_s, stderr=stderr, cache=cache.for_target(job.target, False)) \
+            as compiler, Compiler(job.target, profile=True, timeout_s=job.timeout_s, stderr=stderr,
+                                  cache=cache.for_target(job.target, True)) as profiler:
         estimator = CycleEstimator(profiler, job.profile_max_steps)
 
         def one(case: Case, limit: int | None) -> dict:
-            result = beyond_physical_vmem(job.target, case) or compiler.compile(case, limit)
-            cycles, method = None, ""
-            if result["status"] == "ok":
-                if not case.spec.pallas:
-                    cycles, method = result["est_cycles"], "xla_cost_model"
-                else:
-                    cycles, method = estimator.cycles(case, limit)
-            log.info("%s %s limit=%s: %s vmem=%s cycles=%s (%s) %.1fs", job.target, case.label(), limit,
-                     result["status"], result["vmem_bytes"], cycles, method, result["compile_s"])
-            return estimate_row(job, case, result, limit, cycles, method)
+            bound = beyond_physical_vmem(job.target, case)
+            if bound:
+                result, cycles, method, vmem_method = bound, None, "", "block_bound"
+            elif case.spec.grid == BLOCKS:
+                result, cycles, method, vmem_method = blocked(case, limit)
+            else:  # the kernel's code depends on the size (v1, v2, XLA): compiled at full size
+                result, cycles, method, vmem_method = compiler.compile(case, limit), None, "", "compiled"
+                if result["status"] == "ok":
+                    if not case.spec.pallas:
+                        cycles, method = result["est_cycles"], "xla_cost_model"
+                    else:
+                        cycles, method = estimator.cycles(case, limit)
+            log.info("%s %s limit=%s: %s vmem=%s (%s) cycles=%s (%s) %.1fs", job.target, case.label(), limit,
+                     result["status"], result["vmem_bytes"], vmem_method, cycles, method, result["compile_s"])
+            return estimate_row(job, case, result, limit, cycles, method, vmem_method)
+
+        def blocked(case: Case, limit: int | None):
+            """A 3-D block grid's VMEM depends on its blocks and on which grid axes have a single step,
+            not on the grid's extent (tests/test_compile_study.py checks this against full compiles): one
+            profiled compile of a small grid of the same shape of steps gives the VMEM verdict, and is
+            also the largest of the small grids the cycle fit profiles."""
+            small = extrapolate.grid_counts(case)[1] <= job.profile_max_steps
+            probe = case if small else extrapolate.representative(case)
+            result = estimator.compile(probe, limit)
+            vmem_method = "compiled" if probe == case else "representative"
+            if result["status"] == "compile_error" and "worker exited" in result["error"]:
+                # libtpu's static profiler crashed (v4 and 7x with some libtpu releases): the VMEM
+                # verdict from a plain compile, and the crash as the reason there are no cycles.
+                crash = result["error"]
+                result = compiler.compile(probe, limit)
+                if result["status"] == "ok":
+                    result = dict(result, error=f"no cycle estimate: libtpu's static profiler crashed ({crash})")
+                    return result, None, "profiler_crashed", vmem_method
+            if result["status"] != "ok":
+                if probe != case:
+                    result = dict(result, error=f"compiled at {probe.m}x{probe.k}x{probe.n} with the same blocks "
+                                                f"and single-step axes: {result['error']}")
+                return result, None, "", vmem_method
+            return result, *estimator.cycles(case, limit), vmem_method
 
         progress = Progress(len(job.cases), log)
         for case in job.cases:
@@ -130,6 +169,9 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
                 for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
                     rows.append(one(case, mib * MiB))
             progress.step(f"{case.label()}: {row['status']}")
+        for name, worker in (("plain", compiler), ("profiled", profiler)):
+            if worker.cache:
+                log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
     return frame(rows, provenance())
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from experiments.compile_study import compiler_output, worker
+from experiments.compile_study.cache import CompileCache
 from experiments.core.cases import Case, wrapper
 from experiments.core.chips import chip
 
@@ -74,9 +75,10 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
 class Compiler:
     """A worker process that compiles cases for one target; killed and restarted after a timeout."""
 
-    def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, stderr=None):
+    def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, stderr=None,
+                 cache: CompileCache | None = None):
         chip(target)  # unknown targets fail here, in the caller's process
-        self.target, self.profile, self.timeout_s = target, profile, timeout_s
+        self.target, self.profile, self.timeout_s, self.cache = target, profile, timeout_s, cache
         self._stderr = stderr if stderr is not None else subprocess.DEVNULL
         self._profile_dir = tempfile.TemporaryDirectory(prefix="llo-profile-") if profile else None
         self._proc = None
@@ -91,6 +93,16 @@ class Compiler:
         return self._proc
 
     def compile(self, case: Case, vmem_limit_bytes: int | None = None) -> dict:
+        """The compile's result: from the cache when it has it (no worker started), else compiled."""
+        cached = self.cache.get(case, vmem_limit_bytes) if self.cache else None
+        if cached is not None:
+            return dict(cached)
+        result = self._compile(case, vmem_limit_bytes)
+        if self.cache:
+            self.cache.put(case, vmem_limit_bytes, result)
+        return result
+
+    def _compile(self, case: Case, vmem_limit_bytes: int | None) -> dict:
         proc = self._start()
         pickle.dump((case, vmem_limit_bytes, self.profile), proc.stdin)
         proc.stdin.flush()

@@ -12,7 +12,8 @@ from experiments.core.runtime import UserError
 
 COLUMNS = [
     "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
-    "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
+    "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "vmem_method", "est_cycles",
+    "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
     # measured rows only (experiments/measure/harness.py, experiments/measure/statistics.py)
@@ -27,7 +28,7 @@ FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "rooflin
                  "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
                  "measured_over_estimate")
 BOOL_COLUMNS = ("raised_limit", "search")
-TEXT_COLUMNS = ("error", "cycles_method")  # never missing: "" when there is nothing to say
+TEXT_COLUMNS = ("error", "cycles_method", "vmem_method")  # never missing: "" when there is nothing to say
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
 ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")
@@ -59,7 +60,7 @@ def frame(rows: list[dict], versions: dict) -> pd.DataFrame:
     df = conform(df)
     df["raised_limit"] = df["raised_limit"].astype(bool)
     df["search"] = df["search"].eq(True)
-    for col in ("error", "cycles_method"):
+    for col in TEXT_COLUMNS:
         df[col] = df[col].astype(object).fillna("").astype(str)
     return df
 

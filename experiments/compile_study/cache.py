@@ -1,0 +1,109 @@
+"""A content-addressed cache of compile results, shared by all jobs and kept across runs.
+
+A compile's result depends only on what goes into it: the toolchain (jax, jaxlib, libtpu versions and
+libtpu's flags), the target, whether the static profile was on, the code that builds and parses the
+kernel (every module the compile worker imports: the kernels, the compile and parsing code), the case
+and the VMEM limit. The key is the sha256 of exactly those, so a second checkout, an edit outside that
+code, or a rerun after an interruption reuses every compile it can, while an edit of a kernel or of a
+parser misses. Entries are JSON files written atomically; one that does not read back as a complete
+entry for its own key is recomputed and overwritten, never trusted.
+
+Where: $TPU_MATMUL_REPRO_CACHE if set ("off" disables the cache), else
+$XDG_CACHE_HOME/tpu-matmul-repro/compile (~/.cache/... by default). Outside results/ on purpose:
+deleting results/ keeps the compiles.
+"""
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+from pathlib import Path
+
+from experiments.core.schema import ESTIMATE_STATUSES
+from experiments.core.tables import write_text_atomic
+
+log = logging.getLogger(__name__)
+
+CACHE_VARIABLE = "TPU_MATMUL_REPRO_CACHE"
+FORMAT = 1  # bump when an entry's layout changes
+RESULT_FIELDS = ("status", "vmem_bytes", "oom_limit_bytes", "est_cycles", "error", "compile_s")
+# Deterministic outcomes only: a timeout or a crashed worker may not happen again.
+CACHEABLE = ("ok", "vmem_oom", "compile_error")
+
+
+def cache_root() -> Path | None:
+    """The cache folder, or None when disabled."""
+    configured = os.environ.get(CACHE_VARIABLE)
+    if configured is not None:
+        return None if configured.strip().lower() in ("", "off", "0", "false", "no") else Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "tpu-matmul-repro" / "compile"
+
+
+class CompileCache:
+    """Results of one kind of compile (target, profile on or off, toolchain, code), keyed by case and limit."""
+
+    def __init__(self, root: Path, context: dict):
+        self.root, self.context = Path(root), context
+        self.hits = self.misses = self.corrupt = 0
+
+    def key(self, case, vmem_limit_bytes: int | None) -> str:
+        what = dict(format=FORMAT, context=self.context, case=dataclasses.asdict(case),
+                    vmem_limit_bytes=vmem_limit_bytes)
+        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, case, vmem_limit_bytes: int | None) -> dict | None:
+        key = self.key(case, vmem_limit_bytes)
+        path = self._path(key)
+        if not path.exists():
+            self.misses += 1
+            return None
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            result = entry["result"]
+            if entry["key"] != key or set(result) != set(RESULT_FIELDS) or result["status"] not in CACHEABLE:
+                raise ValueError("not an entry of this key")
+            if result["status"] == "ok" and not (result["vmem_bytes"] or result["est_cycles"]):
+                raise ValueError("an ok compile without VMEM bytes or cycles")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("compile cache: %s is corrupt (%s); compiling again", path, e)
+            self.corrupt += 1
+            self.misses += 1
+            return None
+        self.hits += 1
+        return result
+
+    def put(self, case, vmem_limit_bytes: int | None, result: dict) -> None:
+        if result["status"] not in CACHEABLE or not math.isfinite(result.get("compile_s") or math.nan):
+            return
+        key = self.key(case, vmem_limit_bytes)
+        entry = dict(key=key, context=self.context, case=dataclasses.asdict(case),
+                     vmem_limit_bytes=vmem_limit_bytes, result={f: result[f] for f in RESULT_FIELDS})
+        write_text_atomic(json.dumps(entry, sort_keys=True), self._path(key))
+
+    def summary(self) -> str:
+        return f"{self.hits} from the cache, {self.misses} compiled" + (
+            f" ({self.corrupt} corrupt entries recomputed)" if self.corrupt else "")
+
+
+def compile_context(target: str, profile: bool, versions: dict, code_digest: str) -> dict:
+    """What, besides the case and the limit, decides a compile's result."""
+    return dict(target=target, profile=profile, versions=versions, code=code_digest,
+                libtpu_init_args=os.environ.get("LIBTPU_INIT_ARGS", ""))
+
+
+def for_target(target: str, profile: bool) -> CompileCache | None:
+    """The cache for this environment's compiles for `target`, or None when disabled."""
+    root = cache_root()
+    if root is None:
+        return None
+    from experiments.compile_study import worker
+    from experiments.core.provenance import provenance
+    from experiments.plan.code_inputs import closure, digest
+
+    versions = {k: v for k, v in provenance().items() if k != "git_sha"}
+    return CompileCache(root, compile_context(target, profile, versions, digest(closure(worker.__file__))))
