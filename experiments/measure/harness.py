@@ -175,10 +175,12 @@ class InProcess:
     """Runs configurations in this process: for tests of the bookkeeping with stand-in calls (no
     isolation: a hang hangs the caller). `experiments.measure.worker.Worker` is the real runner."""
 
-    def __init__(self, build=build, clock=time.perf_counter):
-        self.build, self.clock = build, clock
+    def __init__(self, build=build, clock=time.perf_counter, found: dict | None = None):
+        self.build, self.clock, self.found = build, clock, found  # found: pretend to be that device
 
     def start(self, settings: Settings) -> dict:
+        if self.found:
+            return self.found
         d = jax.devices()
         return dict(platform=d[0].platform, device_kind=d[0].device_kind, count=len(d), num_chips=len(d),
                     dispatch_floor_s=timers.dispatch_floor(self.clock))
