@@ -448,3 +448,35 @@ def test_chips_are_counted_as_chips_not_tensorcores():
     assert count_chips("TPU v5 lite", 8) == 8
     assert count_chips("TPU7x", 8, distinct_coords=4) == 4  # coordinates, where the devices have them
     assert from_probe(dict(platform="tpu", device_kind="TPU7x", count=8, coords=4)).num_chips == 4
+
+
+def test_a_worker_that_cannot_start_leaves_rows_that_say_why():
+    job = MeasureJob(device=CPU, label="test", experiment="xla", cases=_three_cases()[:2], settings=FAST)
+    df = run_measure_job(job, runner=Worker("cpu", timeout_s=60, build="no_such_module:build"))
+    assert df.status.tolist() == ["runtime_error", "runtime_error"]
+    assert "did not start" in df.error[0] and "no_such_module" in df.error[0]
+
+
+# --- the VM step: `snakemake --cores 1 measure` ------------------------------------------------------
+
+@pytest.mark.slow
+def test_the_measure_target_measures_and_runs_nothing_else(tmp_path):
+    from test_workflow import CI_RUN, make_workdir, snakemake
+
+    workdir = make_workdir(tmp_path)
+    result = snakemake(workdir, "--cores", "1", *CI_RUN, "measure")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (workdir / "results" / "measured" / "cpu-ci.parquet").exists()
+    made = {p.relative_to(workdir / "results").parts[0] for p in (workdir / "results").iterdir()}
+    assert made == {"measured"}  # no compile study, correctness, table, figures or report
+    assert "compile_study_job" not in result.stdout + result.stderr
+
+
+def test_the_measure_target_without_a_tpu_says_so(tmp_path):
+    from test_workflow import CI_RUN, make_workdir, snakemake
+
+    workdir = make_workdir(tmp_path)
+    result = snakemake(workdir, "measure", "--cores", "1", *CI_RUN, "--config", "measure={device: auto}")
+    assert result.returncode != 0
+    assert "measure: no TPU found here (measure.device=auto)" in result.stdout + result.stderr
+    assert not (workdir / "results").exists()

@@ -44,6 +44,10 @@ from experiments.measure import check, timers
 from experiments.measure.device import Device
 from experiments.measure.timers import time_batched, time_blocked  # noqa: F401  (re-exported)
 
+
+class WorkerFailed(RuntimeError):
+    """The measuring worker could not be started (raised by experiments/measure/worker.py)."""
+
 log = logging.getLogger(__name__)
 
 PROFILER = "profiler_device_events"
@@ -192,6 +196,16 @@ class InProcess:
         pass
 
 
+def measure_or_row(runner, found: dict, case: Case, limit: int | None, settings: Settings) -> dict:
+    """The runner's result, or a runtime_error row when its worker cannot be started."""
+    if "failed" in found:
+        return empty_result() | dict(status="runtime_error", error=found["failed"][:1000])
+    try:
+        return runner.measure(case, limit, settings)
+    except WorkerFailed as e:
+        return empty_result() | dict(status="runtime_error", error=str(e)[:1000])
+
+
 def run_measure_job(job: MeasureJob, *, runner=None) -> pd.DataFrame:
     """Measure every case of `job`; raw samples, one row per case and limit, failures included."""
     if runner is None:
@@ -202,11 +216,16 @@ def run_measure_job(job: MeasureJob, *, runner=None) -> pd.DataFrame:
     progress = Progress(len(job.cases), log)
     rows = []
     try:
-        found = runner.start(job.settings)
+        try:
+            found = runner.start(job.settings)
+        except WorkerFailed as e:  # every configuration becomes a row that says why
+            log.error("%s", e)
+            found = dict(platform=job.device.platform, device_kind=job.device.device_kind, count=None,
+                         num_chips=job.device.num_chips, dispatch_floor_s=None, failed=str(e))
         if found["platform"] != job.device.platform:
             raise RuntimeError(f"this job measures on {job.device.platform}, but JAX's default device is "
                                f"{found['platform']} ({found['device_kind']})")
-        log.info("device %s (%s): %d devices on %d chips; dispatch floor %.3g s per call",
+        log.info("device %s (%s): %s devices on %s chips; dispatch floor %s s per call",
                  found["platform"], found["device_kind"], found["count"], found["num_chips"],
                  found["dispatch_floor_s"])
         for case in job.cases:
@@ -214,7 +233,8 @@ def run_measure_job(job: MeasureJob, *, runner=None) -> pd.DataFrame:
             while limits:
                 limit = limits.pop(0)
                 skipped = job.device.name in CHIPS and limit is None and beyond_physical_vmem(job.device.name, case)
-                result = (empty_result() | skipped) if skipped else runner.measure(case, limit, job.settings)
+                result = (empty_result() | skipped) if skipped else measure_or_row(runner, found, case, limit,
+                                                                                   job.settings)
                 rows.append(measured_row(job, case, result, limit, found))
                 if (limit is None and result["status"] == "vmem_oom" and case in job.raise_limits_for
                         and job.device.name in CHIPS):

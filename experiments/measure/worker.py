@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from experiments.measure.harness import WorkerFailed, empty_result
+
 ROOT = str(Path(__file__).resolve().parents[2])
 DEFAULT_BUILD = "experiments.measure.harness:build"
 
@@ -32,10 +34,6 @@ def worker_env(platform: str, environ=None) -> dict:
     if platform == "cpu":
         env["JAX_PLATFORMS"] = "cpu"
     return env
-
-
-class WorkerFailed(RuntimeError):
-    pass
 
 
 class Worker:
@@ -81,8 +79,6 @@ class Worker:
         return self._stderr.read().decode(errors="replace")[-chars:]
 
     def measure(self, case, limit, settings) -> dict:
-        from experiments.measure.harness import empty_result
-
         if self._proc is None:
             self._spawn()
         pickle.dump((case, limit, settings), self._proc.stdin)

@@ -149,7 +149,8 @@ def measure_settings(config: dict):
     defaults = Settings()
     tolerance = section.get("tolerance", dict(defaults.tolerance))
     return Settings(**{f: section.get(f, getattr(defaults, f))
-                       for f in ("warmup", "samples", "input_sets", "min_sample_s", "max_calls")},
+                       for f in ("warmup", "samples", "input_sets", "min_sample_s", "max_calls", "timeout_s",
+                                 "profile")},
                     tolerance=tuple(sorted(tolerance.items())))
 
 
