@@ -34,16 +34,8 @@ rule measure_device:
 
 
 # The VM step: `snakemake --cores 1 measure` measures and writes this machine's file, nothing else (no
-# compile study, figures or report, which the laptop builds from the carried file).
+# compile study, figures or report, which the laptop builds from the carried file). Without a device
+# to measure on, asking for it is an error (the input function runs only when it is asked for).
 rule measure:
     input:
-        MEASURED,
-    localrule: True
-    run:
-        if not MEASURED:
-            raise WorkflowError(
-                "measure: no TPU found here (measure.device=%s), so there is nothing to measure; on a TPU "
-                "VM check that jax.devices() lists TPUs, or set measure.device: cpu to try the harness"
-                % MEASURE.get("device", "auto")
-            )
-        logger.info("measured: %s (copy it into data/measured/ of your checkout)" % ", ".join(MEASURED))
+        lambda wildcards: measure_device.measured_or_error(MEASURED, MEASURE.get("device", "auto")),

@@ -21,7 +21,7 @@ FLOOR_FACTOR = 2.0
 
 def summarize(samples) -> dict:
     """Median, quartiles and count of a list of seconds; empty or missing -> n = 0 and NaNs."""
-    values = np.asarray([] if samples is None else samples, dtype=np.float64)
+    values = np.asarray(samples if _has(samples) else [], dtype=np.float64)
     if values.size == 0:
         return dict(n_samples=0, seconds=np.nan, p25_seconds=np.nan, p75_seconds=np.nan)
     p25, median, p75 = np.percentile(values, [25, 50, 75])
@@ -30,7 +30,8 @@ def summarize(samples) -> dict:
 
 
 def _has(samples) -> bool:
-    return samples is not None and len(samples) > 0
+    """A non-empty list of samples (a missing column reads as None or NaN)."""
+    return samples is not None and not isinstance(samples, float) and len(samples) > 0
 
 
 def derive(measured: pd.DataFrame) -> pd.DataFrame:
