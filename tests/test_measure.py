@@ -480,3 +480,27 @@ def test_the_measure_target_without_a_tpu_says_so(tmp_path):
     assert result.returncode != 0
     assert "measure: no TPU found here (measure.device=auto)" in result.stdout + result.stderr
     assert not (workdir / "results").exists()
+
+
+def test_messages_arriving_together_are_all_read_without_waiting():
+    """Two messages in one pipe read: the second must not wait for more bytes (a buffered reader
+    would hold it while select() saw an empty pipe, and report a false timeout)."""
+    import os
+    import pickle
+
+    from experiments.measure.worker import HEADER
+
+    read_end, write_end = os.pipe()
+    payload = b"".join(HEADER.pack(len(m)) + m for m in (pickle.dumps(("phase", "timing")),
+                                                          pickle.dumps(("result", {"status": "ok"}))))
+    os.write(write_end, payload)
+    worker = Worker("cpu")
+    worker._proc = SimpleNamespace(stdout=os.fdopen(read_end, "rb"), wait=lambda: 0)
+    deadline = time.monotonic() + 0.5
+    assert worker._receive(deadline) == ("phase", "timing")
+    assert worker._receive(deadline) == ("result", {"status": "ok"})
+    assert worker._receive(time.monotonic() + 0.1) == ("timeout", None)
+    os.close(write_end)
+    assert worker._receive(time.monotonic() + 0.5) == ("exit", 0)
+    worker._proc.stdout.close()
+    worker._proc = None

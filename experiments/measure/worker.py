@@ -13,6 +13,7 @@ import importlib
 import os
 import pickle
 import select
+import struct
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ from experiments.measure.harness import WorkerFailed, empty_result
 
 ROOT = str(Path(__file__).resolve().parents[2])
 DEFAULT_BUILD = "experiments.measure.harness:build"
+HEADER = struct.Struct("<Q")  # each message: its length, then the pickle
 
 
 def worker_env(platform: str, environ=None) -> dict:
@@ -43,10 +45,10 @@ class Worker:
                  start_timeout_s: float = 300):
         self.platform, self.timeout_s, self.build = platform, timeout_s, build
         self.start_timeout_s = start_timeout_s
-        self._proc, self._stderr, self.found = None, None, None
+        self._proc, self._stderr, self._buffer, self.found = None, None, bytearray(), None
 
     def _spawn(self) -> dict:
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr, self._buffer = tempfile.TemporaryFile(), bytearray()
         self._proc = subprocess.Popen([sys.executable, "-m", "experiments.measure.worker", self.platform, self.build],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                       env=worker_env(self.platform))
@@ -63,14 +65,25 @@ class Worker:
         return self.found
 
     def _receive(self, deadline: float):
-        """The next message, ("timeout", None) past the deadline, or ("exit", code) if the worker died."""
-        ready, _, _ = select.select([self._proc.stdout], [], [], max(deadline - time.monotonic(), 0))
-        if not ready:
-            return "timeout", None
-        try:
-            return pickle.load(self._proc.stdout)
-        except (EOFError, pickle.UnpicklingError):
-            return "exit", self._proc.wait()
+        """The next message, ("timeout", None) past the deadline, or ("exit", code) if the worker died.
+
+        Messages are length-prefixed and read from the raw pipe (no buffered reader: it could hold a
+        whole next message while select() waits on the empty pipe)."""
+        fd = self._proc.stdout.fileno()
+        while True:
+            if len(self._buffer) >= HEADER.size:
+                (size,) = HEADER.unpack_from(self._buffer)
+                if len(self._buffer) >= HEADER.size + size:
+                    message = bytes(self._buffer[HEADER.size:HEADER.size + size])
+                    del self._buffer[:HEADER.size + size]
+                    return pickle.loads(message)
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                return "timeout", None
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return "exit", self._proc.wait()
+            self._buffer += chunk
 
     def stderr_tail(self, chars: int = 2000) -> str:
         if self._stderr is None:
@@ -136,7 +149,8 @@ def main(platform: str, build_path: str) -> None:
     os.dup2(2, 1)
 
     def send(kind, payload):
-        pickle.dump((kind, payload), replies)
+        message = pickle.dumps((kind, payload))
+        replies.write(HEADER.pack(len(message)) + message)
         replies.flush()
 
     try:
