@@ -97,6 +97,7 @@ def measured_tables(df: pd.DataFrame) -> list[dict]:
         out.append(dict(target=target, label=label, device_kind=first.device_kind,
                         chips=int(first.num_chips) if pd.notna(first.num_chips) else 1,
                         devices=int(first.num_devices) if pd.notna(first.get("num_devices")) else "?",
-                        floor=f"{first.dispatch_floor_s * 1e6:.1f}" if pd.notna(first.get("dispatch_floor_s")) else "?",
+                        floor=(f"{first.dispatch_floor_s * 1e6:.1f}" if pd.notna(first.get("dispatch_floor_s"))
+                               else "?"),
                         jax=first.jax_version, timestamp=first.timestamp, rows=body))
     return out

@@ -11,18 +11,34 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from measure_fakes import MARKED_K  # tests/ (a site-packages `tests` shadows the package name)
 
-from experiments.measure import device as device_module
 from experiments.analysis.aggregate import check_unique, combine, load_measured
 from experiments.core.cases import Case
+from experiments.core.schema import frame as to_frame
 from experiments.measure import check, timers
-from experiments.measure.device import Device, count_chips, detect, from_probe, known_targets, target_for_device_kind
-from experiments.measure.harness import (InProcess, MeasureJob, Settings, build, calls_per_batch, measure_case,
-                                        operands, run_measure_job, time_batched)
+from experiments.measure import device as device_module
+from experiments.measure.device import (
+    Device,
+    count_chips,
+    detect,
+    from_probe,
+    known_targets,
+    target_for_device_kind,
+)
+from experiments.measure.harness import (
+    InProcess,
+    MeasureJob,
+    Settings,
+    build,
+    calls_per_batch,
+    measure_case,
+    operands,
+    run_measure_job,
+    time_batched,
+)
 from experiments.measure.statistics import derive, summarize
 from experiments.measure.worker import Worker, worker_env
-from experiments.core.schema import frame as to_frame
-from measure_fakes import MARKED_K  # tests/ (a site-packages `tests` shadows the package name)
 
 CPU = Device("cpu", "cpu", "cpu", 1)
 FAST = Settings(warmup=1, samples=5, input_sets=2, min_sample_s=0.002, max_calls=20)
@@ -268,7 +284,8 @@ def test_a_nan_fails_the_check_where_the_global_error_would_have_passed():
     assert not old_rel_error > 2e-2  # NaN > tol is False: the old check let this through as ok
     verdict = check.check(out, a, b, "float32", 2e-2)
     assert verdict["status"] == "wrong_result" and "1 non-finite" in verdict["error"]
-    inf = measure_case(Case("xla", "float32", 256, 256, 256), jax.jit(lambda a, b: (a @ b).at[0, 0].set(jnp.inf)), FAST)
+    inf_call = jax.jit(lambda a, b: (a @ b).at[0, 0].set(jnp.inf))
+    inf = measure_case(Case("xla", "float32", 256, 256, 256), inf_call, FAST)
     assert inf["status"] == "wrong_result" and inf["samples_s"] is None
 
 
@@ -294,7 +311,8 @@ def test_error_bands_give_the_precision_and_stay_under_the_tolerance(size):
     a, b = _normal(size, seed=size)
     one_pass = _highest(_bf16_pass(a), _bf16_pass(b))
     a_lo, b_lo = _bf16_pass(a - _bf16_pass(a)), _bf16_pass(b - _bf16_pass(b))
-    three_pass = _highest(_bf16_pass(a), _bf16_pass(b)) + _highest(_bf16_pass(a), b_lo) + _highest(a_lo, _bf16_pass(b))
+    a_hi, b_hi = _bf16_pass(a), _bf16_pass(b)
+    three_pass = _highest(a_hi, b_hi) + _highest(a_hi, b_lo) + _highest(a_lo, b_hi)
     got = {name: check.check(out, a, b, "float32", 2e-2) for name, out in
            (("float32", _highest(a, b)), ("bf16_3x", three_pass), ("bf16", one_pass))}
     for name, verdict in got.items():
@@ -348,10 +366,12 @@ def test_device_events_are_read_from_the_device_plane_as_a_tpu_profile_lays_them
         SimpleNamespace(name="XLA Modules", events=[_event("jit__lambda(7)", 1000, 400, run_id=1),
                                                     _event("jit_other(8)", 1500, 900),
                                                     _event("jit__lambda(7)", 3000, 500, run_id=2)]),
-        SimpleNamespace(name="XLA Ops", events=[_event("fusion", 1000, 100, hlo_module="jit__lambda", run_id=1)])])
+        SimpleNamespace(name="XLA Ops",
+                        events=[_event("fusion", 1000, 100, hlo_module="jit__lambda", run_id=1)])])
     host = SimpleNamespace(name="/host:CPU", lines=[SimpleNamespace(name="python", events=[
         _event("PjitFunction(jit(<lambda>))", 0, 10**6, hlo_module="jit__lambda", run_id=1)])])
-    assert timers.run_durations(SimpleNamespace(planes=[host, tpu]), "jit__lambda") == pytest.approx([4e-7, 5e-7])
+    durations = timers.run_durations(SimpleNamespace(planes=[host, tpu]), "jit__lambda")
+    assert durations == pytest.approx([4e-7, 5e-7])
 
 
 def test_cpu_runs_record_the_dispatch_floor_and_flag_rows_near_it(cpu_rows):
@@ -368,7 +388,8 @@ def test_profiler_failure_falls_back_to_the_batched_timer_and_says_so(monkeypatc
         raise RuntimeError("no trace")
 
     monkeypatch.setattr(timers, "time_profiled", broken)
-    result = measure_case(Case("xla", "float32", 128, 128, 128), build(Case("xla", "float32", 128, 128, 128)), FAST)
+    case = Case("xla", "float32", 128, 128, 128)
+    result = measure_case(case, build(case), FAST)
     assert result["status"] == "ok" and result["timer"] == "batched_async_calls"
     assert result["device_samples_s"] is None and "no trace" in result["error"]
     row = derive(to_frame([dict(m=128, k=128, n=128, **result)], {}))
@@ -411,7 +432,8 @@ def test_blocks_beyond_physical_vmem_are_recorded_without_compiling():
             raise AssertionError(f"{case.label()} must not be compiled")
 
     v5e = Device("v5e", "tpu", "TPU v5 lite", 1)
-    job = MeasureJob(device=v5e, label="vm", experiment="v1", cases=(Case("v1", "float32", 8192, 8192, 8192),))
+    v1_8192 = Case("v1", "float32", 8192, 8192, 8192)
+    job = MeasureJob(device=v5e, label="vm", experiment="v1", cases=(v1_8192,))
     pretend = dict(platform="tpu", device_kind="TPU v5 lite", count=1, num_chips=1, dispatch_floor_s=1e-5)
     df = run_measure_job(job, runner=NeverCalled(found=pretend))
     assert df.status.tolist() == ["vmem_oom"] and "not compiled" in df.error[0]

@@ -13,8 +13,8 @@ COLUMNS = [
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
     # measured rows only (experiments/measure/harness.py, experiments/measure/statistics.py)
-    "rel_error", "max_tile_error", "precision", "timer", "calls_per_sample", "device_samples_s", "samples_s",
-    "wall_samples_s", "dispatch_floor_s",
+    "rel_error", "max_tile_error", "precision", "timer", "calls_per_sample",
+    "device_samples_s", "samples_s", "wall_samples_s", "dispatch_floor_s",
     "n_samples", "p25_seconds", "p75_seconds", "batched_seconds", "wall_seconds", "near_dispatch_floor",
     "measured_over_estimate", "num_chips", "num_devices", "run_label", "timestamp",
     "jax_version", "jaxlib_version", "libtpu_version", "git_sha",

@@ -110,7 +110,8 @@ def detect(setting: str, *, hardware=tpu_hardware_visible, probe=probe) -> Devic
 def measured_or_error(files: list, setting: str) -> list:
     """The measurement files of the `measure` target, or an error saying why there are none."""
     if not files:
-        raise ValueError(f"measure: no TPU found here (measure.device={setting}), so there is nothing to measure; "
+        raise ValueError(f"measure: no TPU found here (measure.device={setting}), so there is nothing to "
+                         "measure; "
                          "on a TPU VM check that jax.devices() lists TPUs, or set measure.device: cpu to try "
                          "the harness")
     return files

@@ -153,7 +153,8 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
                                                               timers.module_name(compiled))
             result["timer"] = PROFILER
         except Exception as e:  # the batched timer stands in, and the row says why
-            result["error"] = f"profiler timing failed ({type(e).__name__}: {e}); seconds from {BATCHED}"[:1000]
+            result["error"] = (f"profiler timing failed ({type(e).__name__}: {e}); "
+                               f"seconds from {BATCHED}")[:1000]
     return result
 
 
@@ -232,7 +233,8 @@ def run_measure_job(job: MeasureJob, *, runner=None) -> pd.DataFrame:
             limits = [None]
             while limits:
                 limit = limits.pop(0)
-                skipped = job.device.name in CHIPS and limit is None and beyond_physical_vmem(job.device.name, case)
+                skipped = (job.device.name in CHIPS and limit is None
+                           and beyond_physical_vmem(job.device.name, case))
                 result = (empty_result() | skipped) if skipped else measure_or_row(runner, found, case, limit,
                                                                                    job.settings)
                 rows.append(measured_row(job, case, result, limit, found))

@@ -49,14 +49,16 @@ class Worker:
 
     def _spawn(self) -> dict:
         self._stderr, self._buffer = tempfile.TemporaryFile(), bytearray()
-        self._proc = subprocess.Popen([sys.executable, "-m", "experiments.measure.worker", self.platform, self.build],
+        command = [sys.executable, "-m", "experiments.measure.worker", self.platform, self.build]
+        self._proc = subprocess.Popen(command,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                       env=worker_env(self.platform))
         kind, payload = self._receive(time.monotonic() + self.start_timeout_s)
         if kind != "hello":
             tail = self.stderr_tail()
             self.close()
-            raise WorkerFailed(f"the measuring worker did not start ({kind}: {payload}); its stderr ends:\n{tail}")
+            raise WorkerFailed(f"the measuring worker did not start ({kind}: {payload}); "
+                               f"its stderr ends:\n{tail}")
         return payload
 
     def start(self, settings=None) -> dict:
