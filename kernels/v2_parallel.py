@@ -46,6 +46,8 @@ def _matmul_v2(a, b, *, splits, vmem_limit_bytes, interpret):
         ],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
         out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
-        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=vmem_limit_bytes),
+        # independent output blocks: megacore chips (v4, v5p) split them over both TensorCores
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel"),
+                                             vmem_limit_bytes=vmem_limit_bytes),
         interpret=interpret,
     )(a, b)

@@ -53,6 +53,8 @@ def _matmul_v3(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):
         ],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
-        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=vmem_limit_bytes),
+        # output blocks independent; k carries the sum in the output block, so it stays sequential
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary"),
+                                             vmem_limit_bytes=vmem_limit_bytes),
         interpret=interpret,
     )(a, b)

@@ -63,6 +63,14 @@ def provenance(df: pd.DataFrame) -> list[dict]:
     return out
 
 
+def timer_mark(r) -> str:
+    """ * : timed by the batched calls, not the profiler; ‡ : and within twice the dispatch floor."""
+    if getattr(r, "timer", "") == "profiler_device_events":
+        return ""
+    near = getattr(r, "near_dispatch_floor", None)
+    return " *‡" if pd.notna(near) and bool(near) else " *"
+
+
 def measured_tables(df: pd.DataFrame) -> list[dict]:
     """One table per measured device and run: the post's configurations (not the block search), each
     measured once (XLA's rows are shared by the experiments of its dtype)."""
@@ -80,12 +88,16 @@ def measured_tables(df: pd.DataFrame) -> list[dict]:
                 kernel=r.kernel, config=config_label(r), dtype=r.dtype, m=r.m, status=r.status,
                 limit_mib=f"{r.vmem_limit_bytes / MiB:.0f}" if pd.notna(r.vmem_limit_bytes) else "–",
                 tflops=f"{r.tflops:.2f} ({flop / r.p75_seconds / 1e12:.2f}–{flop / r.p25_seconds / 1e12:.2f})"
-                if ok else "–",
+                + timer_mark(r) if ok else "–",
+                precision=getattr(r, "precision", "") or "–",
                 wall_tflops=f"{flop / r.wall_seconds / 1e12:.2f}" if ok else "–",
                 n=int(r.n_samples) if ok else 0,
                 ratio=f"{r.measured_over_estimate:.2f}" if pd.notna(r.measured_over_estimate) else "–",
             ))
         out.append(dict(target=target, label=label, device_kind=first.device_kind,
                         chips=int(first.num_chips) if pd.notna(first.num_chips) else 1,
+                        devices=int(first.num_devices) if pd.notna(first.get("num_devices")) else "?",
+                        floor=(f"{first.dispatch_floor_s * 1e6:.1f}" if pd.notna(first.get("dispatch_floor_s"))
+                               else "?"),
                         jax=first.jax_version, timestamp=first.timestamp, rows=body))
     return out

@@ -32,3 +32,11 @@ rule measure_device:
         "../environment.yml"
     script:
         "../scripts/concat_tables.py"
+
+
+# The VM step: `snakemake --cores 1 measure` measures and writes this machine's file, nothing else (no
+# compile study, figures or report, which the laptop builds from the carried file). Without a device
+# to measure on, asking for it is an error (the input function runs only when it is asked for).
+rule measure:
+    input:
+        lambda wildcards: measure_device.measured_or_error(MEASURED, config["measure"]["device"]),

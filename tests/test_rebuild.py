@@ -125,7 +125,7 @@ def test_code_closure_follows_imports_and_the_kernel_registry():
 
 @pytest.mark.slow
 def test_a_bad_carried_file_stops_the_run_and_leaves_the_outputs(finished_run):
-    from tests.test_carried import measured_rows
+    from test_carried import measured_rows
 
     outputs = [finished_run / "results" / "matmul.parquet", finished_run / "results" / "report" / "report.en.html"]
     before = [p.read_bytes() for p in outputs]

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from experiments.plan.config import measure_settings, with_defaults
 import yaml
 
 from experiments.measure.device import CACHE_VARIABLE, Device
@@ -50,10 +52,10 @@ def carried_measurement(workdir: Path) -> Path:
     """A measurement file as another machine would leave it: here the CPU, measured by the same code."""
     from experiments.core.cases import Case
     from experiments.measure.device import Device
-    from experiments.measure.harness import MeasureJob, Settings, run_measure_job
+    from experiments.measure.harness import MeasureJob, run_measure_job
 
     cases = (Case("xla", "float32", 256, 256, 256),)
-    job = MeasureJob(Device("cpu", "cpu", "cpu", 1), "laptop", "xla", cases, settings=Settings(samples=5))
+    job = MeasureJob(Device("cpu", "cpu", "cpu", 1), "laptop", "xla", cases, settings=measure_settings(with_defaults({}), samples=5))
     path = workdir / "data" / "measured" / "cpu-laptop.parquet"
     path.parent.mkdir(parents=True)
     run_measure_job(job).to_parquet(path)

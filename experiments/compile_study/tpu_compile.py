@@ -26,10 +26,33 @@ ROOT = str(Path(__file__).resolve().parents[2])
 _device = None  # the worker's compile-only TPU device
 
 
-def init_worker(target: str, profile_dir: str | None) -> None:
-    os.environ["JAX_PLATFORMS"] = "cpu"
+def worker_env(environ=None) -> dict:
+    """The compile worker's environment, fixed before its Python starts: the worker imports jax (through
+    the kernels) before any of its own code runs, and jax reads JAX_PLATFORMS when it is imported, so
+    setting it later in the worker would leave a TPU host's jax on "tpu,cpu", opening the real TPU in
+    every compile worker (jax-ml/jax#13043)."""
+    env = dict(os.environ if environ is None else environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
+    env["JAX_PLATFORMS"] = "cpu"
     # libtpu takes a machine-wide lock file at load; compile-only processes touch no TPU, so several
     # may load it at once (parallel Snakemake jobs, the plain and the profiling worker).
+    env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
+    return env
+
+
+def worker_platforms() -> dict:
+    """What the worker's jax uses: its platforms setting and its devices' platforms (a check)."""
+    import jax
+
+    try:
+        platforms = sorted({d.platform for d in jax.devices()})
+    except Exception as e:  # e.g. JAX_PLATFORMS=tpu on a host without one: say so, do not crash
+        platforms = [f"error: {type(e).__name__}: {e}"[:300]]
+    return dict(jax_platforms=jax.config.jax_platforms, platforms=platforms)
+
+
+def init_worker(target: str, profile_dir: str | None) -> None:
+    os.environ["JAX_PLATFORMS"] = "cpu"  # also set by worker_env, before jax was imported
     os.environ["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
     if profile_dir:
         os.environ["LIBTPU_INIT_ARGS"] = f"{os.environ.get('LIBTPU_INIT_ARGS', '')} {PROFILE_FLAG}={profile_dir}"
@@ -85,7 +108,7 @@ class Compiler:
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None:
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+            env = worker_env()
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", worker.__name__, self.target, profile_dir],
@@ -120,6 +143,13 @@ class Compiler:
             return dict(status="compile_error", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None,
                         error=f"compile worker exited with code {code} (crashed in the compiler?)",
                         compile_s=float("nan"))
+
+    def platforms(self) -> dict:
+        """The worker's jax platforms and device platforms (tests check they are the CPU's only)."""
+        proc = self._start()
+        pickle.dump("platforms", proc.stdin)
+        proc.stdin.flush()
+        return pickle.load(proc.stdout)
 
     def close(self):
         if self._proc is not None:

@@ -18,9 +18,14 @@ def main(target: str, profile_dir: str | None) -> None:
     requests = sys.stdin.buffer
     while True:
         try:
-            case, vmem_limit_bytes, profile = pickle.load(requests)
+            request = pickle.load(requests)
         except EOFError:
             return
+        if request == "platforms":  # a check: which platforms the worker's jax really uses
+            pickle.dump(tpu_compile.worker_platforms(), replies)
+            replies.flush()
+            continue
+        case, vmem_limit_bytes, profile = request
         pickle.dump(tpu_compile.compile_in_worker(case, vmem_limit_bytes, profile), replies)
         replies.flush()
 

@@ -17,22 +17,23 @@ COLUMNS = [
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
     # measured rows only (experiments/measure/harness.py, experiments/measure/statistics.py)
-    "rel_error", "timer", "calls_per_sample", "samples_s", "wall_samples_s",
-    "n_samples", "p25_seconds", "p75_seconds", "wall_seconds", "measured_over_estimate",
-    "num_chips", "run_label", "timestamp",
+    "rel_error", "max_tile_error", "precision", "timer", "calls_per_sample",
+    "device_samples_s", "samples_s", "wall_samples_s", "dispatch_floor_s",
+    "n_samples", "p25_seconds", "p75_seconds", "batched_seconds", "wall_seconds", "near_dispatch_floor",
+    "measured_over_estimate", "num_chips", "num_devices", "run_label", "timestamp",
     "jax_version", "jaxlib_version", "libtpu_version", "git_sha",
 ]
 INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles", "hbm_bytes",
-               "calls_per_sample", "n_samples", "num_chips")
+               "calls_per_sample", "n_samples", "num_chips", "num_devices")
 FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
                  "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
-                 "measured_over_estimate")
-BOOL_COLUMNS = ("raised_limit", "search")
-TEXT_COLUMNS = ("error", "cycles_method", "vmem_method")  # never missing: "" when there is nothing to say
+                 "measured_over_estimate", "max_tile_error", "dispatch_floor_s", "batched_seconds")
+BOOL_COLUMNS = ("raised_limit", "search")  # near_dispatch_floor: boolean, missing where not derived
+TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision")  # never missing: "" when nothing to say
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
 ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")
-MEASURE_STATUSES = ("ok", "vmem_oom", "compile_error", "runtime_error", "wrong_result")
+MEASURE_STATUSES = ("ok", "vmem_oom", "compile_error", "runtime_error", "wrong_result", "timeout")
 PUBLISHED_STATUSES = ("ok", "failed")
 
 # run_label names a measurement run (a machine), so two machines' measurements of a target both stay.

@@ -20,7 +20,9 @@ from experiments.core.chips import CHIPS
 SETTINGS = ("auto", "cpu", "off")
 CACHE_VARIABLE = "TPU_MATMUL_REPRO_DEVICE"
 PROBE = ("import json, jax; d = jax.devices(); "
-         "print(json.dumps(dict(platform=d[0].platform, device_kind=d[0].device_kind, count=len(d))))")
+         "c = {(x.process_index, tuple(x.coords)) for x in d if getattr(x, 'coords', None) is not None}; "
+         "print(json.dumps(dict(platform=d[0].platform, device_kind=d[0].device_kind, count=len(d), "
+         "coords=len(c))))")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,12 +36,39 @@ class Device:
         return json.dumps(dataclasses.asdict(self))
 
 
+def chip_version(device_kind: str):
+    """jax's own lookup of a device kind, aliases included ("TPU v5 lite" and "TPU v5e" -> v5e);
+    None for a kind jax does not know. It is private to jax (pinned in requirements.txt), so a jax
+    without it falls back to this project's own names."""
+    try:
+        from jax._src.pallas.mosaic.tpu_info import chip_version_from_device_kind
+    except ImportError:
+        return None
+    return chip_version_from_device_kind(device_kind)
+
+
 def target_for_device_kind(device_kind: str) -> str:
-    """"TPU v5 lite" -> "v5e"; an unknown kind becomes a file-name-safe slug ("TPU v9" -> "tpu-v9")."""
+    """"TPU v5 lite" or "TPU v5e" -> "v5e"; an unknown kind becomes a file-name-safe slug
+    ("TPU v9" -> "tpu-v9")."""
+    version = chip_version(device_kind)
+    if version is not None and str(version) in CHIPS:  # jax's names are this project's target names
+        return str(version)
     for name, c in CHIPS.items():
         if c.device_kind == device_kind:
             return name
     return re.sub(r"[^a-z0-9]+", "-", device_kind.lower()).strip("-") or "unknown"
+
+
+def count_chips(device_kind: str, devices: int, distinct_coords: int | None = None) -> int:
+    """Chips behind `devices` JAX devices. A JAX device is a chip on single-core chips (v5e, v6e) and on
+    megacore chips (v4, v5p: one device drives both TensorCores), but one TensorCore on 7x (two per
+    chip). Devices on one chip share their coordinates, so their count is the answer where known."""
+    if distinct_coords:
+        return distinct_coords
+    version = chip_version(device_kind)
+    if version is None or version.supports_megacore:
+        return devices
+    return max(devices // version.num_physical_tensor_cores_per_chip, 1)
 
 
 def tpu_hardware_visible() -> bool:
@@ -58,7 +87,8 @@ def probe() -> dict:
 def from_probe(found: dict) -> Device | None:
     if found["platform"] != "tpu":
         return None
-    return Device(target_for_device_kind(found["device_kind"]), "tpu", found["device_kind"], found["count"])
+    chips = count_chips(found["device_kind"], found["count"], found.get("coords"))
+    return Device(target_for_device_kind(found["device_kind"]), "tpu", found["device_kind"], chips)
 
 
 def detect(setting: str, *, hardware=tpu_hardware_visible, probe=probe) -> Device | None:
@@ -75,6 +105,16 @@ def detect(setting: str, *, hardware=tpu_hardware_visible, probe=probe) -> Devic
     device = from_probe(probe()) if hardware() else None
     os.environ[CACHE_VARIABLE] = device.to_json() if device else ""
     return device
+
+
+def measured_or_error(files: list, setting: str) -> list:
+    """The measurement files of the `measure` target, or an error saying why there are none."""
+    if not files:
+        raise ValueError(f"measure: no TPU found here (measure.device={setting}), so there is nothing to "
+                         "measure; "
+                         "on a TPU VM check that jax.devices() lists TPUs, or set measure.device: cpu to try "
+                         "the harness")
+    return files
 
 
 def host_label() -> str:

@@ -1,16 +1,20 @@
 """Measuring kernels on a real device: compile, check, warm up, then time.
 
-Per configuration:
+Per configuration (`measure_case`, run inside a worker process, experiments/measure/worker.py):
 1. compile (`jit(...).lower(...).compile()`); a compiler error is a row (vmem_oom, compile_error);
-2. run once and compare with `jnp.matmul` in float32 at HIGHEST precision (int8: exact int32); a wrong
-   result is recorded as `wrong_result` with its error and is not timed; an exception is `runtime_error`;
-3. warm up, then time, rotating among `input_sets` sets of fresh random normal operands:
-   - `samples_s`: device time per call, from batches of back-to-back asynchronous calls, each batch
-     timed as a whole until its last result is ready (dispatch overlaps device work, so this
-     approaches device time; a batch lasts at least `min_sample_s`);
-   - `wall_samples_s`: single calls, each blocked on (`block_until_ready`), as the post timed them
-     with `timeit`: dispatch included, an upper bound.
+2. run once and check the output (experiments/measure/check.py: non-finite values, every 128x128 tile
+   against the operands' scale, sampled tiles again on the host; int8 exact); a wrong result is a
+   `wrong_result` row and is not timed; an exception is `runtime_error`;
+3. warm up, then time, rotating among `input_sets` sets of fresh random normal operands, three ways
+   (experiments/measure/timers.py): `device_samples_s` from the profiler's device events (primary),
+   `samples_s` from batches of asynchronous calls, `wall_samples_s` from single blocked calls.
 Raw samples are kept; medians and quartiles are derived downstream (`experiments/measure/statistics.py`).
+
+`run_measure_job` (the Snakemake job's process) never touches the device itself: each configuration
+runs in a worker that is killed when it passes `timeout_s` (a `timeout` row) and restarted when it
+crashes (a `compile_error` or `runtime_error` row), so one configuration cannot stall or end the sweep.
+Kernels whose blocks alone exceed the core's physical VMEM are recorded as `vmem_oom` without
+compiling, as in the compile study.
 
 Nothing here is TPU-specific except the device the jitted call runs on, so the CPU tests run every
 branch (on XLA's matmul: Pallas kernels run on the CPU only in interpret mode, whose timings mean
@@ -28,31 +32,44 @@ import numpy as np
 import pandas as pd
 
 from experiments.compile_study import compiler_output
+from experiments.compile_study.study import beyond_physical_vmem, chip_columns, raised_limits
 from experiments.core.cases import Case, wrapper
 from experiments.core.chips import CHIPS, MiB
-from experiments.measure.device import Device
 from experiments.core.inputs import INT8_SCALE
 from experiments.core.provenance import provenance
 from experiments.core.runtime import Progress
-from experiments.compile_study.study import chip_columns, raised_limits
 from experiments.core.schema import frame
 from experiments.core.traffic import hbm_bytes
+from experiments.measure import check, timers
+from experiments.measure.device import Device
+from experiments.measure.timers import time_batched, time_blocked  # noqa: F401  (re-exported)
+
+
+class WorkerFailed(RuntimeError):
+    """The measuring worker could not be started (raised by experiments/measure/worker.py)."""
 
 log = logging.getLogger(__name__)
 
-
-TIMER = "batched_async_calls"
+PROFILER = "profiler_device_events"
+BATCHED = "batched_async_calls"
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    warmup: int = 3
-    samples: int = 10
-    input_sets: int = 3
-    min_sample_s: float = 0.02
-    max_calls: int = 100
-    max_batch_bytes: int = 2 * 1024 * MiB  # outputs alive at once in a batch
-    tolerance: tuple = (("float32", 2e-2), ("bfloat16", 2e-2), ("int8", 0.0))
+    """How to measure: from the config's `measure` section (defaults in config/schema.yaml only; see
+    experiments/plan/config.measure_settings)."""
+
+    warmup: int
+    samples: int
+    input_sets: int
+    min_sample_s: float
+    max_calls: int
+    # Largest per-tile error (experiments/measure/check.py) of a correct result. Measured bands on
+    # random normal operands: one bf16 pass 2.4e-3, bf16 output rounding 1.7e-3; a wrong tile ~1.
+    tolerance: tuple
+    timeout_s: float  # per configuration (compile, check and timing), in its worker
+    profile: bool  # device time from the profiler (else only the batched and blocked timers)
+    max_batch_bytes: int = 2 * 1024 * MiB  # outputs alive at once in a batch (not a config setting)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,9 +80,9 @@ class MeasureJob:
     label: str
     experiment: str
     cases: tuple
+    settings: Settings
     raise_limits_for: tuple = ()
     raised_limits_mib: tuple = ()
-    settings: Settings = Settings()
 
 
 def operands(case: Case, seed: int) -> tuple[jax.Array, jax.Array]:
@@ -77,18 +94,6 @@ def operands(case: Case, seed: int) -> tuple[jax.Array, jax.Array]:
         return a.astype(jnp.int8), b.astype(jnp.int8)
     return (jax.random.normal(ka, (case.m, case.k), case.dtype),
             jax.random.normal(kb, (case.k, case.n), case.dtype))
-
-
-def relative_error(out: jax.Array, a: jax.Array, b: jax.Array) -> float:
-    """Relative Frobenius error of `out` against jnp.matmul in float32 (int8 operands: int32, exact)."""
-    if jnp.issubdtype(a.dtype, jnp.integer):
-        ref = jnp.matmul(a.astype(jnp.int32), b.astype(jnp.int32))
-    else:
-        ref = jnp.matmul(a.astype(jnp.float32), b.astype(jnp.float32), precision=jax.lax.Precision.HIGHEST)
-    got, want = np.asarray(out, dtype=np.float64), np.asarray(ref, dtype=np.float64)
-    if got.shape != want.shape:
-        return math.inf
-    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), np.finfo(np.float64).tiny))
 
 
 def build(case: Case, vmem_limit_bytes: int | None = None):
@@ -105,34 +110,21 @@ def calls_per_batch(single_call_s: float, out_bytes: int, settings: Settings) ->
     return max(1, min(wanted, settings.max_calls, settings.max_batch_bytes // max(out_bytes, 1)))
 
 
-def time_blocked(call, inputs, n: int, clock) -> list[float]:
-    """Seconds of n single calls, each waited for: the post's `timeit` method."""
-    samples = []
-    for i in range(n):
-        a, b = inputs[i % len(inputs)]
-        start = clock()
-        call(a, b).block_until_ready()
-        samples.append(clock() - start)
-    return samples
+def empty_result() -> dict:
+    return dict(status="ok", error="", vmem_bytes=None, oom_limit_bytes=None, rel_error=None,
+                max_tile_error=None, precision="", samples_s=None, wall_samples_s=None,
+                device_samples_s=None, timer="", calls_per_sample=None, compile_s=None)
 
 
-def time_batched(call, inputs, n: int, calls: int, clock) -> list[float]:
-    """Seconds per call of n batches of `calls` asynchronous calls, each batch timed as a whole."""
-    samples = []
-    for s in range(n):
-        start = clock()
-        outs = [call(*inputs[(s * calls + j) % len(inputs)]) for j in range(calls)]
-        jax.block_until_ready(outs)
-        samples.append((clock() - start) / calls)
-        del outs
-    return samples
+def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counter,
+                 phase=lambda name: None) -> dict:
+    """Compile, check and time `call` on `case`; a dict of status, error, errors and raw samples.
 
-
-def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counter) -> dict:
-    """Compile, check and time `call` on `case`; a dict of status, error, rel_error and raw samples."""
-    result = dict(status="ok", error="", vmem_bytes=None, oom_limit_bytes=None, rel_error=None,
-                  samples_s=None, wall_samples_s=None, calls_per_sample=None, compile_s=None)
+    `phase(name)` is told "compiling", "checking" and "timing" as they start (the worker reports
+    them, so a configuration killed at its timeout says where it hung)."""
+    result = empty_result()
     inputs = [operands(case, seed) for seed in range(settings.input_sets)]
+    phase("compiling")
     start = clock()
     try:
         compiled = call.lower(*inputs[0]).compile()
@@ -140,16 +132,15 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
         return result | compiler_output.compile_failure(e)
     result["compile_s"] = clock() - start
     try:
+        phase("checking")
         out = compiled(*inputs[0])
-        result["rel_error"] = relative_error(out, *inputs[0])
+        verdict = check.check(out, *inputs[0], case.dtype, dict(settings.tolerance)[case.dtype])
+        result.update(verdict)
         out_bytes = out.size * out.dtype.itemsize
         del out
-        tolerance = dict(settings.tolerance)[case.dtype]
-        if result["rel_error"] > tolerance:
-            result["status"] = "wrong_result"
-            result["error"] = (f"relative error {result['rel_error']:.3g} against jnp.matmul in float32 "
-                               f"exceeds the tolerance {tolerance:g}; not timed")
+        if verdict["status"] != "ok":
             return result
+        phase("timing")
         time_blocked(compiled, inputs, settings.warmup, clock)  # warm-up, discarded
         wall = time_blocked(compiled, inputs, settings.samples, clock)
         calls = calls_per_batch(float(np.median(wall)), out_bytes, settings)
@@ -158,18 +149,29 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
         result["status"] = "runtime_error"
         result["error"] = f"{type(e).__name__}: {e}"[:1000]
         return result
-    result.update(samples_s=batched, wall_samples_s=wall, calls_per_sample=calls)
+    result.update(samples_s=batched, wall_samples_s=wall, calls_per_sample=calls, timer=BATCHED)
+    if settings.profile:
+        try:
+            result["device_samples_s"] = timers.time_profiled(compiled, inputs, settings.samples,
+                                                              timers.module_name(compiled))
+            result["timer"] = PROFILER
+        except Exception as e:  # the batched timer stands in, and the row says why
+            result["error"] = (f"profiler timing failed ({type(e).__name__}: {e}); "
+                               f"seconds from {BATCHED}")[:1000]
     return result
 
 
-def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None, device_kind: str) -> dict:
+def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None,
+                 found: dict) -> dict:
     chip = CHIPS.get(job.device.name)  # None for the CPU, or a TPU generation this project lacks
     row = dict(
-        source="measured", target=job.device.name, device_kind=device_kind, experiment=job.experiment,
-        kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n, bm=case.bm, bk=case.bk, bn=case.bn,
+        source="measured", target=job.device.name, device_kind=found["device_kind"],
+        experiment=job.experiment, kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
+        bm=case.bm, bk=case.bk, bn=case.bn,
         vmem_limit_bytes=limit or (chip.default_vmem_limit_bytes if chip else None),
         raised_limit=limit is not None, search=case.kernel != "xla" and case not in job.raise_limits_for,
-        hbm_bytes=hbm_bytes(case), num_chips=job.device.num_chips, run_label=job.label, timer=TIMER,
+        hbm_bytes=hbm_bytes(case), num_chips=found["num_chips"], num_devices=found["count"],
+        run_label=job.label, dispatch_floor_s=found.get("dispatch_floor_s"),
         **result,
     )
     if chip:
@@ -177,24 +179,75 @@ def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None, d
     return row
 
 
-def run_measure_job(job: MeasureJob, *, build=build, clock=time.perf_counter) -> pd.DataFrame:
-    """Measure every case of `job` on JAX's default device; raw samples, one row per case and limit."""
-    device_kind = jax.devices()[0].device_kind
+class InProcess:
+    """Runs configurations in this process: for tests of the bookkeeping with stand-in calls (no
+    isolation: a hang hangs the caller). `experiments.measure.worker.Worker` is the real runner."""
+
+    def __init__(self, build=build, clock=time.perf_counter, found: dict | None = None):
+        self.build, self.clock, self.found = build, clock, found  # found: pretend to be that device
+
+    def start(self, settings: Settings) -> dict:
+        if self.found:
+            return self.found
+        d = jax.devices()
+        return dict(platform=d[0].platform, device_kind=d[0].device_kind, count=len(d), num_chips=len(d),
+                    dispatch_floor_s=timers.dispatch_floor(self.clock))
+
+    def measure(self, case: Case, limit: int | None, settings: Settings) -> dict:
+        return measure_case(case, self.build(case, limit), settings, clock=self.clock)
+
+    def close(self):
+        pass
+
+
+def measure_or_row(runner, found: dict, case: Case, limit: int | None, settings: Settings) -> dict:
+    """The runner's result, or a runtime_error row when its worker cannot be started."""
+    if "failed" in found:
+        return empty_result() | dict(status="runtime_error", error=found["failed"][:1000])
+    try:
+        return runner.measure(case, limit, settings)
+    except WorkerFailed as e:
+        return empty_result() | dict(status="runtime_error", error=str(e)[:1000])
+
+
+def run_measure_job(job: MeasureJob, *, runner=None) -> pd.DataFrame:
+    """Measure every case of `job`; raw samples, one row per case and limit, failures included."""
+    if runner is None:
+        from experiments.measure.worker import Worker
+
+        runner = Worker(job.device.platform, timeout_s=job.settings.timeout_s)
     timestamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     progress = Progress(len(job.cases), log)
     rows = []
-    for case in job.cases:
-        limits = [None]
-        while limits:
-            limit = limits.pop(0)
-            result = measure_case(case, build(case, limit), job.settings, clock=clock)
-            rows.append(measured_row(job, case, result, limit, device_kind))
-            if (limit is None and result["status"] == "vmem_oom" and case in job.raise_limits_for
-                    and job.device.name in CHIPS):
-                limits = [mib * MiB for mib in raised_limits(job.device.name, job.raised_limits_mib,
-                                                             result["vmem_bytes"])]
-        progress.step(f"{case.label()}: {result['status']}")
+    try:
+        try:
+            found = runner.start(job.settings)
+        except WorkerFailed as e:  # every configuration becomes a row that says why
+            log.error("%s", e)
+            found = dict(platform=job.device.platform, device_kind=job.device.device_kind, count=None,
+                         num_chips=job.device.num_chips, dispatch_floor_s=None, failed=str(e))
+        if found["platform"] != job.device.platform:
+            raise RuntimeError(f"this job measures on {job.device.platform}, but JAX's default device is "
+                               f"{found['platform']} ({found['device_kind']})")
+        log.info("device %s (%s): %s devices on %s chips; dispatch floor %s s per call",
+                 found["platform"], found["device_kind"], found["count"], found["num_chips"],
+                 found["dispatch_floor_s"])
+        for case in job.cases:
+            limits = [None]
+            while limits:
+                limit = limits.pop(0)
+                skipped = (job.device.name in CHIPS and limit is None
+                           and beyond_physical_vmem(job.device.name, case))
+                result = (empty_result() | skipped) if skipped else measure_or_row(runner, found, case, limit,
+                                                                                   job.settings)
+                rows.append(measured_row(job, case, result, limit, found))
+                if (limit is None and result["status"] == "vmem_oom" and case in job.raise_limits_for
+                        and job.device.name in CHIPS):
+                    limits = [mib * MiB for mib in raised_limits(job.device.name, job.raised_limits_mib,
+                                                                 result["vmem_bytes"])]
+            progress.step(f"{case.label()}: {result['status']}")
+    finally:
+        runner.close()
     df = frame(rows, provenance())
     df["timestamp"] = timestamp
     return df
-

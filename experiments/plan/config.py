@@ -187,12 +187,15 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
             for target in config["targets"] for (name, dtype), job in per_target.items()}
 
 
-def measure_settings(config: dict):
+def measure_settings(config: dict, **overrides):
+    """Settings of the measurement harness from a config's `measure` section; `overrides` replace
+    single settings (tests use the schema's defaults for everything else: with_defaults({}))."""
     from experiments.measure.harness import Settings
 
     section = config["measure"]
-    return Settings(**{f: section[f] for f in ("warmup", "samples", "input_sets", "min_sample_s", "max_calls")},
-                    tolerance=tuple(sorted(section["tolerance"].items())))
+    fields = ("warmup", "samples", "input_sets", "min_sample_s", "max_calls", "timeout_s", "profile")
+    settings = {f: section[f] for f in fields} | dict(tolerance=tuple(sorted(section["tolerance"].items())))
+    return Settings(**(settings | overrides))
 
 
 def with_sizes(config: dict, sizes: list[int]) -> dict:
