@@ -7,8 +7,8 @@ import functools
 
 import jax
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
+from kernels import compat
 from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
@@ -53,6 +53,6 @@ def _matmul_v2(a, b, *, splits, vmem_limit_bytes, interpret):
         ],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
         out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
-        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=vmem_limit_bytes),
+        compiler_params=compat.compiler_params(vmem_limit_bytes=vmem_limit_bytes),
         interpret=interpret,
     )(a, b)

@@ -16,6 +16,7 @@ REPO = Path(workflow.basedir)
 # name the key and the value, then with Snakemake's validator, which also fills in defaults.
 try:
     experiment_config.check_schema(config)
+    experiment_config.check_toolchains(config)
 except experiment_config.ConfigError as e:
     raise WorkflowError(str(e)) from None
 validate(config, str(REPO / "config" / "schema.yaml"))
@@ -120,3 +121,18 @@ wildcard_constraints:
     # measurements: this run's device and label only
     device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
     label=re.escape(MEASURE_LABEL),
+
+# Toolchains (experiments/plan/toolchains.py): the pipeline's own runs STUDY_JOBS above; the others
+# run in environments of their own (rules/toolchains.smk).
+from experiments.plan import toolchains as toolchain_plan
+
+try:
+    TOOLCHAINS = toolchain_plan.parse(config)
+    TOOLCHAIN_JOBS = toolchain_plan.jobs(config, PUBLISHED)
+except (toolchain_plan.ToolchainError, experiment_config.ConfigError) as e:
+    raise WorkflowError(str(e)) from None
+TOOLCHAIN_NAMES = sorted({t for t, *_ in TOOLCHAIN_JOBS})
+TOOLCHAIN_TARGETS = sorted({target for _, target, *_ in TOOLCHAIN_JOBS})
+TOOLCHAIN_ESTIMATES = sorted({f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS})
+TOOLCHAIN_CODE = sources("kernels/*.py", "experiments/core/*.py", "experiments/compile_study/*.py",
+                         "experiments/plan/toolchains.py")

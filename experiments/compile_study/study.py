@@ -30,6 +30,9 @@ from experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
 
 log = logging.getLogger(__name__)
 
+# cycles_method of an ok Pallas row whose toolchain cannot profile (libtpu 0.0.5 rejects the flag)
+NO_STATIC_PROFILE = "no_static_profile"
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +47,8 @@ class Job:
     raised_limits_mib: tuple = ()
     timeout_s: float = 300
     profile_max_steps: int = 16
+    toolchain: str = "current"  # experiments/plan/toolchains.py; rows carry it
+    static_profile: bool = True  # False: the toolchain's libtpu has no static profile (no Pallas cycles)
 
 
 class CycleEstimator:
@@ -87,11 +92,11 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
                  method: str) -> dict:
     c = chip(job.target)
     row = dict(
-        source="estimate", target=job.target, device_kind=c.device_kind, experiment=job.experiment,
+        source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind, experiment=job.experiment,
         kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
         bm=case.bm, bk=case.bk, bn=case.bn, status=result["status"], vmem_bytes=result["vmem_bytes"],
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
-        raised_limit=limit is not None, est_cycles=cycles, cycles_method=method if cycles else "",
+        raised_limit=limit is not None, est_cycles=cycles, cycles_method=method if cycles or method == NO_STATIC_PROFILE else "",
         compile_s=result["compile_s"], error=result["error"],
         search=case.kernel != "xla" and case not in job.raise_limits_for,
         **chip_columns(c, case),
@@ -103,11 +108,17 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
     return row
 
 
-def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
-    """Compile every case of `job` (and raised-limit retries) and return its tidy rows."""
+def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | None = None,
+            versions: dict | None = None) -> pd.DataFrame:
+    """Compile every case of `job` (and raised-limit retries) and return its tidy rows.
+
+    `python` and `env`: the toolchain's environment for the compile workers (default: this process's),
+    `versions` its jax, jaxlib and libtpu versions for the rows (default: this process's).
+    """
     rows = []
-    with Compiler(job.target, timeout_s=job.timeout_s, stderr=stderr) as compiler, \
-            Compiler(job.target, profile=True, timeout_s=job.timeout_s, stderr=stderr) as profiler:
+    workers = dict(timeout_s=job.timeout_s, stderr=stderr, python=python, env=env,
+                   toolchain=job.toolchain if python else "")
+    with Compiler(job.target, **workers) as compiler, Compiler(job.target, profile=True, **workers) as profiler:
         estimator = CycleEstimator(profiler, job.profile_max_steps)
 
         def one(case: Case, limit: int | None) -> dict:
@@ -116,8 +127,10 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
             if result["status"] == "ok":
                 if case.kernel == "xla":
                     cycles, method = result["est_cycles"], "xla_cost_model"
-                else:
+                elif job.static_profile:
                     cycles, method = estimator.cycles(case, limit)
+                else:
+                    method = NO_STATIC_PROFILE
             log.info("%s %s limit=%s: %s vmem=%s cycles=%s (%s) %.1fs", job.target, case.label(), limit,
                      result["status"], result["vmem_bytes"], cycles, method, result["compile_s"])
             return estimate_row(job, case, result, limit, cycles, method)
@@ -130,7 +143,27 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
                 for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
                     rows.append(one(case, mib * MiB))
             progress.step(f"{case.label()}: {row['status']}")
-    return frame(rows, provenance())
+    return frame(rows, job_versions(versions))
+
+
+def job_versions(versions: dict | None) -> dict:
+    """The row's version columns: the toolchain's jax, jaxlib and libtpu, and this checkout's commit."""
+    if versions is None:
+        return provenance()
+    return {**provenance(), **{f"{p}_version": versions.get(p, "not installed") for p in ("jax", "jaxlib", "libtpu")}}
+
+
+def toolchain_error_rows(job: Job, error: str, versions: dict | None = None) -> pd.DataFrame:
+    """One toolchain_error row per case of `job`: its toolchain could not be installed or started, so
+    nothing was compiled; `error` names the toolchain and says why."""
+    c = chip(job.target)
+    rows = [dict(source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
+                 experiment=job.experiment, kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
+                 bm=case.bm, bk=case.bk, bn=case.bn, status="toolchain_error",
+                 vmem_limit_bytes=c.default_vmem_limit_bytes, raised_limit=False,
+                 search=case.kernel != "xla" and case not in job.raise_limits_for, error=error[:1000])
+            for case in job.cases]
+    return frame(rows, job_versions(versions or {}))
 
 
 def beyond_physical_vmem(target: str, case: Case) -> dict | None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from experiments.compile_study import compiler_output
 from experiments.core.cases import Case, wrapper
 from experiments.core.chips import chip
+from kernels import compat
 
 PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -49,7 +50,7 @@ def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
     if case.kernel != "xla":
         kwargs["vmem_limit_bytes"] = vmem_limit_bytes
     fn = wrapper(case.kernel)
-    return jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args).compile().as_text()
+    return jax.jit(compat.flat(lambda a, b: fn(a, b, **kwargs))).lower(*args).compile().as_text()
 
 
 def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -> dict:
@@ -74,19 +75,24 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
 class Compiler:
     """A worker process that compiles cases for one target; killed and restarted after a timeout."""
 
-    def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, stderr=None):
+    def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, stderr=None,
+                 python: str | None = None, env: dict | None = None, toolchain: str = ""):
+        """`python` runs the worker (a toolchain's environment; default: this process's), with `env`
+        added to its environment; `toolchain` names it in the errors of a worker that dies."""
         chip(target)  # unknown targets fail here, in the caller's process
         self.target, self.profile, self.timeout_s = target, profile, timeout_s
+        self.python, self.env, self.toolchain = python or sys.executable, dict(env or {}), toolchain
         self._stderr = stderr if stderr is not None else subprocess.DEVNULL
         self._profile_dir = tempfile.TemporaryDirectory(prefix="llo-profile-") if profile else None
         self._proc = None
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None:
-            env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+            env = dict(os.environ, **self.env,
+                       PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "experiments.compile_study.worker", self.target, profile_dir],
+                [self.python, "-m", "experiments.compile_study.worker", self.target, profile_dir],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 
@@ -106,8 +112,12 @@ class Compiler:
             code = proc.wait()
             self._proc = None
             return dict(status="compile_error", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None,
-                        error=f"compile worker exited with code {code} (crashed in the compiler?)",
+                        error=f"compile worker{self._of_toolchain()} exited with code {code} "
+                              "(crashed in the compiler, or could not start it?)",
                         compile_s=float("nan"))
+
+    def _of_toolchain(self) -> str:
+        return f" of toolchain {self.toolchain!r} ({self.python})" if self.toolchain else ""
 
     def close(self):
         if self._proc is not None:

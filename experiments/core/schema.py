@@ -8,7 +8,7 @@ table's columns in order and its dtypes.
 import pandas as pd
 
 COLUMNS = [
-    "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
+    "source", "toolchain", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
     "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
@@ -24,15 +24,20 @@ FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "rooflin
                  "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
                  "measured_over_estimate")
 BOOL_COLUMNS = ("raised_limit", "search")
-TEXT_COLUMNS = ("error", "cycles_method")  # never missing: "" when there is nothing to say
+# never missing: "" when there is nothing to say. toolchain: the compiler environment an estimate came
+# from (config `toolchains`, experiments/plan/toolchains.py); "" for published and measured rows.
+TEXT_COLUMNS = ("error", "cycles_method", "toolchain")
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
-ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")
+# toolchain_error: the toolchain's environment could not be installed (or its compiler not started);
+# the row's error names the toolchain and says why.
+ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout", "toolchain_error")
 MEASURE_STATUSES = ("ok", "vmem_oom", "compile_error", "runtime_error", "wrong_result")
 PUBLISHED_STATUSES = ("ok", "failed")
 
 # run_label names a measurement run (a machine), so two machines' measurements of a target both stay.
-KEY = ["source", "target", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
+# toolchain: one configuration compiled by two compilers (then and now) is two rows.
+KEY = ["source", "toolchain", "target", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
        "vmem_limit_bytes", "run_label"]
 # A configuration, whichever source and experiment it was filed under.
 CONFIG = ["target", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes"]
@@ -56,6 +61,6 @@ def frame(rows: list[dict], versions: dict) -> pd.DataFrame:
     df = conform(df)
     df["raised_limit"] = df["raised_limit"].astype(bool)
     df["search"] = df["search"].eq(True)
-    for col in ("error", "cycles_method"):
+    for col in TEXT_COLUMNS:
         df[col] = df[col].astype(object).fillna("").astype(str)
     return df

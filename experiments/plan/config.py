@@ -47,6 +47,15 @@ def _key(path) -> str:
     return out
 
 
+def check_toolchains(config: dict) -> None:
+    from experiments.plan.toolchains import ToolchainError, parse
+
+    try:
+        parse(config)
+    except ToolchainError as e:
+        raise ConfigError(str(e)) from None
+
+
 def check_case(case: Case, key: str) -> None:
     """Raise ConfigError if the kernel would refuse `case` (tiling, divisibility, dtype)."""
     if case.dtype not in KERNEL_DTYPES[case.kernel]:
@@ -108,7 +117,9 @@ def _fits(case: Case) -> bool:
 def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
     """Jobs of the compile study keyed by (target, experiment, dtype); "xla" is the baseline."""
     section = config["compile_study"]
-    settings = dict(timeout_s=section.get("timeout_s", 300),
+    from experiments.plan.toolchains import primary
+
+    settings = dict(toolchain=primary(config), timeout_s=section.get("timeout_s", 300),
                     profile_max_steps=section.get("profile_max_steps", 16),
                     raised_limits_mib=tuple(section.get("raised_vmem_limits_mib", ())))
     per_target = {}
@@ -200,6 +211,7 @@ def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "Mea
 def validate(config: dict) -> dict:
     """Schema and semantic checks; returns the config unchanged or raises ConfigError."""
     check_schema(config)
+    check_toolchains(config)
     correctness_cases(config)
     study_jobs(config)
     if config.get("measure", {}).get("device") == "cpu":
