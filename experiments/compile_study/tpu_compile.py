@@ -18,7 +18,6 @@ from pathlib import Path
 from experiments.compile_study import compiler_output
 from experiments.core.cases import Case, wrapper
 from experiments.core.chips import chip
-from kernels import compat
 
 PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -50,7 +49,7 @@ def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
     if case.kernel != "xla":
         kwargs["vmem_limit_bytes"] = vmem_limit_bytes
     fn = wrapper(case.kernel)
-    return jax.jit(compat.flat(lambda a, b: fn(a, b, **kwargs))).lower(*args).compile().as_text()
+    return jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args).compile().as_text()
 
 
 def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -> dict:
@@ -90,6 +89,11 @@ class Compiler:
         if self._proc is None:
             env = dict(os.environ, **self.env,
                        PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+            if self.python != sys.executable and "TPU_LIBRARY_PATH" not in self.env:
+                # Importing jax here set TPU_LIBRARY_PATH to this environment's libtpu: another
+                # toolchain's jax would load that one instead of its own (seen: jax 0.4.36 with
+                # libtpu 0.0.42.1 fails every compile with "Instruction with id > INT_MAX").
+                env.pop("TPU_LIBRARY_PATH", None)
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             self._proc = subprocess.Popen(
                 [self.python, "-m", "experiments.compile_study.worker", self.target, profile_dir],
