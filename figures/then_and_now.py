@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
 
-from experiments.analysis.toolchains import TARGET, then_and_now, toolchains_of
+from experiments.analysis.toolchains import TARGET, disagrees, then_and_now, toolchains_of
 from experiments.core.units import MiB
 
 TEXT = {
@@ -80,7 +80,7 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
             agrees = getattr(row, f"{name}_agrees")
             ax.barh(y + (i - (len(names) - 1) / 2) * height, vmem / MiB, height=height * 0.95, color=color,
                     hatch="////" if status == "vmem_oom" else None, alpha=0.9 if status == "ok" else 0.55,
-                    edgecolor="#D55E00" if agrees is False else color, linewidth=1.2 if agrees is False else 0.3)
+                    edgecolor="#D55E00" if disagrees(agrees) else color, linewidth=1.2 if disagrees(agrees) else 0.3)
             if errors.iloc[y].startswith("not compiled"):
                 ax.text(vmem / MiB * 1.05, y + (i - (len(names) - 1) / 2) * height, "≥", va="center", fontsize=6)
     limits = est.vmem_limit_bytes[~est.raised_limit.eq(True)].dropna()
@@ -91,7 +91,7 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     handles += [Patch(facecolor="white", edgecolor="#444444", hatch="////", label=t["oom"]),
                 Patch(facecolor="white", edgecolor="#D55E00", linewidth=1.2, label=t["disagree"])]
     ax.set_yticks(range(len(table)))
-    ax.set_yticklabels([f"{label(r)}  [{t['verdict'].get(r.post_status, r.post_status)}]"
+    ax.set_yticklabels([f"{label(r)}  [{t['verdict'].get(r.published_status, r.published_status)}]"
                         for r in table.itertuples()], fontsize=6.5)
     ax.invert_yaxis()
     ax.set_xscale("log")

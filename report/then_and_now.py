@@ -5,7 +5,7 @@ extracts both, so a missing translation stops the build like any other.
 """
 import pandas as pd
 
-from experiments.analysis.toolchains import agreement, missing_reason, then_and_now, toolchains_of
+from experiments.analysis.toolchains import agreement, disagrees, missing_reason, then_and_now, toolchains_of
 from experiments.core.units import MiB
 
 
@@ -62,7 +62,7 @@ def section(df: pd.DataFrame, primary: str | None, gettext) -> dict | None:
             agrees = getattr(r, f"{name}_agrees")
             cells.append(dict(text=result_cell(getattr(r, f"{name}_status"), getattr(r, f"{name}_vmem_bytes"),
                                                getattr(r, f"{name}_error"), gettext),
-                              disagrees=agrees is False))
+                              disagrees=disagrees(agrees)))
         rows.append(dict(config=config_cell(r), dtype=r.dtype, size=int(r.m),
-                         post=verdicts.get(r.post_status, r.post_status), cells=cells))
+                         post=verdicts.get(r.published_status, r.published_status), cells=cells))
     return dict(columns=columns, summaries=summaries, missing=missing, rows=rows)

@@ -29,11 +29,11 @@ def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
     toolchain the status, the VMEM bytes behind it (used, or requested when out of VMEM), the limit,
     and whether it agrees with the post (ok with ok; vmem_oom with failed). No estimate: empty status.
 
-    Columns: experiment, kernel, dtype, m, k, n, bm, bk, bn, post_status, then per toolchain T:
+    Columns: experiment, kernel, dtype, m, k, n, bm, bk, bn, published_status, then per toolchain T:
     T_status, T_vmem_bytes, T_limit_bytes, T_agrees, T_libtpu, T_error.
     """
     published = df[(df.source == "published") & (df.target == TARGET) & (df.kernel != "xla")]
-    out = published[MATCH + ["status"]].rename(columns={"status": "post_status"}).drop_duplicates(MATCH)
+    out = published[MATCH + ["status"]].rename(columns={"status": "published_status"}).drop_duplicates(MATCH)
     estimates = post_configs(default_limit(df[(df.source == "estimate") & (df.target == TARGET)]))
     for name in toolchains_of(df, primary):
         rows = estimates[estimates.toolchain == name].drop_duplicates(MATCH)
@@ -43,13 +43,19 @@ def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
                                     "error": f"{name}_error"})
         out = out.merge(rows, on=MATCH, how="left")
         status = out[f"{name}_status"]
-        out[f"{name}_agrees"] = ((status == "ok") & (out.post_status == "ok")) | (
-            (status == "vmem_oom") & (out.post_status == "failed"))
-        out.loc[~status.isin(["ok", "vmem_oom"]), f"{name}_agrees"] = pd.NA
+        agrees = (((status == "ok") & (out.published_status == "ok")) | (
+            (status == "vmem_oom") & (out.published_status == "failed"))).astype("boolean")
+        agrees[~status.isin(["ok", "vmem_oom"])] = pd.NA  # nothing compiled: no verdict to compare
+        out[f"{name}_agrees"] = agrees
     order = {"v1": 1, "v2": 2, "v3": 3, "v4": 4, "v5": 5}
     out = out.assign(_order=out.experiment.map(order).fillna(9))
     return out.sort_values(["_order", "dtype", "bm", "bk", "bn", "m"], na_position="first").drop(
         columns="_order").reset_index(drop=True)
+
+
+def disagrees(value) -> bool:
+    """True where a toolchain's verdict differs from the post's (not where it has none)."""
+    return value is not pd.NA and pd.notna(value) and not bool(value)
 
 
 def agreement(table: pd.DataFrame, name: str) -> dict:
