@@ -8,6 +8,7 @@ disagrees with the post's verdict. Reads the tidy table only, like every figure.
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 from experiments.analysis.toolchains import TARGET, disagrees, then_and_now, toolchains_of
 from experiments.core.units import MiB
@@ -32,7 +33,7 @@ TEXT = {
         "disagree": "红色边框：与帖子结论不一致",
         "limit": "默认 scoped 上限 {limit:.0f} MiB",
         "axis": "VMEM（MiB，对数坐标）",
-        "verdict": {"ok": "帖子：成功", "failed": "帖子：✗"},
+        "verdict": {"ok": "帖子：成功", "failed": "帖子：失败"},
         "missing": "{name}：无结果（{reason}）",
         "no_data": "没有帖子配置的估计",
     },
@@ -95,6 +96,7 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
                         for r in table.itertuples()], fontsize=6.5)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.set_xlabel(t["axis"])
     ax.grid(axis="x", which="both", alpha=0.3)
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7)

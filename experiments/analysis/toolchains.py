@@ -41,12 +41,17 @@ def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
         rows = rows.rename(columns={"status": f"{name}_status", "vmem_bytes": f"{name}_vmem_bytes",
                                     "vmem_limit_bytes": f"{name}_limit_bytes", "libtpu_version": f"{name}_libtpu",
                                     "error": f"{name}_error"})
+        # the compiler's first line says why (the rest is the kernel's serialised body)
+        rows[f"{name}_error"] = rows[f"{name}_error"].fillna("").map(lambda e: e.splitlines()[0][:300] if e else e)
         out = out.merge(rows, on=MATCH, how="left")
         status = out[f"{name}_status"]
         agrees = (((status == "ok") & (out.published_status == "ok")) | (
             (status == "vmem_oom") & (out.published_status == "failed"))).astype("boolean")
         agrees[~status.isin(["ok", "vmem_oom"])] = pd.NA  # nothing compiled: no verdict to compare
         out[f"{name}_agrees"] = agrees
+    names = toolchains_of(df, primary)
+    if names:  # the configurations at least one toolchain compiled (a run's sizes may be fewer)
+        out = out[out[[f"{n}_status" for n in names]].notna().any(axis=1)]
     order = {"v1": 1, "v2": 2, "v3": 3, "v4": 4, "v5": 5}
     out = out.assign(_order=out.experiment.map(order).fillna(9))
     return out.sort_values(["_order", "dtype", "bm", "bk", "bn", "m"], na_position="first").drop(
