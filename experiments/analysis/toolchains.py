@@ -3,11 +3,19 @@
 The existing figures and findings read the pipeline toolchain's estimates only (`primary_rows`);
 the "then and now" figure, table and report section read every toolchain's.
 """
+import re
+
 import pandas as pd
 
 from experiments.analysis.summaries import MATCH, default_limit, post_configs
 
 TARGET = "v5e"  # the post's chip
+
+
+def short_error(error: str) -> str:
+    """The compiler's sizes for an out-of-VMEM error, else its first line (the rest is the kernel)."""
+    found = re.search(r"Scoped allocation with size \S+ and limit \S+", error)
+    return found.group(0) if found else (error.splitlines()[0][:300] if error else "")
 
 
 def primary_rows(df: pd.DataFrame, primary: str | None) -> pd.DataFrame:
@@ -42,7 +50,7 @@ def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
                                     "vmem_limit_bytes": f"{name}_limit_bytes", "libtpu_version": f"{name}_libtpu",
                                     "error": f"{name}_error"})
         # the compiler's first line says why (the rest is the kernel's serialised body)
-        rows[f"{name}_error"] = rows[f"{name}_error"].fillna("").map(lambda e: e.splitlines()[0][:300] if e else e)
+        rows[f"{name}_error"] = rows[f"{name}_error"].fillna("").map(short_error)
         out = out.merge(rows, on=MATCH, how="left")
         status = out[f"{name}_status"]
         agrees = (((status == "ok") & (out.published_status == "ok")) | (
