@@ -25,6 +25,7 @@ configfile: "config/config.yaml"
 include: "rules/common.smk"
 include: "rules/correctness.smk"
 include: "rules/compile_study.smk"
+include: "rules/toolchains.smk"
 include: "rules/measure.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
@@ -37,5 +38,6 @@ rule all:
         "results/matmul.parquet",
         "results/fidelity.csv",
         "results/best_vs_xla.csv",
+        "results/then_and_now.csv",
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=["en", "zh"], ext=["html", "pdf"]),

@@ -2,7 +2,10 @@
 from pathlib import Path
 
 from experiments.analysis.summaries import latest_runs
+from experiments.analysis.toolchains import primary_rows
+from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
+from figures.then_and_now import plot_then_and_now
 from figures.style import LANGUAGES, save, use_style
 
 KINDS = {
@@ -12,6 +15,7 @@ KINDS = {
     "search": plots.plot_search,
     "fidelity": plots.plot_fidelity,
     "generations": plots.plot_generations,
+    "then_and_now": plot_then_and_now,  # every toolchain's estimates; the other kinds: the pipeline's only
 }
 PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
 
@@ -35,6 +39,10 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
         specs[f"roofline_{target}"] = ("roofline", dict(target=target))
         if target in PUBLISHED_TARGETS:
             specs[f"fidelity_{target}"] = ("fidelity", dict(target=target))
+    toolchains = parse_toolchains(config)
+    if len(toolchains) > 1:  # the post's configurations under each toolchain
+        primary = next(t.name for t in toolchains.values() if t.pipeline)
+        specs["then_and_now_v5e"] = ("then_and_now", dict(target="v5e", primary=primary))
     if len(targets) > 1:
         for name, spec in experiments.items():
             for dtype in spec["dtypes"]:
@@ -47,8 +55,11 @@ def stem(directory, name: str, lang: str) -> Path:
     return Path(directory) / (name if lang == "en" else f"{name}.{lang}")
 
 
-def render(df, name: str, kind: str, args: dict, directory) -> list[Path]:
-    """Draw one figure in every language and format."""
+def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None) -> list[Path]:
+    """Draw one figure in every language and format (`primary`: the pipeline's own toolchain, whose
+    estimates all kinds but then_and_now draw; None: every row)."""
+    if kind != "then_and_now":
+        df = primary_rows(df, primary)
     df = latest_runs(df)  # one measured curve per configuration: each target's latest run
     paths = []
     for lang in LANGUAGES:

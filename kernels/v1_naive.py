@@ -7,8 +7,8 @@ import functools
 
 import jax
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
+from kernels import compat
 from kernels.checks import FLOAT_DTYPES, check_operands, check_vmem_limit
 from kernels.spec import WHOLE, KernelSpec
 
@@ -36,6 +36,6 @@ def _matmul_v1(a, b, *, out_shape, vmem_limit_bytes, interpret):
     return pl.pallas_call(
         matmul_v1_kernel,
         out_shape=jax.ShapeDtypeStruct(out_shape, a.dtype),
-        compiler_params=pltpu.CompilerParams(vmem_limit_bytes=vmem_limit_bytes),
+        compiler_params=compat.compiler_params(vmem_limit_bytes=vmem_limit_bytes),
         interpret=interpret,
     )(a, b)

@@ -7,8 +7,8 @@ import functools
 
 import jax
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
+from kernels import compat
 from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit, split_blocks
 from kernels.spec import SPLIT, KernelSpec
 
@@ -47,7 +47,7 @@ def _matmul_v2(a, b, *, splits, vmem_limit_bytes, interpret):
         out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
         out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
         # independent output blocks: megacore chips (v4, v5p) split them over both TensorCores
-        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel"),
-                                             vmem_limit_bytes=vmem_limit_bytes),
+        compiler_params=compat.compiler_params(dimension_semantics=("parallel", "parallel"),
+                                               vmem_limit_bytes=vmem_limit_bytes),
         interpret=interpret,
     )(a, b)

@@ -9,8 +9,8 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
+from kernels import compat
 from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
 from kernels.spec import BLOCKS, KernelSpec
 
@@ -54,7 +54,7 @@ def _matmul_v3(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
         # output blocks independent; k carries the sum in the output block, so it stays sequential
-        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary"),
-                                             vmem_limit_bytes=vmem_limit_bytes),
+        compiler_params=compat.compiler_params(dimension_semantics=("parallel", "parallel", "arbitrary"),
+                                               vmem_limit_bytes=vmem_limit_bytes),
         interpret=interpret,
     )(a, b)

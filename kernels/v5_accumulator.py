@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
+from kernels import compat
 from kernels.checks import (
     FLOAT_DTYPES, INT_DTYPES, accumulator_dtype, check_blocks, check_operands,
     check_vmem_limit,
@@ -73,7 +74,7 @@ def _matmul_v5(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):
         out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
         out_shape=jax.ShapeDtypeStruct((m, n), v5_out_dtype(a.dtype)),
         scratch_shapes=[pltpu.VMEM((bm, bn), accumulator_dtype(a.dtype))],
-        compiler_params=pltpu.CompilerParams(
+        compiler_params=compat.compiler_params(
             dimension_semantics=("parallel", "parallel", "arbitrary"),
             vmem_limit_bytes=vmem_limit_bytes,
         ),

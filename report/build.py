@@ -22,7 +22,9 @@ from babel.messages.extract import extract_from_file
 from babel.support import Translations
 
 from experiments.core.tables import write_atomic
+from experiments.analysis.toolchains import primary_rows
 from report import findings, tables
+from report.then_and_now import section as then_and_now_section
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -59,7 +61,10 @@ def used_messages() -> set[str]:
     methods = [("report.html.j2", TEMPLATES / "report.html.j2", "jinja2.ext:babel_extract",
                 {"extensions": "jinja2.ext.i18n"}),
                ("build.py", Path(__file__), "python", {}),
-               ("tables.py", HERE / "tables.py", "python", {})]
+               ("tables.py", HERE / "tables.py", "python", {}),
+               ("then_and_now.html.j2", TEMPLATES / "then_and_now.html.j2", "jinja2.ext:babel_extract",
+                {"extensions": "jinja2.ext.i18n"}),
+               ("then_and_now.py", HERE / "then_and_now.py", "python", {})]
     for _name, path, method, options in methods:
         for _lineno, message, _comments, _context in extract_from_file(
                 method, str(path), keywords={"_": None, "N_": None, "gettext": None}, options=options):
@@ -185,9 +190,13 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
 
 
 def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[str], figure_names,
-                correctness: dict, figures_href: str = "../figures", for_pdf: bool = False) -> str:
+                correctness: dict, figures_href: str = "../figures", for_pdf: bool = False,
+                primary_toolchain: str | None = None) -> str:
     env, trans = environment(lang)
     gettext = trans.gettext
+    # "Then and now" reads every toolchain's estimates; the rest of the report the pipeline's own.
+    then_and_now = then_and_now_section(df, primary_toolchain, gettext)
+    df = primary_rows(df, primary_toolchain)
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
     raised = {}
@@ -228,6 +237,9 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
                           if n.startswith("fidelity_")],
         correctness=correctness, bibtex=BIBTEX % (", ".join(git_shas) or "unknown"),
         details_open=" open" if for_pdf else "",
+        then_and_now=then_and_now,
+        then_and_now_figures=[figure(n, lang, n.replace("_", " "), figures_href) for n in sorted(figure_names)
+                              if n.startswith("then_and_now_")],
     )
     return env.get_template("report.html.j2").render(**context)
 

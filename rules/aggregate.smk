@@ -20,7 +20,8 @@ rule check_carried:
 
 rule aggregate:
     input:
-        estimates=expand("results/estimates/{target}.parquet", target=TARGETS),
+        # the pipeline toolchain's, then the other toolchains' (rules/toolchains.smk)
+        estimates=expand("results/estimates/{target}.parquet", target=TARGETS) + TOOLCHAIN_ESTIMATES,
         published=PUBLISHED,
         # this run's measurements, and those carried here from other machines
         measured=MEASURED + IMPORTED,

@@ -88,3 +88,16 @@ wildcard_constraints:
     # measurements: this run's device and label only
     device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
     label=re.escape(MEASURE_LABEL),
+
+# Toolchains (experiments/plan/toolchains.py): the pipeline's own runs PLAN.study above; the others
+# run in environments of their own (rules/toolchains.smk).
+from experiments.plan import toolchains as toolchain_plan
+
+try:
+    TOOLCHAINS = toolchain_plan.parse(config)
+    TOOLCHAIN_JOBS = toolchain_plan.jobs(config, PUBLISHED)
+except (toolchain_plan.ToolchainError, ConfigError) as e:
+    raise WorkflowError(str(e)) from None
+TOOLCHAIN_NAMES = sorted({t for t, *_ in TOOLCHAIN_JOBS})
+TOOLCHAIN_TARGETS = sorted({target for _, target, *_ in TOOLCHAIN_JOBS})
+TOOLCHAIN_ESTIMATES = sorted({f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS})

@@ -6,12 +6,14 @@ import pandas as pd
 from experiments.analysis.aggregate import check_unique, combine, load_measured, load_published
 from experiments.core.runtime import logged
 from experiments.core.tables import write_parquet_atomic
+from experiments.plan.toolchains import primary
 
 with logged(snakemake.log[0]) as log:
     estimates = [pd.read_parquet(p) for p in snakemake.input.estimates]
     measured = load_measured(snakemake.input.measured)
     log.info("%d measured rows from %s", len(measured), list(snakemake.input.measured) or "no file")
-    df = combine(estimates, load_published(snakemake.input.published), measured)
+    df = combine(estimates, load_published(snakemake.input.published), measured,
+                 toolchain=primary(snakemake.config))
     check_unique(df)
     log.info("%d rows; by source: %s", len(df), df.source.value_counts().to_dict())
     write_parquet_atomic(df, snakemake.output[0])

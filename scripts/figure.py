@@ -8,6 +8,7 @@ import pandas as pd
 
 from experiments.core import codec
 from experiments.core.runtime import logged
+from experiments.plan.toolchains import primary
 from figures.catalog import render
 
 with logged(snakemake.log[0]) as log:
@@ -16,5 +17,6 @@ with logged(snakemake.log[0]) as log:
     with warnings.catch_warnings():
         # A missing glyph would print boxes in a published figure: make it an error.
         warnings.filterwarnings("error", message=".*[Gg]lyph.*missing.*")
-        paths = render(df, snakemake.wildcards.name, kind, args, Path(snakemake.output[0]).parent)
+        paths = render(df, snakemake.wildcards.name, kind, args, Path(snakemake.output[0]).parent,
+                       primary=primary(snakemake.config))
     log.info("wrote %s", ", ".join(str(p) for p in paths))

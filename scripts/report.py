@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 from experiments.core.runtime import logged
+from experiments.plan.toolchains import primary
 from experiments.core.tables import write_text_atomic
 from figures.style import cjk_font_path
 from report.build import config_text, embed_cjk_font, render_html, write_pdf
@@ -19,7 +20,7 @@ with logged(snakemake.log[0]) as log:
     for lang in ("en", "zh"):
         common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
                       figure_names=snakemake.params.figures, correctness=correctness,
-                      figures_href=str(figures_href))
+                      figures_href=str(figures_href), primary_toolchain=primary(snakemake.config))
         html_path = out[f"report.{lang}.html"]
         write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
         pdf_html = render_html(df, for_pdf=True, **common)

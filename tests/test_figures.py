@@ -37,7 +37,7 @@ def test_every_figure_renders_in_both_languages_without_missing_glyphs(table, tm
 def test_figures_render_without_published_rows(table, tmp_path):
     estimates_only = table[table.source == "estimate"]
     for kind in KINDS:
-        args = {"target": "v5e"} if kind in ("vmem", "roofline", "fidelity") else {"experiment": "v5", "dtype": "bfloat16"}
+        args = {"target": "v5e"} if kind in ("vmem", "roofline", "fidelity", "then_and_now") else {"experiment": "v5", "dtype": "bfloat16"}
         if kind in ("experiment", "search"):
             args["target"] = "v5e"
         render(estimates_only, f"{kind}_only", kind, args, tmp_path)

@@ -1,6 +1,6 @@
 """The tidy results table: estimates, measurements and the post's published numbers, one row each.
 
-Key: (source, target, experiment, kernel, dtype, m, k, n, bm, bk, bn, vmem_limit_bytes, run_label);
+Key: (source, toolchain, target, experiment, kernel, dtype, m, k, n, bm, bk, bn, vmem_limit_bytes, run_label);
 run_label names a measurement run (a machine), so two machines' measurements of a target both stay. XLA's
 baseline is compiled once per target and dtype (experiment "xla") and joins every experiment of the
 same dtype here, at that experiment's sizes, so each experiment's rows carry their own baseline.
@@ -64,21 +64,28 @@ def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
 
     XLA rows that join no experiment (a CPU measurement of XLA alone) stay as experiment "xla".
     """
+    # each toolchain's baseline joins its own experiments ("" for measured rows)
+    rows = rows.assign(toolchain=rows["toolchain"].fillna("") if "toolchain" in rows else "")
     xla = rows[rows.experiment == "xla"]
     kernels = rows[rows.experiment != "xla"]
     parts, joined = [kernels], pd.Series(False, index=xla.index)
-    for (source, target, experiment, dtype), group in kernels.groupby(["source", "target", "experiment", "dtype"]):
-        match = (xla.source == source) & (xla.target == target) & (xla.dtype == dtype) & xla.m.isin(set(group.m))
+    groups = kernels.groupby(["source", "toolchain", "target", "experiment", "dtype"])
+    for (source, toolchain, target, experiment, dtype), group in groups:
+        match = ((xla.source == source) & (xla.toolchain == toolchain) & (xla.target == target)
+                 & (xla.dtype == dtype) & xla.m.isin(set(group.m)))
         parts.append(xla[match].assign(experiment=experiment))
         joined |= match
     parts.append(xla[~joined])
     return pd.concat(parts, ignore_index=True)
 
 
-def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None) -> pd.DataFrame:
-    """measured_over_estimate = measured seconds / estimated seconds, for configurations with both."""
+def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None, toolchain: str | None = None) -> pd.DataFrame:
+    """measured_over_estimate = measured seconds / estimated seconds, for configurations with both
+    (the estimates of `toolchain`, the pipeline's own, when given)."""
     if estimates is None:
         return measured.assign(measured_over_estimate=float("nan"))
+    if toolchain is not None:
+        estimates = estimates[estimates.toolchain == toolchain]
     # the estimate of the same target and configuration, whichever experiment it was filed under
     on = ["target", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes"]
     est = estimates[estimates.status == "ok"][on + ["seconds"]].drop_duplicates(on)
@@ -89,15 +96,17 @@ def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None) -> pd.Dat
 
 
 def combine(estimates: list[pd.DataFrame], published: pd.DataFrame | None,
-            measured: pd.DataFrame | None = None) -> pd.DataFrame:
+            measured: pd.DataFrame | None = None, toolchain: str | None = None) -> pd.DataFrame:
+    """The table; `toolchain` names the pipeline's own, whose estimates measurements are compared with."""
     frames = [attach_baseline(pd.concat(estimates, ignore_index=True))] if estimates else []
     if measured is not None and len(measured):
-        frames.append(with_ratio(attach_baseline(measured), frames[0] if frames else None))
+        frames.append(with_ratio(attach_baseline(measured), frames[0] if frames else None, toolchain))
     if published is not None:
         frames.append(published)
     df = pd.concat([f.reindex(columns=COLUMNS) for f in frames], ignore_index=True)
     for col in INT_COLUMNS:
         df[col] = df[col].astype("Int64")
+    df["toolchain"] = df["toolchain"].fillna("")  # published rows come from no toolchain
     return sort_rows(df)
 
 

@@ -96,14 +96,14 @@ def compile_context(target: str, profile: bool, versions: dict, code_digest: str
                 libtpu_init_args=os.environ.get("LIBTPU_INIT_ARGS", ""))
 
 
-def for_target(target: str, profile: bool) -> CompileCache | None:
-    """The cache for this environment's compiles for `target`, or None when disabled."""
+def for_target(target: str, profile: bool, versions: dict) -> CompileCache | None:
+    """The cache for compiles for `target` with the toolchain whose jax, jaxlib and libtpu versions are
+    in `versions` (a row's version columns), or None when disabled."""
     root = cache_root()
     if root is None:
         return None
     from experiments.compile_study import worker
-    from experiments.core.provenance import provenance
     from experiments.plan.code_inputs import closure, digest
 
-    versions = {k: v for k, v in provenance().items() if k != "git_sha"}
-    return CompileCache(root, compile_context(target, profile, versions, digest(closure(worker.__file__))))
+    toolchain = {k: versions.get(k) for k in ("jax_version", "jaxlib_version", "libtpu_version")}
+    return CompileCache(root, compile_context(target, profile, toolchain, digest(closure(worker.__file__))))

@@ -31,6 +31,9 @@ from kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
 
+# cycles_method of an ok Pallas row whose toolchain cannot profile (libtpu 0.0.5 rejects the flag)
+NO_STATIC_PROFILE = "no_static_profile"
+
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +48,8 @@ class Job:
     raise_limits_for: tuple = ()  # the experiment's own cases (the rest come from its block search);
     # compiled again at raised limits if they run out of VMEM
     raised_limits_mib: tuple = ()
+    toolchain: str = "current"  # experiments/plan/toolchains.py; rows carry it
+    static_profile: bool = True  # False: the toolchain's libtpu has no static profile (no Pallas cycles)
 
 
 class CycleEstimator:
@@ -95,7 +100,7 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
                  method: str, vmem_method: str) -> dict:
     c = chip(job.target)
     row = dict(
-        source="estimate", target=job.target, device_kind=c.device_kind, experiment=job.experiment,
+        source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind, experiment=job.experiment,
         kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
         bm=case.bm, bk=case.bk, bn=case.bn, status=result["status"], vmem_bytes=result["vmem_bytes"],
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
@@ -112,12 +117,20 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
     return row
 
 
-def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
-    """Compile every case of `job` (and raised-limit retries) and return its tidy rows."""
+def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | None = None,
+            versions: dict | None = None) -> pd.DataFrame:
+    """Compile every case of `job` (and raised-limit retries) and return its tidy rows.
+
+    `python` and `env`: the toolchain's environment for the compile workers (default: this process's),
+    `versions` its jax, jaxlib and libtpu versions for the rows (default: this process's).
+    """
     rows = []
-    with Compiler(job.target, timeout_s=job.timeout_s, stderr=stderr, cache=cache.for_target(job.target, False)) \
-            as compiler, Compiler(job.target, profile=True, timeout_s=job.timeout_s, stderr=stderr,
-                                  cache=cache.for_target(job.target, True)) as profiler:
+    workers = dict(timeout_s=job.timeout_s, stderr=stderr, python=python, env=env,
+                   toolchain=job.toolchain if python else "")
+    row_versions = job_versions(versions)
+    with Compiler(job.target, cache=cache.for_target(job.target, False, row_versions), **workers) as compiler, \
+            Compiler(job.target, profile=True, cache=cache.for_target(job.target, True, row_versions),
+                     **workers) as profiler:
         estimator = CycleEstimator(profiler, job.profile_max_steps)
 
         def one(case: Case, limit: int | None) -> dict:
@@ -131,8 +144,10 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
                 if result["status"] == "ok":
                     if not case.spec.pallas:
                         cycles, method = result["est_cycles"], "xla_cost_model"
-                    else:
+                    elif job.static_profile:
                         cycles, method = estimator.cycles(case, limit)
+                    else:
+                        method = NO_STATIC_PROFILE
             log.info("%s %s limit=%s: %s vmem=%s (%s) cycles=%s (%s) %.1fs", job.target, case.label(), limit,
                      result["status"], result["vmem_bytes"], vmem_method, cycles, method, result["compile_s"])
             return estimate_row(job, case, result, limit, cycles, method, vmem_method)
@@ -144,9 +159,13 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
             also the largest of the small grids the cycle fit profiles."""
             small = extrapolate.grid_counts(case)[1] <= job.profile_max_steps
             probe = case if small else extrapolate.representative(case)
-            result = estimator.compile(probe, limit)
             vmem_method = "compiled" if probe == case else "representative"
-            if result["status"] == "compile_error" and "worker exited" in result["error"]:
+            if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
+                result = compiler.compile(probe, limit)
+                return (_located(result, probe, case), None, NO_STATIC_PROFILE if result["status"] == "ok" else "",
+                        vmem_method)
+            result = estimator.compile(probe, limit)
+            if result["status"] == "compile_error" and "exited with code" in result["error"]:
                 # libtpu's static profiler crashed (v4 and 7x with some libtpu releases): the VMEM
                 # verdict from a plain compile, and the crash as the reason there are no cycles.
                 crash = result["error"]
@@ -155,10 +174,7 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
                     result = dict(result, error=f"no cycle estimate: libtpu's static profiler crashed ({crash})")
                     return result, None, "profiler_crashed", vmem_method
             if result["status"] != "ok":
-                if probe != case:
-                    result = dict(result, error=f"compiled at {probe.m}x{probe.k}x{probe.n} with the same blocks "
-                                                f"and single-step axes: {result['error']}")
-                return result, None, "", vmem_method
+                return _located(result, probe, case), None, "", vmem_method
             return result, *estimator.cycles(case, limit), vmem_method
 
         progress = Progress(len(job.cases), log)
@@ -172,7 +188,35 @@ def run_job(job: Job, *, stderr=None) -> pd.DataFrame:
         for name, worker in (("plain", compiler), ("profiled", profiler)):
             if worker.cache:
                 log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
-    return frame(rows, provenance())
+    return frame(rows, row_versions)
+
+
+def job_versions(versions: dict | None) -> dict:
+    """The row's version columns: the toolchain's jax, jaxlib and libtpu, and this checkout's commit."""
+    if versions is None:
+        return provenance()
+    return {**provenance(), **{f"{p}_version": versions.get(p, "not installed") for p in ("jax", "jaxlib", "libtpu")}}
+
+
+def toolchain_error_rows(job: Job, error: str, versions: dict | None = None) -> pd.DataFrame:
+    """One toolchain_error row per case of `job`: its toolchain could not be installed or started, so
+    nothing was compiled; `error` names the toolchain and says why."""
+    c = chip(job.target)
+    rows = [dict(source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
+                 experiment=job.experiment, kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
+                 bm=case.bm, bk=case.bk, bn=case.bn, status="toolchain_error",
+                 vmem_limit_bytes=c.default_vmem_limit_bytes, raised_limit=False,
+                 search=case.spec.pallas and case not in job.raise_limits_for, error=error[:1000])
+            for case in job.cases]
+    return frame(rows, job_versions(versions or {}))
+
+
+def _located(result: dict, probe: Case, case: Case) -> dict:
+    """A failed compile of a representative small grid, its error saying where it was compiled."""
+    if probe == case or result["status"] == "ok":
+        return result
+    return dict(result, error=f"compiled at {probe.m}x{probe.k}x{probe.n} with the same blocks and single-step "
+                              f"axes: {result['error']}")
 
 
 def beyond_physical_vmem(target: str, case: Case) -> dict | None:

@@ -99,19 +99,29 @@ class Compiler:
     """A worker process that compiles cases for one target; killed and restarted after a timeout."""
 
     def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, stderr=None,
-                 cache: CompileCache | None = None):
+                 cache: CompileCache | None = None, python: str | None = None, env: dict | None = None,
+                 toolchain: str = ""):
+        """`python` runs the worker (a toolchain's environment; default: this process's), with `env`
+        added to its environment; `toolchain` names it in the errors of a worker that dies. `cache`:
+        compile results by content (experiments/compile_study/cache.py), None to always compile."""
         chip(target)  # unknown targets fail here, in the caller's process
         self.target, self.profile, self.timeout_s, self.cache = target, profile, timeout_s, cache
+        self.python, self.env, self.toolchain = python or sys.executable, dict(env or {}), toolchain
         self._stderr = stderr if stderr is not None else subprocess.DEVNULL
         self._profile_dir = tempfile.TemporaryDirectory(prefix="llo-profile-") if profile else None
         self._proc = None
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None:
-            env = worker_env()
+            env = worker_env() | self.env
+            if self.python != sys.executable and "TPU_LIBRARY_PATH" not in self.env:
+                # Importing jax here set TPU_LIBRARY_PATH to this environment's libtpu: another
+                # toolchain's jax would load that one instead of its own (seen: jax 0.4.36 with
+                # libtpu 0.0.42.1 fails every compile with "Instruction with id > INT_MAX").
+                env.pop("TPU_LIBRARY_PATH", None)
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", worker.__name__, self.target, profile_dir],
+                [self.python, "-m", worker.__name__, self.target, profile_dir],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 
@@ -141,7 +151,8 @@ class Compiler:
             code = proc.wait()
             self._proc = None
             return dict(status="compile_error", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None,
-                        error=f"compile worker exited with code {code} (crashed in the compiler?)",
+                        error=f"compile worker{self._of_toolchain()} exited with code {code} "
+                              "(crashed in the compiler, or could not start it?)",
                         compile_s=float("nan"))
 
     def platforms(self) -> dict:
@@ -150,6 +161,9 @@ class Compiler:
         pickle.dump("platforms", proc.stdin)
         proc.stdin.flush()
         return pickle.load(proc.stdout)
+
+    def _of_toolchain(self) -> str:
+        return f" of toolchain {self.toolchain!r} ({self.python})" if self.toolchain else ""
 
     def close(self):
         if self._proc is not None:

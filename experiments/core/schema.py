@@ -11,9 +11,9 @@ import pandas as pd
 from experiments.core.runtime import UserError
 
 COLUMNS = [
-    "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
-    "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "vmem_method", "est_cycles",
-    "cycles_method",
+    "source", "toolchain", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk",
+    "bn", "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "vmem_method",
+    "est_cycles", "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
     # measured rows only (experiments/measure/harness.py, experiments/measure/statistics.py)
@@ -29,15 +29,20 @@ FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "rooflin
                  "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
                  "measured_over_estimate", "max_tile_error", "dispatch_floor_s", "batched_seconds")
 BOOL_COLUMNS = ("raised_limit", "search")  # near_dispatch_floor: boolean, missing where not derived
-TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision")  # never missing: "" when nothing to say
+# never missing: "" when there is nothing to say. toolchain: the compiler environment an estimate came
+# from (config `toolchains`, experiments/plan/toolchains.py); "" for published and measured rows.
+TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain")
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
-ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")
+# toolchain_error: the toolchain's environment could not be installed (or its compiler not started);
+# the row's error names the toolchain and says why.
+ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout", "toolchain_error")
 MEASURE_STATUSES = ("ok", "vmem_oom", "compile_error", "runtime_error", "wrong_result", "timeout")
 PUBLISHED_STATUSES = ("ok", "failed")
 
 # run_label names a measurement run (a machine), so two machines' measurements of a target both stay.
-KEY = ["source", "target", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
+# toolchain: one configuration compiled by two compilers (then and now) is two rows.
+KEY = ["source", "toolchain", "target", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
        "vmem_limit_bytes", "run_label"]
 # A configuration, whichever source and experiment it was filed under.
 CONFIG = ["target", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes"]

@@ -89,6 +89,15 @@ def _key(path) -> str:
     return out
 
 
+def check_toolchains(config: dict) -> None:
+    from experiments.plan.toolchains import ToolchainError, parse
+
+    try:
+        parse(config)
+    except ToolchainError as e:
+        raise ConfigError(str(e)) from None
+
+
 def check_case(case: Case, key: str) -> None:
     """Raise ConfigError if the kernel would refuse `case` (tiling, divisibility, dtype)."""
     supported = REGISTRY[case.kernel].dtypes
@@ -154,7 +163,10 @@ def _fits(case: Case) -> bool:
 def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
     """Jobs of the compile study keyed by (target, experiment, dtype); "xla" is the baseline."""
     section = config["compile_study"]
-    settings = dict(timeout_s=section["timeout_s"], profile_max_steps=section["profile_max_steps"],
+    from experiments.plan.toolchains import primary
+
+    settings = dict(toolchain=primary(config), timeout_s=section["timeout_s"],
+                    profile_max_steps=section["profile_max_steps"],
                     raised_limits_mib=tuple(section["raised_vmem_limits_mib"]))
     per_target = {}
     baseline_sizes = set(section["sizes"])

@@ -32,6 +32,7 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=()) -
     Raises plan_config.ConfigError naming the key and the value.
     """
     config = plan_config.checked(config)
+    plan_config.check_toolchains(config)
     correctness = plan_config.correctness_cases(config)
     measure = plan_config.measure_jobs(config, device, label) if device else {}
     imported = tuple(sorted(str(p) for p in imported))

@@ -1,0 +1,100 @@
+"""Virtual environments for toolchains (experiments/plan/toolchains.py), made with venv and pip only.
+
+One environment per toolchain and set of pins, in the cache folder (outside results/, so a clean
+run reuses it), at <cache>/<name>-<hash of pins and Python version>: new pins are a new folder, the
+old one stays until deleted. An environment counts as built only once its manifest
+(`toolchain.json`, written last, atomically) exists: a build that was interrupted or failed leaves no
+manifest, is never used, and is removed by the next build. A lock file serialises builders, so jobs
+of one toolchain started at once build it once and share it.
+"""
+import fcntl
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from experiments.core.tables import write_text_atomic
+from experiments.plan.toolchains import Toolchain
+
+MANIFEST = "toolchain.json"
+VERSION_PACKAGES = ("jax", "jaxlib", "libtpu")  # recorded on every estimate row
+INSTALL_TIMEOUT_S = 1800
+
+
+class ToolchainInstallError(RuntimeError):
+    """A toolchain's environment could not be made; the message names the toolchain and says why."""
+
+
+def python_of(path: Path) -> Path:
+    return path / "bin" / "python"
+
+
+def read_manifest(path: Path) -> dict | None:
+    """The manifest of a complete environment at `path`, or None (absent, half-built or moved)."""
+    try:
+        manifest = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return None
+    return manifest if Path(manifest.get("python", "")).exists() else None
+
+
+def ensure(toolchain: Toolchain, path: Path, *, pip_args=(), log=None) -> dict:
+    """The toolchain's environment at `path`, built first if needed; returns its manifest.
+
+    Raises ToolchainInstallError naming the toolchain when venv or pip fail.
+    """
+    if toolchain.pipeline:
+        raise ValueError(f"toolchain {toolchain.name!r} is the pipeline's own environment: nothing to build")
+    path = Path(path)
+    manifest = read_manifest(path)
+    if manifest:
+        return manifest
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f"{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another job may be building it: wait, then use its result
+        manifest = read_manifest(path)
+        if manifest:
+            return manifest
+        if path.exists():  # a build that did not finish
+            shutil.rmtree(path)
+        try:
+            return _build(toolchain, path, pip_args, log)
+        except BaseException:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+
+
+def _run(toolchain: Toolchain, what: str, cmd: list[str], log) -> str:
+    if log:
+        log.info("toolchain %s: %s", toolchain.name, " ".join(cmd))
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ToolchainInstallError(f"toolchain {toolchain.describe()}: {what} did not finish within "
+                                    f"{INSTALL_TIMEOUT_S} s") from None
+    if done.returncode:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])
+        raise ToolchainInstallError(f"toolchain {toolchain.describe()}: {what} failed (exit {done.returncode}):\n{tail}")
+    return done.stdout
+
+
+def _build(toolchain: Toolchain, path: Path, pip_args, log) -> dict:
+    _run(toolchain, "creating its virtual environment", [sys.executable, "-m", "venv", str(path)], log)
+    python = str(python_of(path))
+    _run(toolchain, "pip install", [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+                                    *pip_args, *toolchain.requirements()], log)
+    # Importing jax checks the install (a wheel for another platform, a broken dependency) now, with
+    # the toolchain's name in the message, rather than in every compile job.
+    script = ("import importlib.metadata as m, json, jax, jaxlib; "
+              f"print(json.dumps({{p: m.version(p) for p in {VERSION_PACKAGES!r}}}))")
+    versions = json.loads(_run(toolchain, "importing jax", [python, "-c", script], log).strip().splitlines()[-1])
+    freeze = _run(toolchain, "pip freeze", [python, "-m", "pip", "freeze", "--disable-pip-version-check"], log)
+    for package, version in toolchain.pins:
+        if package in versions and versions[package] != version:
+            raise ToolchainInstallError(f"toolchain {toolchain.describe()}: pip installed {package} "
+                                        f"{versions[package]}, not {version}")
+    manifest = dict(toolchain=toolchain.name, pins=dict(toolchain.pins), path=str(path), python=python,
+                    hash=toolchain.pins_hash(), versions=versions, freeze=freeze.split())
+    write_text_atomic(json.dumps(manifest, indent=1), path / MANIFEST)  # last: the environment is complete
+    return manifest

@@ -1,0 +1,50 @@
+"""A toolchain's two steps in the pipeline: its environment's marker, and its compile jobs.
+
+Both turn a toolchain that cannot be installed into a result, not a failed run: the marker records
+the error, and each job writes toolchain_error rows carrying it. The error goes to the console too,
+so a run that ends well still says loudly that one toolchain is missing.
+"""
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.compile_study import toolchain_env
+from experiments.compile_study.study import Job, run_job, toolchain_error_rows
+from experiments.core.tables import write_text_atomic
+from experiments.plan.toolchains import Toolchain
+
+
+def warn(log, message: str) -> None:
+    log.error(message)
+    print(f"WARNING: {message}", file=sys.__stderr__, flush=True)  # the console, past the job's log
+
+
+def environment_marker(toolchain: Toolchain, path, marker, log, *, pip_args=()) -> dict:
+    """Build or find the environment; write the marker (status ok with the manifest, or failed)."""
+    try:
+        manifest = dict(status="ok", **toolchain_env.ensure(toolchain, Path(path), pip_args=pip_args, log=log))
+        log.info("toolchain %s: %s, versions %s", toolchain.name, manifest["path"], manifest["versions"])
+    except toolchain_env.ToolchainInstallError as e:
+        warn(log, f"{e}\nIts results are missing from this run (rows with status toolchain_error); the other "
+                  f"toolchains' results are complete. Delete {marker} to try again.")
+        manifest = dict(status="failed", toolchain=toolchain.name, pins=dict(toolchain.pins), path=str(path),
+                        error=str(e))
+    write_text_atomic(json.dumps(manifest, indent=1), marker)
+    return manifest
+
+
+def run_toolchain_job(job: Job, toolchain: Toolchain, path, marker, log, *, stderr=None) -> pd.DataFrame:
+    """Compile `job` with the toolchain's Python, or return its toolchain_error rows."""
+    manifest = json.loads(Path(marker).read_text())
+    if manifest["status"] == "ok":
+        try:  # the cache may have been deleted since the marker was written: rebuilt here
+            manifest = toolchain_env.ensure(toolchain, Path(path), log=log)
+        except toolchain_env.ToolchainInstallError as e:
+            manifest = dict(status="failed", error=str(e))
+    if manifest.get("status") == "failed":
+        warn(log, f"{job.toolchain} {job.target} {job.experiment}: nothing compiled: {manifest['error']}")
+        return toolchain_error_rows(job, manifest["error"], dict(toolchain.pins))
+    return run_job(job, stderr=stderr, python=manifest["python"], env=dict(toolchain.environment),
+                   versions=manifest["versions"])

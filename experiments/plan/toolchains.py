@@ -1,0 +1,155 @@
+"""Toolchains: which compiler (jax, jaxlib, libtpu) an estimate comes from, and what each one compiles.
+
+A toolchain is a name in the config's `toolchains` section with either
+- `pipeline: true`: the pipeline's own environment (requirements.txt's pins); it runs the whole
+  compile study, as the pipeline always did; or
+- `pins`: exact versions (jax, jaxlib, libtpu, optionally more packages) installed by the pipeline
+  with pip into a virtual environment of their own (experiments/compile_study/toolchain_env.py), and
+  what it compiles there: `runs: study` (the compile study's sweeps) or `runs: published` (the
+  configurations of the post's published table, at the default scoped-VMEM limit), for `targets`.
+Without a `toolchains` section there is one toolchain, `current`, the pipeline's own.
+"""
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from experiments.core.cases import Case
+
+DEFAULT = {"current": {"pipeline": True}}
+PUBLISHED_TARGETS = ("v5e",)  # the post measured on TPU v5e
+CACHE_VARIABLE = "TPU_MATMUL_REPRO_TOOLCHAINS"  # overrides the cache folder of toolchain environments
+
+
+class ToolchainError(ValueError):
+    """A toolchain setting that cannot work; the message names the key and the value."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Toolchain:
+    name: str
+    pins: tuple = ()  # ((package, version), ...), sorted; empty for the pipeline's own environment
+    runs: str = "study"  # "study" or "published"
+    targets: tuple | None = None  # None: the config's targets
+    static_profile: bool = True  # False where libtpu has no static profile (no Pallas cycles)
+    environment: tuple = ()  # ((variable, value), ...) set for its compile workers
+
+    @property
+    def pipeline(self) -> bool:
+        return not self.pins
+
+    def requirements(self) -> list[str]:
+        return [f"{package}=={version}" for package, version in self.pins]
+
+    def describe(self) -> str:
+        """'post (jax==0.4.36, jaxlib==0.4.36, libtpu==0.0.5)', for messages and logs."""
+        return f"{self.name} ({', '.join(self.requirements())})" if self.pins else f"{self.name} (pipeline environment)"
+
+    def pins_hash(self) -> str:
+        """Names the environment: a change of pins or of the Python running it is a new environment."""
+        key = json.dumps({"pins": self.pins, "python": list(sys.version_info[:2])}, sort_keys=True)
+        return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def parse(config: dict) -> dict[str, Toolchain]:
+    """The config's toolchains (schema-checked already), checked further; raises ToolchainError."""
+    section = config.get("toolchains") or DEFAULT
+    out = {}
+    for name, spec in section.items():
+        key = f"toolchains.{name}"
+        if spec.get("pipeline") and "pins" in spec:
+            raise ToolchainError(f"{key}: pipeline: true uses the pipeline's own environment (requirements.txt); "
+                                 f"drop pins={spec['pins']!r} or pipeline")
+        if not spec.get("pipeline") and "pins" not in spec:
+            raise ToolchainError(f"{key}: needs pins (jax, jaxlib, libtpu) or pipeline: true")
+        runs = spec.get("runs", "study")
+        if spec.get("pipeline") and runs != "study":
+            raise ToolchainError(f"{key}.runs: {runs!r}: the pipeline's own toolchain runs the whole study")
+        targets = tuple(spec["targets"]) if "targets" in spec else None
+        if runs == "published":
+            wrong = [t for t in (targets or config["targets"]) if t not in PUBLISHED_TARGETS]
+            if wrong:
+                raise ToolchainError(f"{key}.targets: {wrong!r}: runs: published compiles the post's configurations, "
+                                     f"published for {list(PUBLISHED_TARGETS)} only")
+        out[name] = Toolchain(
+            name=name, pins=tuple(sorted((spec.get("pins") or {}).items())), runs=runs, targets=targets,
+            static_profile=spec.get("static_profile", True),
+            environment=tuple(sorted((spec.get("environment") or {}).items())))
+    pipeline = [t.name for t in out.values() if t.pipeline]
+    if len(pipeline) != 1:
+        raise ToolchainError(f"toolchains: exactly one toolchain must have pipeline: true (the pipeline's own "
+                             f"environment), found {pipeline}")
+    return out
+
+
+def primary(config: dict) -> str:
+    """The name of the pipeline's own toolchain: the one the existing figures and findings use."""
+    return next(t.name for t in parse(config).values() if t.pipeline)
+
+
+def cache_dir(config: dict) -> Path:
+    """Where toolchain environments live, outside results/: config `toolchain_cache_dir`, else
+    $TPU_MATMUL_REPRO_TOOLCHAINS, else $XDG_CACHE_HOME (~/.cache)/tpu-matmul-repro/toolchains."""
+    chosen = config.get("toolchain_cache_dir") or os.environ.get(CACHE_VARIABLE)
+    if chosen:
+        return Path(chosen).expanduser().resolve()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "tpu-matmul-repro" / "toolchains"
+
+
+def env_path(config: dict, toolchain: Toolchain) -> Path:
+    return cache_dir(config) / f"{toolchain.name}-{toolchain.pins_hash()}"
+
+
+def published_cases(path) -> dict[tuple[str, str], list[Case]]:
+    """The post's configurations from data/published_v5e.csv, by (experiment, dtype); XLA's under "xla".
+
+    The post's figure number names the experiment (figure 4 is "v4", v3's kernel over other blocks).
+    """
+    import csv
+
+    out: dict[tuple[str, str], list[Case]] = {}
+    with open(path, newline="") as f:
+        for row in csv.DictReader(line for line in f if not line.startswith("#")):
+            kernel = {"v4": "v3"}.get(row["kernel"], row["kernel"])
+            experiment = "xla" if kernel == "xla" else f"v{row['figure']}"
+            blocks = [int(row[b]) if row[b] else None for b in ("bm", "bk", "bn")]
+            case = Case(kernel, row["dtype"], int(row["m"]), int(row["k"]), int(row["n"]), *blocks)
+            cases = out.setdefault((experiment, row["dtype"]), [])
+            if case not in cases:  # XLA's baseline appears in several figures
+                cases.append(case)
+    return out
+
+
+def jobs(config: dict, published_path) -> dict[tuple[str, str, str, str], object]:
+    """Compile-study jobs of the toolchains with environments of their own, keyed by (toolchain,
+    target, experiment, dtype). The pipeline's own toolchain runs experiments/plan/config.study_jobs.
+
+    runs: study    the compile study's sweeps (block searches, raised limits) for the toolchain's targets;
+    runs: published  the post's configurations (data/published_v5e.csv) at the compile study's sizes,
+                   at the default scoped-VMEM limit only, with XLA's matmul at the post's sizes.
+    """
+    from experiments.compile_study.study import Job
+    from experiments.plan.config import study_jobs
+
+    out = {}
+    sizes = set(config["compile_study"]["sizes"])
+    settings = dict(timeout_s=config["compile_study"]["timeout_s"],
+                    profile_max_steps=config["compile_study"]["profile_max_steps"])
+    for toolchain in parse(config).values():
+        if toolchain.pipeline:
+            continue
+        targets = list(toolchain.targets or config["targets"])
+        common = dict(toolchain=toolchain.name, static_profile=toolchain.static_profile)
+        if toolchain.runs == "study":
+            for (target, experiment, dtype), job in study_jobs({**config, "targets": targets}).items():
+                out[(toolchain.name, target, experiment, dtype)] = dataclasses.replace(job, **common)
+            continue
+        for (experiment, dtype), cases in published_cases(published_path).items():
+            cases = tuple(c for c in cases if c.m in sizes)
+            for target in targets if cases else ():
+                out[(toolchain.name, target, experiment, dtype)] = Job(
+                    target=target, experiment=experiment, cases=cases, raise_limits_for=cases, **settings, **common)
+    return out

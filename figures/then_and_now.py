@@ -1,0 +1,105 @@
+"""Then and now: VMEM each of the post's configurations needs under each toolchain, against the limit.
+
+One row per configuration the post published (v5e), one bar per toolchain: filled where it compiles
+at the default scoped-VMEM limit, hatched where it runs out (the bar is what the compiler says it
+requests; "≥" where it was not compiled, a lower bound from the block shapes). A bar edged in red
+disagrees with the post's verdict. Reads the tidy table only, like every figure.
+"""
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
+
+from experiments.analysis.toolchains import TARGET, disagrees, then_and_now, toolchains_of
+from experiments.core.units import MiB
+
+TEXT = {
+    "en": {
+        "title": "VMEM needed by the post's configurations, then and now\n"
+                 "({target}, estimated by each toolchain's libtpu at the default scoped limit, no TPU used)",
+        "toolchain": "{name}: jax {jax}, libtpu {libtpu}",
+        "oom": "hatched: out of VMEM (what the compiler requests)",
+        "disagree": "red edge: disagrees with the post",
+        "limit": "default scoped limit {limit:.0f} MiB",
+        "axis": "VMEM (MiB, log scale)",
+        "verdict": {"ok": "post: ok", "failed": "post: ✗"},
+        "missing": "{name}: no results ({reason})",
+        "no_data": "no estimates of the post's configurations",
+    },
+    "zh": {
+        "title": "帖子各配置所需的 VMEM：当年与现在\n（{target}，由各工具链的 libtpu 在默认 scoped 上限下估计，未使用 TPU）",
+        "toolchain": "{name}：jax {jax}，libtpu {libtpu}",
+        "oom": "斜线：VMEM 不足（编译器请求的大小）",
+        "disagree": "红色边框：与帖子结论不一致",
+        "limit": "默认 scoped 上限 {limit:.0f} MiB",
+        "axis": "VMEM（MiB，对数坐标）",
+        "verdict": {"ok": "帖子：成功", "failed": "帖子：失败"},
+        "missing": "{name}：无结果（{reason}）",
+        "no_data": "没有帖子配置的估计",
+    },
+}
+COLORS = ["#E69F00", "#009E73", "#CC79A7", "#0072B2"]  # older toolchains first; the pipeline's last (blue)
+
+
+def label(row) -> str:
+    if pd.isna(row.bm):
+        blocks = ""
+    elif row.kernel == "v2":
+        blocks = f" N={int(row.m // row.bm)}"
+    else:
+        blocks = f" ({int(row.bm)},{int(row.bk)},{int(row.bn)})"
+    dtype = "" if row.dtype == "float32" else f" {row.dtype}"
+    return f"{row.experiment}{blocks}{dtype}, {int(row.m)}"
+
+
+def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, target: str = TARGET):
+    t = TEXT[lang]
+    table = then_and_now(df, primary)
+    names = toolchains_of(df, primary)
+    fig, ax = plt.subplots(figsize=(8, 0.2 * max(len(table), 8) + 1.6))
+    fig.suptitle(t["title"].format(target=target), fontsize=9)
+    if table.empty or not names:
+        ax.text(0.5, 0.5, t["no_data"], ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return fig
+    est = df[(df.source == "estimate") & (df.target == target)]
+    height = 0.8 / len(names)
+    handles, notes = [], []
+    for i, name in enumerate(names):
+        color = COLORS[-1] if name == primary else COLORS[i % (len(COLORS) - 1)]
+        rows = est[est.toolchain == name]
+        first = rows.iloc[0]
+        handles.append(Patch(color=color, label=t["toolchain"].format(name=name, jax=first.jax_version,
+                                                                       libtpu=first.libtpu_version)))
+        errors = table[f"{name}_error"].fillna("")
+        if (table[f"{name}_status"] == "toolchain_error").all():
+            notes.append(t["missing"].format(name=name, reason=str(errors.iloc[0]).splitlines()[0][:90]))
+        for y, row in enumerate(table.itertuples()):
+            status, vmem = getattr(row, f"{name}_status"), getattr(row, f"{name}_vmem_bytes")
+            if status not in ("ok", "vmem_oom") or pd.isna(vmem):
+                continue
+            agrees = getattr(row, f"{name}_agrees")
+            ax.barh(y + (i - (len(names) - 1) / 2) * height, vmem / MiB, height=height * 0.95, color=color,
+                    hatch="////" if status == "vmem_oom" else None, alpha=0.9 if status == "ok" else 0.55,
+                    edgecolor="#D55E00" if disagrees(agrees) else color, linewidth=1.2 if disagrees(agrees) else 0.3)
+            if errors.iloc[y].startswith("not compiled"):
+                ax.text(vmem / MiB * 1.05, y + (i - (len(names) - 1) / 2) * height, "≥", va="center", fontsize=6)
+    limits = est.vmem_limit_bytes[~est.raised_limit.eq(True)].dropna()
+    if len(limits):
+        limit = limits.iloc[0] / MiB
+        ax.axvline(limit, color="#D55E00", linewidth=1)
+        handles.append(plt.Line2D([], [], color="#D55E00", label=t["limit"].format(limit=limit)))
+    handles += [Patch(facecolor="white", edgecolor="#444444", hatch="////", label=t["oom"]),
+                Patch(facecolor="white", edgecolor="#D55E00", linewidth=1.2, label=t["disagree"])]
+    ax.set_yticks(range(len(table)))
+    ax.set_yticklabels([f"{label(r)}  [{t['verdict'].get(r.published_status, r.published_status)}]"
+                        for r in table.itertuples()], fontsize=6.5)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.set_xlabel(t["axis"])
+    ax.grid(axis="x", which="both", alpha=0.3)
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7)
+    for j, note in enumerate(notes):
+        fig.text(0.01, -0.02 - 0.02 * j, note, fontsize=7, color="#D55E00")
+    return fig

@@ -1,0 +1,78 @@
+# Toolchains with environments of their own (config `toolchains`, experiments/plan/toolchains.py): the
+# environment is built once per set of pins in the cache folder, then the toolchain's compile jobs run
+# their workers with its Python. A toolchain that cannot be installed gives toolchain_error rows whose
+# error says why, so the rest of the run (the pipeline toolchain's results, figures, report) still builds.
+
+
+wildcard_constraints:
+    toolchain="|".join(TOOLCHAIN_NAMES) or "^$",
+
+
+rule toolchain_environment:
+    output:
+        "results/toolchains/{toolchain}/environment.json",
+    log:
+        "logs/toolchains/{toolchain}/environment.log",
+    params:
+        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
+        path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
+        code=code("scripts/toolchain_environment.py"),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/toolchain_environment.py"
+
+
+rule toolchain_study_job:
+    input:
+        environment="results/toolchains/{toolchain}/environment.json",
+    output:
+        "results/toolchains/{toolchain}/estimates/{target}/{experiment}_{dtype}.parquet",
+    log:
+        "logs/toolchains/{toolchain}/estimates/{target}/{experiment}_{dtype}.log",
+    wildcard_constraints:
+        target="|".join(TOOLCHAIN_TARGETS) or "^$",
+    params:
+        job=lambda wc: settings(TOOLCHAIN_JOBS[(wc.toolchain, wc.target, wc.experiment, wc.dtype)]),
+        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
+        path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
+        code=code("scripts/toolchain_study_job.py"),
+    resources:
+        mem_mb=4000,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/toolchain_study_job.py"
+
+
+rule toolchain_target:
+    input:
+        lambda wc: [f"results/toolchains/{wc.toolchain}/estimates/{wc.target}/{e}_{d}.parquet"
+                    for t, target, e, d in TOOLCHAIN_JOBS if t == wc.toolchain and target == wc.target],
+    output:
+        "results/toolchains/{toolchain}/estimates/{target}.parquet",
+    log:
+        "logs/toolchains/{toolchain}/estimates/{target}.log",
+    wildcard_constraints:
+        target="|".join(TOOLCHAIN_TARGETS) or "^$",
+    params:
+        code=code("scripts/concat_tables.py"),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/concat_tables.py"
+
+
+rule then_and_now:
+    input:
+        "results/matmul.parquet",
+    output:
+        "results/then_and_now.csv",
+    log:
+        "logs/aggregate/then_and_now.log",
+    params:
+        code=code("scripts/then_and_now.py"),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/then_and_now.py"

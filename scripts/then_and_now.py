@@ -1,0 +1,17 @@
+"""Snakemake script: the post's configurations under each toolchain against the post's verdicts."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
+import pandas as pd
+
+from experiments.analysis.toolchains import agreement, then_and_now, toolchains_of
+from experiments.core.runtime import logged
+from experiments.core.tables import write_csv_atomic
+from experiments.plan.toolchains import primary
+
+with logged(snakemake.log[0]) as log:
+    df = pd.read_parquet(snakemake.input[0])
+    name = primary(snakemake.config)
+    table = then_and_now(df, name)
+    for toolchain in toolchains_of(df, name):
+        log.info("feasibility agreement with the post: %s", agreement(table, toolchain))
+    write_csv_atomic(table, snakemake.output[0])

@@ -1,0 +1,212 @@
+"""Toolchains: config checks, the compatibility layer under the project's jax, the compile worker run by
+another Python, and an uninstallable toolchain (a clear error naming it; the other results intact).
+
+Nothing here downloads: the failing install runs pip with --no-index.
+"""
+import copy
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from experiments.analysis.aggregate import combine
+from experiments.analysis.toolchains import agreement, missing_reason, primary_rows, then_and_now
+from experiments.compile_study import toolchain_env
+from experiments.compile_study.toolchain_jobs import environment_marker, run_toolchain_job
+from experiments.compile_study.tpu_compile import Compiler
+from experiments.core.cases import Case
+from experiments.core.schema import ESTIMATE_STATUSES, KEY
+from experiments.plan import config as experiment_config
+from experiments.plan import toolchains
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHED = ROOT / "data" / "published_v5e.csv"
+
+
+@pytest.fixture
+def config():
+    return experiment_config.with_defaults(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+
+
+# --- the compatibility layer, under the project's jax ---------------------------------------------
+
+def test_compiler_params_use_this_jax_s_name():
+    from jax.experimental.pallas import tpu as pltpu
+
+    from kernels import compat
+
+    params = compat.compiler_params(vmem_limit_bytes=7 * 2**20)
+    assert isinstance(params, pltpu.CompilerParams) and params.vmem_limit_bytes == 7 * 2**20
+
+
+def test_compiler_params_fall_back_to_the_old_name(monkeypatch):
+    from jax.experimental.pallas import tpu as pltpu
+
+    from kernels import compat
+
+    class TPUCompilerParams(dict):  # jax 0.4.36's name
+        pass
+
+    monkeypatch.delattr(pltpu, "CompilerParams")
+    monkeypatch.setattr(pltpu, "TPUCompilerParams", TPUCompilerParams, raising=False)
+    assert compat.compiler_params(vmem_limit_bytes=1) == TPUCompilerParams(vmem_limit_bytes=1)
+    monkeypatch.delattr(pltpu, "TPUCompilerParams")
+    with pytest.raises(ImportError, match=r"neither pltpu.CompilerParams nor pltpu.TPUCompilerParams"):
+        compat.compiler_params()
+
+
+def test_worker_runs_with_the_toolchain_s_python_and_environment(tmp_path):
+    """A toolchain's Python (here a wrapper around this one that records its environment) runs the
+    worker, with the toolchain's variables set and this process's TPU_LIBRARY_PATH removed (jax sets
+    it on import; another jax would load this environment's libtpu)."""
+    record = tmp_path / "env.txt"
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\nenv > {record}\nexec {sys.executable} \"$@\"\n")
+    python.chmod(python.stat().st_mode | stat.S_IEXEC)
+    os.environ.setdefault("TPU_LIBRARY_PATH", "/elsewhere/libtpu.so")
+    with Compiler("v5e", python=str(python), env={"TOOLCHAIN_CHECK": "1"}, toolchain="wrapped") as compiler:
+        result = compiler.compile(Case("v1", "float32", 1024, 1024, 1024))
+    assert result["status"] == "ok", result["error"]
+    seen = record.read_text()
+    assert "TOOLCHAIN_CHECK=1" in seen and "TPU_LIBRARY_PATH=" not in seen
+
+
+# --- configuration ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("toolchains_section, message", [
+    ({"current": {"pipeline": True}, "post": {"pins": {"jax": "latest", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
+     r"toolchains\.post\.pins\.jax: 'latest' does not match"),
+    ({"current": {"pipeline": True}, "post": {"pins": {"jax": ">=0.4", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
+     r"toolchains\.post\.pins\.jax: '>=0.4' does not match"),
+    ({"current": {"pipeline": True}, "post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36"}}},
+     r"toolchains\.post\.pins: 'libtpu' is a required property"),
+    ({"current": {"pipeline": True}, "Post!": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
+     r"toolchains: 'Post!' does not match"),
+    ({"current": {"pipeline": True}, "post": {"pinz": {}}}, r"toolchains\.post: .*'pinz' was unexpected"),
+    ({"current": {"pipeline": True}, "post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"},
+                                              "runs": "everything"}},
+     r"toolchains\.post\.runs: 'everything' is not one of \['study', 'published'\]"),
+    ({"current": {"pipeline": True}, "post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"},
+                                              "runs": "published", "targets": ["v6e"]}},
+     r"toolchains\.post\.targets: \['v6e'\]: runs: published compiles the post's configurations"),
+    ({"post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
+     r"toolchains: exactly one toolchain must have pipeline: true .* found \[\]"),
+    ({"current": {"pipeline": True}, "now": {"pipeline": True}},
+     r"toolchains: exactly one toolchain must have pipeline: true .* found \['current', 'now'\]"),
+    ({"current": {"pipeline": True, "pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
+     r"toolchains\.current: pipeline: true uses the pipeline's own environment .* drop pins="),
+    ({"current": {"pipeline": True}, "post": {"runs": "published"}},
+     r"toolchains\.post: needs pins \(jax, jaxlib, libtpu\) or pipeline: true"),
+])
+def test_bad_toolchains_name_key_and_value(config, toolchains_section, message):
+    config = copy.deepcopy(config)
+    config["toolchains"] = toolchains_section
+    with pytest.raises(experiment_config.ConfigError, match=message):
+        experiment_config.validate(config)
+
+
+def test_default_config_plans_the_post_s_configurations(config):
+    parsed = toolchains.parse(config)
+    assert toolchains.primary(config) == "current" and parsed["post"].requirements()[:3] == [
+        "jax==0.4.36", "jaxlib==0.4.36", "libtpu==0.0.5"]
+    jobs = toolchains.jobs(config, PUBLISHED)
+    assert {key[:2] for key in jobs} == {("post", "v5e")}
+    published = pd.read_csv(PUBLISHED, comment="#")
+    pallas = [c for job in jobs.values() for c in job.cases if c.kernel != "xla"]
+    assert len(pallas) == len(published[published.kernel != "xla"]) == 53
+    # the post's own configurations: no block search, no raised limits, no static profile
+    assert all(job.cases == job.raise_limits_for and not job.raised_limits_mib and not job.static_profile
+               for job in jobs.values())
+    # the pipeline's study is unchanged, and its jobs carry the pipeline toolchain's name
+    assert {job.toolchain for job in experiment_config.study_jobs(config).values()} == {"current"}
+
+
+def test_a_config_without_toolchains_has_the_pipeline_s_only():
+    ci = experiment_config.load(ROOT / "config" / "config.ci.yaml")
+    assert list(toolchains.parse(ci)) == ["current"] and toolchains.jobs(ci, PUBLISHED) == {}
+
+
+def test_new_pins_are_a_new_environment(config, tmp_path):
+    config["toolchain_cache_dir"] = str(tmp_path)
+    post = toolchains.parse(config)["post"]
+    newer = toolchains.parse({**config, "toolchains": {**config["toolchains"], "post": {
+        **config["toolchains"]["post"], "pins": {**config["toolchains"]["post"]["pins"], "libtpu": "0.0.6"}}}})["post"]
+    assert toolchains.env_path(config, post).parent == tmp_path
+    assert toolchains.env_path(config, post) != toolchains.env_path(config, newer)
+
+
+def test_key_includes_the_toolchain():
+    assert "toolchain" in KEY and "toolchain_error" in ESTIMATE_STATUSES
+
+
+# --- an uninstallable toolchain ---------------------------------------------------------------------
+
+BROKEN = toolchains.Toolchain(name="broken", pins=(("jax", "0.0.0"), ("jaxlib", "0.0.0"), ("libtpu", "0.0.0")),
+                              runs="published", targets=("v5e",), static_profile=False)
+
+
+def test_uninstallable_toolchain_is_a_clear_error_and_leaves_no_environment(tmp_path):
+    path = tmp_path / "cache" / "broken-abc"
+    path.mkdir(parents=True)
+    (path / "half-built").write_text("an earlier build that was killed")  # no manifest: never used
+    assert toolchain_env.read_manifest(path) is None
+    with pytest.raises(toolchain_env.ToolchainInstallError) as error:
+        toolchain_env.ensure(BROKEN, path, pip_args=("--no-index", "--find-links", str(tmp_path)))
+    message = str(error.value)
+    assert "toolchain broken (jax==0.0.0, jaxlib==0.0.0, libtpu==0.0.0): pip install failed" in message
+    assert "jax==0.0.0" in message and not path.exists()
+
+
+def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_path, table, capfd):
+    import logging
+
+    log = logging.getLogger("test")
+    marker = tmp_path / "environment.json"
+    manifest = environment_marker(BROKEN, tmp_path / "broken-abc", marker, log,
+                                  pip_args=("--no-index", "--find-links", str(tmp_path)))
+    assert manifest["status"] == "failed" and json.loads(marker.read_text())["status"] == "failed"
+    assert "WARNING: toolchain broken" in capfd.readouterr().err  # said on the console, not only in the log
+
+    config = experiment_config.with_defaults(
+        {"targets": ["v5e"], "compile_study": {"sizes": [1024, 2048], "experiments": {}},
+         "toolchains": {"current": {"pipeline": True},
+                        "broken": {"pins": dict(BROKEN.pins), "runs": "published", "targets": ["v5e"]}}})
+    jobs = toolchains.jobs(config, PUBLISHED)
+    rows = pd.concat([run_toolchain_job(job, BROKEN, tmp_path / "broken-abc", marker, log) for job in jobs.values()])
+    assert (rows.status == "toolchain_error").all() and rows.error.str.contains("toolchain broken").all()
+    assert (rows.toolchain == "broken").all() and (rows.jax_version == "0.0.0").all()
+
+    # the pipeline toolchain's rows come through the table unchanged, and the report says why
+    current = table[table.source == "estimate"].assign(toolchain="current")
+    published = table[table.source == "published"]
+    combined = combine([current, rows], published, toolchain="current")
+    kept = primary_rows(combined, "current")
+    assert len(kept[kept.source == "estimate"]) == len(current)
+    assert missing_reason(combined, "broken").startswith("toolchain broken")
+
+    from report import build
+
+    html = build.render_html(combined, lang="en", config_yaml="", targets=["v5e"], figure_names=[],
+                             correctness={"passed": 1, "total": 1}, primary_toolchain="current")
+    assert "Toolchain broken has no results in this run: toolchain broken (jax==0.0.0" in html.replace("\n", " ")
+
+
+def test_then_and_now_compares_each_toolchain_with_the_post(table):
+    """Two toolchains over the fixture's configurations: the older one agrees where the newer fails."""
+    now = table[table.source == "estimate"].assign(toolchain="current")
+    then = now.copy().assign(toolchain="post")
+    oom = (then.kernel == "v5") & (then.bm == 1024) & (then.m == 2048)
+    assert oom.any()
+    then.loc[oom, "status"] = "ok"  # what the older compiler said, in this fixture
+    combined = combine([now, then], table[table.source == "published"], toolchain="current")
+    result = then_and_now(combined, "current")
+    row = result[(result.kernel == "v5") & (result.bm == 1024) & (result.m == 2048)].iloc[0]
+    assert row.published_status == "failed"
+    assert row.current_status == "vmem_oom" and row.current_agrees == True  # noqa: E712 (a pandas boolean)
+    assert row.post_status == "ok" and row.post_agrees == False  # noqa: E712
+    assert agreement(result, "current")["agree"] == agreement(result, "post")["agree"] + 1
