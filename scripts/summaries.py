@@ -1,16 +1,21 @@
-"""Snakemake script: agreement with the post (fidelity.csv) and best Pallas against XLA."""
+"""Snakemake script: the timing model's fidelity to the post (cross-validated), its constants, and
+the best Pallas configuration against XLA."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
 
 import pandas as pd
 
+from experiments.analysis import timing_model, validation
+from experiments.analysis.summaries import best_vs_xla
 from experiments.core.runtime import logged
-from experiments.analysis.summaries import best_vs_xla, fidelity
 from experiments.core.tables import write_csv_atomic
 
 with logged(snakemake.log[0]) as log:
     df = pd.read_parquet(snakemake.input[0])
-    agreement = fidelity(df)
+    agreement = validation.fidelity_table(df)
+    constants = timing_model.constants_table(timing_model.fits(df))
     best = best_vs_xla(df)
-    log.info("fidelity:\n%s\nbest vs xla:\n%s", agreement.to_string(), best.to_string())
+    log.info("fidelity:\n%s\nconstants:\n%s\nbest vs xla:\n%s", agreement.to_string(), constants.to_string(),
+             best.to_string())
     write_csv_atomic(agreement, snakemake.output.fidelity)
+    write_csv_atomic(constants, snakemake.output.constants)
     write_csv_atomic(best, snakemake.output.best_vs_xla)

@@ -12,6 +12,9 @@ COLUMNS = [
     "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "est_cycles", "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
+    # the timing model (experiments/analysis/timing_model.py): estimate rows, and measured rows beside them
+    "model_device_seconds", "model_device_tflops", "model_post_seconds", "model_post_tflops", "model_fit",
+    "estimate_nonmonotonic", "measured_over_model", "wall_over_model",
     # measured rows only (experiments/measure/harness.py, experiments/measure/statistics.py)
     "rel_error", "timer", "calls_per_sample", "samples_s", "wall_samples_s",
     "n_samples", "p25_seconds", "p75_seconds", "wall_seconds", "measured_over_estimate",
@@ -22,9 +25,10 @@ INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_by
                "calls_per_sample", "n_samples", "num_chips")
 FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
                  "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
-                 "measured_over_estimate")
-BOOL_COLUMNS = ("raised_limit", "search")
-TEXT_COLUMNS = ("error", "cycles_method")  # never missing: "" when there is nothing to say
+                 "measured_over_estimate", "model_device_seconds", "model_device_tflops", "model_post_seconds",
+                 "model_post_tflops", "measured_over_model", "wall_over_model")
+BOOL_COLUMNS = ("raised_limit", "search", "estimate_nonmonotonic")
+TEXT_COLUMNS = ("error", "cycles_method", "model_fit")  # never missing: "" when there is nothing to say
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
 ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout")

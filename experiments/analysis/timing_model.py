@@ -1,0 +1,388 @@
+"""A timing model of how the Pallas TPU pipeline runs a grid, fitted to the post's published numbers.
+
+libtpu's estimate (`seconds` in the table) is device time, and its static profile neither waits for
+DMAs nor knows what the host adds. The post timed one blocked call at a time (`timeit`, dispatch
+included). This model turns the compiler's numbers into both:
+
+    Pallas grid of S steps (step s: compute c, window bytes W_s, prologue P, epilogue E):
+      c        = max(FLOPs per step / peak,  profile_scale * est_cycles / S / clock)
+      device   = P / bw  +  sum_s max(c, W_s / bw)  +  S * step_cycles / clock  +  E / bw
+      bw       = bandwidth_fraction * the chip's HBM bandwidth
+      W_s      = bytes step s+1 copies in (prefetched during step s)
+                 + the output block step s-1 wrote back (written during step s)
+      P, E     = step 0's inputs (nothing to overlap them with), the last output block
+    XLA's matmul (one fused op, its own loop inside): device = max(FLOPs / peak, est_cycles / clock,
+      its minimum HBM bytes / bw)
+    as the post timed it: post = device + call_seconds
+
+The bytes per step are counted with the pipeline's block-index-change rule
+(experiments/core/traffic.step_bytes). The four constants are fitted by least squares on
+ln(time) against the post's published v5e numbers only (fit_published); no other published number
+enters the fit. Physically: compute is never faster than the peak, DMA never faster than the HBM
+bandwidth (bandwidth_fraction <= 1), and no constant is negative, so a modelled time is never faster
+than the chip allows.
+
+Fitted on the baseline run's table (libtpu 0.0.42.1, v5e; value +- 1 standard error from the Jacobian
+of the fit, see results/timing_model.csv of a run for its own values):
+    profile_scale       FITTED_NOTE below
+    bandwidth_fraction  FITTED_NOTE below
+    step_cycles         FITTED_NOTE below
+    call_seconds        FITTED_NOTE below
+"""
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from experiments.core.cases import Case
+from experiments.core.chips import chip
+from experiments.core.traffic import hbm_bytes, step_bytes
+from experiments.core.units import flops as flop_count
+
+PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds")
+UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s"}
+# Plausible ranges, enforced by the fit: a scale of the static profile between a tenth and twice;
+# at most the whole HBM bandwidth; a per-step cost up to 2000 cycles (1.3 us at 1.5 GHz); a
+# per-call host overhead up to 10 ms.
+LOWER = np.array([0.1, 0.05, 0.0, 0.0])
+UPPER = np.array([2.0, 1.0, 2000.0, 1e-2])
+# Starting points of the fit (the model is piecewise smooth: several starts, the best one kept).
+STARTS = (np.array([1.0, 0.8, 100.0, 1e-4]), np.array([0.7, 0.5, 300.0, 5e-5]),
+          np.array([1.2, 0.95, 20.0, 1.5e-4]))
+MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
+CONFIG = ["kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
+# An XLA estimate is flagged when its TFLOP/s falls more than this below that of a smaller size
+# of the same target and dtype: FLOP per byte only rises with size, so a fall is the cost model's.
+NONMONOTONIC_TOLERANCE = 0.02
+
+
+class TooFewPoints(ValueError):
+    """Fewer points than a fit of the model's constants can determine."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Constants:
+    profile_scale: float
+    bandwidth_fraction: float
+    step_cycles: float
+    call_seconds: float
+
+    @classmethod
+    def of(cls, x) -> "Constants":
+        return cls(*(float(v) for v in x))
+
+    def vector(self) -> np.ndarray:
+        return np.array([getattr(self, p) for p in PARAMS])
+
+
+@dataclasses.dataclass(frozen=True)
+class Features:
+    """What the model needs of one configuration on one target, independent of the constants."""
+
+    xla: bool
+    flops: float
+    est_cycles: float
+    steps: int
+    prologue_bytes: float
+    epilogue_bytes: float
+    window_bytes: np.ndarray  # distinct window sizes W ...
+    window_counts: np.ndarray  # ... and how many steps have each
+    min_bytes: float  # XLA: operands once
+    clock_hz: float
+    peak_flops: float
+    hbm_bytes_per_s: float
+
+
+def _get(row, name):
+    """A field of a row given as a namedtuple (itertuples) or a Series (where .dtype is the Series')."""
+    return row[name] if isinstance(row, pd.Series) else getattr(row, name)
+
+
+def case_of(row) -> Case:
+    blocks = [None if pd.isna(_get(row, b)) else int(_get(row, b)) for b in ("bm", "bk", "bn")]
+    return Case(_get(row, "kernel"), _get(row, "dtype"), int(_get(row, "m")), int(_get(row, "k")),
+                int(_get(row, "n")), *blocks)
+
+
+def features(row, _cache={}) -> Features:
+    """The model's inputs for a table row (an estimate of one configuration for one target); cached
+    per configuration, as the step counts of large grids take milliseconds."""
+    case, target, cycles = case_of(row), _get(row, "target"), float(_get(row, "est_cycles"))
+    key = (case, target, cycles)
+    if key in _cache:
+        return _cache[key]
+    c = chip(target)
+    common = dict(flops=float(flop_count(case.m, case.k, case.n)), est_cycles=cycles,
+                  clock_hz=c.clock_hz, peak_flops=c.peak_flops[case.dtype], hbm_bytes_per_s=c.hbm_bytes_per_s)
+    if case.kernel == "xla":
+        out = Features(xla=True, steps=1, prologue_bytes=0.0, epilogue_bytes=0.0, window_bytes=np.zeros(0),
+                       window_counts=np.zeros(0), min_bytes=float(hbm_bytes(case)), **common)
+    else:
+        bytes_in, bytes_out = step_bytes(case)
+        window = np.zeros(len(bytes_in), dtype=np.int64)
+        window[:-1] += bytes_in[1:]  # step s prefetches step s+1's new blocks
+        window[1:] += bytes_out[:-1]  # and writes back what step s-1 finished
+        values, counts = np.unique(window, return_counts=True)
+        out = Features(xla=False, steps=len(bytes_in), prologue_bytes=float(bytes_in[0]),
+                       epilogue_bytes=float(bytes_out[-1]), window_bytes=values.astype(float),
+                       window_counts=counts.astype(float), min_bytes=float(hbm_bytes(case)), **common)
+    _cache[key] = out
+    return out
+
+
+def device_seconds(f: Features, k: Constants) -> float:
+    """Modelled device time of one call (see the module docstring)."""
+    bw = k.bandwidth_fraction * f.hbm_bytes_per_s
+    if f.xla:
+        return max(f.flops / f.peak_flops, f.est_cycles / f.clock_hz, f.min_bytes / bw)
+    compute = max(f.flops / f.steps / f.peak_flops, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
+    steady = float(np.sum(f.window_counts * np.maximum(compute, f.window_bytes / bw)))
+    return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + f.steps * k.step_cycles / f.clock_hz
+
+
+def post_seconds(f: Features, k: Constants) -> float:
+    """Modelled time as the post measured it: one blocked call, host dispatch included."""
+    return device_seconds(f, k) + k.call_seconds
+
+
+# --- which rows the fit may use ------------------------------------------------------------------
+
+def flag_nonmonotonic(df: pd.DataFrame) -> pd.Series:
+    """True for XLA estimates whose TFLOP/s falls (by more than the tolerance) below that of a smaller
+    size of the same target and dtype, while FLOP per byte rises with size: the cost model's dip."""
+    flag = pd.Series(False, index=df.index)
+    est = df[(df.source == "estimate") & (df.kernel == "xla") & (df.status == "ok") & df.tflops.notna()]
+    for _, group in est.groupby(["target", "dtype"]):
+        best_smaller = group.drop_duplicates("m").sort_values("m").set_index("m").tflops.cummax().shift(1)
+        below = group.tflops.to_numpy() < (1 - NONMONOTONIC_TOLERANCE) * best_smaller.reindex(group.m).to_numpy()
+        flag[group.index[below]] = True
+    return flag
+
+
+def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
+    """One ok estimate per (experiment, configuration) of a target: the default VMEM limit's, else
+    the smallest raised limit that compiled (today's compiler asks slightly more VMEM than the post's
+    did for some configurations; the kernel and its cycles are the same)."""
+    est = df[(df.source == "estimate") & (df.target == target) & (df.status == "ok") & df.est_cycles.notna()]
+    est = est[~est.search.eq(True)].copy()
+    est["_raised"] = est.raised_limit.eq(True)
+    est = est.sort_values(["_raised", "vmem_limit_bytes"], kind="stable")
+    return est.drop_duplicates(MATCH).drop(columns="_raised")
+
+
+def reference_points(df: pd.DataFrame, *, source: str = "published", target: str = "v5e",
+                     run_label=None) -> tuple[pd.DataFrame, dict]:
+    """Rows of `source` paired with this run's estimate of the same configuration.
+
+    Returns the points (estimate columns, plus ref_seconds, ref_wall_seconds, ref_tflops) and the
+    count of reference rows left out, by reason.
+    """
+    ref = df[(df.source == source) & (df.target == target)]
+    if run_label is not None:
+        ref = ref[ref.run_label == run_label]
+    if source == "measured":  # XLA's measured rows repeat in every experiment: one point each
+        ref = ref.drop_duplicates(CONFIG)
+    est = estimate_for(df, target)
+    flagged = flag_nonmonotonic(df)
+    est = est.assign(nonmonotonic=flagged.reindex(est.index).fillna(False).to_numpy())
+    on = CONFIG if source == "measured" else MATCH
+    cols = ["tflops", "status"] + (["seconds", "wall_seconds"] if source == "measured" else [])
+    pairs = ref[on + cols].merge(est, on=on, how="left", suffixes=("_ref", ""), indicator=True)
+    reasons = {}
+
+    def leave(mask, reason):
+        nonlocal pairs
+        if mask.any():
+            reasons[reason] = int(mask.sum())
+        pairs = pairs[~mask]
+
+    leave(pairs.status_ref != "ok", f"{source} run failed")
+    leave(pairs._merge != "both", "no ok estimate of this configuration")
+    leave(pairs.nonmonotonic.eq(True), "XLA estimate flagged non-monotonic")
+    work = flop_count(pairs.m.astype(float), pairs.k.astype(float), pairs.n.astype(float))
+    pairs = pairs.assign(ref_tflops=pairs.tflops_ref,
+                         ref_seconds=pairs.seconds_ref if source == "measured" else work / pairs.tflops_ref / 1e12,
+                         ref_wall_seconds=pairs.wall_seconds_ref if source == "measured" else np.nan)
+    return pairs.drop(columns="_merge").reset_index(drop=True), reasons
+
+
+# --- the fit -------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Fit:
+    constants: Constants
+    std_errors: Constants
+    n_points: int
+    rms_log_error: float
+    at_bound: tuple  # names of constants at a bound of their range (their error is then not meaningful)
+
+
+def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=None) -> Fit:
+    """Least squares on ln(time): `post` compares device + call_seconds (the post's timing), else
+    device time alone (call_seconds then fixed at `fixed_call`)."""
+    free = [p for p in PARAMS if post or p != "call_seconds"]
+    if len(feats) < len(free) + 2:
+        raise TooFewPoints(f"{len(feats)} points cannot fit {len(free)} constants ({', '.join(free)}): "
+                           f"need at least {len(free) + 2}")
+    index = [PARAMS.index(p) for p in free]
+    scale = np.array([1.0, 1.0, 100.0, 1e-4])[index]
+    target = np.log(np.asarray(seconds, dtype=float))
+
+    def full(z):
+        x = np.array([0.0, 0.0, 0.0, fixed_call or 0.0])
+        x[index] = z * scale
+        return Constants.of(x)
+
+    def residuals(z):
+        k = full(z)
+        model = [post_seconds(f, k) if post else device_seconds(f, k) for f in feats]
+        return np.log(model) - target
+
+    best = None
+    for start in STARTS:
+        result = least_squares(residuals, start[index] / scale, bounds=(LOWER[index] / scale, UPPER[index] / scale),
+                               x_scale="jac", diff_step=1e-4)
+        if best is None or result.cost < best.cost:
+            best = result
+    r, jac = best.fun, best.jac
+    dof = max(1, len(r) - len(free))
+    cov = np.linalg.pinv(jac.T @ jac) * float(r @ r) / dof
+    errors = np.zeros(len(PARAMS))
+    errors[index] = np.sqrt(np.clip(np.diag(cov), 0, None)) * scale
+    z = best.x
+    at_bound = tuple(p for p, v, lo, hi in zip(free, z * scale, LOWER[index], UPPER[index])
+                     if np.isclose(v, lo, rtol=1e-3, atol=1e-9) or np.isclose(v, hi, rtol=1e-3))
+    return Fit(full(z), Constants.of(errors), len(feats), float(np.sqrt(np.mean(r**2))), at_bound)
+
+
+def fit_published(points: pd.DataFrame) -> Fit:
+    """The four constants from published points (reference_points(df) with source published)."""
+    feats = [features(r) for r in points.itertuples()]
+    return _fit(feats, points.ref_seconds.to_numpy(), post=True)
+
+
+def fit_measured(points: pd.DataFrame) -> Fit:
+    """Constants from a TPU run's own measurements: call_seconds is the median of wall time minus
+    device time (the run measured both), the others are fitted to device time."""
+    ok = points.dropna(subset=["ref_seconds", "ref_wall_seconds"])
+    if len(ok) < 3:
+        raise TooFewPoints(f"{len(ok)} measured points with both device and wall time: need at least 3")
+    overhead = (ok.ref_wall_seconds - ok.ref_seconds).to_numpy()
+    call = float(np.median(overhead))
+    feats = [features(r) for r in ok.itertuples()]
+    fit = _fit(feats, ok.ref_seconds.to_numpy(), post=False, fixed_call=max(call, 0.0))
+    # standard error of a median ~ 1.2533 sigma / sqrt(n)
+    err = 1.2533 * float(np.std(overhead, ddof=1)) / np.sqrt(len(overhead)) if len(overhead) > 1 else np.nan
+    fit.std_errors = dataclasses.replace(fit.std_errors, call_seconds=err)
+    return fit
+
+
+def predict(points: pd.DataFrame, k: Constants) -> pd.DataFrame:
+    feats = [features(r) for r in points.itertuples()]
+    device = np.array([device_seconds(f, k) for f in feats])
+    return points.assign(model_device_seconds=device, model_post_seconds=device + k.call_seconds)
+
+
+# --- the table's modelled columns ----------------------------------------------------------------
+
+def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
+    """Every fit the table allows: {name: (fit, what it was fitted on)}.
+
+    "published v5e": the post's numbers (the default run's model). "measured <target> <run>": a TPU
+    run's own measurements, one per target and run label with enough points.
+    """
+    out = {}
+    points, _ = reference_points(df, source="published", target="v5e")
+    if len(points):
+        out["published v5e"] = (fit_published(points), "published")
+    measured = df[(df.source == "measured") & (df.status == "ok")]
+    for (target, label), _ in measured.groupby(["target", "run_label"], dropna=False):
+        if target not in _known_targets():
+            continue
+        points, _ = reference_points(df, source="measured", target=target, run_label=label)
+        try:
+            out[f"measured {target} {label}"] = (fit_measured(points), "measured")
+        except TooFewPoints:
+            continue
+    return out
+
+
+def _known_targets():
+    from experiments.core.chips import CHIPS
+    return set(CHIPS)
+
+
+def constants_table(all_fits: dict) -> pd.DataFrame:
+    """One row per fit and constant: value, standard error, unit, range, points, at a bound."""
+    rows = []
+    for name, (fit, source) in all_fits.items():
+        for p, lo, hi in zip(PARAMS, LOWER, UPPER):
+            rows.append(dict(fit=name, fitted_on=source, constant=p, value=getattr(fit.constants, p),
+                             std_error=getattr(fit.std_errors, p), unit=UNITS[p], lower=lo, upper=hi,
+                             at_bound=p in fit.at_bound, n_points=fit.n_points,
+                             rms_log_error=fit.rms_log_error))
+    return pd.DataFrame(rows)
+
+
+def choose_fit(all_fits: dict, target: str):
+    """A target's latest measured fit if it has one, else the published v5e fit (for another
+    generation: its own clock, peak and bandwidth with v5e's constants, an extrapolation)."""
+    measured = [n for n in all_fits if n.startswith(f"measured {target} ")]
+    if measured:
+        return measured[-1]
+    return "published v5e" if "published v5e" in all_fits else None
+
+
+def apply(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The table with its modelled columns, and the constants table.
+
+    Estimate rows get model_device_seconds / _tflops and model_post_seconds / _tflops from the fit
+    named in model_fit; measured rows get the modelled times of their configuration's estimate and
+    measured_over_model (device time) and wall_over_model (blocked-call time). XLA estimates whose
+    TFLOP/s falls with size are flagged (estimate_nonmonotonic).
+    """
+    out = df.copy()
+    out["estimate_nonmonotonic"] = flag_nonmonotonic(out) if len(out) else False
+    for col in ("model_device_seconds", "model_post_seconds", "model_device_tflops", "model_post_tflops",
+                "measured_over_model", "wall_over_model"):
+        out[col] = np.nan
+    out["model_fit"] = ""
+    if "est_cycles" not in out or out.est_cycles.isna().all():
+        return out, constants_table({})
+    all_fits = fits(out)
+    is_est = (out.source == "estimate") & (out.status == "ok") & out.est_cycles.notna()
+    for target in sorted(set(out[is_est].target)):
+        name = choose_fit(all_fits, target)
+        if name is None:
+            continue
+        k = all_fits[name][0].constants
+        rows = out[is_est & (out.target == target)]
+        device = np.array([device_seconds(features(r), k) for r in rows.itertuples()])
+        out.loc[rows.index, "model_device_seconds"] = device
+        out.loc[rows.index, "model_post_seconds"] = device + k.call_seconds
+        out.loc[rows.index, "model_fit"] = name
+    work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
+    out["model_device_tflops"] = work / out.model_device_seconds / 1e12
+    out["model_post_tflops"] = work / out.model_post_seconds / 1e12
+    _measured_ratios(out)
+    return out, constants_table(all_fits)
+
+
+def _measured_ratios(out: pd.DataFrame) -> None:
+    """Measured rows: the modelled times of the same target and configuration, and the ratios."""
+    measured = out.source == "measured"
+    if not measured.any():
+        return
+    on = ["target"] + CONFIG + ["vmem_limit_bytes"]
+    est = out[(out.source == "estimate") & out.model_device_seconds.notna()]
+    est = est[on + ["model_device_seconds", "model_post_seconds", "model_fit"]].drop_duplicates(on)
+    joined = out.loc[measured, on].merge(est, on=on, how="left")
+    for col in ("model_device_seconds", "model_post_seconds"):
+        out.loc[measured, col] = joined[col].to_numpy()
+    out.loc[measured, "model_fit"] = joined.model_fit.fillna("").to_numpy()
+    out.loc[measured, "measured_over_model"] = (out.seconds / out.model_device_seconds)[measured]
+    out.loc[measured, "wall_over_model"] = (out.wall_seconds / out.model_post_seconds)[measured]
+    work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
+    out.loc[measured, "model_device_tflops"] = (work / out.model_device_seconds / 1e12)[measured]
+    out.loc[measured, "model_post_tflops"] = (work / out.model_post_seconds / 1e12)[measured]
