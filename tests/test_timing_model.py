@@ -182,7 +182,8 @@ def test_xla_estimate_that_falls_with_size_is_flagged(synthetic):
     flags = tm.flag_nonmonotonic(df)
     assert flags[dip].all() and not flags[~dip].any()
     points, left_out = tm.reference_points(df)
-    assert left_out["XLA estimate flagged non-monotonic"] == 1
+    assert left_out["scored, not fitted: XLA estimate flagged non-monotonic"] == 1
+    assert not points[points.in_fit.eq(False)].empty and points.in_fit.sum() == len(points) - 1
     df["estimate_nonmonotonic"] = flags
     from experiments.analysis.summaries import best_vs_xla
     best = best_vs_xla(df).set_index(["dtype", "size", "estimator"])
@@ -232,3 +233,22 @@ def test_measured_run_refits_its_own_constants(synthetic):
     assert (got.model_fit == "measured v5e vm1").all()
     assert np.allclose(got.measured_over_model, 1.0, rtol=0.02)
     assert np.allclose(got.wall_over_model, 1.0, rtol=0.02)
+
+
+def test_the_posts_plots_draw_the_post_method_column(synthetic):
+    import matplotlib.pyplot as plt
+
+    from figures import plots
+
+    fig = plots.plot_experiment(synthetic, "v5", "bfloat16", "v5e", "en")
+    dashed = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
+    drawn = sorted(round(float(y), 6) for line in dashed for y in line.get_ydata())
+    est = synthetic[(synthetic.source == "estimate") & (synthetic.experiment == "v5") & (synthetic.status == "ok")]
+    assert drawn == sorted(round(float(y), 6) for y in est.model_post_tflops)
+    assert not np.allclose(sorted(drawn), sorted(est.tflops))  # not the raw compiler estimate
+    legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert "modelled estimate, timed as the post" in legend and "measured" not in legend
+    plt.close(fig)
+    fig = plots.plot_generations(synthetic, "v5", "bfloat16", "en")  # device time elsewhere
+    assert fig.axes[0].get_ylabel().startswith("Modelled TFLOP/s (device time")
+    plt.close(fig)

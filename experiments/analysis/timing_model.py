@@ -175,8 +175,10 @@ def reference_points(df: pd.DataFrame, *, source: str = "published", target: str
                      run_label=None) -> tuple[pd.DataFrame, dict]:
     """Rows of `source` paired with this run's estimate of the same configuration.
 
-    Returns the points (estimate columns, plus ref_seconds, ref_wall_seconds, ref_tflops) and the
-    count of reference rows left out, by reason.
+    Returns the points (estimate columns, plus ref_seconds, ref_wall_seconds, ref_tflops and in_fit)
+    and the count of reference rows left out, by reason. Points whose XLA estimate is flagged as
+    non-monotonic stay (they are scored) but never enter a fit (in_fit False): the flag comes from
+    the estimates alone, so leaving them out uses nothing of the reference.
     """
     ref = df[(df.source == source) & (df.target == target)]
     if run_label is not None:
@@ -199,9 +201,11 @@ def reference_points(df: pd.DataFrame, *, source: str = "published", target: str
 
     leave(pairs.status_ref != "ok", f"{source} run failed")
     leave(pairs._merge != "both", "no ok estimate of this configuration")
-    leave(pairs.nonmonotonic.eq(True), "XLA estimate flagged non-monotonic")
+    in_fit = ~pairs.nonmonotonic.eq(True)
+    if (~in_fit).any():
+        reasons["scored, not fitted: XLA estimate flagged non-monotonic"] = int((~in_fit).sum())
     work = flop_count(pairs.m.astype(float), pairs.k.astype(float), pairs.n.astype(float))
-    pairs = pairs.assign(ref_tflops=pairs.tflops_ref,
+    pairs = pairs.assign(ref_tflops=pairs.tflops_ref, in_fit=in_fit,
                          ref_seconds=pairs.seconds_ref if source == "measured" else work / pairs.tflops_ref / 1e12,
                          ref_wall_seconds=pairs.wall_seconds_ref if source == "measured" else np.nan)
     return pairs.drop(columns="_merge").reset_index(drop=True), reasons
@@ -258,6 +262,7 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
 
 def fit_published(points: pd.DataFrame) -> Fit:
     """The four constants from published points (reference_points(df) with source published)."""
+    points = points[points.in_fit]
     feats = [features(r) for r in points.itertuples()]
     return _fit(feats, points.ref_seconds.to_numpy(), post=True)
 
@@ -265,7 +270,7 @@ def fit_published(points: pd.DataFrame) -> Fit:
 def fit_measured(points: pd.DataFrame) -> Fit:
     """Constants from a TPU run's own measurements: call_seconds is the median of wall time minus
     device time (the run measured both), the others are fitted to device time."""
-    ok = points.dropna(subset=["ref_seconds", "ref_wall_seconds"])
+    ok = points[points.in_fit].dropna(subset=["ref_seconds", "ref_wall_seconds"])
     if len(ok) < 3:
         raise TooFewPoints(f"{len(ok)} measured points with both device and wall time: need at least 3")
     overhead = (ok.ref_wall_seconds - ok.ref_seconds).to_numpy()

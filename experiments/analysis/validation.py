@@ -68,7 +68,8 @@ def groups(points: pd.DataFrame):
 def fidelity_table(df: pd.DataFrame, target: str = "v5e") -> pd.DataFrame:
     """The model (in-sample and both cross-validations) and the raw compiler against the post.
 
-    Every row states n (points scored) and the reference rows left out, by reason. Raises
+    Every row states n (points scored) and the reference rows left out (of the scores, or of the
+    fits only), by reason. Raises
     TooFewPoints when the published points cannot support a fit (fewer than 6).
     """
     points, left_out = tm.reference_points(df, source="published", target=target)
@@ -86,7 +87,8 @@ def fidelity_table(df: pd.DataFrame, target: str = "v5e") -> pd.DataFrame:
             rows.append(dict(target=target, compared_with="published", estimator=estimator,
                              validation=validation, scope=scope, group=group,
                              **scores(points.loc[index], predicted.loc[index]),
-                             n_left_out=sum(left_out.values()), left_out=left))
+                             n_left_out=sum(v for r, v in left_out.items() if not r.startswith("scored")),
+                             left_out=left))
     return pd.DataFrame(rows)
 
 
