@@ -45,9 +45,16 @@ REASONS = {
     "speed_about": N_("%(ours).1f TFLOP/s at %(size)s against the post's %(post).1f (%(pct).0f %% of it)."),
     "best_blocks": N_("Among the post's float32 blocks at %(size)s the fastest is %(ours)s at %(ours_tflops).1f TFLOP/s; the post's %(post)s: %(post_tflops).1f."),
     "vs_xla": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of the post's measured XLA (%(xla).1f); this run's own XLA estimate at that size is not used: it falls with size (flagged)."),
-    "vs_xla_own": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both from this run (%(xla_source)s)."),
-    "bf16_vs_f32": N_("With (%(blocks)s) blocks at %(size)s: bfloat16 %(bf16).1f against float32 %(f32).1f TFLOP/s."),
+    "vs_xla_measured": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both measured in this run."),
+    "vs_xla_modelled": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both modelled the same way in this run."),
+    "bf16_vs_f32": N_("With (%(blocks)s) blocks at %(size)s: bfloat16 %(bf16).1f against float32 %(f32).1f TFLOP/s; the post: %(post_bf16).1f against %(post_f32).1f."),
     "missing": N_("This run has no %(what)s to compare with."),
+}
+SOURCES = {
+    "compile": N_("estimated: libtpu %(libtpu)s compile for %(target)s, default VMEM limit"),
+    "model": N_("estimated: libtpu %(libtpu)s for %(target)s through the timing model, timed as the post did, fitted without this figure (leave one experiment out)"),
+    "measured": N_("measured: %(target)s, run %(label)s, blocked calls as the post timed them"),
+    "none": N_("none"),
 }
 VERDICTS = ("holds", "differs", "not tested")
 
@@ -78,12 +85,12 @@ class Speeds:
             except tm.TooFewPoints:
                 self.predicted = None
 
-    def source(self) -> str:
+    def source(self) -> tuple[str, dict]:
+        """(kind, values) of where this run's speeds come from (SOURCES)."""
         if len(self.measured):
             label = self.measured.sort_values("timestamp").run_label.iloc[-1]
-            return f"measured: {TARGET}, run {label}, blocked calls"
-        return (f"estimated: libtpu {self.libtpu} for {TARGET}, timing model timed as the post did, "
-                "fitted without this figure (leave one experiment out)")
+            return "measured", dict(target=TARGET, label=label)
+        return "model", dict(libtpu=self.libtpu, target=TARGET)
 
     def tflops(self, experiment, dtype, kernel, size, blocks=None) -> float | None:
         work = float(flops(size, size, size))
@@ -126,8 +133,9 @@ def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
     same = ok == post_ok and fail == post_fail
     values = dict(ok=_int(ok), fail=_int(fail) if fail is not None else "–", limit=limit, post_ok=_int(post_ok))
     versions = ours.libtpu_version.dropna()
-    where = (f"estimated: libtpu {versions.iloc[0] if len(versions) else '?'} compile for {TARGET}, "
-             "default VMEM limit") if source == "estimate" else f"measured: {TARGET}"
+    label = ours.run_label.dropna()
+    where = ("compile", dict(libtpu=versions.iloc[0] if len(versions) else "?", target=TARGET)) \
+        if source == "estimate" else ("measured", dict(target=TARGET, label=label.iloc[0] if len(label) else "?"))
     return dict(post_value=f"ok up to {_int(post_ok)}, fails from {_int(post_fail)}",
                 this_value=f"ok up to {_int(ok)}, fails from {values['fail']}", source=where,
                 verdict="holds" if same else "differs", reason_id="feasible_same" if same else "feasible_differs",
@@ -139,7 +147,7 @@ def _int(x):
 
 
 def _missing(claim, what):
-    return dict(post_value="", this_value="", source="", verdict="not tested", reason_id="missing",
+    return dict(post_value="", this_value="", source=("none", {}), verdict="not tested", reason_id="missing",
                 values=dict(what=what))
 
 
@@ -185,11 +193,11 @@ def _v5_vs_xla(df, speeds, claim, size=8192):
     flagged = bool(xla_est.estimate_nonmonotonic.eq(True).any()) if "estimate_nonmonotonic" in xla_est else False
     own_xla = speeds.tflops("v5", "bfloat16", "xla", size)
     if len(speeds.measured) and own_xla is not None:  # a measurement of XLA: compare with it
-        xla, reason, extra = own_xla, "vs_xla_own", dict(xla_source=speeds.source())
+        xla, reason, extra = own_xla, "vs_xla_measured", {}
     else:  # the post's measured XLA: the like-for-like reference for a post-method estimate
         xla, reason, extra = post_xla, "vs_xla", {}
         if not flagged and own_xla is not None:
-            xla, reason, extra = own_xla, "vs_xla_own", dict(xla_source=speeds.source())
+            xla, reason, extra = own_xla, "vs_xla_measured", {}
     frac = ours / xla
     return dict(post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
                 this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)", source=speeds.source(),
@@ -207,7 +215,8 @@ def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
     return dict(post_value=f"bf16 {post_b:.1f} vs f32 {post_f:.1f} TFLOP/s",
                 this_value=f"bf16 {ours_b:.1f} vs f32 {ours_f:.1f} TFLOP/s", source=speeds.source(),
                 verdict="holds" if ours_b > ours_f else "differs", reason_id="bf16_vs_f32",
-                values=dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f))
+                values=dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f,
+                            post_bf16=post_b, post_f32=post_f))
 
 
 def claims_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -225,9 +234,12 @@ def claims_table(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for claim, check in checks.items():
         r = check(claim)
-        values = {k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else v) for k, v in r["values"].items()}
+        kind, where = r["source"]
+        values = {k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else v)
+                  for k, v in {**r["values"], **where}.items()}
         rows.append(dict(claim_id=claim, claim=CLAIMS[claim], post_value=r["post_value"],
-                         this_value=r["this_value"], source=r["source"], toolchain=TOOLCHAIN, verdict=r["verdict"],
+                         this_value=r["this_value"], source=SOURCES[kind] % values, source_kind=kind,
+                         toolchain=TOOLCHAIN, verdict=r["verdict"],
                          reason=REASONS[r["reason_id"]] % values, reason_id=r["reason_id"],
                          values=json.dumps(values, sort_keys=True, default=str)))
     return pd.DataFrame(rows)

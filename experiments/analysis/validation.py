@@ -79,14 +79,20 @@ def fidelity_table(df: pd.DataFrame, target: str = "v5e") -> pd.DataFrame:
     full = tm.fit_published(points)
     predictions = {("compiler", "none (libtpu's estimate)"): points.seconds,
                    ("model", "in-sample (fitted on every point)"): tm.predict(points, full.constants).model_post_seconds}
+    notes = {}
     for name, column in SCHEMES.items():
-        predictions[("model", name)] = cross_validate(points, column).model_post_seconds
+        try:
+            predictions[("model", name)] = cross_validate(points, column).model_post_seconds
+        except tm.TooFewPoints as e:  # a small run: this validation cannot be made; the table says why
+            predictions[("model", name)] = pd.Series(np.nan, index=points.index)
+            notes[("model", name)] = f"not validated: {e}"
     rows = []
     for (estimator, validation), predicted in predictions.items():
         for scope, group, index in groups(points):
             rows.append(dict(target=target, compared_with="published", estimator=estimator,
                              validation=validation, scope=scope, group=group,
                              **scores(points.loc[index], predicted.loc[index]),
+                             note=notes.get((estimator, validation), ""),
                              n_left_out=sum(v for r, v in left_out.items() if not r.startswith("scored")),
                              left_out=left))
     return pd.DataFrame(rows)
@@ -97,6 +103,8 @@ def headline(table: pd.DataFrame) -> dict:
     worst experiment's median."""
     out = {}
     for (estimator, validation), part in table.groupby(["estimator", "validation"], sort=False):
+        if part.n.max() == 0:  # not validated (too few points): nothing to headline
+            continue
         by = part.set_index(["scope", "group"])
         experiments = part[part.scope == "experiment"]
         out[(estimator, validation)] = dict(
