@@ -174,6 +174,11 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
               for s in SOURCES if (rows.source == s).any()]
     # Below the plot: the legend, then the failures and how each source's numbers were obtained.
     notes = failure_lines(failures, lang) + [provenance_note(rows, lang, post_method)]
+    if "estimate_nonmonotonic" in rows:  # XLA estimates that fall with size: a cost-model artefact
+        flagged = rows[(rows.source == "estimate") & rows.estimate_nonmonotonic.eq(True)]
+        if len(flagged):
+            sizes = ", ".join(str(int(m)) for m in sorted(set(flagged.m)))
+            notes.insert(0, text(lang, "flagged_xla", sizes=sizes))
     legend_rows = int(np.ceil((len(handles) + len(styles)) / 3))
     fig.set_figheight(4.4 + 0.13 * (legend_rows + sum(n.count("\n") + 1 for n in notes)))
     grid.set_height_ratios([3.4, 0.2 * legend_rows + 0.13 * sum(n.count("\n") + 1 for n in notes)])
@@ -305,7 +310,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
         ax.set_ylabel(text(lang, "bm"))
         ax.set_title(text(lang, "size_panel", size=size), fontsize=9)
         ax.grid(False)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label=text(lang, "device_axis" if device else "estimated_axis"))
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
+                 label=text(lang, "device_axis" if device else "estimated_axis"))
     return fig
 
 

@@ -210,7 +210,7 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         if rows:
             raised[target] = rows
     summaries_by_target = {t: findings.summary(df, t) for t in targets}
-    best = [b for s in summaries_by_target.values() for b in s["best"]]
+    best = [b for s in summaries_by_target.values() for b in s["best_all"]]
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
     date = datetime.datetime.fromtimestamp(int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or
                                            datetime.datetime.now().timestamp(), datetime.UTC).date()

@@ -113,6 +113,7 @@ def summary(df: pd.DataFrame, target: str) -> dict:
         out[f"{experiment}_1024_blocks"] = feasibility(
             config_rows(df, target, experiment, dtype, kernel, blocks=(1024, 1024, 1024)))
     best = best_vs_xla(df)
+    out["best_all"] = best[best.target == target].to_dict("records") if len(best) else []
     if len(best):  # one estimator per row in the findings: the timing model where the table has it
         best = best[best.estimator == ("model" if (best.estimator == "model").any() else "compiler")]
     out["best"] = best[best.target == target].to_dict("records") if len(best) else []

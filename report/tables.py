@@ -106,7 +106,8 @@ ESTIMATOR_NAMES = {
 LEFT_OUT_NAMES = {
     "published run failed": N_("the post's run failed"),
     "no ok estimate of this configuration": N_("no estimate of this configuration compiled"),
-    "scored, not fitted: XLA estimate flagged non-monotonic": N_("scored but not fitted: XLA's estimate falls with size (flagged)"),
+    "scored, not fitted: XLA estimate flagged non-monotonic":
+        N_("scored but not fitted: XLA's estimate falls with size (flagged)"),
 }
 CONSTANT_NAMES = {
     "profile_scale": N_("scale of libtpu's static profile (compute per step)"),
@@ -125,7 +126,8 @@ def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
     for r in claims.itertuples():
         values = json.loads(r.values)
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
-                         verdict_class=r.verdict.replace(" ", "-"), reason=gettext(REASONS[r.reason_id]) % values,
+                         verdict_class=r.verdict.replace(" ", "-"),
+                         reason=gettext(REASONS[r.reason_id]) % values,
                          source=gettext(SOURCES[r.source_kind]) % values))
     return rows
 
@@ -181,8 +183,9 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
     for part in ("" if pd.isna(left_out) else str(left_out)).split("; "):
         if part:
             reason, count = part.rsplit(": ", 1)
-            reasons.append(f"{gettext(LEFT_OUT_NAMES[reason]) if reason in LEFT_OUT_NAMES else reason}: {count}")
+            name = gettext(LEFT_OUT_NAMES[reason]) if reason in LEFT_OUT_NAMES else reason
+            reasons.append(f"{name}: {count}")
     return dict(claims=_claims_rows(claims, gettext) if len(claims) else [],
-                fidelity=_fidelity_rows(fidelity, gettext) if len(fidelity) and "estimator" in fidelity else [],
+                fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
                 constants=_constant_rows(constants, gettext) if len(constants) else [],
                 left_out="; ".join(reasons))

@@ -1,9 +1,8 @@
 """HBM bytes moved by each kernel's grid, against closed forms."""
+import numpy as np
 import pytest
 
 from experiments.core.cases import Case
-import numpy as np
-
 from experiments.core.traffic import hbm_bytes, step_bytes
 
 

@@ -60,7 +60,8 @@ VERDICTS = ("holds", "differs", "not tested")
 
 
 def _rows(df, experiment, dtype, kernel, blocks=None):
-    rows = df[(df.target == TARGET) & (df.experiment == experiment) & (df.dtype == dtype) & (df.kernel == kernel)]
+    rows = df[(df.target == TARGET) & (df.experiment == experiment) & (df.dtype == dtype)
+              & (df.kernel == kernel)]
     rows = post_configs(default_limit(rows))
     if blocks is not None:
         rows = rows[(rows.bm == blocks[0]) & (rows.bk == blocks[1]) & (rows.bn == blocks[2])]
@@ -77,7 +78,8 @@ class Speeds:
         self.predicted, self.libtpu = None, None
         est = df[(df.source == "estimate") & (df.target == TARGET)]
         if len(est):
-            self.libtpu = str(est.libtpu_version.dropna().iloc[0]) if est.libtpu_version.notna().any() else "?"
+            versions = est.libtpu_version.dropna()
+            self.libtpu = str(versions.iloc[0]) if len(versions) else "?"
         points, _ = tm.reference_points(df) if "est_cycles" in df else (pd.DataFrame(), {})
         if len(points):
             try:
@@ -121,7 +123,8 @@ def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
     ours = _rows(df[df.source == source], experiment, dtype, kernel, blocks).sort_values("m")
     post = _rows(df[df.source == "published"], experiment, dtype, kernel, blocks).sort_values("m")
     if ours.empty or post.empty:
-        return _missing(claim, "compile results for this configuration" if ours.empty else "published numbers")
+        what = "compile results for this configuration" if ours.empty else "published numbers"
+        return _missing(claim, what)
     ours = ours.drop_duplicates("m")
     post_ok = post[post.status == "ok"].m.max()
     ok = ours[ours.status == "ok"].m.max()
@@ -131,14 +134,18 @@ def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
     limit = ours.vmem_limit_bytes.dropna()
     limit = int(limit.iloc[0] // MiB) if len(limit) else "?"
     same = ok == post_ok and fail == post_fail
-    values = dict(ok=_int(ok), fail=_int(fail) if fail is not None else "–", limit=limit, post_ok=_int(post_ok))
+    values = dict(ok=_int(ok), fail=_int(fail) if fail is not None else "–", limit=limit,
+                  post_ok=_int(post_ok))
     versions = ours.libtpu_version.dropna()
     label = ours.run_label.dropna()
-    where = ("compile", dict(libtpu=versions.iloc[0] if len(versions) else "?", target=TARGET)) \
-        if source == "estimate" else ("measured", dict(target=TARGET, label=label.iloc[0] if len(label) else "?"))
+    if source == "estimate":
+        where = ("compile", dict(libtpu=versions.iloc[0] if len(versions) else "?", target=TARGET))
+    else:
+        where = ("measured", dict(target=TARGET, label=label.iloc[0] if len(label) else "?"))
     return dict(post_value=f"ok up to {_int(post_ok)}, fails from {_int(post_fail)}",
                 this_value=f"ok up to {_int(ok)}, fails from {values['fail']}", source=where,
-                verdict="holds" if same else "differs", reason_id="feasible_same" if same else "feasible_differs",
+                verdict="holds" if same else "differs",
+                reason_id="feasible_same" if same else "feasible_differs",
                 values=values)
 
 
@@ -188,9 +195,9 @@ def _v5_vs_xla(df, speeds, claim, size=8192):
     ours = speeds.tflops("v5", "bfloat16", "v5", size, blocks)
     if post is None or post_xla is None or ours is None:
         return _missing(claim, "v5 and XLA TFLOP/s at 8192")
-    xla_est = df[(df.source == "estimate") & (df.target == TARGET) & (df.kernel == "xla") & (df.dtype == "bfloat16")
-                 & (df.m == size)]
-    flagged = bool(xla_est.estimate_nonmonotonic.eq(True).any()) if "estimate_nonmonotonic" in xla_est else False
+    xla_est = df[(df.source == "estimate") & (df.target == TARGET) & (df.kernel == "xla")
+                 & (df.dtype == "bfloat16") & (df.m == size)]
+    flagged = "estimate_nonmonotonic" in xla_est and bool(xla_est.estimate_nonmonotonic.eq(True).any())
     own_xla = speeds.tflops("v5", "bfloat16", "xla", size)
     if len(speeds.measured) and own_xla is not None:  # a measurement of XLA: compare with it
         xla, reason, extra = own_xla, "vs_xla_measured", {}
@@ -200,7 +207,8 @@ def _v5_vs_xla(df, speeds, claim, size=8192):
             xla, reason, extra = own_xla, "vs_xla_measured", {}
     frac = ours / xla
     return dict(post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
-                this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)", source=speeds.source(),
+                this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)",
+                source=speeds.source(),
                 verdict="holds" if frac >= NEAR else "differs", reason_id=reason,
                 values=dict(ours=ours, size=size, pct=100 * frac, xla=xla, **extra))
 

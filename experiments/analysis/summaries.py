@@ -72,7 +72,8 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
     published = df[(df.source == "published") & (df.kernel == "xla") & (df.status == "ok")]
     rows = []
     for (target, dtype, size), group in est.groupby(["target", "dtype", "m"]):
-        post_xla = published[(published.target == target) & (published.dtype == dtype) & (published.m == size)]
+        post_xla = published[(published.target == target) & (published.dtype == dtype)
+                             & (published.m == size)]
         post_xla = float(post_xla.tflops.median()) if len(post_xla) else np.nan
         xla_rows = group[group.kernel == "xla"]
         flagged = bool(xla_rows.get("estimate_nonmonotonic", pd.Series(dtype=bool)).eq(True).any())
@@ -86,8 +87,9 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
             best = pallas.loc[pallas[column].idxmax()]
             xla_tflops = float(xla.iloc[0])
             post_method = best.get("model_post_tflops", np.nan) if estimator == "model" else np.nan
-            rows.append(dict(target=target, dtype=dtype, size=size, estimator=estimator, estimator_is=description,
-                             experiment=best.experiment, kernel=best.kernel, bm=best.bm, bk=best.bk, bn=best.bn,
+            rows.append(dict(target=target, dtype=dtype, size=size, estimator=estimator,
+                             estimator_is=description, experiment=best.experiment, kernel=best.kernel,
+                             bm=best.bm, bk=best.bk, bn=best.bn,
                              best_tflops=float(best[column]), xla_tflops=xla_tflops, xla_flagged=flagged,
                              fraction_of_xla=np.nan if flagged else float(best[column]) / xla_tflops,
                              best_post_method_tflops=post_method, post_xla_tflops=post_xla,

@@ -48,6 +48,7 @@ UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles",
 LOWER = np.array([0.1, 0.05, 0.0, 0.0])
 UPPER = np.array([2.0, 1.0, 2000.0, 1e-2])
 # Starting points of the fit (the model is piecewise smooth: several starts, the best one kept).
+SCALE = np.array([1.0, 1.0, 100.0, 1e-4])  # typical magnitudes: the fit works in units of these
 STARTS = (np.array([1.0, 0.8, 100.0, 1e-4]), np.array([0.7, 0.5, 300.0, 5e-5]),
           np.array([1.2, 0.95, 20.0, 1.5e-4]))
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
@@ -105,13 +106,16 @@ def case_of(row) -> Case:
                 int(_get(row, "n")), *blocks)
 
 
-def features(row, _cache={}) -> Features:
+_FEATURES: dict = {}  # (case, target, cycles) -> Features
+
+
+def features(row) -> Features:
     """The model's inputs for a table row (an estimate of one configuration for one target); cached
     per configuration, as the step counts of large grids take milliseconds."""
     case, target, cycles = case_of(row), _get(row, "target"), float(_get(row, "est_cycles"))
     key = (case, target, cycles)
-    if key in _cache:
-        return _cache[key]
+    if key in _FEATURES:
+        return _FEATURES[key]
     c = chip(target)
     common = dict(flops=float(flop_count(case.m, case.k, case.n)), est_cycles=cycles,
                   clock_hz=c.clock_hz, peak_flops=c.peak_flops[case.dtype], hbm_bytes_per_s=c.hbm_bytes_per_s)
@@ -127,7 +131,7 @@ def features(row, _cache={}) -> Features:
         out = Features(xla=False, steps=len(bytes_in), prologue_bytes=float(bytes_in[0]),
                        epilogue_bytes=float(bytes_out[-1]), window_bytes=values.astype(float),
                        window_counts=counts.astype(float), min_bytes=float(hbm_bytes(case)), **common)
-    _cache[key] = out
+    _FEATURES[key] = out
     return out
 
 
@@ -155,7 +159,8 @@ def flag_nonmonotonic(df: pd.DataFrame) -> pd.Series:
     est = df[(df.source == "estimate") & (df.kernel == "xla") & (df.status == "ok") & df.tflops.notna()]
     for _, group in est.groupby(["target", "dtype"]):
         best_smaller = group.drop_duplicates("m").sort_values("m").set_index("m").tflops.cummax().shift(1)
-        below = group.tflops.to_numpy() < (1 - NONMONOTONIC_TOLERANCE) * best_smaller.reindex(group.m).to_numpy()
+        floor = (1 - NONMONOTONIC_TOLERANCE) * best_smaller.reindex(group.m).to_numpy()
+        below = group.tflops.to_numpy() < floor
         flag[group.index[below]] = True
     return flag
 
@@ -205,8 +210,8 @@ def reference_points(df: pd.DataFrame, *, source: str = "published", target: str
     if (~in_fit).any():
         reasons["scored, not fitted: XLA estimate flagged non-monotonic"] = int((~in_fit).sum())
     work = flop_count(pairs.m.astype(float), pairs.k.astype(float), pairs.n.astype(float))
-    pairs = pairs.assign(ref_tflops=pairs.tflops_ref, in_fit=in_fit,
-                         ref_seconds=pairs.seconds_ref if source == "measured" else work / pairs.tflops_ref / 1e12,
+    seconds = pairs.seconds_ref if source == "measured" else work / pairs.tflops_ref / 1e12
+    pairs = pairs.assign(ref_tflops=pairs.tflops_ref, in_fit=in_fit, ref_seconds=seconds,
                          ref_wall_seconds=pairs.wall_seconds_ref if source == "measured" else np.nan)
     return pairs.drop(columns="_merge").reset_index(drop=True), reasons
 
@@ -230,11 +235,12 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
         raise TooFewPoints(f"{len(feats)} points cannot fit {len(free)} constants ({', '.join(free)}): "
                            f"need at least {len(free) + 2}")
     index = [PARAMS.index(p) for p in free]
-    scale = np.array([1.0, 1.0, 100.0, 1e-4])[index]
+    scale = SCALE[index]
     target = np.log(np.asarray(seconds, dtype=float))
 
     def full(z):
-        x = np.array([0.0, 0.0, 0.0, fixed_call or 0.0])
+        x = np.zeros(len(PARAMS))
+        x[PARAMS.index("call_seconds")] = fixed_call or 0.0
         x[index] = z * scale
         return Constants.of(x)
 
@@ -245,8 +251,8 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
 
     best = None
     for start in STARTS:
-        result = least_squares(residuals, start[index] / scale, bounds=(LOWER[index] / scale, UPPER[index] / scale),
-                               x_scale="jac", diff_step=1e-4)
+        result = least_squares(residuals, start[index] / scale, x_scale="jac", diff_step=1e-4,
+                               bounds=(LOWER[index] / scale, UPPER[index] / scale))
         if best is None or result.cost < best.cost:
             best = result
     r, jac = best.fun, best.jac

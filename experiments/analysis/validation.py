@@ -25,11 +25,12 @@ def folds(points: pd.DataFrame, column: str):
         yield value, train, test
 
 
-def cross_validate(points: pd.DataFrame, column: str, fit=tm.fit_published) -> pd.DataFrame:
+def cross_validate(points: pd.DataFrame, column: str, fit=None) -> pd.DataFrame:
     """Points with model_post_seconds predicted by fits without them; `fold` names the held-out group.
 
     A fold whose training set is too small raises TooFewPoints naming the fold.
     """
+    fit = fit or tm.fit_published
     parts = []
     for value, train, test in folds(points, column):
         if set(train) & set(test):
@@ -51,7 +52,7 @@ def scores(points: pd.DataFrame, predicted: pd.Series) -> dict:
         n=n,
         median_abs_log_ratio=float(np.median(np.abs(log_ratio[ok]))) if n else np.nan,
         median_ratio=float(np.exp(-np.median(log_ratio[ok]))) if n else np.nan,
-        spearman=float(pd.Series(1 / predicted[ok]).corr(pd.Series(1 / points.ref_seconds[ok]), method="spearman"))
+        spearman=float((1 / predicted[ok]).corr(1 / points.ref_seconds[ok], method="spearman"))
         if n > 2 else np.nan,
     )
 
@@ -77,8 +78,10 @@ def fidelity_table(df: pd.DataFrame, target: str = "v5e") -> pd.DataFrame:
         return pd.DataFrame()
     left = "; ".join(f"{reason}: {n}" for reason, n in left_out.items())
     full = tm.fit_published(points)
-    predictions = {("compiler", "none (libtpu's estimate)"): points.seconds,
-                   ("model", "in-sample (fitted on every point)"): tm.predict(points, full.constants).model_post_seconds}
+    predictions = {
+        ("compiler", "none (libtpu's estimate)"): points.seconds,
+        ("model", "in-sample (fitted on every point)"): tm.predict(points, full.constants).model_post_seconds,
+    }
     notes = {}
     for name, column in SCHEMES.items():
         try:

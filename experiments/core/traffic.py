@@ -74,10 +74,10 @@ def step_bytes(case: Case) -> tuple[np.ndarray, np.ndarray]:
         return np.concatenate([[True], np.any(index[1:] != index[:-1], axis=1)])
 
     a, b, o = a_map(g), b_map(g), o_map(g)
-    bytes_in = (new_block(a) * (case.bm * case.bk * s) + new_block(b) * (case.bk * case.bn * s)).astype(np.int64)
+    bytes_in = new_block(a) * (case.bm * case.bk * s) + new_block(b) * (case.bk * case.bn * s)
     last_of_tile = np.concatenate([np.any(o[1:] != o[:-1], axis=1), [True]])
     bytes_out = (last_of_tile * (case.bm * case.bn * out_s)).astype(np.int64)
-    return bytes_in, bytes_out
+    return bytes_in.astype(np.int64), bytes_out
 
 
 def flops(case: Case) -> int:
