@@ -185,7 +185,13 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
             reason, count = part.rsplit(": ", 1)
             name = gettext(LEFT_OUT_NAMES[reason]) if reason in LEFT_OUT_NAMES else reason
             reasons.append(f"{name}: {count}")
-    return dict(claims=_claims_rows(claims, gettext) if len(claims) else [],
+    notes = []
+    if "note" in fidelity:
+        for (estimator, validation_name), part in fidelity.groupby(["estimator", "validation"], sort=False):
+            if part.note.fillna("").str.startswith("not validated").any():
+                notes.append(gettext("Not cross-validated (%(validation)s): a fold leaves too few points to fit the model.")
+                             % {"validation": gettext(ESTIMATOR_NAMES.get((estimator, validation_name), validation_name))})
+    return dict(notes=notes, claims=_claims_rows(claims, gettext) if len(claims) else [],
                 fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
                 constants=_constant_rows(constants, gettext) if len(constants) else [],
                 left_out="; ".join(reasons))

@@ -48,7 +48,7 @@ REASONS = {
     "vs_xla_measured": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both measured in this run."),
     "vs_xla_modelled": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both modelled the same way in this run."),
     "bf16_vs_f32": N_("With (%(blocks)s) blocks at %(size)s: bfloat16 %(bf16).1f against float32 %(f32).1f TFLOP/s; the post: %(post_bf16).1f against %(post_f32).1f."),
-    "missing": N_("This run has no %(what)s to compare with."),
+    "missing": N_("This run has none of the numbers this claim needs (the values column says which)."),
 }
 SOURCES = {
     "compile": N_("estimated: libtpu %(libtpu)s compile for %(target)s, default VMEM limit"),
