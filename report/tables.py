@@ -114,6 +114,7 @@ CONSTANT_NAMES = {
     "bandwidth_fraction": N_("fraction of the HBM bandwidth the DMAs reach"),
     "step_cycles": N_("fixed cost per grid step (cycles)"),
     "call_seconds": N_("host overhead per blocked call (microseconds)"),
+    "float32_factor": N_("float32 dot time relative to one bfloat16 MXU pass"),
 }
 
 
@@ -149,7 +150,7 @@ def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
     rows = []
     for r in constants.itertuples():
         scale = 1e6 if r.constant == "call_seconds" else 1.0  # shown in microseconds
-        digits = 0 if r.constant in ("step_cycles", "call_seconds") else 3
+        digits = 0 if r.constant in ("step_cycles", "call_seconds") else 2
         rows.append(dict(fit=r.fit, constant=gettext(CONSTANT_NAMES[r.constant]), name=r.constant,
                          value=f"{r.value * scale:.{digits}f}", error=f"{r.std_error * scale:.{digits}f}",
                          range=f"{r.lower * scale:g} – {r.upper * scale:g}", at_bound=bool(r.at_bound),

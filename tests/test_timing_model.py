@@ -15,7 +15,8 @@ from experiments.core.traffic import hbm_bytes
 from experiments.core.units import MiB, flops
 
 VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
-TRUE = tm.Constants(profile_scale=0.85, bandwidth_fraction=0.8, step_cycles=150.0, call_seconds=1e-4)
+TRUE = tm.Constants(profile_scale=0.85, bandwidth_fraction=0.8, step_cycles=150.0, call_seconds=1e-4,
+                    float32_factor=2.0)
 V5E = chip("v5e")
 CONFIGS = (  # (experiment, kernel, dtype, blocks, sizes)
     [("v1", "v1", "float32", None, (512, 1024))]
@@ -169,19 +170,19 @@ def test_fidelity_table_reports_cross_validated_errors(synthetic):
 
 def test_too_few_points_is_a_clear_error(synthetic):
     points, _ = tm.reference_points(synthetic)
-    with pytest.raises(tm.TooFewPoints, match="5 points cannot fit 4 constants"):
+    with pytest.raises(tm.TooFewPoints, match="5 points cannot fit 5 constants"):
         tm.fit_published(points.head(5))
-    # v1, v2, v3 published: 8 points fit, but leaving v2's 3 out leaves 5
+    # v1, v2, v3 published: 8 points fit, but leaving v1's 2 out leaves 6
     few = synthetic[~((synthetic.source == "published") & ~synthetic.experiment.isin(["v1", "v2", "v3"]))]
-    with pytest.raises(tm.TooFewPoints, match="fold experiment=v2: 5 points cannot fit"):
+    with pytest.raises(tm.TooFewPoints, match="fold experiment=v1: 6 points cannot fit"):
         validation.cross_validate(tm.reference_points(few)[0], "experiment")
     # the fidelity table still reports what it can, and says which validation could not be made, and why
     table = validation.fidelity_table(few)
     loeo = table[table.validation == "leave one experiment out"]
-    assert (loeo.n == 0).all() and loeo.note.str.contains("fold experiment=v2: 5 points cannot fit").all()
+    assert (loeo.n == 0).all() and loeo.note.str.contains("fold experiment=v1: 6 points cannot fit").all()
     assert (table[table.estimator == "compiler"].n > 0).any()
     only_v1 = synthetic[~((synthetic.source == "published") & (synthetic.experiment != "v1"))]
-    with pytest.raises(tm.TooFewPoints, match="points cannot fit 4 constants"):
+    with pytest.raises(tm.TooFewPoints, match="points cannot fit 5 constants"):
         validation.fidelity_table(only_v1)
 
 
@@ -223,7 +224,8 @@ def test_claims_table_from_a_fixture(synthetic):
 
 def test_measured_run_refits_its_own_constants(synthetic):
     """A TPU run: device time from the model with other constants, wall = device + 150 us."""
-    own = tm.Constants(profile_scale=0.9, bandwidth_fraction=0.7, step_cycles=80.0, call_seconds=1.5e-4)
+    own = tm.Constants(profile_scale=0.9, bandwidth_fraction=0.7, step_cycles=80.0, call_seconds=1.5e-4,
+                       float32_factor=1.5)
     est = synthetic[(synthetic.source == "estimate") & (synthetic.status == "ok")].drop_duplicates(tm.CONFIG)
     rows = []
     for r in est.itertuples():

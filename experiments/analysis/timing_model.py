@@ -5,7 +5,8 @@ DMAs nor knows what the host adds. The post timed one blocked call at a time (`t
 included). This model turns the compiler's numbers into both:
 
     Pallas grid of S steps (step s: compute c, window bytes W_s, prologue P, epilogue E):
-      c        = max(FLOPs per step / peak,  profile_scale * est_cycles / S / clock)
+      c        = max(float32_factor (float32 only) * FLOPs per step / peak,
+                     profile_scale * est_cycles / S / clock)
       device   = P / bw  +  sum_s max(c, W_s / bw)  +  S * step_cycles / clock  +  E / bw
       bw       = bandwidth_fraction * the chip's HBM bandwidth
       W_s      = bytes step s+1 copies in (prefetched during step s)
@@ -16,18 +17,23 @@ included). This model turns the compiler's numbers into both:
     as the post timed it: post = device + call_seconds
 
 The bytes per step are counted with the pipeline's block-index-change rule
-(experiments/core/traffic.step_bytes). The four constants are fitted by least squares on
-ln(time) against the post's published v5e numbers only (fit_published); no other published number
-enters the fit. Physically: compute is never faster than the peak, DMA never faster than the HBM
-bandwidth (bandwidth_fraction <= 1), and no constant is negative, so a modelled time is never faster
-than the chip allows.
+(experiments/core/traffic.step_bytes). The constants are fitted by least squares on ln(time) against
+the post's published v5e numbers only (fit_published); no other published number enters the fit.
+Physically: compute is never faster than the peak (float32_factor >= 1), DMA never faster than the
+HBM bandwidth (bandwidth_fraction <= 1), and no constant is negative, so a modelled time is never
+faster than the chip allows.
 
-Fitted on the baseline run's table (libtpu 0.0.42.1, v5e; value +- 1 standard error from the Jacobian
-of the fit, see results/timing_model.csv of a run for its own values):
-    profile_scale       FITTED_NOTE below
-    bandwidth_fraction  FITTED_NOTE below
-    step_cycles         FITTED_NOTE below
-    call_seconds        FITTED_NOTE below
+The constants, and why each is there (fitted values: results/timing_model.csv of a run; those of the
+default run are in the README, each with one standard error from the fit's Jacobian):
+    profile_scale       the chip spends less than libtpu's static profile charges per step outside the
+                        MXU (128-blocks: the profile charges ~0.5 us a step, the post measured ~0.4)
+    bandwidth_fraction  the share of the HBM bandwidth the pipeline's DMAs reach
+    step_cycles         a fixed cost per grid step (DMA issue and wait, semaphores, loop control)
+    call_seconds        the host's cost of one blocked call (dispatch, wait): the post's timing method
+    float32_factor      the post's float32 Pallas dots ran at 1 / float32_factor of the bfloat16 MXU rate
+                        (large f32 blocks: ~2x the profile's time), while today's static profile charges
+                        them as one bfloat16 pass; a fourth-constant model without it misses v4's large
+                        blocks by up to 30 % (README)
 """
 import dataclasses
 
@@ -40,17 +46,18 @@ from experiments.core.chips import chip
 from experiments.core.traffic import hbm_bytes, step_bytes
 from experiments.core.units import flops as flop_count
 
-PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds")
-UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s"}
+PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor")
+UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s",
+         "float32_factor": ""}
 # Plausible ranges, enforced by the fit: a scale of the static profile between a tenth and twice;
 # at most the whole HBM bandwidth; a per-step cost up to 2000 cycles (1.3 us at 1.5 GHz); a
-# per-call host overhead up to 10 ms.
-LOWER = np.array([0.1, 0.05, 0.0, 0.0])
-UPPER = np.array([2.0, 1.0, 2000.0, 1e-2])
+# per-call host overhead up to 10 ms; a float32 dot between one and six bfloat16 MXU passes.
+LOWER = np.array([0.1, 0.05, 0.0, 0.0, 1.0])
+UPPER = np.array([2.0, 1.0, 2000.0, 1e-2, 6.0])
 # Starting points of the fit (the model is piecewise smooth: several starts, the best one kept).
-SCALE = np.array([1.0, 1.0, 100.0, 1e-4])  # typical magnitudes: the fit works in units of these
-STARTS = (np.array([1.0, 0.8, 100.0, 1e-4]), np.array([0.7, 0.5, 300.0, 5e-5]),
-          np.array([1.2, 0.95, 20.0, 1.5e-4]))
+SCALE = np.array([1.0, 1.0, 100.0, 1e-4, 1.0])  # typical magnitudes: the fit works in units of these
+STARTS = (np.array([1.0, 0.8, 100.0, 1e-4, 1.5]), np.array([0.7, 0.5, 300.0, 5e-5, 2.5]),
+          np.array([1.2, 0.95, 20.0, 1.5e-4, 1.0]))
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 CONFIG = ["kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 # An XLA estimate is flagged when its TFLOP/s falls more than this below that of a smaller size
@@ -68,6 +75,7 @@ class Constants:
     bandwidth_fraction: float
     step_cycles: float
     call_seconds: float
+    float32_factor: float
 
     @classmethod
     def of(cls, x) -> "Constants":
@@ -82,6 +90,7 @@ class Features:
     """What the model needs of one configuration on one target, independent of the constants."""
 
     xla: bool
+    float32: bool  # a Pallas kernel on float32 operands
     flops: float
     est_cycles: float
     steps: int
@@ -117,7 +126,7 @@ def features(row) -> Features:
     if key in _FEATURES:
         return _FEATURES[key]
     c = chip(target)
-    common = dict(flops=float(flop_count(case.m, case.k, case.n)), est_cycles=cycles,
+    common = dict(float32=case.dtype == "float32", flops=float(flop_count(case.m, case.k, case.n)), est_cycles=cycles,
                   clock_hz=c.clock_hz, peak_flops=c.peak_flops[case.dtype], hbm_bytes_per_s=c.hbm_bytes_per_s)
     if case.kernel == "xla":
         out = Features(xla=True, steps=1, prologue_bytes=0.0, epilogue_bytes=0.0, window_bytes=np.zeros(0),
@@ -140,7 +149,8 @@ def device_seconds(f: Features, k: Constants) -> float:
     bw = k.bandwidth_fraction * f.hbm_bytes_per_s
     if f.xla:
         return max(f.flops / f.peak_flops, f.est_cycles / f.clock_hz, f.min_bytes / bw)
-    compute = max(f.flops / f.steps / f.peak_flops, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
+    mxu = (k.float32_factor if f.float32 else 1.0) * f.flops / f.steps / f.peak_flops
+    compute = max(mxu, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
     steady = float(np.sum(f.window_counts * np.maximum(compute, f.window_bytes / bw)))
     return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + f.steps * k.step_cycles / f.clock_hz
 
