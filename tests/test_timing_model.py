@@ -201,7 +201,14 @@ def test_xla_estimate_that_falls_with_size_is_flagged(synthetic):
     assert best.loc[("float32", 8192, "compiler")].xla_flagged
     assert np.isnan(best.loc[("float32", 8192, "compiler")].fraction_of_xla)
     assert np.isnan(best.loc[("float32", 8192, "model")].fraction_of_xla)
-    assert not best.loc[("float32", 4096, "model")].xla_flagged
+    row = best.loc[("float32", 4096, "model")]
+    assert not row.xla_flagged
+    # both sides from the same estimator, and the post-method time against the post's measured XLA
+    assert row.fraction_of_xla == pytest.approx(row.best_tflops / row.xla_tflops)
+    assert row.fraction_of_post_xla == pytest.approx(row.best_post_method_tflops / row.post_xla_tflops)
+    compiler = best.loc[("float32", 4096, "compiler")]
+    assert compiler.fraction_of_xla == pytest.approx(compiler.best_tflops / compiler.xla_tflops)
+    assert np.isnan(compiler.fraction_of_post_xla)  # a device-time estimate is not compared with wall time
 
 
 def test_claims_table_from_a_fixture(synthetic):
