@@ -165,7 +165,7 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
     a fit (too few published points) yields no fidelity or constants, said so in the report.
     """
     from experiments.analysis import claims as claims_module
-    from experiments.analysis import timing_model, validation
+    from experiments.analysis import model_columns, timing_model, validation
 
     if claims is None:
         claims = claims_module.claims_table(df)
@@ -176,7 +176,7 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
             fidelity = pd.DataFrame()
     if constants is None:
         try:
-            constants = timing_model.constants_table(timing_model.fits(df))
+            constants = model_columns.constants_table(model_columns.fits(df))
         except timing_model.TooFewPoints:
             constants = pd.DataFrame()
     left_out = fidelity.left_out.iloc[0] if len(fidelity) and "left_out" in fidelity else ""
@@ -190,8 +190,9 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
     if "note" in fidelity:
         for (estimator, validation_name), part in fidelity.groupby(["estimator", "validation"], sort=False):
             if part.note.fillna("").str.startswith("not validated").any():
-                notes.append(gettext("Not cross-validated (%(validation)s): a fold leaves too few points to fit the model.")
-                             % {"validation": gettext(ESTIMATOR_NAMES.get((estimator, validation_name), validation_name))})
+                name = gettext(ESTIMATOR_NAMES.get((estimator, validation_name), validation_name))
+                notes.append(gettext("Not cross-validated (%(validation)s): a fold leaves too few points to "
+                                     "fit the model.") % {"validation": name})
     return dict(notes=notes, claims=_claims_rows(claims, gettext) if len(claims) else [],
                 fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
                 constants=_constant_rows(constants, gettext) if len(constants) else [],

@@ -4,7 +4,7 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 
 import pandas as pd
 
-from experiments.analysis import timing_model, validation
+from experiments.analysis import model_columns, timing_model, validation
 from experiments.analysis.summaries import best_vs_xla
 from experiments.core.runtime import logged
 from experiments.core.tables import write_csv_atomic
@@ -16,7 +16,7 @@ with logged(snakemake.log[0]) as log:
     except timing_model.TooFewPoints as e:  # a small config: say so in the table, go on
         log.warning("timing model not fitted: %s", e)
         agreement = pd.DataFrame([dict(target="v5e", compared_with="published", note=f"not fitted: {e}")])
-    constants = timing_model.constants_table(timing_model.fits(df))
+    constants = model_columns.constants_table(model_columns.fits(df))
     best = best_vs_xla(df)
     log.info("fidelity:\n%s\nconstants:\n%s\nbest vs xla:\n%s", agreement.to_string(), constants.to_string(),
              best.to_string())

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.analysis import claims, timing_model as tm, validation
+from experiments.analysis import claims, model_columns, timing_model as tm, validation
 from experiments.analysis.aggregate import combine
 from experiments.core.cases import Case
 from experiments.core.chips import chip
@@ -58,7 +58,8 @@ def estimate_row(experiment, case, status="ok"):
                 kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n, bm=case.bm, bk=case.bk,
                 bn=case.bn, status=status, est_cycles=cycles if status == "ok" else None,
                 hbm_bytes=hbm_bytes(case), seconds=cycles / V5E.clock_hz,
-                tflops=flops(case.m, case.k, case.n) / (cycles / V5E.clock_hz) / 1e12 if status == "ok" else None,
+                tflops=(flops(case.m, case.k, case.n) * V5E.clock_hz / cycles / 1e12) if status == "ok"
+                else None,
                 vmem_limit_bytes=16 * MiB, raised_limit=False, search=False, error="",
                 cycles_method="profiled",
                 peak_tflops=197.0, hbm_bytes_per_s=V5E.hbm_bytes_per_s)
@@ -96,7 +97,7 @@ def synthetic_table(noise=0.0, seed=0):
     estimates = to_frame(est, VERSIONS)
     published = to_frame(pub, {}).drop(columns=list(VERSIONS))
     df = combine([estimates], published)
-    return tm.apply(df)[0]
+    return model_columns.apply(df)[0]
 
 
 @pytest.fixture(scope="module")
@@ -240,12 +241,12 @@ def test_measured_run_refits_its_own_constants(synthetic):
         rows.append(dict(source="measured", target="v5e", experiment=r.experiment, kernel=r.kernel,
                          dtype=r.dtype,
                          m=r.m, k=r.k, n=r.n, status="ok", seconds=device,
-                         **{b: None if pd.isna(v) else int(v) for b, v in zip("bm bk bn".split(), (r.bm, r.bk, r.bn))},
+                         **{b: None if pd.isna(getattr(r, b)) else int(getattr(r, b)) for b in ("bm", "bk", "bn")},
                          wall_seconds=device + own.call_seconds, run_label="vm1", vmem_limit_bytes=16 * MiB,
                          timestamp="2026-11-30T10:00:00+00:00", raised_limit=False, search=False))
     measured = to_frame(rows, VERSIONS)
     df = pd.concat([synthetic, measured], ignore_index=True)
-    out, constants = tm.apply(df)
+    out, constants = model_columns.apply(df)
     fit = constants[constants.fit == "measured v5e vm1"].set_index("constant").value
     for name in tm.PARAMS:
         assert fit[name] == pytest.approx(getattr(own, name), rel=0.02), name
