@@ -241,7 +241,7 @@ def test_measured_run_refits_its_own_constants(synthetic):
         rows.append(dict(source="measured", target="v5e", experiment=r.experiment, kernel=r.kernel,
                          dtype=r.dtype,
                          m=r.m, k=r.k, n=r.n, status="ok", seconds=device,
-                         **{b: None if pd.isna(getattr(r, b)) else int(getattr(r, b)) for b in ("bm", "bk", "bn")},
+                         **{b: None if pd.isna(v) else int(v) for b, v in (("bm", r.bm), ("bk", r.bk), ("bn", r.bn))},
                          wall_seconds=device + own.call_seconds, run_label="vm1", vmem_limit_bytes=16 * MiB,
                          timestamp="2026-11-30T10:00:00+00:00", raised_limit=False, search=False))
     measured = to_frame(rows, VERSIONS)
