@@ -230,6 +230,10 @@ def test_claims_table_from_a_fixture(synthetic):
     assert claims.claims_table(no_v2).set_index("claim_id").loc["v2_up_to_2048"].verdict == "not tested"
 
 
+def blocks_of(row) -> dict:
+    return {b: None if pd.isna(v) else int(v) for b, v in (("bm", row.bm), ("bk", row.bk), ("bn", row.bn))}
+
+
 def test_measured_run_refits_its_own_constants(synthetic):
     """A TPU run: device time from the model with other constants, wall = device + 150 us."""
     own = tm.Constants(profile_scale=0.9, bandwidth_fraction=0.7, step_cycles=80.0, call_seconds=1.5e-4,
@@ -241,7 +245,7 @@ def test_measured_run_refits_its_own_constants(synthetic):
         rows.append(dict(source="measured", target="v5e", experiment=r.experiment, kernel=r.kernel,
                          dtype=r.dtype,
                          m=r.m, k=r.k, n=r.n, status="ok", seconds=device,
-                         **{b: None if pd.isna(v) else int(v) for b, v in (("bm", r.bm), ("bk", r.bk), ("bn", r.bn))},
+                         **blocks_of(r),
                          wall_seconds=device + own.call_seconds, run_label="vm1", vmem_limit_bytes=16 * MiB,
                          timestamp="2026-11-30T10:00:00+00:00", raised_limit=False, search=False))
     measured = to_frame(rows, VERSIONS)
