@@ -39,5 +39,7 @@ rule all:
         "results/fidelity.csv",
         "results/best_vs_xla.csv",
         "results/then_and_now.csv",
+        "results/timing_model.csv",
+        "results/claims.csv",
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=["en", "zh"], ext=["html", "pdf"]),

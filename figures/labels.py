@@ -9,6 +9,13 @@ LABELS = {
         "vmem": "VMEM (MiB)",
         "intensity": "Arithmetic intensity (FLOP per HBM byte)",
         "estimated_axis": "Estimated TFLOP/s",
+        "device_axis": "Modelled TFLOP/s (device time, estimated)",
+        "modelled_post": "modelled estimate, timed as the post",
+        "flagged_xla": "! XLA @ {sizes}: libtpu's cost-model estimate falls as size grows "
+                       "(flagged: a cost-model artefact)",
+        "source_modelled_post": "dashed: libtpu {libtpu}'s estimate for {target} ({device_kind}) through the "
+                                "timing model, timed as the post did (one blocked call);\nan estimate fitted to "
+                                "the post's numbers, not a measurement; no TPU used",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
         "kernel": "Pallas {kernel}",
@@ -60,6 +67,13 @@ LABELS = {
         "vmem": "VMEM (MiB)",
         "intensity": "算术强度 (每 HBM 字节的 FLOP)",
         "estimated_axis": "估计 TFLOP/s",
+        "device_axis": "模型 TFLOP/s (设备时间，估计值)",
+        "modelled_post": "模型估计，按原文方式计时",
+        "flagged_xla": "! XLA @ {sizes}：libtpu 代价模型的估计随尺寸增大反而下降"
+                       "（已标记：代价模型的假象）",
+        "source_modelled_post": "虚线：libtpu {libtpu} 对 {target} ({device_kind}) 的估计经计时模型换算，"
+                                "按原文方式计时 "
+                                "(单次阻塞调用)；\n这是拟合原文数据的估计值，不是实测；未使用 TPU",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
         "kernel": "Pallas {kernel}",

@@ -21,6 +21,17 @@ COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0
 TARGET_COLORS = {"v4": "#999999", "v5e": "#0072B2", "v5p": "#009E73", "v6e": "#E69F00", "7x": "#CC79A7"}
 
 
+def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
+    """Estimate rows with `tflops` replaced by the timing model's `column` (model_post_tflops: timed as
+    the post did, for its figures; model_device_tflops: device time), where the table has it."""
+    if column not in rows or not rows[column].notna().any():
+        return rows, False
+    out = rows.copy()
+    est = out.source == "estimate"
+    out.loc[est, "tflops"] = out.loc[est, column]
+    return out, True
+
+
 def config_label(row, lang: str) -> str:
     if row.kernel == "xla":
         return text(lang, "xla")
@@ -66,7 +77,7 @@ def size_axis(ax, sizes, lang):
     ax.set_xlabel(text(lang, "size"))
 
 
-def provenance_note(rows: pd.DataFrame, lang: str) -> str:
+def provenance_note(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
     """One line per source present: how its numbers were obtained."""
     lines = []
     for source in SOURCES:
@@ -75,7 +86,8 @@ def provenance_note(rows: pd.DataFrame, lang: str) -> str:
             continue
         first = part.iloc[0]
         if source == "estimate":
-            lines.append(text(lang, "source_estimate", libtpu=first.libtpu_version, target=first.target,
+            key = "source_modelled_post" if post_method else "source_estimate"
+            lines.append(text(lang, key, libtpu=first.libtpu_version, target=first.target,
                               device_kind=first.device_kind))
         elif source == "measured":
             lines.append(text(lang, "source_measured", device_kind=first.device_kind))
@@ -125,6 +137,8 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     """The post's figure for one experiment: TFLOP/s against size, one series per configuration."""
     rows = post_configs(default_limit(df[(df.experiment == experiment) & (df.dtype == dtype)
                                          & (df.target == target)]))
+    # Estimates timed as the post timed its numbers (one blocked call), so they compare with its points.
+    rows, post_method = modelled(rows, "model_post_tflops")
     fig = plt.figure(figsize=(6.4, 4.4))
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
     ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
@@ -155,10 +169,16 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(text(lang, "tops" if dtype == "int8" else "tflops"))
-    styles = [Line2D([], [], color="#444444", label=SOURCE_NAMES[lang][s], **SOURCE_STYLE[s])
+    names = dict(SOURCE_NAMES[lang], **({"estimate": text(lang, "modelled_post")} if post_method else {}))
+    styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
     # Below the plot: the legend, then the failures and how each source's numbers were obtained.
-    notes = failure_lines(failures, lang) + [provenance_note(rows, lang)]
+    notes = failure_lines(failures, lang) + [provenance_note(rows, lang, post_method)]
+    if "estimate_nonmonotonic" in rows:  # XLA estimates that fall with size: a cost-model artefact
+        flagged = rows[(rows.source == "estimate") & rows.estimate_nonmonotonic.eq(True)]
+        if len(flagged):
+            sizes = ", ".join(str(int(m)) for m in sorted(set(flagged.m)))
+            notes.insert(0, text(lang, "flagged_xla", sizes=sizes))
     legend_rows = int(np.ceil((len(handles) + len(styles)) / 3))
     fig.set_figheight(4.4 + 0.13 * (legend_rows + sum(n.count("\n") + 1 for n in notes)))
     grid.set_height_ratios([3.4, 0.2 * legend_rows + 0.13 * sum(n.count("\n") + 1 for n in notes)])
@@ -219,6 +239,7 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
 def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     """Arithmetic intensity against estimated TFLOP/s, under the target's compute and HBM roofs."""
     rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
+    rows, device = modelled(rows, "model_device_tflops")
     rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0)]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     libtpu = rows.libtpu_version.iloc[0] if len(rows) else "?"
@@ -244,7 +265,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(text(lang, "intensity"))
-    ax.set_ylabel(text(lang, "estimated_axis"))
+    ax.set_ylabel(text(lang, "device_axis" if device else "estimated_axis"))
     ax.annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / 1e12), fontsize=7, color="#555555")
     ax.legend(fontsize=6, ncol=2, loc="lower right")
     return fig
@@ -254,6 +275,7 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size."""
     rows = default_limit(df[(df.source == "estimate") & (df.experiment == experiment) & (df.dtype == dtype)
                             & (df.target == target) & (df.kernel != "xla")])
+    rows, device = modelled(rows, "model_device_tflops")
     searched = rows[rows.search.eq(True)] if "search" in rows else rows.iloc[0:0]
     sizes = sorted(searched.m.unique())
     rows = rows[rows.m.isin(sizes)]
@@ -288,7 +310,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
         ax.set_ylabel(text(lang, "bm"))
         ax.set_title(text(lang, "size_panel", size=size), fontsize=9)
         ax.grid(False)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label=text(lang, "estimated_axis"))
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
+                 label=text(lang, "device_axis" if device else "estimated_axis"))
     return fig
 
 
@@ -334,7 +357,9 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
 def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     """The best estimated Pallas configuration and XLA per size, one colour per TPU generation."""
     rows = default_limit(df[(df.source == "estimate") & (df.experiment == experiment) & (df.dtype == dtype)
-                            & (df.status == "ok")]).dropna(subset=["tflops"])
+                            & (df.status == "ok")])
+    rows, device = modelled(rows, "model_device_tflops")
+    rows = rows.dropna(subset=["tflops"])
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.set_title(text(lang, "title_generations", experiment=experiment, dtype=dtype))
     if rows.empty:
@@ -350,6 +375,6 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
                 linewidth=1, label=text(lang, "xla_target", target=target))
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel(text(lang, "estimated_axis"))
+    ax.set_ylabel(text(lang, "device_axis" if device else "estimated_axis"))
     ax.legend(fontsize=7, ncol=2)
     return fig

@@ -64,7 +64,8 @@ def used_messages() -> set[str]:
                ("tables.py", HERE / "tables.py", "python", {}),
                ("then_and_now.html.j2", TEMPLATES / "then_and_now.html.j2", "jinja2.ext:babel_extract",
                 {"extensions": "jinja2.ext.i18n"}),
-               ("then_and_now.py", HERE / "then_and_now.py", "python", {})]
+               ("then_and_now.py", HERE / "then_and_now.py", "python", {}),
+               ("claims.py", ROOT / "experiments" / "analysis" / "claims.py", "python", {})]
     for _name, path, method, options in methods:
         for _lineno, message, _comments, _context in extract_from_file(
                 method, str(path), keywords={"_": None, "N_": None, "gettext": None}, options=options):
@@ -184,19 +185,27 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
         dtype = "float32" if experiment == "v4" else "bfloat16"
         for b in s["best"]:
             if b["dtype"] == dtype and b["size"] == 8192:
-                out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, %(bk)s, %(bn)s), at %(pct).0f %% of XLA's estimate.") % {
-                    "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"], "pct": 100 * b["fraction_of_xla"]})
+                if not pd.isna(b["fraction_of_xla"]):
+                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, %(bk)s, %(bn)s), at %(pct).0f %% of XLA's estimate.") % {
+                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"], "pct": 100 * b["fraction_of_xla"]})
+                elif not pd.isna(b.get("fraction_of_post_xla", float("nan"))):
+                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, %(bk)s, %(bn)s); timed as the post did, it is modelled at %(pct).0f %% of the post's measured XLA (this run's XLA estimate at 8192 falls with size, so no fraction of it is given).") % {
+                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"], "pct": 100 * b["fraction_of_post_xla"]})
     return out
 
 
 def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[str], figure_names,
                 correctness: dict, figures_href: str = "../figures", for_pdf: bool = False,
-                primary_toolchain: str | None = None) -> str:
+                primary_toolchain: str | None = None, claims: pd.DataFrame | None = None,
+                fidelity: pd.DataFrame | None = None, constants: pd.DataFrame | None = None) -> str:
+    """The report in `lang`. claims, fidelity and constants are results/claims.csv, fidelity.csv and
+    timing_model.csv; computed from `df` when not given."""
     env, trans = environment(lang)
     gettext = trans.gettext
     # "Then and now" reads every toolchain's estimates; the rest of the report the pipeline's own.
     then_and_now = then_and_now_section(df, primary_toolchain, gettext)
     df = primary_rows(df, primary_toolchain)
+    model = tables.timing_model_section(df, gettext, claims=claims, fidelity=fidelity, constants=constants)
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
     raised = {}
@@ -209,7 +218,7 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         if rows:
             raised[target] = rows
     summaries_by_target = {t: findings.summary(df, t) for t in targets}
-    best = [b for s in summaries_by_target.values() for b in s["best"]]
+    best = [b for s in summaries_by_target.values() for b in s["best_all"]]
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
     date = datetime.datetime.fromtimestamp(int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or
                                            datetime.datetime.now().timestamp(), datetime.UTC).date()
@@ -240,6 +249,8 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         then_and_now=then_and_now,
         then_and_now_figures=[figure(n, lang, n.replace("_", " "), figures_href) for n in sorted(figure_names)
                               if n.startswith("then_and_now_")],
+        model=model,
+        estimator_names={"compiler": gettext("libtpu's estimate"), "model": gettext("timing model, device time")},
     )
     return env.get_template("report.html.j2").render(**context)
 

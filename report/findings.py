@@ -63,8 +63,12 @@ def tflops_at(rows: pd.DataFrame, size: int) -> float | None:
 
 
 def xla_tflops(df, target, dtype, size) -> float | None:
+    """XLA's estimate, unless it is flagged as falling with size (a cost-model artefact): then None."""
     rows = estimates(df, target)
-    return tflops_at(rows[(rows.kernel == "xla") & (rows.dtype == dtype)].drop_duplicates(["m"]), size)
+    rows = rows[(rows.kernel == "xla") & (rows.dtype == dtype)]
+    if "estimate_nonmonotonic" in rows:
+        rows = rows[~rows.estimate_nonmonotonic.eq(True)]
+    return tflops_at(rows.drop_duplicates(["m"]), size)
 
 
 def fraction(a, b):
@@ -109,6 +113,9 @@ def summary(df: pd.DataFrame, target: str) -> dict:
         out[f"{experiment}_1024_blocks"] = feasibility(
             config_rows(df, target, experiment, dtype, kernel, blocks=(1024, 1024, 1024)))
     best = best_vs_xla(df)
+    out["best_all"] = best[best.target == target].to_dict("records") if len(best) else []
+    if len(best):  # one estimator per row in the findings: the timing model where the table has it
+        best = best[best.estimator == ("model" if (best.estimator == "model").any() else "compiler")]
     out["best"] = best[best.target == target].to_dict("records") if len(best) else []
     out["raised"] = raised_limit_results(df, target)
     return out

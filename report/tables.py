@@ -101,3 +101,111 @@ def measured_tables(df: pd.DataFrame) -> list[dict]:
                                else "?"),
                         jax=first.jax_version, timestamp=first.timestamp, rows=body))
     return out
+
+
+def N_(message: str) -> str:
+    """Marks a message for extraction (report/build.py); translated where it is used."""
+    return message
+
+
+VERDICT_NAMES = {"holds": N_("holds"), "differs": N_("differs"), "not tested": N_("not tested")}
+ESTIMATOR_NAMES = {
+    ("compiler", "none (libtpu's estimate)"): N_("libtpu's estimate (device time)"),
+    ("model", "in-sample (fitted on every point)"): N_("timing model, in-sample"),
+    ("model", "leave one experiment out"): N_("timing model, leave one experiment out"),
+    ("model", "leave one size out"): N_("timing model, leave one size out"),
+}
+LEFT_OUT_NAMES = {
+    "published run failed": N_("the post's run failed"),
+    "no ok estimate of this configuration": N_("no estimate of this configuration compiled"),
+    "scored, not fitted: XLA estimate flagged non-monotonic":
+        N_("scored but not fitted: XLA's estimate falls with size (flagged)"),
+}
+CONSTANT_NAMES = {
+    "profile_scale": N_("scale of libtpu's static profile (compute per step)"),
+    "bandwidth_fraction": N_("fraction of the HBM bandwidth the DMAs reach"),
+    "step_cycles": N_("fixed cost per grid step (cycles)"),
+    "call_seconds": N_("host overhead per blocked call (microseconds)"),
+    "float32_factor": N_("float32 dot time relative to one bfloat16 MXU pass"),
+}
+
+
+def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
+    import json
+
+    from experiments.analysis.claims import CLAIMS, REASONS, SOURCES
+
+    rows = []
+    for r in claims.itertuples():
+        values = json.loads(r.values)
+        rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
+                         verdict_class=r.verdict.replace(" ", "-"),
+                         reason=gettext(REASONS[r.reason_id]) % values,
+                         source=gettext(SOURCES[r.source_kind]) % values, toolchain=r.toolchain))
+    return rows
+
+
+def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
+    from experiments.analysis.validation import headline
+
+    rows = []
+    for key, h in headline(fidelity).items():
+        worst = max(h["per_experiment"], key=h["per_experiment"].get)
+        rows.append(dict(estimator=gettext(ESTIMATOR_NAMES.get(key, key[0])), n=h["n"], all=f"{h['all']:.3f}",
+                         n_large=h["n_large"], large=f"{h['large']:.3f}", spearman=f"{h['spearman']:.3f}",
+                         worst=f"{worst} {h['per_experiment'][worst]:.3f}",
+                         per_experiment=", ".join(f"{e} {v:.2f}" for e, v in h["per_experiment"].items())))
+    return rows
+
+
+def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
+    rows = []
+    for r in constants.itertuples():
+        scale = 1e6 if r.constant == "call_seconds" else 1.0  # shown in microseconds
+        digits = 0 if r.constant in ("step_cycles", "call_seconds") else 2
+        rows.append(dict(fit=r.fit, constant=gettext(CONSTANT_NAMES[r.constant]), name=r.constant,
+                         value=f"{r.value * scale:.{digits}f}", error=f"{r.std_error * scale:.{digits}f}",
+                         range=f"{r.lower * scale:g} – {r.upper * scale:g}", at_bound=bool(r.at_bound),
+                         n=int(r.n_points)))
+    return rows
+
+
+def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=None, constants=None) -> dict:
+    """The claims checked, the timing model's constants and its fidelity against the raw compiler's.
+
+    Each part is read from its CSV when given, else computed from the table; a table that cannot support
+    a fit (too few published points) yields no fidelity or constants, said so in the report.
+    """
+    from experiments.analysis import claims as claims_module
+    from experiments.analysis import model_columns, timing_model, validation
+
+    if claims is None:
+        claims = claims_module.claims_table(df)
+    if fidelity is None:
+        try:
+            fidelity = validation.fidelity_table(df)
+        except timing_model.TooFewPoints:
+            fidelity = pd.DataFrame()
+    if constants is None:
+        try:
+            constants = model_columns.constants_table(model_columns.fits(df))
+        except timing_model.TooFewPoints:
+            constants = pd.DataFrame()
+    left_out = fidelity.left_out.iloc[0] if len(fidelity) and "left_out" in fidelity else ""
+    reasons = []
+    for part in ("" if pd.isna(left_out) else str(left_out)).split("; "):
+        if part:
+            reason, count = part.rsplit(": ", 1)
+            name = gettext(LEFT_OUT_NAMES[reason]) if reason in LEFT_OUT_NAMES else reason
+            reasons.append(f"{name}: {count}")
+    notes = []
+    if "note" in fidelity:
+        for (estimator, validation_name), part in fidelity.groupby(["estimator", "validation"], sort=False):
+            if part.note.fillna("").str.startswith("not validated").any():
+                name = gettext(ESTIMATOR_NAMES.get((estimator, validation_name), validation_name))
+                notes.append(gettext("Not cross-validated (%(validation)s): a fold leaves too few points to "
+                                     "fit the model.") % {"validation": name})
+    return dict(notes=notes, claims=_claims_rows(claims, gettext) if len(claims) else [],
+                fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
+                constants=_constant_rows(constants, gettext) if len(constants) else [],
+                left_out="; ".join(reasons))

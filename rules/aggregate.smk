@@ -44,6 +44,7 @@ rule summaries:
         "results/matmul.parquet",
     output:
         fidelity="results/fidelity.csv",
+        constants="results/timing_model.csv",
         best_vs_xla="results/best_vs_xla.csv",
     log:
         "logs/aggregate/summaries.log",
@@ -53,3 +54,18 @@ rule summaries:
         "../environment.yml"
     script:
         "../scripts/summaries.py"
+
+
+rule claims:
+    input:
+        "results/matmul.parquet",
+    output:
+        "results/claims.csv",
+    log:
+        "logs/aggregate/claims.log",
+    params:
+        code=code("scripts/claims.py"),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/claims.py"

@@ -5,6 +5,9 @@ rule report:
     input:
         table="results/matmul.parquet",
         correctness="results/correctness.parquet",
+        claims="results/claims.csv",
+        fidelity="results/fidelity.csv",
+        constants="results/timing_model.csv",
         figures=expand("results/figures/{name}.png", name=FIGURES),
     output:
         "results/report/report.en.html",

@@ -3,6 +3,7 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 
 import pandas as pd
 
+from experiments.analysis import model_columns
 from experiments.analysis.aggregate import check_unique, combine, load_measured, load_published
 from experiments.core.runtime import logged
 from experiments.core.tables import write_parquet_atomic
@@ -15,5 +16,8 @@ with logged(snakemake.log[0]) as log:
     df = combine(estimates, load_published(snakemake.input.published), measured,
                  toolchain=primary(snakemake.config))
     check_unique(df)
+    # the timing model's columns: device time and time as the post measured it (one blocked call)
+    df, constants = model_columns.apply(df, toolchain=primary(snakemake.config))
+    log.info("timing model constants:\n%s", constants.to_string())
     log.info("%d rows; by source: %s", len(df), df.source.value_counts().to_dict())
     write_parquet_atomic(df, snakemake.output[0])

@@ -10,17 +10,28 @@ from experiments.core.tables import write_text_atomic
 from figures.style import cjk_font_path
 from report.build import config_text, embed_cjk_font, render_html, write_pdf
 
+
+
+def read_csv(path) -> pd.DataFrame:
+    """A summary table; an empty one (a run too small to fit the timing model) as an empty frame."""
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
 with logged(snakemake.log[0]) as log:
     df = pd.read_parquet(snakemake.input.table)
     checks = pd.read_parquet(snakemake.input.correctness)
     correctness = {"passed": int(checks.passed.sum()), "total": len(checks)}
     config_yaml = config_text(dict(snakemake.config))
+    model = {name: read_csv(getattr(snakemake.input, name)) for name in ("claims", "fidelity", "constants")}
     out = {Path(p).name: Path(p) for p in snakemake.output}
     figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name
     for lang in ("en", "zh"):
         common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
                       figure_names=snakemake.params.figures, correctness=correctness,
-                      figures_href=str(figures_href), primary_toolchain=primary(snakemake.config))
+                      figures_href=str(figures_href), primary_toolchain=primary(snakemake.config), **model)
         html_path = out[f"report.{lang}.html"]
         write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
         pdf_html = render_html(df, for_pdf=True, **common)

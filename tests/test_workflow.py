@@ -86,7 +86,9 @@ def test_ci_config_runs_end_to_end(ci_run):
     v1 = estimates[(estimates.kernel == "v1") & ~estimates.raised_limit].set_index("m").status
     assert v1.to_dict() == {1024: "ok", 2048: "vmem_oom"}
     assert (workdir / "results" / "estimates" / "v5e.parquet").exists()
-    assert (workdir / "results" / "fidelity.csv").read_text().startswith("target,compared_with,experiment")
+    assert (workdir / "results" / "fidelity.csv").read_text().startswith("target,compared_with,estimator")
+    claims = pd.read_csv(workdir / "results" / "claims.csv")
+    assert len(claims) == 7 and set(claims.verdict) <= {"holds", "differs", "not tested"}
     # measured on this machine's CPU (the CI config asks for it) and carried in from data/measured/
     measured = table[table.source == "measured"]
     assert set(measured.run_label) == {"ci", "laptop"} and (measured.status == "ok").all()

@@ -54,21 +54,47 @@ def fidelity(df: pd.DataFrame, *, target: str = "v5e", other: str = "published",
     return pd.DataFrame(rows)
 
 
+ESTIMATORS = {  # estimator -> (TFLOP/s column, what it is); both sides of a fraction use the same one
+    "compiler": ("tflops", "libtpu's estimate: static profile (Pallas) vs XLA's cost model, bounded by HBM"),
+    "model": ("model_device_tflops", "timing model, device time, Pallas and XLA alike"),
+}
+
+
 def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
-    """Per target, dtype and size: the best estimated Pallas configuration as a fraction of XLA."""
+    """Per target, dtype, size and estimator: the best Pallas configuration as a fraction of XLA.
+
+    Like with like: both sides come from the same estimator. An XLA estimate flagged as falling with
+    size (estimate_nonmonotonic) gives no fraction (xla_flagged says so). post_xla_tflops is the post's
+    measured XLA (v5e) where it has one, and fraction_of_post_xla compares it with the best
+    configuration's modelled time as the post measured (one blocked call, model_post_tflops).
+    """
     est = default_limit(df[(df.source == "estimate") & (df.status == "ok") & df.m.isin(sizes)])
+    published = df[(df.source == "published") & (df.kernel == "xla") & (df.status == "ok")]
     rows = []
     for (target, dtype, size), group in est.groupby(["target", "dtype", "m"]):
-        xla = group[group.kernel == "xla"].tflops
-        pallas = group[group.kernel != "xla"].dropna(subset=["tflops"])
-        if pallas.empty or xla.empty:
-            continue
-        best = pallas.loc[pallas.tflops.idxmax()]
-        rows.append(dict(target=target, dtype=dtype, size=size, experiment=best.experiment,
-                         kernel=best.kernel, bm=best.bm, bk=best.bk, bn=best.bn,
-                         best_tflops=best.tflops, xla_tflops=float(xla.iloc[0]),
-                         fraction_of_xla=best.tflops / float(xla.iloc[0]),
-                         configurations=len(pallas.drop_duplicates(["kernel", "bm", "bk", "bn"]))))
+        post_xla = published[(published.target == target) & (published.dtype == dtype)
+                             & (published.m == size)]
+        post_xla = float(post_xla.tflops.median()) if len(post_xla) else np.nan
+        xla_rows = group[group.kernel == "xla"]
+        flagged = bool(xla_rows.get("estimate_nonmonotonic", pd.Series(dtype=bool)).eq(True).any())
+        for estimator, (column, description) in ESTIMATORS.items():
+            if column not in group:
+                continue
+            pallas = group[group.kernel != "xla"].dropna(subset=[column])
+            xla = xla_rows[column].dropna()
+            if pallas.empty or xla.empty:
+                continue
+            best = pallas.loc[pallas[column].idxmax()]
+            xla_tflops = float(xla.iloc[0])
+            post_method = best.get("model_post_tflops", np.nan) if estimator == "model" else np.nan
+            rows.append(dict(target=target, dtype=dtype, size=size, estimator=estimator,
+                             estimator_is=description, experiment=best.experiment, kernel=best.kernel,
+                             bm=best.bm, bk=best.bk, bn=best.bn,
+                             best_tflops=float(best[column]), xla_tflops=xla_tflops, xla_flagged=flagged,
+                             fraction_of_xla=np.nan if flagged else float(best[column]) / xla_tflops,
+                             best_post_method_tflops=post_method, post_xla_tflops=post_xla,
+                             fraction_of_post_xla=post_method / post_xla,
+                             configurations=len(pallas.drop_duplicates(["kernel", "bm", "bk", "bn"]))))
     return pd.DataFrame(rows)
 
 

@@ -16,6 +16,9 @@ COLUMNS = [
     "est_cycles", "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
+    # the timing model (experiments/analysis/timing_model.py): estimate rows, and measured rows beside them
+    "model_device_seconds", "model_device_tflops", "model_post_seconds", "model_post_tflops", "model_fit",
+    "estimate_nonmonotonic", "measured_over_model", "wall_over_model",
     # measured rows only (experiments/measure/harness.py, experiments/measure/statistics.py)
     "rel_error", "max_tile_error", "precision", "timer", "calls_per_sample",
     "device_samples_s", "samples_s", "wall_samples_s", "dispatch_floor_s",
@@ -27,11 +30,14 @@ INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_by
                "calls_per_sample", "n_samples", "num_chips", "num_devices")
 FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
                  "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
-                 "measured_over_estimate", "max_tile_error", "dispatch_floor_s", "batched_seconds")
-BOOL_COLUMNS = ("raised_limit", "search")  # near_dispatch_floor: boolean, missing where not derived
+                 "measured_over_estimate", "max_tile_error", "dispatch_floor_s", "batched_seconds",
+                 "model_device_seconds", "model_device_tflops", "model_post_seconds", "model_post_tflops",
+                 "measured_over_model", "wall_over_model")
+BOOL_COLUMNS = ("raised_limit", "search", "estimate_nonmonotonic")  # near_dispatch_floor: boolean, missing
+# where not derived
 # never missing: "" when there is nothing to say. toolchain: the compiler environment an estimate came
 # from (config `toolchains`, experiments/plan/toolchains.py); "" for published and measured rows.
-TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain")
+TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain", "model_fit")
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
 # toolchain_error: the toolchain's environment could not be installed (or its compiler not started);

@@ -56,6 +56,31 @@ def hbm_bytes(case: Case) -> int:
             + o_blocks * case.bm * case.bn * out_s)
 
 
+def step_bytes(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    """Per grid step: bytes copied in before the step, and bytes written back after it.
+
+    The same index-change rule as hbm_bytes, step by step (their sums are hbm_bytes): an input block
+    is copied in at the first step and whenever its index changes; the output block is written back
+    after the last step of each output tile. A kernel without a grid (v1) is one step.
+    """
+    s, out_s = ITEMSIZE[case.dtype], out_itemsize(case)
+    if case.kernel == "xla":
+        raise ValueError("kernel='xla' has no Pallas grid: its traffic is hbm_bytes alone")
+    if case.kernel == "v1":
+        return (np.array([(case.m * case.k + case.k * case.n) * s]), np.array([case.m * case.n * out_s]))
+    g = _grid_indices(case.grid())
+    a_map, b_map, o_map = block_index_maps(case)
+
+    def new_block(index):  # True where a step starts a block not resident at the previous step
+        return np.concatenate([[True], np.any(index[1:] != index[:-1], axis=1)])
+
+    a, b, o = a_map(g), b_map(g), o_map(g)
+    bytes_in = new_block(a) * (case.bm * case.bk * s) + new_block(b) * (case.bk * case.bn * s)
+    last_of_tile = np.concatenate([np.any(o[1:] != o[:-1], axis=1), [True]])
+    bytes_out = (last_of_tile * (case.bm * case.bn * out_s)).astype(np.int64)
+    return bytes_in.astype(np.int64), bytes_out
+
+
 def flops(case: Case) -> int:
     return units.flops(case.m, case.k, case.n)
 

@@ -1,0 +1,261 @@
+"""Every claim of the post, checked against this run's table: results/claims.csv.
+
+One row per claim: the post's value, this run's value and its source, a verdict (holds / differs /
+not tested) and the reason in one sentence. Where the claim is about whether a configuration compiles,
+this run's value is the compiler's own VMEM verdict at the default limit (or a measurement's status).
+Where it is about speed, it is a measurement when the run has one (blocked-call TFLOP/s, the post's
+method), else the timing model timed as the post did, predicted by a fit that left the claim's figure
+out (leave one experiment out: the post's own number for it never entered that fit).
+
+Reason texts are templates (English; report/locale has their translations) filled from `values`.
+"""
+import json
+
+import numpy as np
+import pandas as pd
+
+from experiments.analysis import timing_model as tm
+from experiments.analysis import validation
+from experiments.analysis.summaries import default_limit, post_configs
+from experiments.core.units import MiB, flops
+
+TARGET = "v5e"  # the post's chip
+ABOUT = 0.2  # "about" a number: within |ln(ours / post's)| <= 0.2 (about 20 %)
+NEAR = 0.9  # "nearly matches": at least 90 % of XLA's TFLOP/s
+TOOLCHAIN = "current"  # the libtpu of this run (another helper may add older toolchains)
+
+
+def N_(message: str) -> str:
+    """Marks a template for translation (report/build.py extracts these)."""
+    return message
+
+
+CLAIMS = {
+    "v1_fails_above_1024": N_("v1 (whole arrays in VMEM) fails above 1024"),
+    "v2_up_to_2048": N_("v2 (N = 4 split grid) handles sizes up to 2048"),
+    "v3_128_about_10": N_("v3 with 128-blocks reaches about 10 TFLOP/s"),
+    "v4_best_512": N_("v4's best float32 blocks are (512, 512, 512)"),
+    "v5_matches_xla": N_("v5 with (512, 1024, 1024) blocks nearly matches XLA (bfloat16, 8192)"),
+    "bf16_beats_f32": N_("bfloat16 (v5) beats float32 (v4) with the same blocks"),
+    "v5_1024_fails_from_2048": N_("(1024, 1024, 1024) blocks in bfloat16 fail from 2048"),
+}
+REASONS = {
+    "feasible_same": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB limit, as in the post."),
+    "feasible_differs": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB limit; the post: up to %(post_ok)s."),
+    "speed_about": N_("%(ours).1f TFLOP/s at %(size)s against the post's %(post).1f (%(pct).0f %% of it)."),
+    "best_blocks": N_("Among the post's float32 blocks at %(size)s the fastest is %(ours)s at %(ours_tflops).1f TFLOP/s; the post's %(post)s: %(post_tflops).1f."),
+    "vs_xla": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of the post's measured XLA (%(xla).1f); this run's own XLA estimate at that size is not used: it falls with size (flagged)."),
+    "vs_xla_measured": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both measured in this run."),
+    "vs_xla_modelled": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both modelled the same way in this run."),
+    "bf16_vs_f32": N_("With (%(blocks)s) blocks at %(size)s: bfloat16 %(bf16).1f against float32 %(f32).1f TFLOP/s; the post: %(post_bf16).1f against %(post_f32).1f."),
+    "missing": N_("This run has none of the numbers this claim needs (the values column says which)."),
+}
+SOURCES = {
+    "compile": N_("estimated: libtpu %(libtpu)s compile for %(target)s, default VMEM limit"),
+    "model": N_("estimated: libtpu %(libtpu)s for %(target)s through the timing model, timed as the post did, fitted without this figure (leave one experiment out)"),
+    "measured": N_("measured: %(target)s, run %(label)s, blocked calls as the post timed them"),
+    "none": N_("none"),
+}
+VERDICTS = ("holds", "differs", "not tested")
+
+
+def _rows(df, experiment, dtype, kernel, blocks=None):
+    rows = df[(df.target == TARGET) & (df.experiment == experiment) & (df.dtype == dtype)
+              & (df.kernel == kernel)]
+    rows = post_configs(default_limit(rows))
+    if blocks is not None:
+        rows = rows[(rows.bm == blocks[0]) & (rows.bk == blocks[1]) & (rows.bn == blocks[2])]
+    return rows
+
+
+class Speeds:
+    """TFLOP/s of a configuration timed as the post did: measured if measured, else modelled out of sample."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.df = df
+        measured = df[(df.source == "measured") & (df.target == TARGET) & (df.status == "ok")]
+        self.measured = measured.dropna(subset=["wall_seconds"])
+        self.predicted, self.libtpu = None, None
+        est = df[(df.source == "estimate") & (df.target == TARGET)]
+        if len(est):
+            versions = est.libtpu_version.dropna()
+            self.libtpu = str(versions.iloc[0]) if len(versions) else "?"
+        points, _ = tm.reference_points(df) if "est_cycles" in df else (pd.DataFrame(), {})
+        if len(points):
+            try:
+                self.predicted = validation.cross_validate(points, "experiment")
+            except tm.TooFewPoints:
+                self.predicted = None
+
+    def source(self) -> tuple[str, dict]:
+        """(kind, values) of where this run's speeds come from (SOURCES)."""
+        if len(self.measured):
+            label = self.measured.sort_values("timestamp").run_label.iloc[-1]
+            return "measured", dict(target=TARGET, label=label)
+        return "model", dict(libtpu=self.libtpu, target=TARGET)
+
+    def tflops(self, experiment, dtype, kernel, size, blocks=None) -> float | None:
+        work = float(flops(size, size, size))
+        if len(self.measured):
+            hit = self.measured[(self.measured.kernel == kernel) & (self.measured.dtype == dtype)
+                                & (self.measured.m == size)]
+            if blocks is not None:
+                hit = hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
+            return work / float(hit.wall_seconds.iloc[0]) / 1e12 if len(hit) else None
+        if self.predicted is None:
+            return None
+        p = self.predicted
+        hit = p[(p.experiment == experiment) & (p.kernel == kernel) & (p.dtype == dtype) & (p.m == size)]
+        if blocks is not None:
+            hit = hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
+        return work / float(hit.model_post_seconds.iloc[0]) / 1e12 if len(hit) else None
+
+
+def _published(df, experiment, dtype, kernel, size, blocks=None) -> float | None:
+    rows = _rows(df[df.source == "published"], experiment, dtype, kernel, blocks)
+    hit = rows[(rows.m == size) & (rows.status == "ok")].tflops.dropna()
+    return float(hit.iloc[0]) if len(hit) else None
+
+
+def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
+    """Largest size that compiles and the first that fails, this run against the post."""
+    source = "measured" if ((df.source == "measured") & (df.target == TARGET)).any() else "estimate"
+    ours = _rows(df[df.source == source], experiment, dtype, kernel, blocks).sort_values("m")
+    post = _rows(df[df.source == "published"], experiment, dtype, kernel, blocks).sort_values("m")
+    if ours.empty or post.empty:
+        what = "compile results for this configuration" if ours.empty else "published numbers"
+        return _missing(claim, what)
+    ours = ours.drop_duplicates("m")
+    post_ok = post[post.status == "ok"].m.max()
+    ok = ours[ours.status == "ok"].m.max()
+    failed = ours[ours.status != "ok"]
+    fail = failed.m.min() if len(failed) else None
+    post_fail = post[post.status != "ok"].m.min()
+    limit = ours.vmem_limit_bytes.dropna()
+    limit = int(limit.iloc[0] // MiB) if len(limit) else "?"
+    same = ok == post_ok and fail == post_fail
+    values = dict(ok=_int(ok), fail=_int(fail) if fail is not None else "–", limit=limit,
+                  post_ok=_int(post_ok))
+    versions = ours.libtpu_version.dropna()
+    label = ours.run_label.dropna()
+    if source == "estimate":
+        where = ("compile", dict(libtpu=versions.iloc[0] if len(versions) else "?", target=TARGET))
+    else:
+        where = ("measured", dict(target=TARGET, label=label.iloc[0] if len(label) else "?"))
+    return dict(post_value=f"ok up to {_int(post_ok)}, fails from {_int(post_fail)}",
+                this_value=f"ok up to {_int(ok)}, fails from {values['fail']}", source=where,
+                verdict="holds" if same else "differs",
+                reason_id="feasible_same" if same else "feasible_differs",
+                values=values)
+
+
+def _int(x):
+    return "–" if x is None or pd.isna(x) else int(x)
+
+
+def _missing(claim, what):
+    return dict(post_value="", this_value="", source=("none", {}), verdict="not tested", reason_id="missing",
+                values=dict(what=what))
+
+
+def _v3_about_10(df, speeds, claim, size=8192):
+    post = _published(df, "v3", "float32", "v3", size, (128, 128, 128))
+    ours = speeds.tflops("v3", "float32", "v3", size, (128, 128, 128))
+    if post is None or ours is None:
+        return _missing(claim, "TFLOP/s for v3's 128-blocks at 8192")
+    holds = abs(np.log(ours / 10.0)) <= ABOUT
+    return dict(post_value=f"{post:.1f} TFLOP/s", this_value=f"{ours:.1f} TFLOP/s", source=speeds.source(),
+                verdict="holds" if holds else "differs", reason_id="speed_about",
+                values=dict(ours=ours, size=size, post=post, pct=100 * ours / post))
+
+
+POST_V4 = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (512, 1024, 1024), (1024, 1024, 1024)]
+
+
+def _v4_best(df, speeds, claim, size=8192):
+    ours = {b: speeds.tflops("v4", "float32", "v3", size, b) for b in POST_V4}
+    post = {b: _published(df, "v4", "float32", "v3", size, b) for b in POST_V4}
+    ours = {b: v for b, v in ours.items() if v is not None}
+    post = {b: v for b, v in post.items() if v is not None}
+    if not ours or not post:
+        return _missing(claim, "v4 TFLOP/s at 8192")
+    best, post_best = max(ours, key=ours.get), max(post, key=post.get)
+    fmt = lambda b: f"({b[0]}, {b[1]}, {b[2]})"  # noqa: E731
+    return dict(post_value=f"{fmt(post_best)}: {post[post_best]:.1f} TFLOP/s",
+                this_value=f"{fmt(best)}: {ours[best]:.1f} TFLOP/s", source=speeds.source(),
+                verdict="holds" if best == (512, 512, 512) else "differs", reason_id="best_blocks",
+                values=dict(size=size, ours=fmt(best), ours_tflops=ours[best], post=fmt(post_best),
+                            post_tflops=post[post_best]))
+
+
+def _v5_vs_xla(df, speeds, claim, size=8192):
+    blocks = (512, 1024, 1024)
+    post = _published(df, "v5", "bfloat16", "v5", size, blocks)
+    post_xla = _published(df, "v5", "bfloat16", "xla", size)
+    ours = speeds.tflops("v5", "bfloat16", "v5", size, blocks)
+    if post is None or post_xla is None or ours is None:
+        return _missing(claim, "v5 and XLA TFLOP/s at 8192")
+    xla_est = df[(df.source == "estimate") & (df.target == TARGET) & (df.kernel == "xla")
+                 & (df.dtype == "bfloat16") & (df.m == size)]
+    flagged = "estimate_nonmonotonic" in xla_est and bool(xla_est.estimate_nonmonotonic.eq(True).any())
+    own_xla = speeds.tflops("v5", "bfloat16", "xla", size)
+    if len(speeds.measured) and own_xla is not None:  # a measurement of XLA: compare with it
+        xla, reason, extra = own_xla, "vs_xla_measured", {}
+    else:  # the post's measured XLA: the like-for-like reference for a post-method estimate
+        xla, reason, extra = post_xla, "vs_xla", {}
+        if not flagged and own_xla is not None:
+            xla, reason, extra = own_xla, "vs_xla_measured", {}
+    frac = ours / xla
+    return dict(post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
+                this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)",
+                source=speeds.source(),
+                verdict="holds" if frac >= NEAR else "differs", reason_id=reason,
+                values=dict(ours=ours, size=size, pct=100 * frac, xla=xla, **extra))
+
+
+def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
+    post_b, post_f = (_published(df, "v5", "bfloat16", "v5", size, blocks),
+                      _published(df, "v4", "float32", "v3", size, blocks))
+    ours_b, ours_f = (speeds.tflops("v5", "bfloat16", "v5", size, blocks),
+                      speeds.tflops("v4", "float32", "v3", size, blocks))
+    if None in (post_b, post_f, ours_b, ours_f):
+        return _missing(claim, "bfloat16 and float32 TFLOP/s with (512, 512, 512) blocks at 8192")
+    return dict(post_value=f"bf16 {post_b:.1f} vs f32 {post_f:.1f} TFLOP/s",
+                this_value=f"bf16 {ours_b:.1f} vs f32 {ours_f:.1f} TFLOP/s", source=speeds.source(),
+                verdict="holds" if ours_b > ours_f else "differs", reason_id="bf16_vs_f32",
+                values=dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f,
+                            post_bf16=post_b, post_f32=post_f))
+
+
+# Claims about which configurations compile: the only ones a toolchain without cycle estimates (the
+# post's libtpu 0.0.5) can check.
+FEASIBILITY_CLAIMS = ("v1_fails_above_1024", "v2_up_to_2048", "v5_1024_fails_from_2048")
+
+
+def claims_table(df: pd.DataFrame, toolchain: str = TOOLCHAIN, only=None) -> pd.DataFrame:
+    """One row per claim of the post (CLAIMS), checked against the table's estimates of `toolchain`
+    (the caller passes that toolchain's rows); `only`: the claim ids to check (default: all)."""
+    speeds = Speeds(df) if only is None or set(only) - set(FEASIBILITY_CLAIMS) else None
+    checks = {
+        "v1_fails_above_1024": lambda c: _feasibility(df, c, "v1", "float32", "v1"),
+        "v2_up_to_2048": lambda c: _feasibility(df, c, "v2", "float32", "v2"),
+        "v3_128_about_10": lambda c: _v3_about_10(df, speeds, c),
+        "v4_best_512": lambda c: _v4_best(df, speeds, c),
+        "v5_matches_xla": lambda c: _v5_vs_xla(df, speeds, c),
+        "bf16_beats_f32": lambda c: _bf16_beats_f32(df, speeds, c),
+        "v5_1024_fails_from_2048": lambda c: _feasibility(df, c, "v5", "bfloat16", "v5", (1024, 1024, 1024)),
+    }
+    rows = []
+    for claim, check in checks.items():
+        if only is not None and claim not in only:
+            continue
+        r = check(claim)
+        kind, where = r["source"]
+        values = {k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else v)
+                  for k, v in {**r["values"], **where}.items()}
+        rows.append(dict(claim_id=claim, claim=CLAIMS[claim], post_value=r["post_value"],
+                         this_value=r["this_value"], source=SOURCES[kind] % values, source_kind=kind,
+                         toolchain=toolchain, verdict=r["verdict"],
+                         reason=REASONS[r["reason_id"]] % values, reason_id=r["reason_id"],
+                         values=json.dumps(values, sort_keys=True, default=str)))
+    return pd.DataFrame(rows)

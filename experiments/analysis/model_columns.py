@@ -1,0 +1,124 @@
+"""The table's modelled columns and the fits behind them (the model: experiments/analysis/timing_model.py).
+
+The default run fits the post's published v5e numbers; a TPU run is re-fitted from its own
+measurements. Every estimate row gets both modelled times and names its fit; measured rows get the
+modelled times of their configuration and their ratios to them.
+"""
+import numpy as np
+import pandas as pd
+
+from experiments.analysis.timing_model import (CONFIG, LOWER, PARAMS, UNITS, UPPER, Fit, TooFewPoints,
+                                               device_seconds, features, fit_measured, fit_published,
+                                               flag_nonmonotonic, reference_points)
+from experiments.core.chips import CHIPS
+from experiments.core.units import flops as flop_count
+
+
+def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
+    """Every fit the table allows: {name: (fit, what it was fitted on)}.
+
+    "published v5e": the post's numbers (the default run's model). "measured <target> <run>": a TPU
+    run's own measurements, one per target and run label with enough points.
+    """
+    out = {}
+    points, _ = reference_points(df, source="published", target="v5e")
+    if len(points):
+        try:
+            out["published v5e"] = (fit_published(points), "published")
+        except TooFewPoints:  # a small config: no modelled columns (fidelity.csv says why)
+            pass
+    measured = df[(df.source == "measured") & (df.status == "ok")]
+    for (target, label), _ in measured.groupby(["target", "run_label"], dropna=False):
+        if target not in CHIPS:
+            continue
+        points, _ = reference_points(df, source="measured", target=target, run_label=label)
+        try:
+            out[f"measured {target} {label}"] = (fit_measured(points), "measured")
+        except TooFewPoints:
+            continue
+    return out
+
+
+def constants_table(all_fits: dict) -> pd.DataFrame:
+    """One row per fit and constant: value, standard error, unit, range, points, at a bound."""
+    rows = []
+    for name, (fit, source) in all_fits.items():
+        for p, lo, hi in zip(PARAMS, LOWER, UPPER):
+            rows.append(dict(fit=name, fitted_on=source, constant=p, value=getattr(fit.constants, p),
+                             std_error=getattr(fit.std_errors, p), unit=UNITS[p], lower=lo, upper=hi,
+                             at_bound=p in fit.at_bound, n_points=fit.n_points,
+                             rms_log_error=fit.rms_log_error))
+    return pd.DataFrame(rows)
+
+
+def choose_fit(all_fits: dict, target: str):
+    """A target's latest measured fit if it has one, else the published v5e fit (for another
+    generation: its own clock, peak and bandwidth with v5e's constants, an extrapolation)."""
+    measured = [n for n in all_fits if n.startswith(f"measured {target} ")]
+    if measured:
+        return measured[-1]
+    return "published v5e" if "published v5e" in all_fits else None
+
+
+def apply(df: pd.DataFrame, toolchain: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The table with its modelled columns, and the constants table.
+
+    With `toolchain`, only that toolchain's estimates (and the published and measured rows) are fitted
+    and modelled; other toolchains' rows (the post's compiler: no Pallas cycles) keep empty columns.
+
+    Estimate rows get model_device_seconds / _tflops and model_post_seconds / _tflops from the fit
+    named in model_fit; measured rows get the modelled times of their configuration's estimate and
+    measured_over_model (device time) and wall_over_model (blocked-call time). XLA estimates whose
+    TFLOP/s falls with size are flagged (estimate_nonmonotonic).
+    """
+    if toolchain is not None:
+        from experiments.analysis.toolchains import primary_rows
+
+        mine = primary_rows(df, toolchain)
+        modelled, constants = apply(mine)
+        rest = df.drop(index=mine.index).assign(estimate_nonmonotonic=False, model_fit="")
+        return pd.concat([modelled, rest]).loc[df.index].reindex(columns=modelled.columns), constants
+    out = df.copy()
+    out["estimate_nonmonotonic"] = flag_nonmonotonic(out) if len(out) else False
+    for col in ("model_device_seconds", "model_post_seconds", "model_device_tflops", "model_post_tflops",
+                "measured_over_model", "wall_over_model"):
+        out[col] = np.nan
+    out["model_fit"] = ""
+    if "est_cycles" not in out or out.est_cycles.isna().all():
+        return out, constants_table({})
+    all_fits = fits(out)
+    is_est = (out.source == "estimate") & (out.status == "ok") & out.est_cycles.notna()
+    for target in sorted(set(out[is_est].target)):
+        name = choose_fit(all_fits, target)
+        if name is None:
+            continue
+        k = all_fits[name][0].constants
+        rows = out[is_est & (out.target == target)]
+        device = np.array([device_seconds(features(r), k) for r in rows.itertuples()])
+        out.loc[rows.index, "model_device_seconds"] = device
+        out.loc[rows.index, "model_post_seconds"] = device + k.call_seconds
+        out.loc[rows.index, "model_fit"] = name
+    work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
+    out["model_device_tflops"] = work / out.model_device_seconds / 1e12
+    out["model_post_tflops"] = work / out.model_post_seconds / 1e12
+    _measured_ratios(out)
+    return out, constants_table(all_fits)
+
+
+def _measured_ratios(out: pd.DataFrame) -> None:
+    """Measured rows: the modelled times of the same target and configuration, and the ratios."""
+    measured = out.source == "measured"
+    if not measured.any():
+        return
+    on = ["target"] + CONFIG + ["vmem_limit_bytes"]
+    est = out[(out.source == "estimate") & out.model_device_seconds.notna()]
+    est = est[on + ["model_device_seconds", "model_post_seconds", "model_fit"]].drop_duplicates(on)
+    joined = out.loc[measured, on].merge(est, on=on, how="left")
+    for col in ("model_device_seconds", "model_post_seconds"):
+        out.loc[measured, col] = joined[col].to_numpy()
+    out.loc[measured, "model_fit"] = joined.model_fit.fillna("").to_numpy()
+    out.loc[measured, "measured_over_model"] = (out.seconds / out.model_device_seconds)[measured]
+    out.loc[measured, "wall_over_model"] = (out.wall_seconds / out.model_post_seconds)[measured]
+    work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
+    out.loc[measured, "model_device_tflops"] = (work / out.model_device_seconds / 1e12)[measured]
+    out.loc[measured, "model_post_tflops"] = (work / out.model_post_seconds / 1e12)[measured]

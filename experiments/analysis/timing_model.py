@@ -1,0 +1,306 @@
+"""A timing model of how the Pallas TPU pipeline runs a grid, fitted to the post's published numbers.
+
+libtpu's estimate (`seconds` in the table) is device time, and its static profile neither waits for
+DMAs nor knows what the host adds. The post timed one blocked call at a time (`timeit`, dispatch
+included). This model turns the compiler's numbers into both:
+
+    Pallas grid of S steps (step s: compute c, window bytes W_s, prologue P, epilogue E):
+      c        = max(float32_factor (float32 only) * FLOPs per step / peak,
+                     profile_scale * est_cycles / S / clock)
+      device   = P / bw  +  sum_s max(c, W_s / bw)  +  S * step_cycles / clock  +  E / bw
+      bw       = bandwidth_fraction * the chip's HBM bandwidth
+      W_s      = bytes step s+1 copies in (prefetched during step s)
+                 + the output block step s-1 wrote back (written during step s)
+      P, E     = step 0's inputs (nothing to overlap them with), the last output block
+    XLA's matmul (one fused op, its own loop inside): device = max(FLOPs / peak, est_cycles / clock,
+      its minimum HBM bytes / bw)
+    as the post timed it: post = device + call_seconds
+
+The bytes per step are counted with the pipeline's block-index-change rule
+(experiments/core/traffic.step_bytes). The constants are fitted by least squares on ln(time) against
+the post's published v5e numbers only (fit_published); no other published number enters the fit.
+Physically: compute is never faster than the peak (float32_factor >= 1), DMA never faster than the
+HBM bandwidth (bandwidth_fraction <= 1), and no constant is negative, so a modelled time is never
+faster than the chip allows.
+
+The constants, and why each is there (fitted values: results/timing_model.csv of a run; those of the
+default run are in the README, each with one standard error from the fit's Jacobian):
+    profile_scale       the chip spends less than libtpu's static profile charges per step outside the
+                        MXU (128-blocks: the profile charges ~0.5 us a step, the post measured ~0.4)
+    bandwidth_fraction  the share of the HBM bandwidth the pipeline's DMAs reach
+    step_cycles         a fixed cost per grid step (DMA issue and wait, semaphores, loop control)
+    call_seconds        the host's cost of one blocked call (dispatch, wait): the post's timing method
+    float32_factor      the post's float32 Pallas dots ran at 1 / float32_factor of the bfloat16 MXU rate
+                        (large f32 blocks: ~2x the profile's time), while today's static profile charges
+                        them as one bfloat16 pass; a fourth-constant model without it misses v4's large
+                        blocks by up to 30 % (README)
+"""
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from experiments.core.cases import Case
+from experiments.core.chips import chip
+from experiments.core.traffic import hbm_bytes, step_bytes
+from experiments.core.units import flops as flop_count
+
+PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor")
+UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s",
+         "float32_factor": ""}
+# Plausible ranges, enforced by the fit: a scale of the static profile between a tenth and twice;
+# at most the whole HBM bandwidth; a per-step cost up to 2000 cycles (1.3 us at 1.5 GHz); a
+# per-call host overhead up to 10 ms; a float32 dot between one and six bfloat16 MXU passes.
+LOWER = np.array([0.1, 0.05, 0.0, 0.0, 1.0])
+UPPER = np.array([2.0, 1.0, 2000.0, 1e-2, 6.0])
+# Starting points of the fit (the model is piecewise smooth: several starts, the best one kept).
+SCALE = np.array([1.0, 1.0, 100.0, 1e-4, 1.0])  # typical magnitudes: the fit works in units of these
+STARTS = (np.array([1.0, 0.8, 100.0, 1e-4, 1.5]), np.array([0.7, 0.5, 300.0, 5e-5, 2.5]),
+          np.array([1.2, 0.95, 20.0, 1.5e-4, 1.0]))
+MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
+CONFIG = ["kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
+# An XLA estimate is flagged when its TFLOP/s falls more than this below that of a smaller size
+# of the same target and dtype: FLOP per byte only rises with size, so a fall is the cost model's.
+NONMONOTONIC_TOLERANCE = 0.02
+
+
+class TooFewPoints(ValueError):
+    """Fewer points than a fit of the model's constants can determine."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Constants:
+    profile_scale: float
+    bandwidth_fraction: float
+    step_cycles: float
+    call_seconds: float
+    float32_factor: float
+
+    @classmethod
+    def of(cls, x) -> "Constants":
+        return cls(*(float(v) for v in x))
+
+    def vector(self) -> np.ndarray:
+        return np.array([getattr(self, p) for p in PARAMS])
+
+
+@dataclasses.dataclass(frozen=True)
+class Features:
+    """What the model needs of one configuration on one target, independent of the constants."""
+
+    xla: bool
+    float32: bool  # a Pallas kernel on float32 operands
+    flops: float
+    est_cycles: float
+    steps: int
+    prologue_bytes: float
+    epilogue_bytes: float
+    window_bytes: np.ndarray  # distinct window sizes W ...
+    window_counts: np.ndarray  # ... and how many steps have each
+    min_bytes: float  # XLA: operands once
+    clock_hz: float
+    peak_flops: float
+    hbm_bytes_per_s: float
+
+
+def _get(row, name):
+    """A field of a row given as a namedtuple (itertuples) or a Series (where .dtype is the Series')."""
+    return row[name] if isinstance(row, pd.Series) else getattr(row, name)
+
+
+def case_of(row) -> Case:
+    blocks = [None if pd.isna(_get(row, b)) else int(_get(row, b)) for b in ("bm", "bk", "bn")]
+    return Case(_get(row, "kernel"), _get(row, "dtype"), int(_get(row, "m")), int(_get(row, "k")),
+                int(_get(row, "n")), *blocks)
+
+
+_FEATURES: dict = {}  # (case, target, cycles) -> Features
+
+
+def features(row) -> Features:
+    """The model's inputs for a table row (an estimate of one configuration for one target); cached
+    per configuration, as the step counts of large grids take milliseconds."""
+    case, target, cycles = case_of(row), _get(row, "target"), float(_get(row, "est_cycles"))
+    key = (case, target, cycles)
+    if key in _FEATURES:
+        return _FEATURES[key]
+    c = chip(target)
+    common = dict(float32=case.dtype == "float32", flops=float(flop_count(case.m, case.k, case.n)),
+                  est_cycles=cycles,
+                  clock_hz=c.clock_hz, peak_flops=c.peak_flops[case.dtype], hbm_bytes_per_s=c.hbm_bytes_per_s)
+    if case.kernel == "xla":
+        out = Features(xla=True, steps=1, prologue_bytes=0.0, epilogue_bytes=0.0, window_bytes=np.zeros(0),
+                       window_counts=np.zeros(0), min_bytes=float(hbm_bytes(case)), **common)
+    else:
+        bytes_in, bytes_out = step_bytes(case)
+        window = np.zeros(len(bytes_in), dtype=np.int64)
+        window[:-1] += bytes_in[1:]  # step s prefetches step s+1's new blocks
+        window[1:] += bytes_out[:-1]  # and writes back what step s-1 finished
+        values, counts = np.unique(window, return_counts=True)
+        out = Features(xla=False, steps=len(bytes_in), prologue_bytes=float(bytes_in[0]),
+                       epilogue_bytes=float(bytes_out[-1]), window_bytes=values.astype(float),
+                       window_counts=counts.astype(float), min_bytes=float(hbm_bytes(case)), **common)
+    _FEATURES[key] = out
+    return out
+
+
+def device_seconds(f: Features, k: Constants) -> float:
+    """Modelled device time of one call (see the module docstring)."""
+    bw = k.bandwidth_fraction * f.hbm_bytes_per_s
+    if f.xla:
+        return max(f.flops / f.peak_flops, f.est_cycles / f.clock_hz, f.min_bytes / bw)
+    mxu = (k.float32_factor if f.float32 else 1.0) * f.flops / f.steps / f.peak_flops
+    compute = max(mxu, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
+    steady = float(np.sum(f.window_counts * np.maximum(compute, f.window_bytes / bw)))
+    return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + f.steps * k.step_cycles / f.clock_hz
+
+
+def post_seconds(f: Features, k: Constants) -> float:
+    """Modelled time as the post measured it: one blocked call, host dispatch included."""
+    return device_seconds(f, k) + k.call_seconds
+
+
+# --- which rows the fit may use ------------------------------------------------------------------
+
+def flag_nonmonotonic(df: pd.DataFrame) -> pd.Series:
+    """True for XLA estimates whose TFLOP/s falls (by more than the tolerance) below that of a smaller
+    size of the same target and dtype, while FLOP per byte rises with size: the cost model's dip."""
+    flag = pd.Series(False, index=df.index)
+    est = df[(df.source == "estimate") & (df.kernel == "xla") & (df.status == "ok") & df.tflops.notna()]
+    for _, group in est.groupby(["target", "dtype"]):
+        best_smaller = group.drop_duplicates("m").sort_values("m").set_index("m").tflops.cummax().shift(1)
+        floor = (1 - NONMONOTONIC_TOLERANCE) * best_smaller.reindex(group.m).to_numpy()
+        below = group.tflops.to_numpy() < floor
+        flag[group.index[below]] = True
+    return flag
+
+
+def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
+    """One ok estimate per (experiment, configuration) of a target: the default VMEM limit's, else
+    the smallest raised limit that compiled (today's compiler asks slightly more VMEM than the post's
+    did for some configurations; the kernel and its cycles are the same)."""
+    est = df[(df.source == "estimate") & (df.target == target) & (df.status == "ok") & df.est_cycles.notna()]
+    est = est[~est.search.eq(True)].copy()
+    est["_raised"] = est.raised_limit.eq(True)
+    est = est.sort_values(["_raised", "vmem_limit_bytes"], kind="stable")
+    return est.drop_duplicates(MATCH).drop(columns="_raised")
+
+
+def reference_points(df: pd.DataFrame, *, source: str = "published", target: str = "v5e",
+                     run_label=None) -> tuple[pd.DataFrame, dict]:
+    """Rows of `source` paired with this run's estimate of the same configuration.
+
+    Returns the points (estimate columns, plus ref_seconds, ref_wall_seconds, ref_tflops and in_fit)
+    and the count of reference rows left out, by reason. Points whose XLA estimate is flagged as
+    non-monotonic stay (they are scored) but never enter a fit (in_fit False): the flag comes from
+    the estimates alone, so leaving them out uses nothing of the reference.
+    """
+    ref = df[(df.source == source) & (df.target == target)]
+    if run_label is not None:
+        ref = ref[ref.run_label == run_label]
+    if source == "measured":  # XLA's measured rows repeat in every experiment: one point each
+        ref = ref.drop_duplicates(CONFIG)
+    est = estimate_for(df, target)
+    flagged = flag_nonmonotonic(df)
+    est = est.assign(nonmonotonic=flagged.reindex(est.index).fillna(False).to_numpy())
+    on = CONFIG if source == "measured" else MATCH
+    cols = ["tflops", "status"] + (["seconds", "wall_seconds"] if source == "measured" else [])
+    pairs = ref[on + cols].merge(est, on=on, how="left", suffixes=("_ref", ""), indicator=True)
+    reasons = {}
+
+    def leave(mask, reason):
+        nonlocal pairs
+        if mask.any():
+            reasons[reason] = int(mask.sum())
+        pairs = pairs[~mask]
+
+    leave(pairs.status_ref != "ok", f"{source} run failed")
+    leave(pairs._merge != "both", "no ok estimate of this configuration")
+    in_fit = ~pairs.nonmonotonic.eq(True)
+    if (~in_fit).any():
+        reasons["scored, not fitted: XLA estimate flagged non-monotonic"] = int((~in_fit).sum())
+    work = flop_count(pairs.m.astype(float), pairs.k.astype(float), pairs.n.astype(float))
+    seconds = pairs.seconds_ref if source == "measured" else work / pairs.tflops_ref / 1e12
+    pairs = pairs.assign(ref_tflops=pairs.tflops_ref, in_fit=in_fit, ref_seconds=seconds,
+                         ref_wall_seconds=pairs.wall_seconds_ref if source == "measured" else np.nan)
+    return pairs.drop(columns="_merge").reset_index(drop=True), reasons
+
+
+# --- the fit -------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Fit:
+    constants: Constants
+    std_errors: Constants
+    n_points: int
+    rms_log_error: float
+    at_bound: tuple  # names of constants at a bound of their range (their error is then not meaningful)
+
+
+def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=None) -> Fit:
+    """Least squares on ln(time): `post` compares device + call_seconds (the post's timing), else
+    device time alone (call_seconds then fixed at `fixed_call`)."""
+    free = [p for p in PARAMS if post or p != "call_seconds"]
+    if len(feats) < len(free) + 2:
+        raise TooFewPoints(f"{len(feats)} points cannot fit {len(free)} constants ({', '.join(free)}): "
+                           f"need at least {len(free) + 2}")
+    index = [PARAMS.index(p) for p in free]
+    scale = SCALE[index]
+    target = np.log(np.asarray(seconds, dtype=float))
+
+    def full(z):
+        x = np.zeros(len(PARAMS))
+        x[PARAMS.index("call_seconds")] = fixed_call or 0.0
+        x[index] = z * scale
+        return Constants.of(x)
+
+    def residuals(z):
+        k = full(z)
+        model = [post_seconds(f, k) if post else device_seconds(f, k) for f in feats]
+        return np.log(model) - target
+
+    best = None
+    for start in STARTS:
+        result = least_squares(residuals, start[index] / scale, x_scale="jac", diff_step=1e-4,
+                               bounds=(LOWER[index] / scale, UPPER[index] / scale))
+        if best is None or result.cost < best.cost:
+            best = result
+    r, jac = best.fun, best.jac
+    dof = max(1, len(r) - len(free))
+    cov = np.linalg.pinv(jac.T @ jac) * float(r @ r) / dof
+    errors = np.zeros(len(PARAMS))
+    errors[index] = np.sqrt(np.clip(np.diag(cov), 0, None)) * scale
+    z = best.x
+    at_bound = tuple(p for p, v, lo, hi in zip(free, z * scale, LOWER[index], UPPER[index])
+                     if np.isclose(v, lo, rtol=1e-3, atol=1e-9) or np.isclose(v, hi, rtol=1e-3))
+    return Fit(full(z), Constants.of(errors), len(feats), float(np.sqrt(np.mean(r**2))), at_bound)
+
+
+def fit_published(points: pd.DataFrame) -> Fit:
+    """The four constants from published points (reference_points(df) with source published)."""
+    points = points[points.in_fit]
+    feats = [features(r) for r in points.itertuples()]
+    return _fit(feats, points.ref_seconds.to_numpy(), post=True)
+
+
+def fit_measured(points: pd.DataFrame) -> Fit:
+    """Constants from a TPU run's own measurements: call_seconds is the median of wall time minus
+    device time (the run measured both), the others are fitted to device time."""
+    ok = points[points.in_fit].dropna(subset=["ref_seconds", "ref_wall_seconds"])
+    if len(ok) < 3:
+        raise TooFewPoints(f"{len(ok)} measured points with both device and wall time: need at least 3")
+    overhead = (ok.ref_wall_seconds - ok.ref_seconds).to_numpy()
+    call = float(np.median(overhead))
+    feats = [features(r) for r in ok.itertuples()]
+    fit = _fit(feats, ok.ref_seconds.to_numpy(), post=False, fixed_call=max(call, 0.0))
+    # standard error of a median ~ 1.2533 sigma / sqrt(n)
+    err = 1.2533 * float(np.std(overhead, ddof=1)) / np.sqrt(len(overhead)) if len(overhead) > 1 else np.nan
+    fit.std_errors = dataclasses.replace(fit.std_errors, call_seconds=err)
+    return fit
+
+
+def predict(points: pd.DataFrame, k: Constants) -> pd.DataFrame:
+    feats = [features(r) for r in points.itertuples()]
+    device = np.array([device_seconds(f, k) for f in feats])
+    return points.assign(model_device_seconds=device, model_post_seconds=device + k.call_seconds)

@@ -1,0 +1,120 @@
+"""How well the timing model predicts the post: cross-validated, beside the raw compiler's estimate.
+
+Two schemes, each scoring every point by a fit that did not contain it:
+  leave one experiment out: fit on the points of four of the post's figures, predict the fifth's;
+    a configuration the held-out figure also shows elsewhere (XLA's baseline, v4's 128-blocks = v3's)
+    leaves the fit too, so no fit has seen a point it predicts, under any name;
+  leave one size out: fit on every size but one, predict that one.
+The result is results/fidelity.csv: one row per estimator, validation, scope and group.
+"""
+import numpy as np
+import pandas as pd
+
+from experiments.analysis import timing_model as tm
+
+SCHEMES = {"leave one experiment out": "experiment", "leave one size out": "m"}
+LARGE = 2048  # the issue's second benchmark: sizes from 2048 up
+
+
+def folds(points: pd.DataFrame, column: str):
+    """(held-out value, train index, test index) per fold; train never holds a test configuration."""
+    configs = pd.Series([str(c) for c in points[tm.CONFIG].itertuples(index=False)], index=points.index)
+    for value in sorted(points[column].unique(), key=str):
+        test = points.index[points[column] == value]
+        train = points.index[~configs.isin(set(configs[test]))]
+        yield value, train, test
+
+
+def cross_validate(points: pd.DataFrame, column: str, fit=None) -> pd.DataFrame:
+    """Points with model_post_seconds predicted by fits without them; `fold` names the held-out group.
+
+    A fold whose training set is too small raises TooFewPoints naming the fold.
+    """
+    fit = fit or tm.fit_published
+    parts = []
+    for value, train, test in folds(points, column):
+        if set(train) & set(test):
+            raise AssertionError(f"fold {column}={value}: a point is in its own fit")
+        try:
+            result = fit(points.loc[train])
+        except tm.TooFewPoints as e:
+            raise tm.TooFewPoints(f"fold {column}={value}: {e}") from None
+        parts.append(tm.predict(points.loc[test], result.constants).assign(fold=str(value)))
+    return pd.concat(parts).sort_index()
+
+
+def scores(points: pd.DataFrame, predicted: pd.Series) -> dict:
+    """n, median |ln(predicted / reference)|, median TFLOP/s ratio and Spearman of TFLOP/s."""
+    log_ratio = np.log(predicted / points.ref_seconds)  # time ratio; TFLOP/s ratio is its inverse
+    ok = log_ratio.notna()
+    n = int(ok.sum())
+    return dict(
+        n=n,
+        median_abs_log_ratio=float(np.median(np.abs(log_ratio[ok]))) if n else np.nan,
+        median_ratio=float(np.exp(-np.median(log_ratio[ok]))) if n else np.nan,
+        spearman=float((1 / predicted[ok]).corr(1 / points.ref_seconds[ok], method="spearman"))
+        if n > 2 else np.nan,
+    )
+
+
+def groups(points: pd.DataFrame):
+    yield "all", "all", points.index
+    yield f"size >= {LARGE}", "all", points.index[points.m >= LARGE]
+    for experiment in sorted(points.experiment.unique()):
+        yield "experiment", experiment, points.index[points.experiment == experiment]
+    for size in sorted(points.m.unique()):
+        yield "size", str(size), points.index[points.m == size]
+
+
+def fidelity_table(df: pd.DataFrame, target: str = "v5e") -> pd.DataFrame:
+    """The model (in-sample and both cross-validations) and the raw compiler against the post.
+
+    Every row states n (points scored) and the reference rows left out (of the scores, or of the
+    fits only), by reason. Raises
+    TooFewPoints when the published points cannot support a fit (fewer than 6).
+    """
+    points, left_out = tm.reference_points(df, source="published", target=target)
+    if len(points) == 0:
+        return pd.DataFrame()
+    left = "; ".join(f"{reason}: {n}" for reason, n in left_out.items())
+    full = tm.fit_published(points)
+    predictions = {
+        ("compiler", "none (libtpu's estimate)"): points.seconds,
+        ("model", "in-sample (fitted on every point)"): tm.predict(points, full.constants).model_post_seconds,
+    }
+    notes = {}
+    for name, column in SCHEMES.items():
+        try:
+            predictions[("model", name)] = cross_validate(points, column).model_post_seconds
+        except tm.TooFewPoints as e:  # a small run: this validation cannot be made; the table says why
+            predictions[("model", name)] = pd.Series(np.nan, index=points.index)
+            notes[("model", name)] = f"not validated: {e}"
+    rows = []
+    for (estimator, validation), predicted in predictions.items():
+        for scope, group, index in groups(points):
+            rows.append(dict(target=target, compared_with="published", estimator=estimator,
+                             validation=validation, scope=scope, group=group,
+                             **scores(points.loc[index], predicted.loc[index]),
+                             note=notes.get((estimator, validation), ""),
+                             n_left_out=sum(v for r, v in left_out.items() if not r.startswith("scored")),
+                             left_out=left))
+    return pd.DataFrame(rows)
+
+
+def headline(table: pd.DataFrame) -> dict:
+    """The benchmark numbers: per estimator and validation, overall and from 2048 up, Spearman, and the
+    worst experiment's median."""
+    out = {}
+    for (estimator, validation), part in table.groupby(["estimator", "validation"], sort=False):
+        if part.n.max() == 0:  # not validated (too few points): nothing to headline
+            continue
+        by = part.set_index(["scope", "group"])
+        experiments = part[part.scope == "experiment"]
+        out[(estimator, validation)] = dict(
+            n=int(by.loc[("all", "all")].n), all=by.loc[("all", "all")].median_abs_log_ratio,
+            large=by.loc[(f"size >= {LARGE}", "all")].median_abs_log_ratio,
+            n_large=int(by.loc[(f"size >= {LARGE}", "all")].n),
+            spearman=by.loc[("all", "all")].spearman,
+            worst_experiment=experiments.median_abs_log_ratio.max(),
+            per_experiment=dict(zip(experiments.group, experiments.median_abs_log_ratio)))
+    return out
