@@ -27,7 +27,7 @@ CLUSTER = ROOT / "tests" / "slurm" / "cluster.sh"
 CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
 TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
 # For this cluster only, not the profile: it has no accounting database, so sacct answers "Slurm accounting
-# storage is disabled" and squeue follows the jobs (slurm.conf keeps finished jobs for MinJobAge=600 s);
+# storage is disabled" and squeue follows the jobs (slurm.conf keeps finished jobs for MinJobAge=3600 s);
 # its jobs take seconds, so the first status check comes after 5 s instead of 40 s.
 CLUSTER_OPTIONS = ("--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "5")
 LOCAL_RUN_VARIABLE = "SLURM_TEST_LOCAL_RUN"

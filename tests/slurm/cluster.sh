@@ -25,10 +25,19 @@ install() {
   for tool in munged slurmctld slurmd sbatch squeue; do command -v "$tool" >/dev/null || missing+=("$tool"); done
   [ ${#missing[@]} -eq 0 ] && { echo "SLURM and munge are installed"; return; }
   [ "$(id -u)" -eq 0 ] || die "installing needs root (missing: ${missing[*]})"
+  # No daemon may start at install: without systemd the packages' init scripts would start munged,
+  # and slurmctld and slurmd would fail (no /etc/slurm/slurm.conf) and fail the install with them.
+  local policy=/usr/sbin/policy-rc.d made_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && made_policy=1
+  fi
   # slurm-wlm's packages without recommends: no slurmdbd, no MariaDB (see slurm.conf.in).
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    slurmctld slurmd slurm-client munge >/dev/null
+  local status=0
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    slurmctld slurmd slurm-client munge >/dev/null || status=$?
+  [ -n "$made_policy" ] && rm -f "$policy"
+  [ "$status" -eq 0 ] || die "apt-get could not install slurmctld slurmd slurm-client munge"
+  echo "installed: $(slurmctld -V), $(munged -V 2>&1 | awk '{print $1}')"
 }
 
 free_port() {  # two consecutive free TCP ports on localhost: slurmctld's and slurmd's
