@@ -11,8 +11,9 @@ rule measure_job:
         job=lambda wc: settings(PLAN.measure[(wc.experiment, wc.dtype)]),
         code=code("scripts/measure_job.py"),
     # All cores: a measuring job runs alone, so its timings share the host with no other job, and
-    # only one process at a time opens the TPU.
-    threads: workflow.cores
+    # only one process at a time opens the TPU. A cluster run has no --cores (workflow.cores would
+    # raise): there the profile gives the job a node of its own (profiles/slurm: --exclusive).
+    threads: workflow.resource_settings.cores or 1
     conda:
         "../environment.yml"
     script:
