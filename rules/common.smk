@@ -26,7 +26,7 @@ try:
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 _requested = PLAN.config["measure"]["device"]
-config.update(PLAN.config)  # what every rule sees: the config with the schema's defaults
+config.update(PLAN.config)  # the config every job sees, with the schema's defaults
 
 if DEVICE is None:
     logger.info(
