@@ -24,7 +24,9 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / "tests" / "slurm" / "cluster.sh"
-CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
+# .ci/run's own local run: the CI config with the post's toolchain (its environment is cached by then)
+CI_CONFIGS = ("config/config.ci.yaml", "config/ci-post-toolchain.yaml")
+CI_RUN = ("--configfile", *CI_CONFIGS, "--replace-workflow-config")
 TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
 # For this cluster only, not the profile: it has no accounting database, so sacct answers "Slurm accounting
 # storage is disabled" and squeue follows the jobs (slurm.conf keeps finished jobs for MinJobAge=3600 s);
@@ -100,7 +102,8 @@ def slurm_run(cluster, tmp_path_factory):
     the CI config never asks for).
     """
     workdir = make_workdir(tmp_path_factory.mktemp("slurm_run"))
-    shutil.copyfile(workdir / "config" / "config.ci.yaml", workdir / "config" / "config.yaml")
+    # the CI configs, one after the other in one file (they share no top-level key)
+    (workdir / "config" / "config.yaml").write_text("\n".join((workdir / c).read_text() for c in CI_CONFIGS))
     result = snakemake(workdir, "--profile", str(ROOT / "profiles" / "slurm"), *CLUSTER_OPTIONS, env=cluster)
     log = result.stdout + result.stderr
     assert result.returncode == 0, log[-6000:]
