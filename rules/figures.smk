@@ -14,3 +14,26 @@ rule figure:
         "../environment.yml"
     script:
         "../scripts/figure.py"
+
+
+# The gallery: every figure as a card with caption, files and snippets to paste; and the licence,
+# attribution and citation that travel with results/. Reads the table, the catalog and the figures.
+rule gallery:
+    input:
+        table="results/matmul.parquet",
+        figures=expand("results/figures/{name}{lang}.png", name=FIGURES, lang=["", ".zh"]),
+        citation=sources("CITATION.cff"),
+    output:
+        index="results/figures/index.html",
+        index_zh="results/figures/index.zh.html",
+        licence="results/LICENSE.md",
+        attribution="results/ATTRIBUTION.md",
+        citation="results/CITATION.cff",
+    log:
+        "logs/figures/gallery.log",
+    params:
+        figures=FIGURES,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/gallery.py"
