@@ -271,3 +271,24 @@ def render(df, name: str, kind: str, args: dict, directory) -> list[Path]:
         info = provenance(df, name, kind, args, lang, figure_title(fig))
         paths += save(fig, stem(directory, name, lang), info)
     return paths
+
+
+def spec_from_name(name: str) -> tuple[str, dict]:
+    """(kind, arguments) of a figure from its stable name, e.g. search_v5_bfloat16_v5e."""
+    parts = name.split("_")
+    if parts[0] in ("vmem", "roofline", "fidelity") and len(parts) == 2:
+        return parts[0], {"target": parts[1]}
+    if parts[0] == "search" and len(parts) == 4:
+        return "search", dict(experiment=parts[1], dtype=parts[2], target=parts[3])
+    if parts[0] == "generations" and len(parts) == 3:
+        return "generations", dict(experiment=parts[1], dtype=parts[2])
+    if len(parts) == 3:
+        return "experiment", dict(experiment=parts[0], dtype=parts[1], target=parts[2])
+    raise ValueError(f"figure name={name!r} matches no kind of figure in {sorted(CATALOG)}")
+
+
+def figure_specs_of(figures) -> dict[str, tuple[str, dict]]:
+    """{name: (kind, args)} from such a dict, or from figure names alone."""
+    if isinstance(figures, dict):
+        return {name: (kind, dict(args)) for name, (kind, args) in figures.items()}
+    return {name: spec_from_name(name) for name in sorted(figures)}

@@ -141,3 +141,22 @@ SOURCE_NAMES = {
 
 def text(lang: str, key: str, **values) -> str:
     return LABELS[lang][key].format(**values)
+
+
+# Fixed terms: the same Chinese word for the same thing in every figure and in the report
+# (tests/test_report.py checks the catalogs against the variants on the right).
+GLOSSARY = [
+    ("kernel", "算子"),
+    ("block (bm, bk, bn)", "分块"),
+    ("accumulator", "累加器"),
+    ("pipelining", "流水线"),
+    ("contraction (K) dimension", "归约维（K 维）"),
+    ("out of VMEM", "VMEM 不足"),
+    ("scoped-VMEM limit", "scoped VMEM 上限"),
+    ("estimated / measured / published", "估计值 / 实测值 / 原文数据"),
+]
+AVOID = {  # variant (a regular expression) -> the glossary term to use instead
+    "内核": "算子", "核函数": "算子", "收缩维": "归约维", "规约维": "归约维", "内存不足": "VMEM 不足",
+    "内存耗尽": "VMEM 不足", "原文发布": "原文数据", "(?<!分)块大小": "分块大小", "累积器": "累加器",
+    "管线": "流水线", "流水(?!线)": "流水线",
+}

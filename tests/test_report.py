@@ -9,7 +9,8 @@ import pytest
 from report import build
 
 TARGETS = ["v5e"]
-FIGURES = {"v1_float32_v5e", "v5_bfloat16_v5e", "vmem_v5e", "fidelity_v5e"}
+FIGURES = {"v1_float32_v5e", "v5_bfloat16_v5e", "search_v5_bfloat16_v5e", "vmem_v5e", "roofline_v5e",
+           "fidelity_v5e"}
 CORRECTNESS = {"passed": 58, "total": 59}
 
 
@@ -43,9 +44,11 @@ def test_autoescaping_is_on(table):
 
 
 def test_html_loads_no_external_resource(table):
+    # Resources (images, stylesheets, fonts, scripts) are local; links for the reader to follow may not be.
     for lang in ("en", "zh"):
         html = render(table, lang)
-        links = re.findall(r'(?:src|href)="([^"]*)"', html) + re.findall(r"url\(([^)]*)\)", html)
+        links = (re.findall(r'src="([^"]*)"', html) + re.findall(r"url\(([^)]*)\)", html)
+                 + re.findall(r'<link[^>]*href="([^"]*)"', html))
         assert links, "expected figure links"
         for link in links:
             assert not re.match(r"^(https?:)?//", link.strip("'\"")), link
@@ -57,7 +60,7 @@ def test_findings_state_the_fixture_numbers(table):
     # v5: the post's best block (512, 1024, 1024) at 2048 is the fixture's 170 against XLA's 180; no 8192 row
     assert "of XLA&#39;s estimate at 8192" not in en
     zh = render(table, "zh")
-    assert "在 v5e 上，v1 最大可编译到 1024；在 2048 时需要 48.8 MiB VMEM，而上限为 16 MiB。" in zh
+    assert "在 v5e 上，v1 最大能编译到 1024；到 2048 时需要 48.8 MiB VMEM，超出 16 MiB 的上限。" in zh
     assert 'lang="zh-Hans"' in zh and 'href="report.en.html"' in zh
 
 
@@ -76,7 +79,7 @@ def test_report_builds_from_partial_data(table, part):
     html = render(df, "zh", targets=["v6e"] if part == "other_target" else TARGETS)
     assert "</html>" in html
     if part == "estimates_only":
-        assert "本次运行的数据表中没有原文发布值" in html
+        assert "本次运行的数据表中没有原文数据" in html
 
 
 def test_pdf_embeds_the_cjk_font(table, tmp_path):
