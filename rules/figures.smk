@@ -4,6 +4,7 @@
 rule figure:
     input:
         "results/matmul.parquet",
+        citation=sources("CITATION.cff"),  # embedded in every file
     output:
         multiext("results/figures/{name}", ".png", ".svg", ".pdf", ".zh.png", ".zh.svg", ".zh.pdf"),
     log:

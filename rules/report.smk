@@ -6,6 +6,8 @@ rule report:
         table="results/matmul.parquet",
         correctness="results/correctness.parquet",
         figures=expand("results/figures/{name}.png", name=FIGURES),
+        gallery="results/figures/index.html",
+        licence="results/LICENSE.md",
         templates=REPORT_SOURCES,
     output:
         "results/report/report.en.html",
@@ -16,7 +18,7 @@ rule report:
         "logs/report/report.log",
     params:
         targets=TARGETS,
-        figures=list(FIGURES),
+        figures=FIGURES,
     conda:
         "../environment.yml"
     script:

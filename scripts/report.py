@@ -18,7 +18,7 @@ with logged(snakemake.log[0]) as log:
     figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name
     for lang in ("en", "zh"):
         common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
-                      figure_names=snakemake.params.figures, correctness=correctness,
+                      figure_names=dict(snakemake.params.figures), correctness=correctness,
                       figures_href=str(figures_href))
         html_path = out[f"report.{lang}.html"]
         write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
