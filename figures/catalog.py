@@ -96,9 +96,9 @@ CATALOG = {
         alt={
             "en": "Heatmaps, one per matrix size ({sizes}), bm on the y axis and bn on the x axis; each cell "
                   "gives the best estimated {unit} and its bk; × marks cells where every bk runs out of VMEM, "
-                  "blank cells are not in the search.",
+                  "blank cells have no configuration (neither the post's nor the search's).",
             "zh": "热力图，每个矩阵大小（{sizes}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} 及对应"
-                  "的 bk；× 表示所有 bk 均 VMEM 不足，空白格不在搜索范围内。",
+                  "的 bk；× 表示所有 bk 均 VMEM 不足，空白格表示原文和搜索中都没有该组合。",
         },
     ),
     "fidelity": Entry(

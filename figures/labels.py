@@ -31,7 +31,7 @@ LABELS = {
         "title_experiment": "{experiment}: {description} ({dtype}, {target})",
         "title_vmem": "VMEM used against the limit ({target}, estimated by libtpu {libtpu})",
         "title_roofline": "Roofline ({target}, estimated by libtpu {libtpu})",
-        "title_search": "{experiment} block search: estimated TFLOP/s, best bk per cell ({dtype}, {target})",
+        "title_search": "{experiment} block search: estimated {unit}, best bk per cell ({dtype}, {target})",
         "title_fidelity": "Estimates against {source} numbers ({target})",
         "title_generations": "{experiment} across TPU generations ({dtype}, estimated)",
         "limit_default": "default scoped limit {limit:.0f} MiB",
@@ -64,8 +64,9 @@ LABELS = {
         "subtitle_estimate": "estimated by libtpu (dashed)",
         "subtitle_measured": "measured (solid)",
         "subtitle_published": "published in the post (hollow)",
-        "search_legend": "Each cell: the best estimated TFLOP/s over bk, and that bk. ×: every bk runs out of VMEM "
-                         "(or fails); blank: not in the search (a block larger than the matrix).",
+        "search_legend": "Each cell: the best estimated {unit} over bk (top) and that bk (bottom). ×: every bk runs "
+                         "out of VMEM (or fails to compile); blank: no configuration with this (bm, bn), neither "
+                         "the post's nor the search's.",
     },
     "zh": {
         "size": "矩阵大小（M = K = N）",
@@ -95,7 +96,7 @@ LABELS = {
         "title_experiment": "{experiment}：{description}（{dtype}，{target}）",
         "title_vmem": "VMEM 用量与上限（{target}，libtpu {libtpu} 估计）",
         "title_roofline": "Roofline 模型（{target}，libtpu {libtpu} 估计）",
-        "title_search": "{experiment} 分块搜索：估计 TFLOP/s，每格取最优 bk（{dtype}，{target}）",
+        "title_search": "{experiment} 分块搜索：估计 {unit}，每格取最优 bk（{dtype}，{target}）",
         "title_fidelity": "估计值与{source}对比（{target}）",
         "title_generations": "{experiment} 在各代 TPU 上的表现（{dtype}，估计）",
         "limit_default": "默认 scoped VMEM 上限 {limit:.0f} MiB",
@@ -128,8 +129,8 @@ LABELS = {
         "subtitle_estimate": "libtpu 估计（虚线）",
         "subtitle_measured": "实测（实线）",
         "subtitle_published": "原文数据（空心点）",
-        "search_legend": "每格：各 bk 中最高的估计 TFLOP/s 及对应的 bk。×：所有 bk 均 VMEM 不足（或编译失败）；"
-                         "空白：不在搜索范围内（分块大于矩阵）。",
+        "search_legend": "每格：上为各 bk 中最高的估计 {unit}，下为对应的 bk。×：所有 bk 均 VMEM 不足（或编译失败）；"
+                         "空白：原文和搜索中都没有这一 (bm, bn) 组合。",
     },
 }
 

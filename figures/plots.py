@@ -20,7 +20,8 @@ SOURCE_STYLE = {
 }
 XLA_COLOR = "#000000"
 LIMIT_COLOR = "#333333"  # dark grey, dash-dot: in no series' palette
-COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
+# Okabe-Ito without its yellow (too pale on white for a thin line), plus Tol's wine.
+COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#882255", "#999999"]
 ROOF_MARKERS = ["o", "s", "^", "v", "P", "X", "*"]
 TARGET_COLORS = {"v4": "#999999", "v5e": "#0072B2", "v5p": "#009E73", "v6e": "#E69F00", "7x": "#CC79A7"}
 
@@ -351,10 +352,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
         ax.set_yscale("log")
         ax.set_ylim(top=peak * 1.6)
         ax.set_title(dtype, fontsize=10)
-        ax.set_xlabel(text(lang, "intensity"), fontsize=8)
         ax.set_ylabel(text(lang, "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
     axes[0][0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / 1e12), xytext=(2, 4),
                         textcoords="offset points", fontsize=NOTE_SIZE - 1, color="#555555", rotation=30)
+    axes[0][len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
     keys = ["xla"] + [e for e in experiments if e in handles]
     fig.legend(handles=[handles[k] for k in keys], loc="outside lower center", ncol=len(keys),
                fontsize=LEGEND_SIZE)
@@ -373,7 +374,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     sizes = sorted(searched.m.unique())
     rows = rows[rows.m.isin(sizes)]
     fig, axes = plt.subplots(1, max(1, len(sizes)), figsize=(min(7.6, 0.8 + 2.4 * max(1, len(sizes))), 3.4), squeeze=False)
-    fig.suptitle(text(lang, "title_search", experiment=experiment, dtype=dtype, target=target))
+    unit = unit_name(dtype)
+    fig.suptitle(text(lang, "title_search", experiment=experiment, dtype=dtype, target=target, unit=unit))
     if not sizes:
         no_data(axes[0][0], lang)
         return fig
@@ -394,7 +396,7 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
                 best_bk[(i, j)] = None
         image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
         for (i, j), bk in best_bk.items():
-            label = "×" if bk is None else f"{grid[i, j]:.0f}\n{text(lang, 'best_bk', bk=bk)}"
+            label = "×" if bk is None else f"{grid[i, j]:.0f}\n{bk}"
             color = "black" if bk is None or grid[i, j] > 0.6 * vmax else "white"
             ax.text(j, i, label, ha="center", va="center", fontsize=7, color=color)
         ax.set_xticks(range(len(bns)), [str(int(b)) for b in bns])
@@ -403,9 +405,10 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
         ax.set_ylabel(text(lang, "bm"))
         ax.set_title(text(lang, "size_panel", size=size), fontsize=10)
         ax.grid(False)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label=text(lang, "estimated_axis"))
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
+                 label=text(lang, "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
     # What the marks mean: × and blank cells are otherwise unexplained.
-    fig.text(0.0, 0.0, wrap(text(lang, "search_legend"), 110), fontsize=NOTE_SIZE, ha="left", va="top")
+    fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 110), fontsize=NOTE_SIZE, ha="left", va="top")
     return fig
 
 
