@@ -254,11 +254,11 @@ def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, ti
 
 
 def figure_title(fig) -> str:
-    """The title the figure shows (its suptitle, else its first panel's), on one line."""
+    """The title the figure shows (its suptitle, else its first panel's), its lines joined by a dash."""
     title = fig._suptitle.get_text() if fig._suptitle is not None else ""
     if not title:
         title = next((ax.get_title() for ax in fig.axes if ax.get_title()), "")
-    return " ".join(title.split())
+    return " — ".join(" ".join(line.split()) for line in title.splitlines() if line.strip())
 
 
 def render(df, name: str, kind: str, args: dict, directory) -> list[Path]:

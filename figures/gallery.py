@@ -22,7 +22,7 @@ TEXT = {
                  "published; the figures and data are {licence}.",
         "markdown": "Markdown", "html": "HTML", "cite": "Cite this figure", "bibtex": "BibTeX",
         "alt": "Alt text", "kinds": {"estimate": "estimated", "measured": "measured", "published": "published"},
-        "shows": "Shows: {kinds}.", "copy": "Copy", "figure": "Figure",
+        "shows": "Shows: {kinds}.", "copy": "Copy", "figure": "Figure", "colon": ": ",
     },
     "zh": {
         "title": "tpu-matmul-repro 图表", "other": "English", "files": "文件", "other_language": "English",
@@ -30,11 +30,11 @@ TEXT = {
                  "实测值还是原文数据；图表与数据采用 {licence} 许可。",
         "markdown": "Markdown", "html": "HTML", "cite": "引用此图", "bibtex": "BibTeX",
         "alt": "替代文本", "kinds": {"estimate": "估计值", "measured": "实测值", "published": "原文数据"},
-        "shows": "内容：{kinds}。", "copy": "复制", "figure": "图",
+        "shows": "内容：{kinds}。", "copy": "复制", "figure": "图", "colon": "：",
     },
 }
 STYLE = """
-body { font-family: -apple-system, "Segoe UI", "Noto Sans CJK SC", "DejaVu Sans", sans-serif; color: #1a1a1a;
+body { font-family: "Report CJK", -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1a1a1a;
        max-width: 60rem; margin: 0 auto; padding: 1rem; line-height: 1.5; }
 .card { border: 1px solid #ddd; border-radius: 6px; padding: 0.8rem 1rem; margin: 1.4rem 0; }
 .card img { max-width: 100%; height: auto; display: block; margin: 0.5rem auto; }
@@ -42,7 +42,8 @@ body { font-family: -apple-system, "Segoe UI", "Noto Sans CJK SC", "DejaVu Sans"
 .kind { display: inline-block; background: #fff6e5; border: 1px solid #E69F00; border-radius: 4px;
         padding: 0 0.4rem; font-size: 0.85rem; }
 .meta, .files { color: #555; font-size: 0.9rem; }
-textarea { width: 100%; box-sizing: border-box; font: 0.8rem/1.35 monospace; min-height: 5.5rem; }
+textarea { width: 100%; box-sizing: border-box; font: 0.8rem/1.35 "Report CJK", monospace; min-height: 5.5rem; }
+button, textarea { font-family: "Report CJK", monospace; }
 label { font-weight: 600; font-size: 0.9rem; display: block; margin-top: 0.5rem; }
 button { font-size: 0.8rem; margin-left: 0.5rem; }
 """
@@ -114,8 +115,8 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
 <p><span class="kind">{html.escape(t["shows"].format(kinds=kinds_label(info["sources"], lang)))}</span></p>
 <a href="{base}.png"><img src="{base}.png" alt="{html.escape(info["alt"], quote=True)}" loading="lazy"></a>
 <p>{html.escape(info["caption"])}</p>
-<p class="meta">{t["alt"]}: {html.escape(info["alt"])}</p>
-<p class="files">{t["files"]}: {files}</p>
+<p class="meta">{t["alt"]}{t["colon"]}{html.escape(info["alt"])}</p>
+<p class="files">{t["files"]}{t["colon"]}{files}</p>
 <label for="{ids["md"]}">{t["markdown"]}<button data-copy="{ids["md"]}">{t["copy"]}</button></label>
 <textarea id="{ids["md"]}" readonly>{html.escape(snip["markdown"])}</textarea>
 <label for="{ids["html"]}">{t["html"]}<button data-copy="{ids["html"]}">{t["copy"]}</button></label>
@@ -146,9 +147,13 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
 
 
 def pages(df: pd.DataFrame, figures: dict, directory) -> dict[str, str]:
-    """{file name: HTML} for every language's gallery page of the figures in `directory`."""
-    return {("index.html" if lang == "en" else f"index.{lang}.html"): page(df, figures, lang, directory)
-            for lang in LANGUAGES}
+    """{file name: HTML} for every language's gallery page of the figures in `directory`; the CJK font
+    is embedded as a subset (as in the report), so the Chinese page reads right offline, anywhere."""
+    from figures.style import cjk_font_path
+    from report.build import embed_cjk_font
+
+    return {("index.html" if lang == "en" else f"index.{lang}.html"):
+            embed_cjk_font(page(df, figures, lang, directory), cjk_font_path()) for lang in LANGUAGES}
 
 
 def results_files(df: pd.DataFrame) -> dict[str, str]:

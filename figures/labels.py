@@ -81,10 +81,10 @@ LABELS = {
         "kernel": "Pallas {kernel}",
         "blocks": "分块 ({bm}, {bk}, {bn})",
         "splits": "N = {n}",
-        "estimate": "估计",
-        "measured": "实测",
+        "estimate": "估计值",
+        "measured": "实测值",
         "published": "原文数据",
-        "source_estimate": "虚线：由 libtpu {libtpu} 为 {target} ({device_kind}) 估计，未使用 TPU",
+        "source_estimate": "虚线：libtpu {libtpu} 为 {target}（{device_kind}）给出的估计，未使用 TPU",
         "source_measured": "实线：在 {device_kind} 上实测",
         "source_published": "空心点：原文数据，从原文的图中读取（约 ±2 %）；芯片据原文仓库的配置为 TPU v5e (v5litepod-1)",
         "dodged": "同一大小的空心点左右错开，以免相互遮挡",
@@ -101,7 +101,7 @@ LABELS = {
         "title_generations": "{experiment} 在各代 TPU 上的表现（{dtype}，估计）",
         "limit_default": "默认 scoped VMEM 上限 {limit:.0f} MiB",
         "ok_default": "默认上限内可编译",
-        "ok_raised_any": "提高上限后可编译",
+        "ok_raised_any": "调高上限后可编译",
         "oom": "VMEM 不足",
         "hbm_roof": "HBM {bw:.0f} GB/s",
         "compute_roof": "峰值 {peak:.0f} TFLOP/s ({dtype})",
@@ -115,7 +115,7 @@ LABELS = {
         "best_pallas": "最优 Pallas {target}",
         "xla_target": "XLA {target}",
         "description_v1": "朴素实现：整个矩阵放入 VMEM",
-        "description_v2": "按行/列切分的网格",
+        "description_v2": "按行、列切分的网格",
         "description_v3": "三维分块网格",
         "description_v4": "分块大小搜索",
         "description_v5": "低精度输入 + float32 累加器",
@@ -136,7 +136,7 @@ LABELS = {
 
 SOURCE_NAMES = {
     "en": {"published": "published", "measured": "measured", "estimate": "estimated"},
-    "zh": {"published": "原文数据", "measured": "实测", "estimate": "估计"},
+    "zh": {"published": "原文数据", "measured": "实测值", "estimate": "估计值"},
 }
 
 

@@ -89,7 +89,7 @@ def provenance_note(rows: pd.DataFrame, lang: str) -> str:
     return "\n".join(lines)
 
 
-def wrap(note: str, width: int = 100) -> str:
+def wrap(note: str, width: int = 92) -> str:
     """Wrap a note to `width` columns, a CJK character counting two, keeping given line breaks."""
     out = []
     for paragraph in note.split("\n"):
@@ -133,8 +133,9 @@ def failure_lines(failed: list[tuple], lang: str) -> list[str]:
     return lines
 
 
-NOTE_SIZE = 8
-LEGEND_SIZE = 8
+# At least 8.5 pt in the PDF report, where a 6.4-inch figure is printed about 1.1 times its size.
+NOTE_SIZE = 8.5
+LEGEND_SIZE = 8.5
 
 
 def peak_line(ax, rows: pd.DataFrame, lang: str):
@@ -336,7 +337,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
         ax.plot(x, np.minimum(peak, bw * x / 1e12), color="#555555", linewidth=1, zorder=1)
         ax.annotate(text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype)),
                     (1, peak), xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points",
-                    ha="right", va="bottom", fontsize=NOTE_SIZE - 1, color="#555555")
+                    ha="right", va="bottom", fontsize=NOTE_SIZE, color="#555555")
         xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
         handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", color=XLA_COLOR,
                                     label=text(lang, "xla"), zorder=4)
@@ -354,7 +355,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(text(lang, "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
     axes[0][0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / 1e12), xytext=(2, 4),
-                        textcoords="offset points", fontsize=NOTE_SIZE - 1, color="#555555", rotation=30)
+                        textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
     axes[0][len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
     keys = ["xla"] + [e for e in experiments if e in handles]
     fig.legend(handles=[handles[k] for k in keys], loc="outside lower center", ncol=len(keys),
@@ -398,7 +399,7 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
         for (i, j), bk in best_bk.items():
             label = "×" if bk is None else f"{grid[i, j]:.0f}\n{bk}"
             color = "black" if bk is None or grid[i, j] > 0.6 * vmax else "white"
-            ax.text(j, i, label, ha="center", va="center", fontsize=7, color=color)
+            ax.text(j, i, label, ha="center", va="center", fontsize=8, color=color)
         ax.set_xticks(range(len(bns)), [str(int(b)) for b in bns])
         ax.set_yticks(range(len(bms)), [str(int(b)) for b in bms])
         ax.set_xlabel(text(lang, "bn"))
@@ -408,7 +409,7 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
                  label=text(lang, "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
     # What the marks mean: × and blank cells are otherwise unexplained.
-    fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 110), fontsize=NOTE_SIZE, ha="left", va="top")
+    fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 105), fontsize=NOTE_SIZE, ha="left", va="top")
     return fig
 
 
