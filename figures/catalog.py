@@ -40,11 +40,12 @@ CATALOG = {
                   "变化，并与 XLA 的 jnp.matmul 对比；{sources}。",
         },
         alt={
-            "en": "Line chart of {unit} (y axis) against matrix size M = K = N from {sizes} (x axis, log scale), "
-                  "{n_series} series: the configurations of {experiment} {dtype} on {target} and XLA's "
-                  "jnp.matmul; {sources}. A configuration that fails is a × at zero, its reason written "
+            "en": "Line chart of {unit} (y axis) against matrix size M = K = N from {sizes} (x axis, log "
+                  "scale), {n_series} series: the configurations of {experiment} {dtype} on {target} and "
+                  "XLA's jnp.matmul; {sources}. A configuration that fails is a × at zero, its reason written "
                   "under the plot.",
-            "zh": "折线图：纵轴为 {unit}，横轴为矩阵大小 M = K = N（{sizes}，对数刻度），共 {n_series} 个系列："
+            "zh": "折线图：纵轴为 {unit}，横轴为矩阵大小 M = K = N（{sizes}，对数刻度），共 {n_series} 个系列"
+                  "："
                   "{target} 上 {experiment} {dtype} 的各配置与 XLA 的 jnp.matmul；{sources}。失败的配置在零处"
                   "标 ×，原因写在图下方。",
         },
@@ -73,8 +74,10 @@ CATALOG = {
             "en": "Roofline on {target}: the estimated throughput of every configuration that compiles, "
                   "against its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under the "
                   "compute peak and the HBM bandwidth; estimated by libtpu {libtpu} without a TPU.",
-            "zh": "{target} 上的 Roofline 模型：每个可编译配置的估计吞吐量与其算术强度（HBM 与 VMEM 之间每搬运"
-                  "一字节对应的 FLOP）的关系，上方为峰值算力与 HBM 带宽两条屋顶线；由 libtpu {libtpu} 在无 TPU "
+            "zh": "{target} 上的 Roofline 模型：每个可编译配置的估计吞吐量与其算术强度（HBM 与 VMEM 之间每搬"
+                  "运"
+                  "一字节对应的 FLOP）的关系，上方为峰值算力与 HBM 带宽两条屋顶线；由 libtpu {libtpu} 在无 TP"
+                  "U "
                   "的机器上估计。",
         },
         alt={
@@ -88,24 +91,25 @@ CATALOG = {
     "search": Entry(
         plots.plot_search,
         caption={
-            "en": "Block-size search of {experiment} in {dtype} on {target}: for each (bm, bn) and matrix size, "
-                  "the best estimated {unit} over bk; estimated by libtpu {libtpu} without a TPU.",
+            "en": "Block-size search of {experiment} in {dtype} on {target}: for each (bm, bn) and matrix "
+                  "size, the best estimated {unit} over bk; estimated by libtpu {libtpu} without a TPU.",
             "zh": "{target} 上 {experiment}（{dtype}）的分块大小搜索：对每个 (bm, bn) 与矩阵大小，取各 bk 中"
                   "最高的估计 {unit}；由 libtpu {libtpu} 在无 TPU 的机器上估计。",
         },
         alt={
-            "en": "Heatmaps, one per matrix size ({sizes}), bm on the y axis and bn on the x axis; each cell "
-                  "gives the best estimated {unit} and its bk; × marks cells where every bk runs out of VMEM, "
-                  "blank cells have no configuration (neither the post's nor the search's).",
-            "zh": "热力图，每个矩阵大小（{sizes}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} 及对应"
+            "en": "Heatmaps, one per matrix size ({sizes}), bm on the y axis and bn on the x axis; each "
+                  "cell gives the best estimated {unit} and its bk; × marks cells where every bk runs out of "
+                  "VMEM, blank cells have no configuration (neither the post's nor the search's).",
+            "zh": "热力图，每个矩阵大小（{sizes}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} 及对"
+                  "应"
                   "的 bk；× 表示所有 bk 均 VMEM 不足，空白格表示原文和搜索中都没有该组合。",
         },
     ),
     "fidelity": Entry(
         plots.plot_fidelity,
         caption={
-            "en": "This run's estimates for {target} against {others}: one point per configuration of the post "
-                  "at sizes from 2048 up, on log-log axes with the line y = x.",
+            "en": "This run's estimates for {target} against {others}: one point per configuration of the "
+                  "post at sizes from 2048 up, on log-log axes with the line y = x.",
             "zh": "本次运行对 {target} 的估计值与{others}对比：每个点是原文的一个配置（大小 2048 及以上），"
                   "双对数坐标，并画出 y = x。",
         },
@@ -113,7 +117,8 @@ CATALOG = {
             "en": "Log-log scatter plot: estimated TFLOP/s (y) against {others} TFLOP/s (x), one colour per "
                   "experiment and black diamonds for XLA, with the diagonal y = x; the number of points, the "
                   "median ratio and the Spearman correlation are written in the corner.",
-            "zh": "双对数散点图：纵轴为估计 TFLOP/s，横轴为{others} TFLOP/s，每个实验一种颜色，XLA 为黑色菱形，"
+            "zh": "双对数散点图：纵轴为估计 TFLOP/s，横轴为{others} TFLOP/s，每个实验一种颜色，XLA 为黑色菱形"
+                  "，"
                   "并画出对角线 y = x；左上角写有点数、比值中位数和 Spearman 相关系数。",
         },
     ),
@@ -121,13 +126,15 @@ CATALOG = {
         plots.plot_generations,
         caption={
             "en": "{experiment} in {dtype} across TPU generations ({targets}): the best estimated Pallas "
-                  "configuration at each size and XLA's jnp.matmul; estimated by libtpu {libtpu} without a TPU.",
-            "zh": "{experiment}（{dtype}）在各代 TPU（{targets}）上的表现：每个大小下估计最优的 Pallas 配置与 "
+                  "configuration at each size and XLA's jnp.matmul; estimated by libtpu {libtpu} without a "
+                  "TPU.",
+            "zh": "{experiment}（{dtype}）在各代 TPU（{targets}）上的表现：每个大小下估计最优的 Pallas 配置与"
+                  " "
                   "XLA 的 jnp.matmul；由 libtpu {libtpu} 在无 TPU 的机器上估计。",
         },
         alt={
-            "en": "Line chart: estimated {unit} against matrix size ({sizes}), one colour per TPU generation; "
-                  "circles on dashed lines for the best Pallas configuration, triangles for XLA.",
+            "en": "Line chart: estimated {unit} against matrix size ({sizes}), one colour per TPU "
+                  "generation; circles on dashed lines for the best Pallas configuration, triangles for XLA.",
             "zh": "折线图：纵轴为估计 {unit}，横轴为矩阵大小（{sizes}），每代 TPU 一种颜色；圆点虚线为最优 "
                   "Pallas 配置，三角形为 XLA。",
         },
@@ -234,8 +241,8 @@ def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, ti
     """What a figure file says about itself: title, caption, sources, toolchain, commit, licence, URLs."""
     rows = figure_rows(latest_runs(df), kind, args)
     info = describe(df, name, kind, args, lang)
-    toolchain = [f"{tool} {', '.join(_values(rows, f'{tool}_version'))}" for tool in ("jax", "jaxlib", "libtpu")
-                 if _values(rows, f"{tool}_version")]
+    toolchain = [f"{tool} {', '.join(_values(rows, f'{tool}_version'))}"
+                 for tool in ("jax", "jaxlib", "libtpu") if _values(rows, f"{tool}_version")]
     c = citation()
     sources = [sources_sentence(rows, lang)]
     if "published" in info["sources"]:

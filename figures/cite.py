@@ -37,10 +37,11 @@ def citation(path: Path = CITATION_FILE) -> Citation:
     try:
         post = next(r for r in cff.get("references", []) if r.get("type") == "blog")
         return Citation(
-            title=cff["title"], authors=", ".join(a["name"] for a in cff["authors"]), version=str(cff["version"]),
-            year=str(cff["date-released"])[:4], code_licence=cff["license"], repository=cff.get("repository-code"),
-            post_title=post["title"], post_author=", ".join(a["name"] for a in post["authors"]),
-            post_date=str(post["date-published"]), post_url=post["repository-code"], post_licence=post["license"],
+            title=cff["title"], authors=", ".join(a["name"] for a in cff["authors"]),
+            version=str(cff["version"]), year=str(cff["date-released"])[:4], code_licence=cff["license"],
+            repository=cff.get("repository-code"), post_title=post["title"],
+            post_author=", ".join(a["name"] for a in post["authors"]), post_date=str(post["date-published"]),
+            post_url=post["repository-code"], post_licence=post["license"],
         )
     except (KeyError, StopIteration) as e:
         raise ValueError(f"{path}: missing citation field {e!s} (a blog reference with repository-code, "
@@ -54,7 +55,8 @@ def post_attribution(lang: str) -> str:
         return (f"原文数据：{c.post_author}《{c.post_title}》（{c.post_date}），从原文的图中按像素位置读取；"
                 f"原文代码与图：{c.post_url}（{c.post_licence} 许可）。")
     return (f"Published numbers: {c.post_author}, “{c.post_title}” ({c.post_date}), read off the post's "
-            f"figures by pixel position; the post's code and figures: {c.post_url} ({c.post_licence} licence).")
+            f"figures by pixel position; the post's code and figures: {c.post_url} "
+            f"({c.post_licence} licence).")
 
 
 def credit(lang: str, commit: str) -> str:

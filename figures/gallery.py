@@ -11,22 +11,26 @@ import pandas as pd
 from PIL import Image
 
 from figures.catalog import describe, stem
-from figures.cite import CITATION_FILE, RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, credit, post_attribution
+from figures.cite import (CITATION_FILE, RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, credit,
+                          post_attribution)
 from figures.style import FORMATS, LANGUAGES
 
 TEXT = {
     "en": {
-        "title": "Figures of tpu-matmul-repro", "other": "简体中文", "files": "Files", "other_language": "中文版",
+        "title": "Figures of tpu-matmul-repro", "other": "简体中文", "files": "Files", "other_language": "中"
+                                                                                                     "文版",
         "intro": "Every figure of this run, with its caption, its files and snippets to paste into a post. "
                  "The snippets keep the attribution and say whether the numbers are estimated, measured or "
                  "published; the figures and data are {licence}.",
         "markdown": "Markdown", "html": "HTML", "cite": "Cite this figure", "bibtex": "BibTeX",
-        "alt": "Alt text", "kinds": {"estimate": "estimated", "measured": "measured", "published": "published"},
+        "alt": "Alt text",
+        "kinds": {"estimate": "estimated", "measured": "measured", "published": "published"},
         "shows": "Shows: {kinds}.", "copy": "Copy", "figure": "Figure", "colon": ": ",
     },
     "zh": {
         "title": "tpu-matmul-repro 图表", "other": "English", "files": "文件", "other_language": "English",
-        "intro": "本次运行的全部图表，附图注、文件和可直接粘贴到文章中的代码片段。片段保留署名，并注明数字是估计值、"
+        "intro": "本次运行的全部图表，附图注、文件和可直接粘贴到文章中的代码片段。片段保留署名，并注明数字是"
+                 "估计值、"
                  "实测值还是原文数据；图表与数据采用 {licence} 许可。",
         "markdown": "Markdown", "html": "HTML", "cite": "引用此图", "bibtex": "BibTeX",
         "alt": "替代文本", "kinds": {"estimate": "估计值", "measured": "实测值", "published": "原文数据"},
@@ -42,14 +46,16 @@ body { font-family: "Report CJK", -apple-system, "Segoe UI", "DejaVu Sans", sans
 .kind { display: inline-block; background: #fff6e5; border: 1px solid #E69F00; border-radius: 4px;
         padding: 0 0.4rem; font-size: 0.85rem; }
 .meta, .files { color: #555; font-size: 0.9rem; }
-textarea { width: 100%; box-sizing: border-box; font: 0.8rem/1.35 "Report CJK", monospace; min-height: 5.5rem; }
+textarea { width: 100%; box-sizing: border-box; font: 0.8rem/1.35 "Report CJK", monospace;
+           min-height: 5.5rem; }
 button, textarea { font-family: "Report CJK", monospace; }
 label { font-weight: 600; font-size: 0.9rem; display: block; margin-top: 0.5rem; }
 button { font-size: 0.8rem; margin-left: 0.5rem; }
 """
 SCRIPT = """document.querySelectorAll('button[data-copy]').forEach(b => b.addEventListener('click', () => {
   const t = document.getElementById(b.dataset.copy); t.select();
-  (navigator.clipboard ? navigator.clipboard.writeText(t.value) : Promise.reject()).catch(() => document.execCommand('copy'));
+  (navigator.clipboard ? navigator.clipboard.writeText(t.value) : Promise.reject())
+    .catch(() => document.execCommand('copy'));
 }));"""
 
 
@@ -66,7 +72,8 @@ def kinds_label(sources, lang: str) -> str:
 
 
 def commit_of(df: pd.DataFrame) -> str:
-    return ", ".join(sorted({str(v) for v in df.git_sha.dropna() if str(v)})) if "git_sha" in df else "unknown"
+    shas = sorted({str(v) for v in df.git_sha.dropna() if str(v)}) if "git_sha" in df else []
+    return ", ".join(shas) or "unknown"
 
 
 def snippets(name: str, lang: str, title: str, info: dict, commit: str) -> dict:
@@ -90,7 +97,8 @@ def cite_text(name: str, title: str, commit: str, lang: str) -> str:
     c = citation()
     where = f" {c.repository}" if c.repository else ""
     label = "图" if lang == "zh" else "Figure"
-    return f"{c.authors} ({c.year}). {label} “{title}” ({name}). {c.title}, v{c.version}, commit {commit}.{where}"
+    return (f"{c.authors} ({c.year}). {label} “{title}” ({name}). {c.title}, v{c.version}, "
+            f"commit {commit}.{where}")
 
 
 def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
@@ -137,8 +145,8 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
 <p style="float:right"><a href="{other}">{t["other"]}</a></p>
 <h1>{t["title"]}</h1>
 <p>{intro}</p>
-<p class="meta">{credit_line} <a href="../LICENSE.md">LICENSE.md</a> · <a href="../CITATION.cff">CITATION.cff</a> ·
-<a href="../ATTRIBUTION.md">ATTRIBUTION.md</a></p>
+<p class="meta">{credit_line} <a href="../LICENSE.md">LICENSE.md</a> ·
+<a href="../CITATION.cff">CITATION.cff</a> · <a href="../ATTRIBUTION.md">ATTRIBUTION.md</a></p>
 {chr(10).join(cards)}
 <script>{SCRIPT}</script>
 </body>

@@ -20,8 +20,8 @@ LABELS = {
         "published": "published (the post)",
         "source_estimate": "dashed: estimated by libtpu {libtpu} for {target} ({device_kind}), no TPU used",
         "source_measured": "solid: measured on {device_kind}",
-        "source_published": "hollow: published in the post, read off its figure (about ±2 %); TPU v5e per its "
-                            "repository's set-up (v5litepod-1)",
+        "source_published": "hollow: published in the post, read off its figure (about ±2 %); TPU v5e per "
+                            "its repository's set-up (v5litepod-1)",
         "dodged": "hollow points at the same size are spread sideways so that none hides another",
         "peak": "peak {peak:.0f}",
         "failed_estimate": "✗ {label}: VMEM {need:.1f} MiB > {limit:.0f} MiB",
@@ -64,9 +64,9 @@ LABELS = {
         "subtitle_estimate": "estimated by libtpu (dashed)",
         "subtitle_measured": "measured (solid)",
         "subtitle_published": "published in the post (hollow)",
-        "search_legend": "Each cell: the best estimated {unit} over bk (top) and that bk (bottom). ×: every bk runs "
-                         "out of VMEM (or fails to compile); blank: no configuration with this (bm, bn), neither "
-                         "the post's nor the search's.",
+        "search_legend": "Each cell: the best estimated {unit} over bk (top) and that bk (bottom). ×: every "
+                         "bk runs out of VMEM (or fails to compile); blank: no configuration with this (bm, bn), "
+                         "neither the post's nor the search's.",
     },
     "zh": {
         "size": "矩阵大小（M = K = N）",
@@ -86,7 +86,8 @@ LABELS = {
         "published": "原文数据",
         "source_estimate": "虚线：libtpu {libtpu} 为 {target}（{device_kind}）给出的估计，未使用 TPU",
         "source_measured": "实线：在 {device_kind} 上实测",
-        "source_published": "空心点：原文数据，从原文的图中读取（约 ±2 %）；芯片据原文仓库的配置为 TPU v5e (v5litepod-1)",
+        "source_published": "空心点：原文数据，从原文的图中读取（约 ±2 %）；芯片据原文仓库的配置为 TPU v5e (v"
+                            "5litepod-1)",
         "dodged": "同一大小的空心点左右错开，以免相互遮挡",
         "peak": "峰值 {peak:.0f}",
         "failed_estimate": "× {label}：VMEM {need:.1f} MiB > {limit:.0f} MiB",
@@ -129,7 +130,8 @@ LABELS = {
         "subtitle_estimate": "libtpu 估计（虚线）",
         "subtitle_measured": "实测（实线）",
         "subtitle_published": "原文数据（空心点）",
-        "search_legend": "每格：上为各 bk 中最高的估计 {unit}，下为对应的 bk。×：所有 bk 均 VMEM 不足（或编译失败）；"
+        "search_legend": "每格：上为各 bk 中最高的估计 {unit}，下为对应的 bk。×：所有 bk 均 VMEM 不足（或编译"
+                         "失败）；"
                          "空白：原文和搜索中都没有这一 (bm, bn) 组合。",
     },
 }

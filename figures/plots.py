@@ -94,7 +94,9 @@ def wrap(note: str, width: int = 92) -> str:
     out = []
     for paragraph in note.split("\n"):
         line, used = "", 0
-        for word in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+", paragraph):
+        # one CJK character, or a Latin word with its trailing space, or a run of spaces
+        for word in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+",
+                               paragraph):
             cols = sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in word)
             if used + cols > width and line.strip():
                 out.append(line.rstrip())
@@ -298,7 +300,8 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
         ax.set_title(f"{experiment} ({dtype})", fontsize=10)
     for ax in axes[:, 0]:
         ax.set_ylabel(text(lang, "vmem"))
-    series = [Line2D([], [], color=colors[k], linestyle="--", label=labels[k]) for k in sorted(labels, key=sort_key)]
+    series = [Line2D([], [], color=colors[k], linestyle="--", label=labels[k])
+              for k in sorted(labels, key=sort_key)]
     if limit_mib is not None:
         series.append(Line2D([], [], color=LIMIT_COLOR, linestyle="-.", linewidth=1.4,
                              label=text(lang, "limit_default", limit=limit_mib)))
@@ -327,7 +330,8 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     bw = float(rows.hbm_bytes_per_s.iloc[0])
     x = np.logspace(np.log10(intensity.min() / 2), np.log10(intensity.max() * 2), 200)
     experiments = sorted(set(rows[rows.kernel != "xla"].experiment))
-    style = {e: (COLORS[i % len(COLORS)], ROOF_MARKERS[i % len(ROOF_MARKERS)]) for i, e in enumerate(experiments)}
+    style = {e: (COLORS[i % len(COLORS)], ROOF_MARKERS[i % len(ROOF_MARKERS)])
+             for i, e in enumerate(experiments)}
     # Fewer points on top: v1 and v3 would hide under v4's cloud otherwise.
     order = sorted(experiments, key=lambda e: -(rows.experiment == e).sum())
     handles = {}
@@ -374,7 +378,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     searched = rows[rows.search.eq(True)] if "search" in rows else rows.iloc[0:0]
     sizes = sorted(searched.m.unique())
     rows = rows[rows.m.isin(sizes)]
-    fig, axes = plt.subplots(1, max(1, len(sizes)), figsize=(min(7.6, 0.8 + 2.4 * max(1, len(sizes))), 3.4), squeeze=False)
+    panels = max(1, len(sizes))
+    fig, axes = plt.subplots(1, panels, figsize=(min(7.6, 0.8 + 2.4 * panels), 3.4), squeeze=False)
     unit = unit_name(dtype)
     fig.suptitle(text(lang, "title_search", experiment=experiment, dtype=dtype, target=target, unit=unit))
     if not sizes:
@@ -409,14 +414,16 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
                  label=text(lang, "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
     # What the marks mean: × and blank cells are otherwise unexplained.
-    fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 105), fontsize=NOTE_SIZE, ha="left", va="top")
+    fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 105), fontsize=NOTE_SIZE, ha="left",
+             va="top")
     return fig
 
 
 def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     """Estimated against published (and measured) TFLOP/s, log-log, with y = x and the agreement."""
     others = [s for s in ("published", "measured") if ((df.source == s) & (df.target == target)).any()]
-    fig, axes = plt.subplots(1, max(1, len(others)), figsize=(min(7.2, 4.6 * max(1, len(others))), 4.4), squeeze=False)
+    panels = max(1, len(others))
+    fig, axes = plt.subplots(1, panels, figsize=(min(7.2, 4.6 * panels), 4.4), squeeze=False)
     if not others:
         no_data(axes[0][0], lang)
         return fig
@@ -428,7 +435,8 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         pairs = pairs[pairs.m >= 2048]
         xla = pairs[pairs.kernel == "xla"].drop_duplicates(keys[1:])  # one point per baseline config
         pairs = pairs[pairs.kernel != "xla"]
-        ax.set_title(text(lang, "title_fidelity", source=SOURCE_NAMES[lang][other], target=target), fontsize=10)
+        ax.set_title(text(lang, "title_fidelity", source=SOURCE_NAMES[lang][other], target=target),
+                     fontsize=10)
         if pairs.empty:
             no_data(ax, lang)
             continue
@@ -447,7 +455,8 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         ax.set_ylabel(text(lang, "estimated_axis"))
         overall = fidelity(df, target=target, other=other).set_index("experiment").loc["all"]
         ax.text(0.03, 0.97, text(lang, "agreement", n=int(overall.n), ratio=overall.median_ratio,
-                                 spearman=overall.spearman), transform=ax.transAxes, va="top", fontsize=NOTE_SIZE)
+                                 spearman=overall.spearman), transform=ax.transAxes, va="top",
+                fontsize=NOTE_SIZE)
         ax.legend(fontsize=LEGEND_SIZE, loc="lower right")
     return fig
 

@@ -55,7 +55,8 @@ def file_metadata(fmt: str, info: dict | None) -> dict:
                  "Identifier": info.get("repository_url") or f"commit {info['commit']}"}
     else:
         meta |= {"Title": info["title"], "Subject": info["caption"], "Author": info.get("author"),
-                 "Keywords": provenance_lines({k: v for k, v in info.items() if k not in ("title", "caption")})}
+                 "Keywords": provenance_lines({k: v for k, v in info.items()
+                                               if k not in ("title", "caption")})}
     return meta
 
 

@@ -125,10 +125,12 @@ class Figures:
         suffix = "" if self.lang == "en" else f".{self.lang}"
         c = citation()
         where = f" {c.repository}" if c.repository else ""
+        values = {"authors": c.authors, "year": c.year, "name": name, "title": c.title, "version": c.version,
+                  "commit": self.commit}
         cite = self.gettext("%(authors)s (%(year)s). Figure %(name)s, in %(title)s v%(version)s, commit "
-                            "%(commit)s.") % {"authors": c.authors, "year": c.year, "name": name, "title": c.title,
-                                              "version": c.version, "commit": self.commit} + where
-        return {"number": self.count, "id": f"fig-{name}", "name": name, "src": f"{self.href}/{name}{suffix}.png",
+                            "%(commit)s.") % values + where
+        return {"number": self.count, "id": f"fig-{name}", "name": name,
+                "src": f"{self.href}/{name}{suffix}.png",
                 "files": {fmt: f"{self.href}/{name}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
                 "caption": info["caption"], "cite": cite,
@@ -160,10 +162,12 @@ def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings
                 if t["rows"]:
                     values = {"experiment": experiment, "dtype": dtype, "target": target,
                               "unit": "TOP/s" if dtype == "int8" else "TFLOP/s"}
-                    t["caption"] = (gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s; under "
-                                            "each, in grey, the post's published number") if t["published"]
-                                    else gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s")) % values
-                group = dict(figures=figures.many([f"{experiment}_{dtype}_{target}"]), table=t if t["rows"] else None,
+                    caption = (gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s; under "
+                                       "each, in grey, the post's published number") if t["published"]
+                               else gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s"))
+                    t["caption"] = caption % values
+                group = dict(figures=figures.many([f"{experiment}_{dtype}_{target}"]),
+                             table=t if t["rows"] else None,
                              after=figures.many([f"search_{experiment}_{dtype}_{target}"]))
                 if group["figures"] or group["table"] or group["after"]:
                     groups.append(group)

@@ -18,4 +18,5 @@ with logged(snakemake.log[0]) as log:
     results_dir = Path(snakemake.output.licence).parent
     for name, text in results_files(df).items():
         write_text_atomic(text, results_dir / name)
-    log.info("wrote the gallery (%d figures) and %s", len(snakemake.params.figures), ", ".join(results_files(df)))
+    log.info("wrote the gallery (%d figures) and %s", len(snakemake.params.figures),
+             ", ".join(results_files(df)))

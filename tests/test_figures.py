@@ -94,7 +94,8 @@ def pdf_info(path) -> dict:
             raw = re.sub(rb"\\([\\()])", rb"\1", m.group(1))
             raw = re.sub(rb"\\(\d{3})", lambda o: bytes([int(o.group(1), 8)]), raw)
             raw = raw.replace(rb"\n", b"\n").replace(rb"\r", b"\r")
-            info[key] = raw[2:].decode("utf-16-be") if raw.startswith(b"\xfe\xff") else raw.decode("latin-1")
+            utf16 = raw.startswith(b"\xfe\xff")
+            info[key] = raw[2:].decode("utf-16-be") if utf16 else raw.decode("latin-1")
     return info
 
 
@@ -106,7 +107,8 @@ def svg_metadata(path) -> dict:
     out = {}
     for element in root.iter():
         if element.tag.startswith(dc):
-            out.setdefault(element.tag[len(dc):], " ".join(t.strip() for t in element.itertext() if t.strip()))
+            words = (t.strip() for t in element.itertext() if t.strip())
+            out.setdefault(element.tag[len(dc):], " ".join(words))
     return out
 
 
@@ -126,7 +128,7 @@ def test_every_file_embeds_its_provenance(table, tmp_path, name):
         if path.suffix == ".png":
             with Image.open(path) as image:
                 meta = dict(image.text)
-            title, found = meta["Title"], meta
+            title = meta["Title"]
             assert meta["Description"] == caption and meta["Commit"] == "abc" and meta["Post"] == post
             assert "libtpu 0.0.42.1" in meta["Toolchain"] and "jax 0.10.2" in meta["Toolchain"]
             assert "CC BY 4.0" in meta["Copyright"] and meta["Source"] and meta["AltText"]
@@ -144,7 +146,9 @@ def test_every_file_embeds_its_provenance(table, tmp_path, name):
             assert "CC BY 4.0" in meta["Keywords"] and "CreationDate" not in meta and "Producer" not in meta
         assert title and title != name, path.name
         if name == "v5_bfloat16_v5e":  # holds estimates and the post's numbers: the title says both
-            assert ("estimated" in title and "published" in title) or ("估计" in title and "原文数据" in title)
+            says_both = (("estimated" in title and "published" in title)
+                         or ("估计" in title and "原文数据" in title))
+            assert says_both, title
 
 
 def test_repository_url_is_embedded_once_citation_names_it(table, tmp_path, monkeypatch):
@@ -192,7 +196,8 @@ def test_published_points_that_coincide_are_spread():
     from figures.plots import dodge
 
     points = pd.DataFrame({"m": [1024, 1024, 1024, 2048], "tflops": [50.0, 50.5, 90.0, 50.0],
-                           "kernel": ["v3"] * 4, "bm": [128, 256, 512, 128], "bk": [128] * 4, "bn": [128] * 4})
+                           "kernel": ["v3"] * 4, "bm": [128, 256, 512, 128], "bk": [128] * 4,
+                           "bn": [128] * 4})
     order = {("blocks", bm, 128, 128): i for i, bm in enumerate((128, 256, 512))}
     offsets = dodge(points, order, span=100.0)
     assert offsets[0] < 0 < offsets[1] and offsets[2] == 0 and offsets[3] == 0
