@@ -465,7 +465,7 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     """The best estimated Pallas configuration and XLA per size, one colour per TPU generation."""
     rows = default_limit(df[(df.source == "estimate") & (df.experiment == experiment) & (df.dtype == dtype)
                             & (df.status == "ok")]).dropna(subset=["tflops"])
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))  # two to an A4 page in the report
     ax.set_title(text(lang, "title_generations", experiment=experiment, dtype=dtype))
     if rows.empty:
         no_data(ax, lang)
