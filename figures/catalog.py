@@ -10,7 +10,7 @@ from typing import Callable
 
 import pandas as pd
 
-from experiments.analysis.summaries import latest_runs
+from experiments.analysis.summaries import latest_runs, post_configs
 from figures import plots
 from figures.cite import RESULTS_LICENCE, citation, post_attribution
 from figures.labels import text
@@ -22,7 +22,8 @@ PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
 @dataclasses.dataclass(frozen=True)
 class Entry:
     """One kind of figure. Caption and alt templates may use the figure's arguments (experiment, dtype,
-    target) and the fields `describe` derives from the table: sources, libtpu, unit, sizes, description,
+    target) and the fields `describe` derives from the table: sources, libtpu, unit, sizes (a range),
+    size_list, description,
     n_series, others, targets."""
 
     draw: Callable
@@ -40,7 +41,7 @@ CATALOG = {
                   "变化，并与 XLA 的 jnp.matmul 对比；{sources}。",
         },
         alt={
-            "en": "Line chart of {unit} (y axis) against matrix size M = K = N from {sizes} (x axis, log "
+            "en": "Line chart of {unit} (y axis) against matrix size M = K = N, {sizes} (x axis, log "
                   "scale), {n_series} series: the configurations of {experiment} {dtype} on {target} and "
                   "XLA's jnp.matmul; {sources}. A configuration that fails is a × at zero, its reason written "
                   "under the plot.",
@@ -97,10 +98,10 @@ CATALOG = {
                   "最高的估计 {unit}；由 libtpu {libtpu} 在无 TPU 的机器上估计。",
         },
         alt={
-            "en": "Heatmaps, one per matrix size ({sizes}), bm on the y axis and bn on the x axis; each "
+            "en": "Heatmaps, one per matrix size ({size_list}), bm on the y axis and bn on the x axis; each "
                   "cell gives the best estimated {unit} and its bk; × marks cells where every bk runs out of "
                   "VMEM, blank cells have no configuration (neither the post's nor the search's).",
-            "zh": "热力图，每个矩阵大小（{sizes}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} 及对"
+            "zh": "热力图，每个矩阵大小（{size_list}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} 及对"
                   "应"
                   "的 bk；× 表示所有 bk 均 VMEM 不足，空白格表示原文和搜索中都没有该组合。",
         },
@@ -216,7 +217,10 @@ def sources_sentence(rows: pd.DataFrame, lang: str) -> str:
 def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> dict:
     """Caption and alt text of one figure in one language, filled in from the table."""
     rows = figure_rows(latest_runs(df), kind, args)
-    sizes = sorted({int(m) for m in rows.m.dropna()}) if len(rows) else []
+    drawn = post_configs(rows) if kind == "experiment" else rows
+    if kind == "search" and "search" in rows:  # panels: the searched sizes only
+        drawn = rows[rows.search.eq(True)]
+    sizes = sorted({int(m) for m in drawn.m.dropna()}) if len(drawn) else []
     estimates = rows[rows.source == "estimate"]
     others = [s for s in ("published", "measured") if (rows.source == s).any()] if kind == "fidelity" else []
     fields = dict(
@@ -226,8 +230,10 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
         sources=sources_sentence(rows, lang) or text(lang, "no_data"),
         libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
         unit="TOP/s" if args.get("dtype") == "int8" else "TFLOP/s",
-        sizes=(f"{sizes[0]}–{sizes[-1]}" if len(sizes) > 1 else str(sizes[0])) if sizes else "–",
-        n_series=len({plots.config_key(r) for r in rows.itertuples()}) if len(rows) else 0,
+        sizes=(f"{sizes[0]}{' 至 ' if lang == 'zh' else ' to '}{sizes[-1]}" if len(sizes) > 1
+               else str(sizes[0])) if sizes else "–",
+        size_list=("、" if lang == "zh" else ", ").join(str(s) for s in sizes) or "–",
+        n_series=len({plots.config_key(r) for r in drawn.itertuples()}) if len(drawn) else 0,
         others=("、" if lang == "zh" else " and ").join(text(lang, f"others_{s}") for s in others)
         or text(lang, "others_published"),
         targets=", ".join(_values(estimates, "target")),

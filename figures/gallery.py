@@ -25,7 +25,7 @@ TEXT = {
         "markdown": "Markdown", "html": "HTML", "cite": "Cite this figure", "bibtex": "BibTeX",
         "alt": "Alt text",
         "kinds": {"estimate": "estimated", "measured": "measured", "published": "published"},
-        "shows": "Shows: {kinds}.", "copy": "Copy", "figure": "Figure", "colon": ": ",
+        "shows": "Numbers shown: {kinds}.", "copy": "Copy", "figure": "Figure", "colon": ": ",
     },
     "zh": {
         "title": "tpu-matmul-repro 图表", "other": "English", "files": "文件", "other_language": "English",
@@ -34,7 +34,7 @@ TEXT = {
                  "实测值还是原文数据；图表与数据采用 {licence} 许可。",
         "markdown": "Markdown", "html": "HTML", "cite": "引用此图", "bibtex": "BibTeX",
         "alt": "替代文本", "kinds": {"estimate": "估计值", "measured": "实测值", "published": "原文数据"},
-        "shows": "内容：{kinds}。", "copy": "复制", "figure": "图", "colon": "：",
+        "shows": "图中数字：{kinds}。", "copy": "复制", "figure": "图", "colon": "：",
     },
 }
 STYLE = """
@@ -87,9 +87,11 @@ def snippets(name: str, lang: str, title: str, info: dict, commit: str) -> dict:
     note = " ".join(lines)
     markdown = f"![{info['alt']}]({src})\n\n*{title}.* {info['caption']} {note}"
     caption = html.escape(f"{title}. {info['caption']}")
+    licence_link = f'<a href="{RESULTS_LICENCE_URL}">{RESULTS_LICENCE}</a>'
+    note_html = html.escape(note).replace(RESULTS_LICENCE, licence_link, 1)
     html_snippet = (f'<figure>\n  <img src="{src}" alt="{html.escape(info["alt"], quote=True)}" '
-                    f'style="max-width:100%">\n  <figcaption>{caption}<br><small>{html.escape(note)} '
-                    f'<a href="{RESULTS_LICENCE_URL}">{RESULTS_LICENCE}</a></small></figcaption>\n</figure>')
+                    f'style="max-width:100%">\n  <figcaption>{caption}<br><small>{note_html}</small>'
+                    '</figcaption>\n</figure>')
     return {"markdown": markdown, "html": html_snippet}
 
 
