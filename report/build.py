@@ -108,6 +108,9 @@ def highlight(path: str) -> str:
                                      pygments.formatters.HtmlFormatter(cssclass="highlight")))
 
 
+WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figures/plots.py)
+
+
 class Figures:
     """Numbers the report's figures in the order they are placed, each with its caption and alt text
     from the figure catalog and a line to cite it by."""
@@ -129,7 +132,7 @@ class Figures:
                   "commit": self.commit}
         cite = self.gettext("%(authors)s (%(year)s). Figure %(name)s, in %(title)s v%(version)s, commit "
                             "%(commit)s.") % values + where
-        return {"number": self.count, "id": f"fig-{name}", "name": name,
+        return {"number": self.count, "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
                 "src": f"{self.href}/{name}{suffix}.png",
                 "files": {fmt: f"{self.href}/{name}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
