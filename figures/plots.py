@@ -406,6 +406,7 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
             color = "black" if bk is None or grid[i, j] > 0.6 * vmax else "white"
             ax.text(j, i, label, ha="center", va="center", fontsize=8, color=color)
         ax.set_xticks(range(len(bns)), [str(int(b)) for b in bns])
+        ax.tick_params(labelsize=8)  # 4-digit block sizes side by side
         ax.set_yticks(range(len(bms)), [str(int(b)) for b in bms])
         ax.set_xlabel(text(lang, "bn"))
         ax.set_ylabel(text(lang, "bm"))
