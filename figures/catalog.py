@@ -1,23 +1,167 @@
-"""Which figures a configuration yields, under stable names, and how to draw each one."""
-from pathlib import Path
+"""Which figures a configuration yields, under stable names; how to draw each one; and what each one is:
+its caption and alt text in every language and the provenance embedded in its files.
 
-from experiments.analysis.summaries import latest_runs
+A kind of figure is one `Entry`: its drawing function and its caption and alt-text templates. A new
+kind is a new entry (and, if the configuration yields it, a line in `figure_specs`); the gallery, the
+report and the embedded metadata pick it up from here."""
+import dataclasses
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from experiments.analysis.summaries import latest_runs, post_configs
 from experiments.analysis.toolchains import primary_rows
 from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
 from figures.then_and_now import plot_then_and_now
+from figures.cite import RESULTS_LICENCE, citation, post_attribution
+from figures.labels import text
 from figures.style import LANGUAGES, save, use_style
 
-KINDS = {
-    "experiment": plots.plot_experiment,
-    "vmem": plots.plot_vmem,
-    "roofline": plots.plot_roofline,
-    "search": plots.plot_search,
-    "fidelity": plots.plot_fidelity,
-    "generations": plots.plot_generations,
-    "then_and_now": plot_then_and_now,  # every toolchain's estimates; the other kinds: the pipeline's only
-}
 PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One kind of figure. Caption and alt templates may use the figure's arguments (experiment, dtype,
+    target) and the fields `describe` derives from the table: sources, libtpu, unit, sizes (a range),
+    size_list, description,
+    n_series, others, targets."""
+
+    draw: Callable
+    caption: dict[str, str]
+    alt: dict[str, str]
+
+
+CATALOG = {
+    "experiment": Entry(
+        plots.plot_experiment,
+        caption={
+            "en": "Throughput of the post's {experiment} configurations ({description}) in {dtype} on TPU "
+                  "{target} against matrix size, next to XLA's jnp.matmul; {sources}.",
+            "zh": "原文 {experiment} 各配置（{description}）以 {dtype} 在 TPU {target} 上的吞吐量随矩阵大小的"
+                  "变化，并与 XLA 的 jnp.matmul 对比；{sources}。",
+        },
+        alt={
+            "en": "Line chart of {unit} (y axis) against matrix size M = K = N, {sizes} (x axis, log "
+                  "scale), {n_series} series: the configurations of {experiment} {dtype} on {target} and "
+                  "XLA's jnp.matmul; {sources}. A configuration that fails is a × at zero, its reason written "
+                  "under the plot.",
+            "zh": "折线图：纵轴为 {unit}，横轴为矩阵大小 M = K = N（{sizes}，对数刻度），共 {n_series} 个系列"
+                  "："
+                  "{target} 上 {experiment} {dtype} 的各配置与 XLA 的 jnp.matmul；{sources}。失败的配置在零处"
+                  "标 ×，原因写在图下方。",
+        },
+    ),
+    "vmem": Entry(
+        plots.plot_vmem,
+        caption={
+            "en": "VMEM that each of the post's configurations uses on {target} (or requests, where it does "
+                  "not fit), against the default scoped-VMEM limit; estimated by libtpu {libtpu}'s compiler "
+                  "without a TPU.",
+            "zh": "原文各配置在 {target} 上使用的 VMEM（放不下时为申请量），与默认 scoped VMEM 上限对比；"
+                  "由 libtpu {libtpu} 的编译器在无 TPU 的机器上估计。",
+        },
+        alt={
+            "en": "Small multiples, one panel per experiment and data type: VMEM in MiB (log scale) against "
+                  "matrix size, one dashed line per configuration; dots fit the default limit, × marks run "
+                  "out of VMEM, hollow squares fit a raised limit; a dash-dot line marks the default limit.",
+            "zh": "分面图，每个实验与数据类型一格：纵轴为 VMEM（MiB，对数刻度），横轴为矩阵大小，每个配置一条"
+                  "虚线；圆点表示在默认上限内可编译，× 表示 VMEM 不足，空心方块表示提高上限后可编译；"
+                  "点划线为默认上限。",
+        },
+    ),
+    "roofline": Entry(
+        plots.plot_roofline,
+        caption={
+            "en": "Roofline on {target}: the estimated throughput of every configuration that compiles, "
+                  "against its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under the "
+                  "compute peak and the HBM bandwidth; estimated by libtpu {libtpu} without a TPU.",
+            "zh": "{target} 上的 Roofline 模型：每个可编译配置的估计吞吐量与其算术强度（HBM 与 VMEM 之间每搬"
+                  "运"
+                  "一字节对应的 FLOP）的关系，上方为峰值算力与 HBM 带宽两条屋顶线；由 libtpu {libtpu} 在无 TP"
+                  "U "
+                  "的机器上估计。",
+        },
+        alt={
+            "en": "Log-log scatter plots, one panel per data type (int8 in TOP/s): estimated throughput "
+                  "against arithmetic intensity, hollow markers of one colour and shape per experiment, "
+                  "black diamonds for XLA, under the roof set by the compute peak and the HBM bandwidth.",
+            "zh": "双对数散点图，每种数据类型一格（int8 以 TOP/s 计）：纵轴为估计吞吐量，横轴为算术强度；"
+                  "每个实验一种颜色和形状的空心标记，XLA 为黑色菱形；上方为峰值算力与 HBM 带宽构成的屋顶线。",
+        },
+    ),
+    "search": Entry(
+        plots.plot_search,
+        caption={
+            "en": "Block-size search of {experiment} in {dtype} on {target}: for each (bm, bn) and matrix "
+                  "size, the best estimated {unit} over bk; estimated by libtpu {libtpu} without a TPU.",
+            "zh": "{target} 上 {experiment}（{dtype}）的分块大小搜索：对每个 (bm, bn) 与矩阵大小，取各 bk 中"
+                  "最高的估计 {unit}；由 libtpu {libtpu} 在无 TPU 的机器上估计。",
+        },
+        alt={
+            "en": "Heatmaps, one per matrix size ({size_list}), bm on the y axis and bn on the x axis; each "
+                  "cell gives the best estimated {unit} and its bk; × marks cells where every bk runs out of "
+                  "VMEM, blank cells have no configuration (neither the post's nor the search's).",
+            "zh": "热力图，每个矩阵大小（{size_list}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} 及对"
+                  "应"
+                  "的 bk；× 表示所有 bk 均 VMEM 不足，空白格表示原文和搜索中都没有该组合。",
+        },
+    ),
+    "fidelity": Entry(
+        plots.plot_fidelity,
+        caption={
+            "en": "This run's estimates for {target} against {others}: one point per configuration of the "
+                  "post at sizes from 2048 up, on log-log axes with the line y = x.",
+            "zh": "本次运行对 {target} 的估计值与{others}对比：每个点是原文的一个配置（大小 2048 及以上），"
+                  "双对数坐标，并画出 y = x。",
+        },
+        alt={
+            "en": "Log-log scatter plot: estimated TFLOP/s (y) against {others} TFLOP/s (x), one colour per "
+                  "experiment and black diamonds for XLA, with the diagonal y = x; the number of points, the "
+                  "median ratio and the Spearman correlation are written in the corner.",
+            "zh": "双对数散点图：纵轴为估计 TFLOP/s，横轴为{others} TFLOP/s，每个实验一种颜色，XLA 为黑色菱形"
+                  "，"
+                  "并画出对角线 y = x；左上角写有点数、比值中位数和 Spearman 相关系数。",
+        },
+    ),
+    "generations": Entry(
+        plots.plot_generations,
+        caption={
+            "en": "{experiment} in {dtype} across TPU generations ({targets}): the best estimated Pallas "
+                  "configuration at each size and XLA's jnp.matmul; estimated by libtpu {libtpu} without a "
+                  "TPU.",
+            "zh": "{experiment}（{dtype}）在各代 TPU（{targets}）上的表现：每个大小下估计最优的 Pallas 配置与"
+                  " "
+                  "XLA 的 jnp.matmul；由 libtpu {libtpu} 在无 TPU 的机器上估计。",
+        },
+        alt={
+            "en": "Line chart: estimated {unit} against matrix size ({sizes}), one colour per TPU "
+                  "generation; circles on dashed lines for the best Pallas configuration, triangles for XLA.",
+            "zh": "折线图：纵轴为估计 {unit}，横轴为矩阵大小（{sizes}），每代 TPU 一种颜色；圆点虚线为最优 "
+                  "Pallas 配置，三角形为 XLA。",
+        },
+    ),
+    "then_and_now": Entry(
+        plot_then_and_now,
+        caption={
+            "en": "VMEM that each of the post's configurations needs on {target} under each toolchain (the "
+                  "compiler of the post's time and today's), against the default scoped-VMEM limit; "
+                  "estimated by each toolchain's libtpu without a TPU; {sources}.",
+            "zh": "原文各配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，与默认 "
+                  "scoped VMEM 上限对比；由各工具链的 libtpu 在无 TPU 的机器上估计；{sources}。",
+        },
+        alt={
+            "en": "Horizontal bars, one row per configuration of the post, one bar per toolchain: filled where "
+                  "it compiles at the default limit, hatched where it runs out of VMEM, edged in red where it "
+                  "disagrees with the post's verdict; a dashed line marks the default limit.",
+            "zh": "横向条形图：每行是原文的一个配置，每个工具链一根条；在默认上限内可编译为实心，VMEM 不足为"
+                  "斜线填充，与原文结论不一致的加红边；虚线为默认上限。",
+        },
+    ),
+}
+KINDS = {kind: entry.draw for kind, entry in CATALOG.items()}
 
 
 def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
@@ -55,14 +199,136 @@ def stem(directory, name: str, lang: str) -> Path:
     return Path(directory) / (name if lang == "en" else f"{name}.{lang}")
 
 
+def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
+    """The rows a figure draws from: its target's (or all targets'), its experiment's and data type's;
+    their versions and commit are the figure's provenance."""
+    rows = df[df.target == args["target"]] if "target" in args else df[df.source == "estimate"]
+    if kind == "experiment":
+        mine = rows[(rows.experiment == args["experiment"]) & (rows.dtype == args["dtype"])]
+        xla = rows[(rows.kernel == "xla") & (rows.dtype == args["dtype"])]
+        return pd.concat([mine, xla]).drop_duplicates()
+    if kind in ("search", "generations"):
+        rows = rows[(rows.source == "estimate") & (rows.experiment == args["experiment"])
+                    & (rows.dtype == args["dtype"])]
+    elif kind in ("vmem", "roofline"):
+        rows = rows[rows.source == "estimate"]
+    return rows
+
+
+def _values(rows: pd.DataFrame, column: str) -> list[str]:
+    return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
+
+
+def sources_sentence(rows: pd.DataFrame, lang: str) -> str:
+    """How each kind of number in the figure was obtained, with the line style it is drawn in."""
+    parts = []
+    for source in ("estimate", "measured", "published"):
+        part = rows[rows.source == source]
+        if part.empty:
+            continue
+        first = part.iloc[0]
+        if source == "estimate":
+            key = "caption_estimate"
+            parts.append(text(lang, key, libtpu=", ".join(_values(part, "libtpu_version")) or "?",
+                              target=", ".join(_values(part, "target"))))
+        elif source == "measured":
+            parts.append(text(lang, "caption_measured", device_kind=first.device_kind))
+        else:
+            parts.append(text(lang, "caption_published"))
+    return ("；" if lang == "zh" else "; ").join(parts)
+
+
+def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> dict:
+    """Caption and alt text of one figure in one language, filled in from the table."""
+    rows = figure_rows(latest_runs(df), kind, args)
+    drawn = post_configs(rows) if kind == "experiment" else rows
+    if kind == "search" and "search" in rows:  # panels: the searched sizes only
+        drawn = rows[rows.search.eq(True)]
+    sizes = sorted({int(m) for m in drawn.m.dropna()}) if len(drawn) else []
+    estimates = rows[rows.source == "estimate"]
+    others = [s for s in ("published", "measured") if (rows.source == s).any()] if kind == "fidelity" else []
+    fields = dict(
+        experiment=args.get("experiment", ""), dtype=args.get("dtype", ""), target=args.get("target", ""),
+        description=plots.experiment_description(args["experiment"], args.get("dtype", ""), lang)
+        if "experiment" in args else "",
+        sources=sources_sentence(rows, lang) or text(lang, "no_data"),
+        libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
+        unit="TOP/s" if args.get("dtype") == "int8" else "TFLOP/s",
+        sizes=(f"{sizes[0]}{' 至 ' if lang == 'zh' else ' to '}{sizes[-1]}" if len(sizes) > 1
+               else str(sizes[0])) if sizes else "–",
+        size_list=("、" if lang == "zh" else ", ").join(str(s) for s in sizes) or "–",
+        n_series=len({plots.config_key(r) for r in drawn.itertuples()}) if len(drawn) else 0,
+        others=("、" if lang == "zh" else " and ").join(text(lang, f"others_{s}") for s in others)
+        or text(lang, "others_published"),
+        targets=", ".join(_values(estimates, "target")),
+    )
+    entry = CATALOG[kind]
+    return {"caption": entry.caption[lang].format(**fields), "alt": entry.alt[lang].format(**fields),
+            "sources": sorted(set(rows.source)) if len(rows) else []}
+
+
+def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, title: str) -> dict:
+    """What a figure file says about itself: title, caption, sources, toolchain, commit, licence, URLs."""
+    rows = figure_rows(latest_runs(df), kind, args)
+    info = describe(df, name, kind, args, lang)
+    toolchain = [f"{tool} {', '.join(_values(rows, f'{tool}_version'))}"
+                 for tool in ("jax", "jaxlib", "libtpu") if _values(rows, f"{tool}_version")]
+    c = citation()
+    sources = [sources_sentence(rows, lang)]
+    if "published" in info["sources"]:
+        sources.append(post_attribution(lang))
+    return {
+        "title": title, "caption": info["caption"], "alt": info["alt"],
+        "sources": " ".join(s for s in sources if s),
+        "toolchain": ", ".join(toolchain) or "–",
+        "commit": ", ".join(_values(rows, "git_sha")) or "unknown",
+        "licence": f"{RESULTS_LICENCE}; credit: {c.title} v{c.version}"
+                   + ("; published numbers: " + c.post_author + f" ({c.post_licence})"
+                      if "published" in info["sources"] else ""),
+        "post_url": c.post_url, "repository_url": c.repository or "",
+        "author": c.authors, "figure": name, "language": lang,
+    }
+
+
+def figure_title(fig) -> str:
+    """The title the figure shows (its suptitle, else its first panel's), its lines joined by a dash."""
+    title = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    if not title:
+        title = next((ax.get_title() for ax in fig.axes if ax.get_title()), "")
+    return " — ".join(" ".join(line.split()) for line in title.splitlines() if line.strip())
+
+
 def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None) -> list[Path]:
-    """Draw one figure in every language and format (`primary`: the pipeline's own toolchain, whose
-    estimates all kinds but then_and_now draw; None: every row)."""
+    """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
+    pipeline's own toolchain, whose estimates all kinds but then_and_now draw; None: every row)."""
     if kind != "then_and_now":
         df = primary_rows(df, primary)
     df = latest_runs(df)  # one measured curve per configuration: each target's latest run
     paths = []
     for lang in LANGUAGES:
         use_style(lang)
-        paths += save(KINDS[kind](df, lang=lang, **args), stem(directory, name, lang))
+        fig = KINDS[kind](df, lang=lang, **args)
+        info = provenance(df, name, kind, args, lang, figure_title(fig))
+        paths += save(fig, stem(directory, name, lang), info)
     return paths
+
+
+def spec_from_name(name: str) -> tuple[str, dict]:
+    """(kind, arguments) of a figure from its stable name, e.g. search_v5_bfloat16_v5e."""
+    parts = name.split("_")
+    if parts[0] in ("vmem", "roofline", "fidelity") and len(parts) == 2:
+        return parts[0], {"target": parts[1]}
+    if parts[0] == "search" and len(parts) == 4:
+        return "search", dict(experiment=parts[1], dtype=parts[2], target=parts[3])
+    if parts[0] == "generations" and len(parts) == 3:
+        return "generations", dict(experiment=parts[1], dtype=parts[2])
+    if len(parts) == 3:
+        return "experiment", dict(experiment=parts[0], dtype=parts[1], target=parts[2])
+    raise ValueError(f"figure name={name!r} matches no kind of figure in {sorted(CATALOG)}")
+
+
+def figure_specs_of(figures) -> dict[str, tuple[str, dict]]:
+    """{name: (kind, args)} from such a dict, or from figure names alone."""
+    if isinstance(figures, dict):
+        return {name: (kind, dict(args)) for name, (kind, args) in figures.items()}
+    return {name: spec_from_name(name) for name in sorted(figures)}

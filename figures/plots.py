@@ -1,6 +1,8 @@
 """The figure functions. Each takes the tidy table (results/matmul.parquet) and a language, and returns
 a Matplotlib figure; nothing else is read. Estimates are dashed, measurements solid, published numbers
 hollow markers; failed configurations are ✗ marks with their reason, never left out."""
+import re
+
 import numpy as np
 import pandas as pd
 import matplotlib.pyplot as plt
@@ -17,7 +19,10 @@ SOURCE_STYLE = {
     "published": dict(linestyle="none", marker="o", markersize=7, markerfacecolor="none", markeredgewidth=1.3),
 }
 XLA_COLOR = "#000000"
-COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]
+LIMIT_COLOR = "#333333"  # dark grey, dash-dot: in no series' palette
+# Okabe-Ito without its yellow (too pale on white for a thin line), plus Tol's wine.
+COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#882255", "#999999"]
+ROOF_MARKERS = ["o", "s", "^", "v", "P", "X", "*"]
 TARGET_COLORS = {"v4": "#999999", "v5e": "#0072B2", "v5p": "#009E73", "v6e": "#E69F00", "7x": "#CC79A7"}
 
 
@@ -96,6 +101,24 @@ def provenance_note(rows: pd.DataFrame, lang: str, post_method: bool = False) ->
     return "\n".join(lines)
 
 
+def wrap(note: str, width: int = 92) -> str:
+    """Wrap a note to `width` columns, a CJK character counting two, keeping given line breaks."""
+    out = []
+    for paragraph in note.split("\n"):
+        line, used = "", 0
+        # one CJK character, or a Latin word with its trailing space, or a run of spaces
+        for word in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+",
+                               paragraph):
+            cols = sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in word)
+            if used + cols > width and line.strip():
+                out.append(line.rstrip())
+                line, used = "    " + word.lstrip(), 4 + cols
+            else:
+                line, used = line + word, used + cols
+        out.append(line.rstrip())
+    return "\n".join(out)
+
+
 def failure_lines(failed: list[tuple], lang: str) -> list[str]:
     """One line per (configuration, reason), listing the sizes it failed at."""
     groups = {}
@@ -124,13 +147,60 @@ def failure_lines(failed: list[tuple], lang: str) -> list[str]:
     return lines
 
 
+# At least 8.5 pt in the PDF report, where a 6.4-inch figure is printed about 1.1 times its size.
+NOTE_SIZE = 8.5
+LEGEND_SIZE = 8.5
+
+
 def peak_line(ax, rows: pd.DataFrame, lang: str):
     peaks = rows.peak_tflops.dropna() if "peak_tflops" in rows else pd.Series(dtype=float)
     if len(peaks):
         peak = float(peaks.iloc[0])
         ax.axhline(peak, color="#555555", linestyle=":", linewidth=1)
+        # Above the line, not on it: offset by a few points, with room left above.
         ax.annotate(text(lang, "peak", peak=peak), (1, peak), xycoords=("axes fraction", "data"),
-                    ha="right", va="bottom", fontsize=7, color="#555555")
+                    xytext=(0, 3), textcoords="offset points", ha="right", va="bottom", fontsize=NOTE_SIZE,
+                    color="#555555")
+        ax.set_ylim(top=max(ax.get_ylim()[1], peak * 1.12))
+
+
+def main_source(rows: pd.DataFrame) -> str:
+    """The source a series' legend key is drawn in: measured, else estimated, else published."""
+    for source in ("measured", "estimate", "published"):
+        if (rows.source == source).any():
+            return source
+    return "estimate"
+
+
+def sources_subtitle(rows: pd.DataFrame, lang: str) -> str:
+    """Which kinds of number the figure holds, in words and line styles (for a title line)."""
+    return " · ".join(text(lang, f"subtitle_{s}") for s in ("estimate", "measured", "published")
+                      if (rows.source == s).any())
+
+
+def dodge(points: pd.DataFrame, key_order: dict, span: float) -> dict:
+    """Small sideways offsets (in octaves) for hollow points that coincide at the same size.
+
+    Points closer than 4 % of the axis span at one size form a cluster; its members are spread
+    symmetrically, in series order, so every published point stays visible."""
+    offsets = {}
+    for _, at_size in points.groupby("m"):
+        at_size = at_size.sort_values("tflops")
+        cluster = []
+        for idx, row in at_size.iterrows():
+            if cluster and row.tflops - at_size.loc[cluster[-1]].tflops > 0.04 * span:
+                offsets.update(_spread(cluster, at_size, key_order))
+                cluster = []
+            cluster.append(idx)
+        offsets.update(_spread(cluster, at_size, key_order))
+    return offsets
+
+
+def _spread(cluster, rows, key_order) -> dict:
+    if len(cluster) < 2:
+        return {i: 0.0 for i in cluster}
+    ordered = sorted(cluster, key=lambda i: key_order[config_key(rows.loc[i])])
+    return {i: (j - (len(ordered) - 1) / 2) * 0.07 for j, i in enumerate(ordered)}
 
 
 def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
@@ -143,32 +213,43 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
     ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     info.set_axis_off()
-    description = text(lang, f"description_{experiment}") if experiment in ("v1", "v2", "v3", "v4", "v5") \
-        else text(lang, "description_other")
-    ax.set_title(text(lang, "title_experiment", experiment=experiment, description=description, dtype=dtype,
-                      target=target))
+    description = experiment_description(experiment, dtype, lang)
+    title = text(lang, "title_experiment", experiment=experiment, description=description, dtype=dtype,
+                 target=target)
+    # The second title line says what kind of numbers these are, so that a cropped plot still says it.
+    ax.set_title(title + ("\n" + sources_subtitle(rows, lang) if len(rows) else ""))
     if rows.empty:
         no_data(ax, lang)
         return fig
     keys = sorted({config_key(r) for r in rows.itertuples()}, key=sort_key)
     colors = series_colors(keys)
+    key_order = {k: i for i, k in enumerate(keys)}
+    published_ok = rows[(rows.source == "published") & (rows.status == "ok") & rows.tflops.notna()]
+    offsets = dodge(published_ok, key_order, span=max(float(rows.tflops.max()), 1.0))
+    # Legend keys drawn as the series are: dashed where the lines are estimates, solid if measured.
+    key_style = {k: v for k, v in SOURCE_STYLE[main_source(rows)].items() if k != "markersize"}
     failures, handles = [], []
     for key in keys:
         series = rows[[config_key(r) == key for r in rows.itertuples()]]
         label = config_label(series.iloc[0], lang)
-        handles.append(Line2D([], [], color=colors[key], label=label, linewidth=2))
+        handles.append(Line2D([], [], color=colors[key], label=label, **key_style))
         for source in SOURCES:
             part = series[series.source == source].sort_values("m")
             ok = part[(part.status == "ok") & part.tflops.notna()]
             if len(ok):
-                ax.plot(ok.m, ok.tflops, color=colors[key], **SOURCE_STYLE[source])
+                x = ok.m * np.exp2([offsets.get(i, 0.0) for i in ok.index]) if source == "published" else ok.m
+                ax.plot(x, ok.tflops, color=colors[key], **SOURCE_STYLE[source])
             for r in part[part.status != "ok"].itertuples():
                 ax.plot([r.m], [0], marker="x", color=colors[key], markersize=8, clip_on=False, zorder=5)
                 failures.append((r, label))
-    peak_line(ax, rows, lang)
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel(text(lang, "tops" if dtype == "int8" else "tflops"))
+    peak_line(ax, rows, lang)
+    only_estimates = set(rows.source) == {"estimate"}
+    unit = "tops" if dtype == "int8" else "tflops"
+    ax.set_ylabel(text(lang, ("estimated_tops_axis" if dtype == "int8" else "estimated_axis")
+                      if only_estimates else unit))
+    # post_method: the estimates drawn are the timing model's, timed as the post timed its calls
     names = dict(SOURCE_NAMES[lang], **({"estimate": text(lang, "modelled_post")} if post_method else {}))
     styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
@@ -179,12 +260,25 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
         if len(flagged):
             sizes = ", ".join(str(int(m)) for m in sorted(set(flagged.m)))
             notes.insert(0, text(lang, "flagged_xla", sizes=sizes))
+    if any(offsets.values()):
+        notes.append(text(lang, "dodged"))
+    notes = [wrap(n) for n in notes]
+    note_lines = sum(n.count("\n") + 1 for n in notes)
     legend_rows = int(np.ceil((len(handles) + len(styles)) / 3))
-    fig.set_figheight(4.4 + 0.13 * (legend_rows + sum(n.count("\n") + 1 for n in notes)))
-    grid.set_height_ratios([3.4, 0.2 * legend_rows + 0.13 * sum(n.count("\n") + 1 for n in notes)])
-    info.legend(handles=handles + styles, loc="upper left", ncol=3, fontsize=7, borderaxespad=0)
-    info.text(0, 0, "\n".join(notes), fontsize=6.5, va="bottom", ha="left", transform=info.transAxes)
+    fig.set_figheight(4.4 + 0.16 * (legend_rows + note_lines))
+    grid.set_height_ratios([3.4, 0.22 * legend_rows + 0.16 * note_lines])
+    info.legend(handles=handles + styles, loc="upper left", ncol=3, fontsize=LEGEND_SIZE, borderaxespad=0)
+    info.text(0, 0, "\n".join(notes), fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
+
+
+def experiment_description(experiment: str, dtype: str, lang: str) -> str:
+    from figures.labels import LABELS
+
+    for key in (f"description_{experiment}_{dtype}", f"description_{experiment}"):
+        if key in LABELS[lang]:
+            return text(lang, key)
+    return text(lang, "description_other")
 
 
 def plot_vmem(df: pd.DataFrame, target: str, lang: str):
@@ -193,7 +287,8 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
     panels = sorted(rows.groupby(["experiment", "dtype"]).groups) if len(rows) else []
     ncols = 3
     nrows = max(1, int(np.ceil(len(panels) / ncols)))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(9, 2.9 * nrows + 0.6), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.2, 2.6 * nrows + 1.2), squeeze=False, sharey=True)
+    limit_mib = None
     libtpu = rows.libtpu_version.iloc[0] if len(rows) else "?"
     fig.suptitle(text(lang, "title_vmem", target=target, libtpu=libtpu))
     if not panels:
@@ -219,56 +314,84 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
             ax.plot(raised.m, raised.vmem_bytes / MiB, "s", color=color, markerfacecolor="none", markersize=8)
         limits = default_limit(panel).vmem_limit_bytes.dropna()
         if len(limits):
-            ax.axhline(limits.iloc[0] / MiB, color="#D55E00", linewidth=1)
-            ax.annotate(text(lang, "limit_default", limit=limits.iloc[0] / MiB), (0.02, limits.iloc[0] / MiB),
-                        xycoords=("axes fraction", "data"), va="bottom", fontsize=6.5, color="#D55E00")
+            limit_mib = limits.iloc[0] / MiB
+            ax.axhline(limit_mib, color=LIMIT_COLOR, linewidth=1.4, linestyle="-.", zorder=1)
         ax.set_yscale("log")
         size_axis(ax, panel.m, lang)
-        ax.set_title(f"{experiment} ({dtype})", fontsize=9)
+        ax.set_title(f"{experiment} ({dtype})", fontsize=10)
     for ax in axes[:, 0]:
         ax.set_ylabel(text(lang, "vmem"))
-    series = [Line2D([], [], color=colors[k], linestyle="--", label=labels[k]) for k in sorted(labels, key=sort_key)]
+    series = [Line2D([], [], color=colors[k], linestyle="--", label=labels[k])
+              for k in sorted(labels, key=sort_key)]
+    if limit_mib is not None:
+        series.append(Line2D([], [], color=LIMIT_COLOR, linestyle="-.", linewidth=1.4,
+                             label=text(lang, "limit_default", limit=limit_mib)))
     markers = [Line2D([], [], marker="o", linestyle="none", color="#444444", label=text(lang, "ok_default")),
                Line2D([], [], marker="x", linestyle="none", color="#444444", label=text(lang, "oom")),
                Line2D([], [], marker="s", linestyle="none", color="#444444", markerfacecolor="none",
                       label=text(lang, "ok_raised_any"))]
-    fig.legend(handles=series + markers, loc="outside lower center", ncol=4, fontsize=7)
+    fig.legend(handles=series + markers, loc="outside lower center", ncol=3, fontsize=LEGEND_SIZE)
     return fig
 
 
 def plot_roofline(df: pd.DataFrame, target: str, lang: str):
-    """Arithmetic intensity against estimated TFLOP/s, under the target's compute and HBM roofs."""
+    """Arithmetic intensity against estimated throughput under the target's compute and HBM roofs, one
+    panel per data type (int8 in TOP/s on its own axis), one colour and marker per experiment."""
     rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
     rows, device = modelled(rows, "model_device_tflops")
     rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0)]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    dtypes = [d for d in ("float32", "bfloat16", "int8") if (rows.dtype == d).any()]
+    dtypes += sorted(set(rows.dtype) - set(dtypes))
+    fig, axes = plt.subplots(1, max(1, len(dtypes)), figsize=(7.2, 3.9), squeeze=False)
     libtpu = rows.libtpu_version.iloc[0] if len(rows) else "?"
-    ax.set_title(text(lang, "title_roofline", target=target, libtpu=libtpu))
+    fig.suptitle(text(lang, "title_roofline", target=target, libtpu=libtpu))
     if rows.empty:
-        no_data(ax, lang)
+        no_data(axes[0][0], lang)
         return fig
     intensity = flops(rows.m, rows.k, rows.n) / rows.hbm_bytes.astype(float)
     bw = float(rows.hbm_bytes_per_s.iloc[0])
     x = np.logspace(np.log10(intensity.min() / 2), np.log10(intensity.max() * 2), 200)
-    peaks = rows.groupby("dtype").peak_tflops.first()
-    for j, (peak, dtypes) in enumerate(peaks.groupby(peaks).groups.items()):
-        ax.plot(x, np.minimum(peak, bw * x / 1e12), color="#555555", linestyle=["-", ":", "-."][j % 3],
-                linewidth=1, label=text(lang, "compute_roof", peak=peak, dtype=", ".join(sorted(dtypes))))
-    markers = {"float32": "o", "bfloat16": "s", "int8": "^"}
-    xla = rows[rows.kernel == "xla"].drop_duplicates(["dtype", "m", "k", "n"])
-    rows = rows[rows.kernel != "xla"]
-    ax.scatter(intensity[xla.index], xla.tflops, s=16, marker="D", color=XLA_COLOR, label=text(lang, "xla"))
-    for i, (experiment, group) in enumerate(rows.groupby("experiment")):
-        for dtype, part in group.groupby("dtype"):
-            ax.scatter(intensity[part.index], part.tflops, s=12, marker=markers.get(dtype, "o"),
-                       color=COLORS[i % len(COLORS)], alpha=0.8, label=f"{experiment} {dtype}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(text(lang, "intensity"))
-    ax.set_ylabel(text(lang, "device_axis" if device else "estimated_axis"))
-    ax.annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / 1e12), fontsize=7, color="#555555")
-    ax.legend(fontsize=6, ncol=2, loc="lower right")
+    experiments = sorted(set(rows[rows.kernel != "xla"].experiment))
+    style = {e: (COLORS[i % len(COLORS)], ROOF_MARKERS[i % len(ROOF_MARKERS)])
+             for i, e in enumerate(experiments)}
+    # Fewer points on top: v1 and v3 would hide under v4's cloud otherwise.
+    order = sorted(experiments, key=lambda e: -(rows.experiment == e).sum())
+    handles = {}
+    for ax, dtype in zip(axes[0], dtypes):
+        part = rows[rows.dtype == dtype]
+        peak = float(part.peak_tflops.iloc[0])
+        ax.plot(x, np.minimum(peak, bw * x / 1e12), color="#555555", linewidth=1, zorder=1)
+        ax.annotate(text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype)),
+                    (1, peak), xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points",
+                    ha="right", va="bottom", fontsize=NOTE_SIZE, color="#555555")
+        xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
+        handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", color=XLA_COLOR,
+                                    label=text(lang, "xla"), zorder=4)
+        for z, experiment in enumerate(order):
+            points = part[(part.kernel != "xla") & (part.experiment == experiment)]
+            if points.empty:
+                continue
+            color, marker = style[experiment]
+            handles[experiment] = ax.scatter(intensity[points.index], points.tflops, s=20, marker=marker,
+                                             facecolors="none", edgecolors=color, linewidths=1.1,
+                                             label=experiment, zorder=5 + z)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_ylim(top=peak * 1.6)
+        ax.set_title(dtype, fontsize=10)
+        ax.set_ylabel(text(lang, ("device_tops_axis" if dtype == "int8" else "device_axis") if device
+                           else "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
+    axes[0][0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / 1e12), xytext=(2, 4),
+                        textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
+    axes[0][len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
+    keys = ["xla"] + [e for e in experiments if e in handles]
+    fig.legend(handles=[handles[k] for k in keys], loc="outside lower center", ncol=len(keys),
+               fontsize=LEGEND_SIZE)
     return fig
+
+
+def unit_name(dtype: str) -> str:
+    return "TOP/s" if dtype == "int8" else "TFLOP/s"
 
 
 def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
@@ -279,8 +402,10 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     searched = rows[rows.search.eq(True)] if "search" in rows else rows.iloc[0:0]
     sizes = sorted(searched.m.unique())
     rows = rows[rows.m.isin(sizes)]
-    fig, axes = plt.subplots(1, max(1, len(sizes)), figsize=(3.3 * max(1, len(sizes)), 3.6), squeeze=False)
-    fig.suptitle(text(lang, "title_search", experiment=experiment, dtype=dtype, target=target))
+    panels = max(1, len(sizes))
+    fig, axes = plt.subplots(1, panels, figsize=(min(7.6, 0.8 + 2.4 * panels), 3.4), squeeze=False)
+    unit = unit_name(dtype)
+    fig.suptitle(text(lang, "title_search", experiment=experiment, dtype=dtype, target=target, unit=unit))
     if not sizes:
         no_data(axes[0][0], lang)
         return fig
@@ -301,24 +426,30 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
                 best_bk[(i, j)] = None
         image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
         for (i, j), bk in best_bk.items():
-            label = "×" if bk is None else f"{grid[i, j]:.0f}\n{text(lang, 'best_bk', bk=bk)}"
+            label = "×" if bk is None else f"{grid[i, j]:.0f}\n{bk}"
             color = "black" if bk is None or grid[i, j] > 0.6 * vmax else "white"
-            ax.text(j, i, label, ha="center", va="center", fontsize=6, color=color)
+            ax.text(j, i, label, ha="center", va="center", fontsize=8, color=color)
         ax.set_xticks(range(len(bns)), [str(int(b)) for b in bns])
+        ax.tick_params(labelsize=8)  # 4-digit block sizes side by side
         ax.set_yticks(range(len(bms)), [str(int(b)) for b in bms])
         ax.set_xlabel(text(lang, "bn"))
         ax.set_ylabel(text(lang, "bm"))
-        ax.set_title(text(lang, "size_panel", size=size), fontsize=9)
+        ax.set_title(text(lang, "size_panel", size=size), fontsize=10)
         ax.grid(False)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
-                 label=text(lang, "device_axis" if device else "estimated_axis"))
+                 label=text(lang, ("device_tops_axis" if dtype == "int8" else "device_axis") if device
+                            else "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
+    # What the marks mean: × and blank cells are otherwise unexplained.
+    fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 105), fontsize=NOTE_SIZE, ha="left",
+             va="top")
     return fig
 
 
 def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     """Estimated against published (and measured) TFLOP/s, log-log, with y = x and the agreement."""
     others = [s for s in ("published", "measured") if ((df.source == s) & (df.target == target)).any()]
-    fig, axes = plt.subplots(1, max(1, len(others)), figsize=(4.6 * max(1, len(others)), 4.4), squeeze=False)
+    panels = max(1, len(others))
+    fig, axes = plt.subplots(1, panels, figsize=(min(7.2, 4.6 * panels), 4.4), squeeze=False)
     if not others:
         no_data(axes[0][0], lang)
         return fig
@@ -330,7 +461,8 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         pairs = pairs[pairs.m >= 2048]
         xla = pairs[pairs.kernel == "xla"].drop_duplicates(keys[1:])  # one point per baseline config
         pairs = pairs[pairs.kernel != "xla"]
-        ax.set_title(text(lang, "title_fidelity", source=SOURCE_NAMES[lang][other], target=target), fontsize=10)
+        ax.set_title(text(lang, "title_fidelity", source=SOURCE_NAMES[lang][other], target=target),
+                     fontsize=10)
         if pairs.empty:
             no_data(ax, lang)
             continue
@@ -349,8 +481,9 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         ax.set_ylabel(text(lang, "estimated_axis"))
         overall = fidelity(df, target=target, other=other).set_index("experiment").loc["all"]
         ax.text(0.03, 0.97, text(lang, "agreement", n=int(overall.n), ratio=overall.median_ratio,
-                                 spearman=overall.spearman), transform=ax.transAxes, va="top", fontsize=7)
-        ax.legend(fontsize=7, loc="lower right")
+                                 spearman=overall.spearman), transform=ax.transAxes, va="top",
+                fontsize=NOTE_SIZE)
+        ax.legend(fontsize=LEGEND_SIZE, loc="lower right")
     return fig
 
 
@@ -360,7 +493,7 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
                             & (df.status == "ok")])
     rows, device = modelled(rows, "model_device_tflops")
     rows = rows.dropna(subset=["tflops"])
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))  # two to an A4 page in the report
     ax.set_title(text(lang, "title_generations", experiment=experiment, dtype=dtype))
     if rows.empty:
         no_data(ax, lang)
@@ -376,5 +509,5 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(text(lang, "device_axis" if device else "estimated_axis"))
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=LEGEND_SIZE, ncol=2)
     return fig

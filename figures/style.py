@@ -21,12 +21,43 @@ CJK_FAMILY = "Noto Sans CJK SC"
 LATIN_FAMILY = "DejaVu Sans"  # ships with Matplotlib; also has the symbols (✗) Noto CJK lacks
 FORMATS = ("png", "svg", "pdf")
 LANGUAGES = ("en", "zh")
-# Fixed metadata: no creation dates, so an unchanged table gives identical files.
+# Fixed metadata: no creation dates or tool versions, so an unchanged table gives identical files.
 METADATA = {
     "png": {"Software": None},
     "svg": {"Date": None, "Creator": None},
     "pdf": {"CreationDate": None, "ModDate": None, "Creator": None, "Producer": None},
 }
+# The provenance fields each file carries (figures/catalog.py:provenance), as "Label: value" lines.
+FIELDS = (("title", "Title"), ("caption", "Caption"), ("sources", "Sources"), ("toolchain", "Toolchain"),
+          ("commit", "Commit"), ("licence", "Licence"), ("post_url", "Post"),
+          ("repository_url", "Repository"), ("alt", "Alt text"))
+
+
+def provenance_lines(info: dict) -> str:
+    return "\n".join(f"{label}: {info[key]}" for key, label in FIELDS if info.get(key))
+
+
+def file_metadata(fmt: str, info: dict | None) -> dict:
+    """Matplotlib's `metadata=` for one format: PNG text chunks (iTXt where not Latin-1), SVG Dublin
+    Core, the PDF info dictionary. Each holds every provenance field."""
+    meta = dict(METADATA[fmt])
+    if not info:
+        return meta
+    if fmt == "png":
+        # PNG's registered keywords where one fits, the project's own names for the rest
+        names = {"caption": "Description", "sources": "Source", "licence": "Copyright", "alt": "AltText"}
+        meta |= {names.get(key, label): info[key] for key, label in FIELDS if info.get(key)}
+        meta["Author"] = info.get("author")
+    elif fmt == "svg":
+        meta |= {"Title": info["title"], "Description": provenance_lines(info), "Source": info["sources"],
+                 "Rights": info["licence"], "Relation": info["post_url"], "Creator": info.get("author"),
+                 "Language": info.get("language", ""),
+                 "Identifier": info.get("repository_url") or f"commit {info['commit']}"}
+    else:
+        meta |= {"Title": info["title"], "Subject": info["caption"], "Author": info.get("author"),
+                 "Keywords": provenance_lines({k: v for k, v in info.items()
+                                               if k not in ("title", "caption")})}
+    return meta
 
 
 def cjk_font_path() -> Path:
@@ -57,15 +88,17 @@ def use_style(lang: str) -> None:
     plt.rcParams["font.sans-serif"] = families
 
 
-def save(fig, stem) -> list[Path]:
-    """Write `stem`.png/.svg/.pdf and close the figure; returns the paths."""
+def save(fig, stem, info: dict | None = None) -> list[Path]:
+    """Write `stem`.png/.svg/.pdf, each with `info` (provenance) embedded; close the figure; returns the
+    paths."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for fmt in FORMATS:
         path = stem.parent / f"{stem.name}.{fmt}"
         # "tight" keeps the notes written below the axes (sources, failures) inside the file.
-        write_atomic(path, lambda tmp: fig.savefig(tmp, format=fmt, metadata=METADATA[fmt], bbox_inches="tight",
+        meta = file_metadata(fmt, info)
+        write_atomic(path, lambda tmp: fig.savefig(tmp, format=fmt, metadata=meta, bbox_inches="tight",
                                                     pad_inches=0.08))
         paths.append(path)
     plt.close(fig)

@@ -23,6 +23,9 @@ from babel.support import Translations
 
 from experiments.core.tables import write_atomic
 from experiments.analysis.toolchains import primary_rows
+from figures.catalog import describe, figure_specs_of
+from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
+from figures.labels import GLOSSARY
 from report import findings, tables
 from report.then_and_now import section as then_and_now_section
 
@@ -38,12 +41,6 @@ KERNEL_SECTIONS = [  # (experiment, dtype(s), kernel module shown)
     ("v4", ("float32",), "kernels/v3_block.py"),
     ("v5", ("bfloat16", "int8"), "kernels/v5_accumulator.py"),
 ]
-BIBTEX = """@software{tpu_matmul_repro,
-  title  = {tpu-matmul-repro: a reproducible study of Pallas TPU MatMul kernels},
-  author = {{The tpu-matmul-repro authors}},
-  year   = {2026},
-  note   = {Reproduces Tian Shanquan, "TPU MatMul Kernel", 2024-11-27; commit %s},
-}"""
 
 
 class CatalogError(ValueError):
@@ -117,42 +114,76 @@ def highlight(path: str) -> str:
                                      pygments.formatters.HtmlFormatter(cssclass="highlight")))
 
 
-def figure(name: str, lang: str, alt: str, figures_href: str) -> dict:
-    suffix = "" if lang == "en" else f".{lang}"
-    return {"src": f"{figures_href}/{name}{suffix}.png", "alt": alt}
+WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figures/plots.py)
 
 
-def kernel_sections(df, summaries_by_target, lang, gettext, figures_href, figure_names) -> list[dict]:
+class Figures:
+    """Numbers the report's figures in the order they are placed, each with its caption and alt text
+    from the figure catalog and a line to cite it by."""
+
+    def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str):
+        self.df, self.specs, self.lang, self.gettext = df, specs, lang, gettext
+        self.href, self.commit, self.count = figures_href, commit, 0
+
+    def __call__(self, name: str) -> dict | None:
+        if name not in self.specs:
+            return None
+        self.count += 1
+        kind, args = self.specs[name]
+        info = describe(self.df, name, kind, args, self.lang)
+        suffix = "" if self.lang == "en" else f".{self.lang}"
+        c = citation()
+        where = f" {c.repository}" if c.repository else ""
+        values = {"authors": c.authors, "year": c.year, "name": name, "title": c.title, "version": c.version,
+                  "commit": self.commit}
+        cite = self.gettext("%(authors)s (%(year)s). Figure %(name)s, in %(title)s v%(version)s, commit "
+                            "%(commit)s.") % values + where
+        return {"number": self.count, "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
+                "src": f"{self.href}/{name}{suffix}.png",
+                "files": {fmt: f"{self.href}/{name}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
+                "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
+                "caption": info["caption"], "cite": cite,
+                "bibtex": bibtex(f"tpu_matmul_repro_{name}", name, self.commit, note=info["caption"])}
+
+    def many(self, names) -> list[dict]:
+        return [f for f in (self(n) for n in names) if f]
+
+
+def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings: dict) -> list[dict]:
     titles = {"v1": N_("v1: naive, whole arrays in VMEM"), "v2": N_("v2: a row/column split grid"),
               "v3": N_("v3: a 3-D block grid"), "v4": N_("v4: searching block sizes"),
-              "v5": N_("v5: low precision with a float32 (int32) accumulator")}
+              "v5": N_("v5: low-precision inputs + a float32 (int32) accumulator")}
     summaries = {
         "v1": N_("The whole of A, B and C sits in VMEM at once: no grid, no pipelining. The post found it fails above 1024."),
-        "v2": N_("A is split into N row blocks and B into N column blocks, over an (N, N) grid with N = 4: each step still holds the whole contraction dimension."),
+        "v2": N_("A is split into N row blocks and B into N column blocks, over an (N, N) grid with N = 4: each step still holds the whole K (contraction) dimension."),
         "v3": N_("A 3-D grid over (bm, bk, bn) blocks; the output block stays in VMEM across the k loop and accumulates in the output dtype."),
         "v4": N_("v3's kernel over other block sizes: the post's five and a wider search."),
         "v5": N_("v3's grid with a VMEM scratch accumulator (float32 for bfloat16 inputs, int32 for int8) written out at the last k step."),
     }
     sections = []
     for experiment, dtypes, code in KERNEL_SECTIONS:
-        found, figs, tabs = [], [], []
+        found, groups = [], []
         for target, s in summaries_by_target.items():
             found += experiment_findings(experiment, s, gettext)
             for dtype in dtypes:
-                name = f"{experiment}_{dtype}_{target}"
-                if name in figure_names:
-                    figs.append(figure(name, lang, f"{experiment} {dtype} {target}", figures_href))
+                # Each (dtype, target): its figure, then its table, then its block search, side by side.
                 t = tables.experiment_table(df, experiment, dtype, target, gettext)
                 if t["rows"]:
-                    t["caption"] = gettext("%(experiment)s, %(dtype)s on %(target)s: estimated TFLOP/s (published in parentheses)") % {
-                        "experiment": experiment, "dtype": dtype, "target": target}
-                    tabs.append(t)
-                search = f"search_{experiment}_{dtype}_{target}"
-                if search in figure_names:
-                    figs.append(figure(search, lang, f"{experiment} {dtype} {target}: block search", figures_href))
+                    values = {"experiment": experiment, "dtype": dtype, "target": target,
+                              "unit": "TOP/s" if dtype == "int8" else "TFLOP/s"}
+                    caption = (gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s; under "
+                                       "each, in grey, the post's published number") if t["published"]
+                               else gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s"))
+                    t["caption"] = caption % values
+                group = dict(figures=figures.many([f"{experiment}_{dtype}_{target}"]),
+                             table=t if t["rows"] else None,
+                             after=figures.many([f"search_{experiment}_{dtype}_{target}"]))
+                if group["figures"] or group["table"] or group["after"]:
+                    groups.append(group)
+        listings.setdefault(code, {"path": code, "id": "code-" + Path(code).stem, "html": highlight(code)})
         sections.append(dict(experiment=experiment, title=gettext(titles[experiment]),
-                             summary=gettext(summaries[experiment]), findings=found, figures=figs,
-                             tables=tabs, code_path=code, code_html=highlight(code)))
+                             summary=gettext(summaries[experiment]), findings=found, groups=groups,
+                             code_path=code, code_id=listings[code]["id"]))
     return sections
 
 
@@ -198,8 +229,9 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
                 correctness: dict, figures_href: str = "../figures", for_pdf: bool = False,
                 primary_toolchain: str | None = None, claims: pd.DataFrame | None = None,
                 fidelity: pd.DataFrame | None = None, constants: pd.DataFrame | None = None) -> str:
-    """The report in `lang`. claims, fidelity and constants are results/claims.csv, fidelity.csv and
-    timing_model.csv; computed from `df` when not given."""
+    """The report in `lang`. `figure_names`: the run's figures, as {name: (kind, args)}
+    (figures.catalog.figure_specs) or names. claims, fidelity and constants are results/claims.csv,
+    fidelity.csv and timing_model.csv; computed from `df` when not given."""
     env, trans = environment(lang)
     gettext = trans.gettext
     # "Then and now" reads every toolchain's estimates; the rest of the report the pipeline's own.
@@ -208,6 +240,10 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
     model = tables.timing_model_section(df, gettext, claims=claims, fidelity=fidelity, constants=constants)
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
+    commit = ", ".join(git_shas) or "unknown"
+    specs = figure_specs_of(figure_names)
+    figures = Figures(df, specs, lang, gettext, figures_href, commit)
+    listings = {}
     raised = {}
     for target in targets:
         rows = findings.raised_limit_results(df, target)
@@ -218,6 +254,14 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         if rows:
             raised[target] = rows
     summaries_by_target = {t: findings.summary(df, t) for t in targets}
+    # Figures are numbered in the order the template places them: kernels, VMEM, roofline, best, comparison.
+    kernels = kernel_sections(df, summaries_by_target, gettext, figures, listings)
+    vmem_figures = figures.many(f"vmem_{t}" for t in targets)
+    roofline_figures = figures.many(f"roofline_{t}" for t in targets)
+    generation_figures = figures.many(sorted(n for n in specs if n.startswith("generations_")))
+    fidelity_figures = figures.many(sorted(n for n in specs if n.startswith("fidelity_")))
+    then_and_now_figures = figures.many(sorted(n for n in specs if n.startswith("then_and_now_")))
+    c = citation()
     best = [b for s in summaries_by_target.values() for b in s["best_all"]]
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
     date = datetime.datetime.fromtimestamp(int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or
@@ -228,27 +272,24 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         # The project's own stylesheets, trusted as is; everything else is autoescaped.
         css=Markup((TEMPLATES / "style.css").read_text()),
         code_css=Markup(pygments.formatters.HtmlFormatter(cssclass="highlight").get_style_defs(".highlight")),
-        date=date.isoformat(), git_sha=", ".join(git_shas) or "unknown",
+        date=date.isoformat(), git_sha=commit,
         tpu_measured=bool(((df.source == "measured") & (df.target != "cpu")).any()),
         measured=tables.measured_tables(df),
         provenance=tables.provenance(df),
         source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),
                       "published": gettext("published")},
         config_yaml=config_yaml,
-        kernels=kernel_sections(df, summaries_by_target, lang, gettext, figures_href, figure_names),
-        vmem_figures=[figure(f"vmem_{t}", lang, f"VMEM {t}", figures_href) for t in targets
-                      if f"vmem_{t}" in figure_names],
-        raised=raised, best=best,
-        generation_figures=[figure(n, lang, n.replace("_", " "), figures_href) for n in sorted(figure_names)
-                            if n.startswith("generations_")],
-        agreement=findings.agreement(df), libtpu=libtpu,
-        fidelity_figures=[figure(n, lang, n.replace("_", " "), figures_href) for n in sorted(figure_names)
-                          if n.startswith("fidelity_")],
-        correctness=correctness, bibtex=BIBTEX % (", ".join(git_shas) or "unknown"),
+        kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
+        raised=raised, best=best, generation_figures=generation_figures,
+        agreement=findings.agreement(df), libtpu=libtpu, fidelity_figures=fidelity_figures,
+        correctness=correctness, bibtex=bibtex("tpu_matmul_repro", c.title, commit),
+        citation=c, post_attribution=post_attribution(lang), licence=RESULTS_LICENCE,
+        licence_url=RESULTS_LICENCE_URL, listings=list(listings.values()),
+        glossary=[(en, zh) for en, zh in GLOSSARY], for_pdf=for_pdf,
+        gallery_href=f"{figures_href}/index{'' if lang == 'en' else '.' + lang}.html",
         details_open=" open" if for_pdf else "",
         then_and_now=then_and_now,
-        then_and_now_figures=[figure(n, lang, n.replace("_", " "), figures_href) for n in sorted(figure_names)
-                              if n.startswith("then_and_now_")],
+        then_and_now_figures=then_and_now_figures,
         model=model,
         estimator_names={"compiler": gettext("libtpu's estimate"), "model": gettext("timing model, device time")},
     )

@@ -5,7 +5,6 @@ from experiments.analysis.summaries import default_limit, post_configs
 from experiments.core.units import MiB, flops
 
 
-
 def config_label(row) -> str:
     if row.kernel == "xla":
         return "XLA jnp.matmul"
@@ -16,19 +15,21 @@ def config_label(row) -> str:
     return f"({int(row.bm)}, {int(row.bk)}, {int(row.bn)})"
 
 
-def cell(est, pub, gettext) -> str:
-    """'estimate (published)' for one configuration and size."""
+def cell(est, pub, gettext) -> dict:
+    """The estimate for one configuration and size, and the post's number if it published one (shown
+    under it, so no cell stacks parentheses)."""
     if est is None:
         text = "–"
     elif est.status == "ok" and pd.notna(est.tflops):
         text = f"{est.tflops:.1f}"
     elif est.status == "vmem_oom":
-        text = gettext("out of VMEM (%(mib).1f MiB)") % {"mib": est.vmem_bytes / MiB}
+        text = gettext("out of VMEM: %(mib).1f MiB") % {"mib": est.vmem_bytes / MiB}
     else:
         text = est.status
+    published = None
     if pub is not None:
-        text += f" ({pub.tflops:.1f})" if pub.status == "ok" else " (" + gettext("failed") + ")"
-    return text
+        published = f"{pub.tflops:.1f}" if pub.status == "ok" and pd.notna(pub.tflops) else gettext("failed")
+    return {"est": text, "pub": published}
 
 
 def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str, gettext) -> dict:
@@ -46,8 +47,8 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
         def find(part, size):
             hit = [r for r in part.itertuples() if r.m == size and config_label(r) == label]
             return hit[0] if hit else None
-        body.append([label] + [cell(find(est, s), find(pub, s), gettext) for s in sizes])
-    return {"sizes": sizes, "rows": body}
+        body.append({"label": label, "cells": [cell(find(est, s), find(pub, s), gettext) for s in sizes]})
+    return {"sizes": sizes, "rows": body, "published": not pub.empty}
 
 
 def provenance(df: pd.DataFrame) -> list[dict]:

@@ -75,6 +75,7 @@ from figures.catalog import figure_specs
 # unless --directory says otherwise), so a moved checkout reruns nothing; local() because with remote
 # storage every job has the workflow's own files.
 PUBLISHED = local(os.path.relpath(REPO / "data" / "published_v5e.csv"))
+CITATION = local(os.path.relpath(REPO / "CITATION.cff"))  # copied into results/ by the gallery
 
 FIGURES = figure_specs(config, TARGETS)
 

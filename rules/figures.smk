@@ -10,8 +10,33 @@ rule figure:
         "logs/figures/{name}.log",
     params:
         spec=lambda wc: settings(FIGURES[wc.name]),
-        code=code("scripts/figure.py", "figures/*.mplstyle"),
+        # CITATION.cff: the citation embedded in every file
+        code=code("scripts/figure.py", "figures/*.mplstyle", "CITATION.cff"),
     conda:
         "../environment.yml"
     script:
         "../scripts/figure.py"
+
+
+# The gallery: every figure as a card with caption, files and snippets to paste; and the licence,
+# attribution and citation that travel with results/. Reads the table, the catalog and the figures.
+rule gallery:
+    input:
+        table="results/matmul.parquet",
+        figures=expand("results/figures/{name}{lang}.png", name=FIGURES, lang=["", ".zh"]),
+        citation=CITATION,
+    output:
+        index="results/figures/index.html",
+        index_zh="results/figures/index.zh.html",
+        licence="results/LICENSE.md",
+        attribution="results/ATTRIBUTION.md",
+        citation="results/CITATION.cff",
+    log:
+        "logs/figures/gallery.log",
+    params:
+        figures=lambda wc: settings(FIGURES),
+        code=code("scripts/gallery.py"),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/gallery.py"

@@ -9,6 +9,8 @@ rule report:
         fidelity="results/fidelity.csv",
         constants="results/timing_model.csv",
         figures=expand("results/figures/{name}.png", name=FIGURES),
+        gallery="results/figures/index.html",
+        licence="results/LICENSE.md",
     output:
         "results/report/report.en.html",
         "results/report/report.zh.html",
@@ -18,12 +20,12 @@ rule report:
         "logs/report/report.log",
     params:
         targets=TARGETS,
-        figures=list(FIGURES),
+        figures=lambda wc: settings(FIGURES),
         # the config the report prints under "Configuration used"
         config=lambda wc: settings(config),
         # the report quotes the kernels' code: every kernel module is part of its code
         code=code("scripts/report.py", "report/templates/*", "report/locale/*/LC_MESSAGES/*.po",
-                  "kernels/*.py", "figures/*.mplstyle"),
+                  "kernels/*.py", "figures/*.mplstyle", "CITATION.cff"),
     conda:
         "../environment.yml"
     script:

@@ -4,12 +4,13 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 from pathlib import Path
 
 import pandas as pd
+
+from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.plan.toolchains import primary
 from experiments.core.tables import write_text_atomic
 from figures.style import cjk_font_path
 from report.build import config_text, embed_cjk_font, render_html, write_pdf
-
 
 
 def read_csv(path) -> pd.DataFrame:
@@ -30,7 +31,7 @@ with logged(snakemake.log[0]) as log:
     figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name
     for lang in ("en", "zh"):
         common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
-                      figure_names=snakemake.params.figures, correctness=correctness,
+                      figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
                       figures_href=str(figures_href), primary_toolchain=primary(snakemake.config), **model)
         html_path = out[f"report.{lang}.html"]
         write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)

@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from figures.catalog import KINDS, figure_specs, render, stem
+from figures.catalog import KINDS, describe, figure_specs, render, stem
 from figures.labels import LABELS
 
 CONFIG = {"targets": ["v5e"], "compile_study": {"experiments": {
@@ -75,3 +75,159 @@ def test_missing_glyph_is_detected(tmp_path):
 def test_table_without_new_columns_still_draws(table, tmp_path):
     old = table.drop(columns=["search", "peak_tflops"], errors="ignore")
     render(old, "v1_float32_v5e", "experiment", dict(experiment="v1", dtype="float32", target="v5e"), tmp_path)
+
+
+# --- self-describing figures: caption, alt text and provenance -----------------------------------------
+
+SPECS = figure_specs({**CONFIG, "targets": ["v5e", "v6e"]})
+
+
+def pdf_info(path) -> dict:
+    """The PDF's info dictionary (Matplotlib writes it uncompressed), strings decoded."""
+    import re
+
+    data = path.read_bytes()
+    info = {}
+    for key in ("Title", "Author", "Subject", "Keywords", "Creator", "Producer", "CreationDate"):
+        m = re.search(rb"/" + key.encode() + rb" \(((?:\\.|[^\\)])*)\)", data, re.S)
+        if m:
+            raw = re.sub(rb"\\([\\()])", rb"\1", m.group(1))
+            raw = re.sub(rb"\\(\d{3})", lambda o: bytes([int(o.group(1), 8)]), raw)
+            raw = raw.replace(rb"\n", b"\n").replace(rb"\r", b"\r")
+            utf16 = raw.startswith(b"\xfe\xff")
+            info[key] = raw[2:].decode("utf-16-be") if utf16 else raw.decode("latin-1")
+    return info
+
+
+def svg_metadata(path) -> dict:
+    import xml.etree.ElementTree as ET
+
+    dc = "{http://purl.org/dc/elements/1.1/}"
+    root = ET.parse(path).getroot()
+    out = {}
+    for element in root.iter():
+        if element.tag.startswith(dc):
+            words = (t.strip() for t in element.itertext() if t.strip())
+            out.setdefault(element.tag[len(dc):], " ".join(words))
+    return out
+
+
+@pytest.mark.parametrize("name", ["v5_bfloat16_v5e", "vmem_v5e", "roofline_v5e", "search_v5_bfloat16_v5e",
+                                  "fidelity_v5e", "generations_v5_bfloat16"])
+def test_every_file_embeds_its_provenance(table, tmp_path, name):
+    from PIL import Image
+
+    from figures.cite import citation
+
+    kind, args = SPECS[name]
+    paths = render(table, name, kind, args, tmp_path)
+    post = citation().post_url
+    for path in paths:
+        lang = "zh" if ".zh." in path.name else "en"
+        caption = describe(table, name, kind, args, lang)["caption"]
+        if path.suffix == ".png":
+            with Image.open(path) as image:
+                meta = dict(image.text)
+            title = meta["Title"]
+            assert meta["Description"] == caption and meta["Commit"] == "abc" and meta["Post"] == post
+            assert "libtpu 0.0.42.1" in meta["Toolchain"] and "jax 0.10.2" in meta["Toolchain"]
+            assert "CC BY 4.0" in meta["Copyright"] and meta["Source"] and meta["AltText"]
+        elif path.suffix == ".svg":
+            meta = svg_metadata(path)
+            title = meta["title"]
+            assert caption in meta["description"] and "Commit: abc" in meta["description"]
+            assert "libtpu 0.0.42.1" in meta["description"] and post in meta["relation"]
+            assert "CC BY 4.0" in meta["rights"] and meta["source"] and "date" not in meta
+        else:
+            meta = pdf_info(path)
+            title = meta["Title"]
+            assert meta["Subject"] == caption and "Commit: abc" in meta["Keywords"]
+            assert "libtpu 0.0.42.1" in meta["Keywords"] and post in meta["Keywords"]
+            assert "CC BY 4.0" in meta["Keywords"] and "CreationDate" not in meta and "Producer" not in meta
+        assert title and title != name, path.name
+        if name == "v5_bfloat16_v5e":  # holds estimates and the post's numbers: the title says both
+            says_both = (("estimated" in title and "published" in title)
+                         or ("估计" in title and "原文数据" in title))
+            assert says_both, title
+
+
+def test_repository_url_is_embedded_once_citation_names_it(table, tmp_path, monkeypatch):
+    import dataclasses
+
+    from PIL import Image
+
+    from figures import catalog, cite
+
+    named = dataclasses.replace(cite.citation(), repository="https://example.org/tpu-matmul-repro")
+    monkeypatch.setattr(catalog, "citation", lambda: named)
+    paths = render(table, "vmem_v5e", "vmem", {"target": "v5e"}, tmp_path)
+    with Image.open(paths[0]) as image:
+        assert image.text["Repository"] == "https://example.org/tpu-matmul-repro"
+    assert "Repository: https://example.org/tpu-matmul-repro" in pdf_info(paths[2])["Keywords"]
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_every_figure_has_caption_and_alt_text_in_both_languages(table, name):
+    import re
+
+    kind, args = SPECS[name]
+    for lang in ("en", "zh"):
+        info = describe(table, name, kind, args, lang)
+        for field in ("caption", "alt"):
+            value = info[field]
+            assert len(value) > 40 and "{" not in value and "}" not in value, (lang, field, value)
+            assert bool(re.search(r"[\u4e00-\u9fff]", value)) == (lang == "zh"), (lang, field, value)
+
+
+def test_estimates_only_figure_says_estimated(table, tmp_path):
+    from PIL import Image
+
+    paths = render(table[table.source == "estimate"], "v5_bfloat16_v5e", "experiment",
+                   dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path)
+    with Image.open(paths[0]) as image:
+        assert "estimated" in image.text["Title"] and "published" not in image.text["Title"]
+    with Image.open(paths[3]) as image:
+        assert "估计" in image.text["Title"] and "原文数据" not in image.text["Title"]
+
+
+def test_published_points_that_coincide_are_spread():
+    import pandas as pd
+
+    from figures.plots import dodge
+
+    points = pd.DataFrame({"m": [1024, 1024, 1024, 2048], "tflops": [50.0, 50.5, 90.0, 50.0],
+                           "kernel": ["v3"] * 4, "bm": [128, 256, 512, 128], "bk": [128] * 4,
+                           "bn": [128] * 4})
+    order = {("blocks", bm, 128, 128): i for i, bm in enumerate((128, 256, 512))}
+    offsets = dodge(points, order, span=100.0)
+    assert offsets[0] < 0 < offsets[1] and offsets[2] == 0 and offsets[3] == 0
+
+
+# --- the gallery --------------------------------------------------------------------------------------
+
+def test_gallery_lists_every_figure_offline(table, tmp_path):
+    import re
+
+    from figures.gallery import pages, results_files
+
+    specs = {n: SPECS[n] for n in ("v5_bfloat16_v5e", "vmem_v5e", "search_v5_bfloat16_v5e")}
+    for name, (kind, args) in specs.items():
+        render(table, name, kind, args, tmp_path)
+    written = pages(table, specs, tmp_path)
+    assert set(written) == {"index.html", "index.zh.html"}
+    for page_name, html in written.items():
+        lang = "zh" if ".zh." in page_name else "en"
+        for name in specs:
+            assert f'id="{name}"' in html
+            base = name if lang == "en" else f"{name}.zh"
+            for fmt in ("png", "svg", "pdf"):
+                assert f'href="{base}.{fmt}"' in html and (tmp_path / f"{base}.{fmt}").is_file()
+        # offline: every resource it loads is a local file
+        for src in re.findall(r'src="([^"]*)"', html):
+            assert not re.match(r"^(https?:)?//", src) and (tmp_path / src).is_file(), src
+        assert "<textarea" in html and "CC BY 4.0" in html and "commit abc" in html
+        # the snippets carry the kind of numbers and the post's credit where it is shown
+        assert ("published" in html and "田山泉" in html) if lang == "en" else ("原文数据" in html)
+    files = results_files(table)
+    assert set(files) == {"LICENSE.md", "ATTRIBUTION.md", "CITATION.cff"}
+    assert "CC BY 4.0" in files["LICENSE.md"] and "v5litepod-1" in files["ATTRIBUTION.md"]

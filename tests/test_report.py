@@ -9,7 +9,8 @@ import pytest
 from report import build
 
 TARGETS = ["v5e"]
-FIGURES = {"v1_float32_v5e", "v5_bfloat16_v5e", "vmem_v5e", "fidelity_v5e"}
+FIGURES = {"v1_float32_v5e", "v5_bfloat16_v5e", "search_v5_bfloat16_v5e", "vmem_v5e", "roofline_v5e",
+           "fidelity_v5e"}
 CORRECTNESS = {"passed": 58, "total": 59}
 
 
@@ -43,9 +44,11 @@ def test_autoescaping_is_on(table):
 
 
 def test_html_loads_no_external_resource(table):
+    # Resources (images, stylesheets, fonts, scripts) are local; links for the reader to follow may not be.
     for lang in ("en", "zh"):
         html = render(table, lang)
-        links = re.findall(r'(?:src|href)="([^"]*)"', html) + re.findall(r"url\(([^)]*)\)", html)
+        links = (re.findall(r'src="([^"]*)"', html) + re.findall(r"url\(([^)]*)\)", html)
+                 + re.findall(r'<link[^>]*href="([^"]*)"', html))
         assert links, "expected figure links"
         for link in links:
             assert not re.match(r"^(https?:)?//", link.strip("'\"")), link
@@ -57,7 +60,7 @@ def test_findings_state_the_fixture_numbers(table):
     # v5: the post's best block (512, 1024, 1024) at 2048 is the fixture's 170 against XLA's 180; no 8192 row
     assert "of XLA&#39;s estimate at 8192" not in en
     zh = render(table, "zh")
-    assert "在 v5e 上，v1 最大可编译到 1024；在 2048 时需要 48.8 MiB VMEM，而上限为 16 MiB。" in zh
+    assert "在 v5e 上，v1 最大能编译到 1024；到 2048 时需要 48.8 MiB VMEM，超出 16 MiB 的上限。" in zh
     assert 'lang="zh-Hans"' in zh and 'href="report.en.html"' in zh
 
 
@@ -76,7 +79,7 @@ def test_report_builds_from_partial_data(table, part):
     html = render(df, "zh", targets=["v6e"] if part == "other_target" else TARGETS)
     assert "</html>" in html
     if part == "estimates_only":
-        assert "本次运行的数据表中没有原文发布值" in html
+        assert "本次运行的数据表中没有原文数据" in html
 
 
 def test_pdf_embeds_the_cjk_font(table, tmp_path):
@@ -100,3 +103,63 @@ def test_embedded_font_covers_the_page(table):
 
     html = build.embed_cjk_font(render(table, "zh"), cjk_font_path())
     assert "@font-face" in html and "data:font/woff2;base64," in html
+
+
+# --- figures people can cite, a tighter layout, natural Chinese ---------------------------------------
+
+def test_figures_are_numbered_with_anchors_captions_and_a_cite_line(table):
+    from figures.catalog import describe, spec_from_name
+
+    for lang in ("en", "zh"):
+        html = render(table, lang)
+        numbers = [int(n) for n in re.findall(r'class="fignum" href="#fig-[^"]+">(?:Figure |图 )(\d+)', html)]
+        assert numbers == list(range(1, len(FIGURES) + 1)), numbers
+        for name in FIGURES:
+            assert f'<figure id="fig-{name}"' in html
+            kind, args = spec_from_name(name)
+            info = describe(table, name, kind, args, lang)
+            assert html.count(f'alt="{info["alt"]}"'.replace("'", "&#39;")) == 1, name
+        assert html.count('class="cite"') == len(FIGURES)
+        assert "commit abc" in html or "提交 abc" in html
+        assert "version = {0.1.0}" in html
+
+
+def test_each_listing_once_in_the_appendix(table):
+    html = render(table, "en", for_pdf=True)
+    appendix = html[html.index('id="appendix"'):]
+    assert html.count('<h3 id="code-v3_block">') == 1 and 'href="#code-v3_block"' in html
+    assert '<h3 id="config">' in appendix and "targets: [v5e]" in appendix
+    assert html.index('id="v5"') < html.index('id="appendix"')
+
+
+def test_published_column_note_only_where_the_post_published(table):
+    html = render(table, "en")
+    assert "the post&#39;s published number" in html  # v5 on v5e has published rows
+    other = render(table[table.source == "estimate"].assign(target="v6e"), "en", targets=["v6e"])
+    assert "the post&#39;s published number" not in other and "parentheses" not in other
+    cells = re.findall(r"<td>(.*?)</td>", html)
+    assert cells and not any(") (" in re.sub(r"<[^>]+>", " ", c) for c in cells)  # no stacked parentheses
+
+
+def test_the_chip_of_the_post_is_sourced(table):
+    en, zh = render(table, "en"), render(table, "zh")
+    assert "v5litepod-1" in en and "does not name it" in en
+    assert "v5litepod-1" in zh and "原文没有写明" in zh
+    assert "on a TPU v5e" not in en
+
+
+def test_chinese_uses_the_glossary():
+    """Every Chinese string of the figures and the report uses the fixed terms, not their variants."""
+    from babel.messages import pofile
+
+    from figures.catalog import CATALOG
+    from figures.labels import AVOID, LABELS, SOURCE_NAMES
+
+    with open(build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po", "rb") as f:
+        report_strings = [m.string for m in pofile.read_po(f) if m.id]
+    strings = (report_strings + list(LABELS["zh"].values()) + list(SOURCE_NAMES["zh"].values())
+               + [e.caption["zh"] for e in CATALOG.values()] + [e.alt["zh"] for e in CATALOG.values()])
+    for text in strings:
+        for variant, term in AVOID.items():
+            assert not re.search(variant, text), f"{text!r}: use {term!r}, not {variant!r}"
+    assert any("归约" in s for s in report_strings) and any("流水线" in s for s in report_strings)

@@ -1,0 +1,24 @@
+"""Snakemake script: the figure gallery (English and Chinese) and results/'s licence, attribution and
+citation files."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.core import codec
+from experiments.core.runtime import logged
+from experiments.core.tables import write_text_atomic
+from figures.gallery import pages, results_files
+
+with logged(snakemake.log[0]) as log:
+    figures = codec.decode(snakemake.params.figures)
+    df = pd.read_parquet(snakemake.input.table)
+    figures_dir = Path(snakemake.output.index).parent
+    for name, html in pages(df, figures, figures_dir).items():
+        write_text_atomic(html, figures_dir / name)
+    results_dir = Path(snakemake.output.licence).parent
+    for name, text in results_files(df).items():
+        write_text_atomic(text, results_dir / name)
+    log.info("wrote the gallery (%d figures) and %s", len(figures),
+             ", ".join(results_files(df)))
