@@ -43,9 +43,10 @@ def clone(dest: Path) -> Path:
 def machine() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
-    mem = next((int(line.split()[1]) // 1024 // 1024 for line in Path("/proc/meminfo").read_text().splitlines()
-                if line.startswith("MemTotal")), 0)
-    return f"{os.cpu_count()} cores ({cpu}), {mem} GiB, {platform.platform()}, Python {platform.python_version()}"
+    mem = next((int(line.split()[1]) // 1024 // 1024
+                for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), 0)
+    return (f"{os.cpu_count()} cores ({cpu}), {mem} GiB, {platform.platform()}, "
+            f"Python {platform.python_version()}")
 
 
 def minutes(seconds: float) -> str:
@@ -53,7 +54,8 @@ def minutes(seconds: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "default_run.md")
     args = parser.parse_args()
@@ -81,7 +83,8 @@ def main() -> None:
     lines = [
         "# Default run: wall time",
         "",
-        f"Measured {datetime.date.today().isoformat()}, commit {commit}, by `python3 benchmarks/default_run.py`",
+        f"Measured {datetime.date.today().isoformat()}, commit {commit}, "
+        "by `python3 benchmarks/default_run.py`",
         f"on {machine()}.",
         "",
         "| run | wall time | jobs run |",

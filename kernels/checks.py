@@ -37,7 +37,8 @@ def check_block(name: str, block: int, dim_name: str, dim: int, tile: int) -> No
     if dim % block:
         raise ValueError(f"{name}={block} does not divide {dim_name}={dim}")
     if block != dim and block % tile:
-        raise ValueError(f"{name}={block} must be a multiple of {tile} or equal {dim_name}={dim} (TPU tiling)")
+        raise ValueError(f"{name}={block} must be a multiple of {tile} or equal {dim_name}={dim} "
+                         "(TPU tiling)")
 
 
 def check_blocks(m: int, k: int, n: int, bm: int, bk: int, bn: int) -> None:

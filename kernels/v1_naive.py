@@ -19,7 +19,8 @@ def matmul_v1_kernel(a_ref, b_ref, o_ref):
     o_ref[...] = a_ref[...] @ b_ref[...]
 
 
-def matmul_v1(a: jax.Array, b: jax.Array, *, vmem_limit_bytes: int | None = None, interpret=False) -> jax.Array:
+def matmul_v1(a: jax.Array, b: jax.Array, *, vmem_limit_bytes: int | None = None,
+              interpret=False) -> jax.Array:
     """C = A @ B with whole arrays as single VMEM blocks."""
     m, _, n = check_operands(a, b, SUPPORTED_DTYPES)
     check_vmem_limit(vmem_limit_bytes)

@@ -14,7 +14,11 @@ from jax.experimental.pallas import tpu as pltpu
 
 from kernels import compat
 from kernels.checks import (
-    FLOAT_DTYPES, INT_DTYPES, accumulator_dtype, check_blocks, check_operands,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    accumulator_dtype,
+    check_blocks,
+    check_operands,
     check_vmem_limit,
 )
 from kernels.spec import BLOCKS, KernelSpec

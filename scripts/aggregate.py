@@ -1,6 +1,5 @@
 """Snakemake script: the tidy table results/matmul.parquet."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
-
 import pandas as pd
 
 from experiments.analysis import model_columns

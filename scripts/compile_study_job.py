@@ -1,9 +1,9 @@
 """Snakemake script: compile one (target, experiment, dtype) job of the TPU compile study."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
 
+from experiments.compile_study.study import run_job
 from experiments.core import codec
 from experiments.core.runtime import logged
-from experiments.compile_study.study import run_job
 from experiments.core.tables import write_parquet_atomic
 
 with logged(snakemake.log[0]) as log:

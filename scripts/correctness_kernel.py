@@ -6,8 +6,8 @@ from experiments.core.runtime import logged, use_cpu_jax
 use_cpu_jax()
 
 from experiments.core import codec  # noqa: E402
-from experiments.correctness.interpret import run_correctness  # noqa: E402
 from experiments.core.tables import write_parquet_atomic  # noqa: E402
+from experiments.correctness.interpret import run_correctness  # noqa: E402
 
 with logged(snakemake.log[0]) as log:
     df = run_correctness(codec.decode(snakemake.params.cases), codec.decode(snakemake.params.tolerance),

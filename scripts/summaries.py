@@ -1,13 +1,12 @@
 """Snakemake script: the timing model's fidelity to the post (cross-validated), its constants, and
 the best Pallas configuration against XLA."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
-
 import pandas as pd
 
 from experiments.analysis import model_columns, timing_model, validation
 from experiments.analysis.summaries import best_vs_xla
-from experiments.core.runtime import logged
 from experiments.analysis.toolchains import primary_rows
+from experiments.core.runtime import logged
 from experiments.core.tables import write_csv_atomic
 from experiments.plan.toolchains import primary
 

@@ -1,6 +1,5 @@
 """Snakemake script: the post's configurations under each toolchain against the post's verdicts."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
-
 import pandas as pd
 
 from experiments.analysis.toolchains import agreement, then_and_now, toolchains_of

@@ -10,4 +10,5 @@ from experiments.core import codec
 from experiments.core.runtime import logged
 
 with logged(snakemake.log[0]) as log:
-    environment_marker(codec.decode(snakemake.params.toolchain), snakemake.params.path, snakemake.output[0], log)
+    environment_marker(codec.decode(snakemake.params.toolchain), snakemake.params.path, snakemake.output[0],
+                       log)

@@ -1,4 +1,5 @@
-"""Snakemake script: one (toolchain, target, experiment, dtype) job, compiled in the toolchain's environment."""
+"""Snakemake script: one (toolchain, target, experiment, dtype) job, compiled in the toolchain's
+environment."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
 
 from experiments.compile_study.toolchain_jobs import run_toolchain_job

@@ -54,7 +54,8 @@ def table():
     estimates = to_frame(rows, VERSIONS)
     published = to_frame([
         row("v5", "v5", "bfloat16", 2048, (512, 1024, 1024), tflops=78.4, source="published", limit=None),
-        row("v5", "v5", "bfloat16", 2048, (1024, 1024, 1024), status="failed", source="published", limit=None),
+        row("v5", "v5", "bfloat16", 2048, (1024, 1024, 1024), status="failed", source="published",
+            limit=None),
         row("v1", "v1", "float32", 2048, status="failed", source="published", limit=None),
     ], {}).drop(columns=["jax_version", "libtpu_version", "git_sha"])
     return combine([estimates], published)

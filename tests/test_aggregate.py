@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.core.schema import KEY
 from experiments.analysis.aggregate import attach_baseline, check_unique, combine, load_published
-from experiments.core.schema import frame as to_frame
 from experiments.analysis.summaries import best_vs_xla, fidelity
+from experiments.core.schema import KEY
+from experiments.core.schema import frame as to_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
@@ -100,9 +100,9 @@ def test_best_vs_xla(estimates):
 
 
 def measured(size, samples, label="vm1", timestamp="2026-11-30T10:00:00+00:00", target="v5e"):
-    return dict(source="measured", target=target, experiment="xla", kernel="xla", dtype="float32", m=size, k=size,
-                n=size, status="ok", vmem_limit_bytes=16 << 20, raised_limit=False, run_label=label,
-                timestamp=timestamp, samples_s=samples, wall_samples_s=samples)
+    return dict(source="measured", target=target, experiment="xla", kernel="xla", dtype="float32",
+                m=size, k=size, n=size, status="ok", vmem_limit_bytes=16 << 20, raised_limit=False,
+                run_label=label, timestamp=timestamp, samples_s=samples, wall_samples_s=samples)
 
 
 def test_measured_rows_carry_their_ratio_to_the_estimate(estimates):
@@ -124,6 +124,7 @@ def test_figures_draw_each_targets_latest_run_only():
 
     rows = to_frame([measured(1024, [1e-3] * 5, "old", "2026-01-01T00:00:00+00:00"),
                      measured(1024, [1e-3] * 5, "new", "2026-06-01T00:00:00+00:00"),
-                     measured(1024, [1e-3] * 5, "other", "2025-01-01T00:00:00+00:00", target="v6e")], VERSIONS)
+                     measured(1024, [1e-3] * 5, "other", "2025-01-01T00:00:00+00:00", target="v6e")],
+                    VERSIONS)
     kept = latest_runs(rows)
-    assert sorted(zip(kept.target, kept.run_label)) == [("v5e", "new"), ("v6e", "other")]
+    assert sorted(zip(kept.target, kept.run_label, strict=True)) == [("v5e", "new"), ("v6e", "other")]

@@ -5,13 +5,12 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from experiments.compile_study import compiler_output
-from experiments.compile_study import extrapolate
+from experiments.compile_study import compiler_output, extrapolate
+from experiments.compile_study.study import Job, run_job
+from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.cases import Case
 from experiments.core.chips import MiB, chip
-from experiments.compile_study.study import Job, run_job
 from experiments.core.schema import ESTIMATE_STATUSES
-from experiments.compile_study.tpu_compile import Compiler
 
 V1_1024 = Case("v1", "float32", 1024, 1024, 1024)
 V1_2048 = Case("v1", "float32", 2048, 2048, 2048)
@@ -71,7 +70,8 @@ def test_pallas_cycles_need_the_profile_flag(v5e, v5e_profiler):
 
 
 def test_unknown_target_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"target='v9' unknown; expected one of \['7x', 'v4', 'v5e', 'v5p', 'v6e'\]"):
+    with pytest.raises(ValueError,
+                       match=r"target='v9' unknown; expected one of \['7x', 'v4', 'v5e', 'v5p', 'v6e'\]"):
         Compiler("v9")
 
 

@@ -31,14 +31,20 @@ def set_key(config, path, value):
 @pytest.mark.parametrize(
     "path, value, message",
     [
-        (["correctness", "kernels", "v3", "blocks"], [[128, 100, 128]], r"correctness\.kernels\.v3\.blocks: bk=100 does not divide k=256"),
-        (["correctness", "kernels", "v1", "dtypes"], ["float8"], r"correctness\.kernels\.v1\.dtypes\[0\]: 'float8' is not one of"),
-        (["correctness", "kernels", "v1", "dtypes"], ["int8"], r"correctness\.kernels\.v1: dtype='int8' not supported by kernel 'v1'"),
-        (["correctness", "shapes"], [[0, 256, 256]], r"correctness\.shapes\[0\]\[0\]: 0 is less than the minimum of 1"),
+        (["correctness", "kernels", "v3", "blocks"], [[128, 100, 128]],
+         r"correctness\.kernels\.v3\.blocks: bk=100 does not divide k=256"),
+        (["correctness", "kernels", "v1", "dtypes"], ["float8"],
+         r"correctness\.kernels\.v1\.dtypes\[0\]: 'float8' is not one of"),
+        (["correctness", "kernels", "v1", "dtypes"], ["int8"],
+         r"correctness\.kernels\.v1: dtype='int8' not supported by kernel 'v1'"),
+        (["correctness", "shapes"], [[0, 256, 256]],
+         r"correctness\.shapes\[0\]\[0\]: 0 is less than the minimum of 1"),
         (["correctness", "shapes"], [], r"correctness\.shapes: \[\] should be non-empty"),
-        (["correctness", "kernels", "v2", "splits"], [3], r"correctness\.kernels\.v2\.splits: splits=3 does not divide m=256"),
+        (["correctness", "kernels", "v2", "splits"], [3],
+         r"correctness\.kernels\.v2\.splits: splits=3 does not divide m=256"),
         (["correctness", "kernels", "v9"], {"dtypes": ["float32"]}, r"'v9' is not one of"),
-        (["correctness", "tolerance", "float32"], "tight", r"correctness\.tolerance\.float32: 'tight' is not of type 'number'"),
+        (["correctness", "tolerance", "float32"], "tight",
+         r"correctness\.tolerance\.float32: 'tight' is not of type 'number'"),
     ],
 )
 def test_bad_values_name_key_and_value(config, path, value, message):
@@ -55,7 +61,8 @@ def test_missing_blocks_for_blocked_kernel(config):
 def test_a_key_given_twice_is_refused_with_file_and_line(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("targets: [v5e]\ncompile_study: {}\ntargets: [v6e]\n")
-    with pytest.raises(experiment_config.ConfigError, match=r"config\.yaml:3:1: key 'targets' appears twice \(first on line 1\)"):
+    with pytest.raises(experiment_config.ConfigError,
+                       match=r"config\.yaml:3:1: key 'targets' appears twice \(first on line 1\)"):
         experiment_config.load_yaml(path)
 
 
@@ -67,13 +74,15 @@ def test_a_yaml_syntax_error_names_file_and_line(tmp_path):
 
 
 @pytest.mark.parametrize("path, value, message", [
-    (["compile_study", "sizes"], [100], r"compile_study\.experiments\.v2\.splits: splits=4 at shape m=100, k=100, n=100 "
-                                        r"gives blocks \(25, 100, 25\): bm=25 must be a multiple of 8"),
-    (["compile_study", "sizes"], [1048576], r"compile_study\.sizes\[0\]: 1048576 is greater than the maximum of 32768"),
+    (["compile_study", "sizes"], [100],
+     r"compile_study\.experiments\.v2\.splits: splits=4 at shape m=100, k=100, n=100 "
+     r"gives blocks \(25, 100, 25\): bm=25 must be a multiple of 8"),
+    (["compile_study", "sizes"], [1048576],
+     r"compile_study\.sizes\[0\]: 1048576 is greater than the maximum of 32768"),
     (["compile_study", "experiments", "v3", "blocks"], [[16384, 128, 128]],
      r"compile_study\.experiments\.v3\.blocks\[0\]\[0\]: 16384 is greater than the maximum of 8192"),
-    (["compile_study", "experiments", "v3", "kernel"], "v9", r"compile_study\.experiments\.v3\.kernel: 'v9' is not one of "
-                                                           r"\['v1', 'v2', 'v3', 'v5'\]"),
+    (["compile_study", "experiments", "v3", "kernel"], "v9",
+     r"compile_study\.experiments\.v3\.kernel: 'v9' is not one of \['v1', 'v2', 'v3', 'v5'\]"),
 ])
 def test_study_errors_name_the_right_key(config, path, value, message):
     with pytest.raises(experiment_config.ConfigError, match=message):

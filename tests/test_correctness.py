@@ -86,7 +86,8 @@ def test_int8_requires_exact_equality(tolerances):
 
 
 def test_table_has_one_row_per_case_and_mode(tolerances):
-    cases = [(CASE, "interpret"), (CASE, "tpu-interpret"), (Case("v1", "bfloat16", 128, 256, 384), "interpret")]
+    cases = [(CASE, "interpret"), (CASE, "tpu-interpret"),
+             (Case("v1", "bfloat16", 128, 256, 384), "interpret")]
     df = run_correctness(cases, tolerances)
     assert len(df) == 3 and df.passed.all()
     assert {"kernel", "dtype", "m", "k", "n", "bm", "bk", "bn", "mode", "rel_error", "tolerance",

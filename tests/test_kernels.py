@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments.correctness.interpret import relative_error
 from experiments.core.inputs import random_operands
+from experiments.correctness.interpret import relative_error
 from kernels.v1_naive import matmul_v1
 from kernels.v2_parallel import matmul_v2
 from kernels.v3_block import matmul_v3

@@ -11,8 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
-
-from experiments.plan.config import measure_settings, with_defaults
 from measure_fakes import MARKED_K  # tests/ (a site-packages `tests` shadows the package name)
 
 from experiments.analysis.aggregate import check_unique, combine, load_measured
@@ -31,7 +29,6 @@ from experiments.measure.device import (
 from experiments.measure.harness import (
     InProcess,
     MeasureJob,
-    Settings,
     build,
     calls_per_batch,
     measure_case,
@@ -41,9 +38,11 @@ from experiments.measure.harness import (
 )
 from experiments.measure.statistics import derive, summarize
 from experiments.measure.worker import Worker, worker_env
+from experiments.plan.config import measure_settings, with_defaults
 
 CPU = Device("cpu", "cpu", "cpu", 1)
-FAST = measure_settings(with_defaults({}), warmup=1, samples=5, input_sets=2, min_sample_s=0.002, max_calls=20)
+FAST = measure_settings(with_defaults({}), warmup=1, samples=5, input_sets=2, min_sample_s=0.002,
+                        max_calls=20)
 
 
 def test_summary_statistics():
@@ -54,7 +53,8 @@ def test_summary_statistics():
 
 def test_statistics_are_derived_from_raw_samples():
     df = pd.DataFrame(dict(m=[1000, 1000], k=[1000, 1000], n=[1000, 1000],
-                           samples_s=[[1e-3, 2e-3, 3e-3, 4e-3, 5e-3], None], wall_samples_s=[[4e-3] * 5, None]))
+                           samples_s=[[1e-3, 2e-3, 3e-3, 4e-3, 5e-3], None],
+                           wall_samples_s=[[4e-3] * 5, None]))
     out = derive(df)
     assert out.seconds[0] == 3e-3 and out.n_samples[0] == 5 and out.wall_seconds[0] == 4e-3
     assert out.tflops[0] == pytest.approx(2e9 / 3e-3 / 1e12)
@@ -63,7 +63,8 @@ def test_statistics_are_derived_from_raw_samples():
 
 @pytest.fixture(scope="module")
 def cpu_rows():
-    cases = tuple(Case("xla", dtype, s, s, s) for dtype in ("float32", "bfloat16", "int8") for s in (128, 256))
+    cases = tuple(Case("xla", dtype, s, s, s)
+                  for dtype in ("float32", "bfloat16", "int8") for s in (128, 256))
     job = MeasureJob(device=CPU, label="test", experiment="xla", cases=cases, settings=FAST)
     return derive(run_measure_job(job))
 
@@ -72,7 +73,8 @@ def test_cpu_measurement_of_xla_gives_plausible_rows(cpu_rows):
     assert (cpu_rows.status == "ok").all(), cpu_rows.error.tolist()
     assert (cpu_rows.source == "measured").all() and (cpu_rows.target == "cpu").all()
     assert (cpu_rows.n_samples >= 5).all()
-    assert (cpu_rows.p25_seconds <= cpu_rows.seconds).all() and (cpu_rows.seconds <= cpu_rows.p75_seconds).all()
+    assert ((cpu_rows.p25_seconds <= cpu_rows.seconds).all()
+            and (cpu_rows.seconds <= cpu_rows.p75_seconds).all())
     assert (cpu_rows.tflops > 0).all() and (cpu_rows.wall_seconds > 0).all()
     assert all(len(s) == 5 for s in cpu_rows.samples_s) and all(len(s) == 5 for s in cpu_rows.wall_samples_s)
     assert (cpu_rows[cpu_rows.dtype == "int8"].rel_error == 0).all()
@@ -198,7 +200,8 @@ def test_failures_go_on_to_the_next_case():
 def clean_environment(monkeypatch):
     """detect() caches its answer in os.environ: keep that from leaking into later tests."""
     monkeypatch.setattr(device_module.os, "environ",
-                        {k: v for k, v in device_module.os.environ.items() if k != device_module.CACHE_VARIABLE})
+                        {k: v for k, v in device_module.os.environ.items()
+                         if k != device_module.CACHE_VARIABLE})
 
 
 def test_device_detection_without_a_tpu_skips_cleanly(clean_environment):
@@ -221,7 +224,8 @@ def test_device_detection_on_a_tpu_host(clean_environment):
     assert json.loads(device_module.os.environ[device_module.CACHE_VARIABLE])["name"] == "v5e"
     assert detect("auto", hardware=lambda: True, probe=lambda: 1 / 0) == device
     assert from_probe(dict(platform="cpu", device_kind="cpu", count=1)) is None
-    assert target_for_device_kind("TPU v6 lite") == "v6e" and target_for_device_kind("TPU v9 (new)") == "tpu-v9-new"
+    assert (target_for_device_kind("TPU v6 lite") == "v6e"
+            and target_for_device_kind("TPU v9 (new)") == "tpu-v9-new")
 
 
 def test_imported_tpu_generations_join_the_targets(tmp_path):

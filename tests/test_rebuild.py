@@ -17,7 +17,8 @@ TINY = {
     "correctness": {
         "tolerance": {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0},
         "shapes": [[256, 256, 256]],
-        "kernels": {"v1": {"dtypes": ["float32"]}, "v3": {"dtypes": ["float32"], "blocks": [[128, 128, 128]]}},
+        "kernels": {"v1": {"dtypes": ["float32"]},
+                    "v3": {"dtypes": ["float32"], "blocks": [[128, 128, 128]]}},
     },
     "targets": ["v5e"],
     "compile_study": {
@@ -45,7 +46,8 @@ def planned(workdir: Path) -> dict[str, int]:
 
 def copy_repository(dest: Path) -> Path:
     """The tracked files of this checkout (with their modification times), as a clone would have them."""
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
     for name in files:
         if (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
@@ -127,7 +129,8 @@ def test_code_closure_follows_imports_and_the_kernel_registry():
 def test_a_bad_carried_file_stops_the_run_and_leaves_the_outputs(finished_run):
     from test_carried import measured_rows
 
-    outputs = [finished_run / "results" / "matmul.parquet", finished_run / "results" / "report" / "report.en.html"]
+    outputs = [finished_run / "results" / "matmul.parquet",
+               finished_run / "results" / "report" / "report.en.html"]
     before = [p.read_bytes() for p in outputs]
     carried = finished_run / "data" / "measured" / "laptop.parquet"
     carried.parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +140,8 @@ def test_a_bad_carried_file_stops_the_run_and_leaves_the_outputs(finished_run):
     try:
         result = snakemake(finished_run, "--cores", "1")
         assert result.returncode != 0
-        assert "laptop.parquet: column 'samples_s', row 1: -1.0 is not a positive, finite number" in result.stderr
+        assert ("laptop.parquet: column 'samples_s', row 1: -1.0 is not a positive, finite number"
+                in result.stderr)
         assert "Traceback" not in result.stderr
         assert [p.read_bytes() for p in outputs] == before
     finally:

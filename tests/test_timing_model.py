@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.analysis import claims, model_columns, timing_model as tm, validation
+from experiments.analysis import claims, model_columns, validation
+from experiments.analysis import timing_model as tm
 from experiments.analysis.aggregate import combine
 from experiments.core.cases import Case
 from experiments.core.chips import chip
@@ -147,7 +148,7 @@ def test_cross_validation_never_scores_a_point_in_its_own_fit(synthetic, monkeyp
         assert sorted(predicted.index) == sorted(points.index)  # every point scored once
         order = [str(value) for value, _, _ in validation.folds(points, column)]
         assert len(order) == len(seen) > 2
-        for value, fold_train in zip(order, seen):
+        for value, fold_train in zip(order, seen, strict=True):
             part = predicted[predicted.fold == value]
             assert len(part) and not fold_train & set(part.index)
             configs = {str(c) for c in points.loc[sorted(fold_train), tm.CONFIG].itertuples(index=False)}

@@ -79,20 +79,24 @@ def test_worker_runs_with_the_toolchain_s_python_and_environment(tmp_path):
 # --- configuration ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("toolchains_section, message", [
-    ({"current": {"pipeline": True}, "post": {"pins": {"jax": "latest", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
+    ({"current": {"pipeline": True},
+      "post": {"pins": {"jax": "latest", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
      r"toolchains\.post\.pins\.jax: 'latest' does not match"),
-    ({"current": {"pipeline": True}, "post": {"pins": {"jax": ">=0.4", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
+    ({"current": {"pipeline": True},
+      "post": {"pins": {"jax": ">=0.4", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
      r"toolchains\.post\.pins\.jax: '>=0.4' does not match"),
     ({"current": {"pipeline": True}, "post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36"}}},
      r"toolchains\.post\.pins: 'libtpu' is a required property"),
-    ({"current": {"pipeline": True}, "Post!": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
+    ({"current": {"pipeline": True},
+      "Post!": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
      r"toolchains: 'Post!' does not match"),
     ({"current": {"pipeline": True}, "post": {"pinz": {}}}, r"toolchains\.post: .*'pinz' was unexpected"),
-    ({"current": {"pipeline": True}, "post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"},
-                                              "runs": "everything"}},
+    ({"current": {"pipeline": True},
+      "post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"}, "runs": "everything"}},
      r"toolchains\.post\.runs: 'everything' is not one of \['study', 'published'\]"),
-    ({"current": {"pipeline": True}, "post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"},
-                                              "runs": "published", "targets": ["v6e"]}},
+    ({"current": {"pipeline": True},
+      "post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"},
+               "runs": "published", "targets": ["v6e"]}},
      r"toolchains\.post\.targets: \['v6e'\]: runs: published compiles the post's configurations"),
     ({"post": {"pins": {"jax": "0.4.36", "jaxlib": "0.4.36", "libtpu": "0.0.5"}}},
      r"toolchains: exactly one toolchain must have pipeline: true .* found \[\]"),
@@ -135,7 +139,8 @@ def test_new_pins_are_a_new_environment(config, tmp_path):
     config["toolchain_cache_dir"] = str(tmp_path)
     post = toolchains.parse(config)["post"]
     newer = toolchains.parse({**config, "toolchains": {**config["toolchains"], "post": {
-        **config["toolchains"]["post"], "pins": {**config["toolchains"]["post"]["pins"], "libtpu": "0.0.6"}}}})["post"]
+        **config["toolchains"]["post"],
+        "pins": {**config["toolchains"]["post"]["pins"], "libtpu": "0.0.6"}}}})["post"]
     assert toolchains.env_path(config, post).parent == tmp_path
     assert toolchains.env_path(config, post) != toolchains.env_path(config, newer)
 
@@ -146,7 +151,8 @@ def test_key_includes_the_toolchain():
 
 # --- an uninstallable toolchain ---------------------------------------------------------------------
 
-BROKEN = toolchains.Toolchain(name="broken", pins=(("jax", "0.0.0"), ("jaxlib", "0.0.0"), ("libtpu", "0.0.0")),
+BROKEN = toolchains.Toolchain(name="broken",
+                              pins=(("jax", "0.0.0"), ("jaxlib", "0.0.0"), ("libtpu", "0.0.0")),
                               runs="published", targets=("v5e",), static_profile=False)
 
 
@@ -177,7 +183,8 @@ def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_
          "toolchains": {"current": {"pipeline": True},
                         "broken": {"pins": dict(BROKEN.pins), "runs": "published", "targets": ["v5e"]}}})
     jobs = toolchains.jobs(config, PUBLISHED)
-    rows = pd.concat([run_toolchain_job(job, BROKEN, tmp_path / "broken-abc", marker, log) for job in jobs.values()])
+    rows = pd.concat([run_toolchain_job(job, BROKEN, tmp_path / "broken-abc", marker, log)
+                      for job in jobs.values()])
     assert (rows.status == "toolchain_error").all() and rows.error.str.contains("toolchain broken").all()
     assert (rows.toolchain == "broken").all() and (rows.jax_version == "0.0.0").all()
 
@@ -193,7 +200,8 @@ def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_
 
     html = build.render_html(combined, lang="en", config_yaml="", targets=["v5e"], figure_names=[],
                              correctness={"passed": 1, "total": 1}, primary_toolchain="current")
-    assert "Toolchain broken has no results in this run: toolchain broken (jax==0.0.0" in html.replace("\n", " ")
+    assert ("Toolchain broken has no results in this run: toolchain broken (jax==0.0.0"
+            in html.replace("\n", " "))
 
 
 def test_then_and_now_compares_each_toolchain_with_the_post(table):

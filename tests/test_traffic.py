@@ -6,7 +6,8 @@ from experiments.core.cases import Case
 from experiments.core.traffic import hbm_bytes, step_bytes
 
 
-@pytest.mark.parametrize("m, k, n, bm, bk, bn", [(1024, 2048, 512, 128, 256, 128), (512, 512, 512, 256, 128, 512)])
+@pytest.mark.parametrize("m, k, n, bm, bk, bn",
+                         [(1024, 2048, 512, 128, 256, 128), (512, 512, 512, 256, 128, 512)])
 def test_blocked_kernel_reloads_operands_per_output_tile(m, k, n, bm, bk, bn):
     # With k/bk > 1, every step loads a new A and B block: A is read n/bn times, B m/bm times.
     expected = 4 * (m * k * (n // bn) + k * n * (m // bm) + m * n)

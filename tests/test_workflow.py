@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from experiments.plan.config import measure_settings, with_defaults
 import yaml
 
 from experiments.measure.device import CACHE_VARIABLE, Device
+from experiments.plan.config import measure_settings, with_defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
@@ -55,7 +54,8 @@ def carried_measurement(workdir: Path) -> Path:
     from experiments.measure.harness import MeasureJob, run_measure_job
 
     cases = (Case("xla", "float32", 256, 256, 256),)
-    job = MeasureJob(Device("cpu", "cpu", "cpu", 1), "laptop", "xla", cases, settings=measure_settings(with_defaults({}), samples=5))
+    job = MeasureJob(Device("cpu", "cpu", "cpu", 1), "laptop", "xla", cases,
+                     settings=measure_settings(with_defaults({}), samples=5))
     path = workdir / "data" / "measured" / "cpu-laptop.parquet"
     path.parent.mkdir(parents=True)
     run_measure_job(job).to_parquet(path)
@@ -121,7 +121,8 @@ BAD_CONFIGS = [  # (key, bad value, what the error must say)
     ("compile_study.experiments.v3.blocks", [[128, 100, 128]], "bk=100 does not divide k=1024"),
     ("compile_study.sizes", [1024, 0], "compile_study.sizes[1]: 0 is less than the minimum of 1"),
     ("correctness.kernels.v1.dtypes", ["float8"], "correctness.kernels.v1.dtypes[0]: 'float8' is not one of"),
-    ("compile_study.experiments.v5.blocks", [], "compile_study.experiments.v5.blocks: [] should be non-empty"),
+    ("compile_study.experiments.v5.blocks", [],
+     "compile_study.experiments.v5.blocks: [] should be non-empty"),
     ("compile_study.experiments", {}, "compile_study.experiments: {} should be non-empty"),
     ("measure.samples", 2, "measure.samples: 2 is less than the minimum of 5"),
 ]
@@ -134,7 +135,8 @@ def test_bad_config_fails_before_any_job(workdir, key, value, message):
     earlier = workdir / "results" / "matmul.parquet"  # a previous run's output must survive
     earlier.parent.mkdir()
     earlier.write_bytes(b"an earlier result")
-    result = snakemake(workdir, "--cores", "1", "--configfile", "config/bad.yaml", "--replace-workflow-config")
+    result = snakemake(workdir, "--cores", "1", "--configfile", "config/bad.yaml",
+                       "--replace-workflow-config")
     assert result.returncode != 0
     assert message in result.stdout + result.stderr, result.stdout[-2000:] + result.stderr[-2000:]
     assert [p.name for p in (workdir / "results").rglob("*")] == ["matmul.parquet"]
@@ -171,7 +173,8 @@ def test_on_a_tpu_host_the_sweeps_are_measured_and_its_generation_joins_the_targ
         assert f"results/measured/v6e-vm1/{experiment}.parquet" in result.stdout  # every sweep measured
         assert f"results/estimates/v6e/{experiment}.parquet" in result.stdout  # and estimated for v6e
     # Run for real on this CPU machine, a measuring job refuses to time the CPU as if it were the TPU.
-    result = snakemake(workdir, "--cores", "1", *args, "results/measured/v6e-vm1/xla_float32.parquet", device=v6e)
+    result = snakemake(workdir, "--cores", "1", *args, "results/measured/v6e-vm1/xla_float32.parquet",
+                       device=v6e)
     assert result.returncode != 0
     log = (workdir / "logs" / "measured" / "v6e-vm1" / "xla_float32.log").read_text()
     assert "this job measures on tpu, but JAX's default device is cpu" in log

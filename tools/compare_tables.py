@@ -23,8 +23,8 @@ def same(a: pd.Series, b: pd.Series, rtol: float) -> pd.Series:
         close = np.isclose(a.astype(float), b.astype(float), rtol=rtol, atol=0)
         return pd.Series(close, index=a.index) | both_missing
     if a.dtype == object or b.dtype == object:  # lists of samples, text
-        return pd.Series([both_missing.iloc[i] or _equal(x, y) for i, (x, y) in enumerate(zip(a, b, strict=True))],
-                         index=a.index)
+        return pd.Series([both_missing.iloc[i] or _equal(x, y)
+                          for i, (x, y) in enumerate(zip(a, b, strict=True))], index=a.index)
     return (a == b).fillna(False).astype(bool) | both_missing
 
 
@@ -60,7 +60,8 @@ def compare(old: pd.DataFrame, new: pd.DataFrame, ignore=(), rtol=0.0, examples=
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("old", type=Path)
     parser.add_argument("new", type=Path)
     parser.add_argument("--ignore", nargs="*", default=[], help="columns whose differences are expected")

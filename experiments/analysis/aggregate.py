@@ -7,8 +7,8 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 """
 import pandas as pd
 
-from experiments.measure.statistics import derive
 from experiments.core.schema import COLUMNS, INT_COLUMNS, KEY, SOURCES
+from experiments.measure.statistics import derive
 
 SOURCE_ORDER = {source: i for i, source in enumerate(SOURCES)}
 
@@ -54,7 +54,8 @@ def load_measured(paths) -> pd.DataFrame:
         _, group = next(iter(dup.groupby(KEY, dropna=False, sort=False)))
         first, files = group.iloc[0], sorted(set(group._file))
         raise ValueError(f"{len(dup)} measured rows appear in more than one file, e.g. "
-                         f"{first['target']} {first['kernel']} {first['dtype']} {first.m}x{first.k}x{first.n} in "
+                         f"{first['target']} {first['kernel']} {first['dtype']} "
+                         f"{first.m}x{first.k}x{first.n} in "
                          f"{' and '.join(files)}: keep one of the files")
     return derive(df.drop(columns="_file"))
 
@@ -79,7 +80,8 @@ def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None, toolchain: str | None = None) -> pd.DataFrame:
+def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None,
+               toolchain: str | None = None) -> pd.DataFrame:
     """measured_over_estimate = measured seconds / estimated seconds, for configurations with both
     (the estimates of `toolchain`, the pipeline's own, when given)."""
     if estimates is None:

@@ -40,19 +40,27 @@ CLAIMS = {
     "v5_1024_fails_from_2048": N_("(1024, 1024, 1024) blocks in bfloat16 fail from 2048"),
 }
 REASONS = {
-    "feasible_same": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB limit, as in the post."),
-    "feasible_differs": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB limit; the post: up to %(post_ok)s."),
+    "feasible_same": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB limit, "
+                        "as in the post."),
+    "feasible_differs": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB "
+                           "limit; the post: up to %(post_ok)s."),
     "speed_about": N_("%(ours).1f TFLOP/s at %(size)s against the post's %(post).1f (%(pct).0f %% of it)."),
-    "best_blocks": N_("Among the post's float32 blocks at %(size)s the fastest is %(ours)s at %(ours_tflops).1f TFLOP/s; the post's %(post)s: %(post_tflops).1f."),
-    "vs_xla": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of the post's measured XLA (%(xla).1f); this run's own XLA estimate at that size is not used: it falls with size (flagged)."),
-    "vs_xla_measured": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both measured in this run."),
-    "vs_xla_modelled": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both modelled the same way in this run."),
-    "bf16_vs_f32": N_("With (%(blocks)s) blocks at %(size)s: bfloat16 %(bf16).1f against float32 %(f32).1f TFLOP/s; the post: %(post_bf16).1f against %(post_f32).1f."),
+    "best_blocks": N_("Among the post's float32 blocks at %(size)s the fastest is %(ours)s at "
+                      "%(ours_tflops).1f TFLOP/s; the post's %(post)s: %(post_tflops).1f."),
+    "vs_xla": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of the post's measured XLA (%(xla).1f); "
+                 "this run's own XLA estimate at that size is not used: it falls with size (flagged)."),
+    "vs_xla_measured": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, "
+                          "both measured in this run."),
+    "vs_xla_modelled": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, "
+                          "both modelled the same way in this run."),
+    "bf16_vs_f32": N_("With (%(blocks)s) blocks at %(size)s: bfloat16 %(bf16).1f against float32 %(f32).1f "
+                      "TFLOP/s; the post: %(post_bf16).1f against %(post_f32).1f."),
     "missing": N_("This run has none of the numbers this claim needs (the values column says which)."),
 }
 SOURCES = {
     "compile": N_("estimated: libtpu %(libtpu)s compile for %(target)s, default VMEM limit"),
-    "model": N_("estimated: libtpu %(libtpu)s for %(target)s through the timing model, timed as the post did, fitted without this figure (leave one experiment out)"),
+    "model": N_("estimated: libtpu %(libtpu)s for %(target)s through the timing model, timed as the post "
+                "did, fitted without this figure (leave one experiment out)"),
     "measured": N_("measured: %(target)s, run %(label)s, blocked calls as the post timed them"),
     "none": N_("none"),
 }

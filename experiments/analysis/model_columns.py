@@ -7,9 +7,21 @@ modelled times of their configuration and their ratios to them.
 import numpy as np
 import pandas as pd
 
-from experiments.analysis.timing_model import (CONFIG, LOWER, PARAMS, UNITS, UPPER, Fit, TooFewPoints,
-                                               device_seconds, features, fit_measured, fit_published,
-                                               flag_nonmonotonic, reference_points)
+from experiments.analysis.timing_model import (
+    CONFIG,
+    LOWER,
+    PARAMS,
+    UNITS,
+    UPPER,
+    Fit,
+    TooFewPoints,
+    device_seconds,
+    features,
+    fit_measured,
+    fit_published,
+    flag_nonmonotonic,
+    reference_points,
+)
 from experiments.core.chips import CHIPS
 from experiments.core.units import flops as flop_count
 
@@ -43,7 +55,7 @@ def constants_table(all_fits: dict) -> pd.DataFrame:
     """One row per fit and constant: value, standard error, unit, range, points, at a bound."""
     rows = []
     for name, (fit, source) in all_fits.items():
-        for p, lo, hi in zip(PARAMS, LOWER, UPPER):
+        for p, lo, hi in zip(PARAMS, LOWER, UPPER, strict=True):
             rows.append(dict(fit=name, fitted_on=source, constant=p, value=getattr(fit.constants, p),
                              std_error=getattr(fit.std_errors, p), unit=UNITS[p], lower=lo, upper=hi,
                              at_bound=p in fit.at_bound, n_points=fit.n_points,

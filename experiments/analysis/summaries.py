@@ -49,7 +49,8 @@ def fidelity(df: pd.DataFrame, *, target: str = "v5e", other: str = "published",
             median_ratio=float(np.exp(np.median(ratio))) if len(both) else np.nan,
             spearman=float(both.tflops.corr(both[f"tflops_{other}"], method="spearman"))
             if len(both) > 2 else np.nan,
-            feasibility_n=len(group), feasibility_agreement=float((est_ok == ref_ok).mean()) if len(group) else np.nan,
+            feasibility_n=len(group),
+            feasibility_agreement=float((est_ok == ref_ok).mean()) if len(group) else np.nan,
         ))
     return pd.DataFrame(rows)
 
@@ -108,5 +109,6 @@ def latest_runs(df: pd.DataFrame) -> pd.DataFrame:
         return df
     runs = measured.groupby(["target", "run_label"], dropna=False).timestamp.max().reset_index()
     latest = runs.sort_values("timestamp").groupby("target").tail(1)
-    keep = measured.set_index(["target", "run_label"]).index.isin(latest.set_index(["target", "run_label"]).index)
+    keep = measured.set_index(["target", "run_label"]).index.isin(
+        latest.set_index(["target", "run_label"]).index)
     return pd.concat([df[df.source != "measured"], measured[keep]]).sort_index()

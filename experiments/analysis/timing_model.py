@@ -272,7 +272,7 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
     errors = np.zeros(len(PARAMS))
     errors[index] = np.sqrt(np.clip(np.diag(cov), 0, None)) * scale
     z = best.x
-    at_bound = tuple(p for p, v, lo, hi in zip(free, z * scale, LOWER[index], UPPER[index])
+    at_bound = tuple(p for p, v, lo, hi in zip(free, z * scale, LOWER[index], UPPER[index], strict=True)
                      if np.isclose(v, lo, rtol=1e-3, atol=1e-9) or np.isclose(v, hi, rtol=1e-3))
     return Fit(full(z), Constants.of(errors), len(feats), float(np.sqrt(np.mean(r**2))), at_bound)
 

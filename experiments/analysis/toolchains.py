@@ -47,7 +47,8 @@ def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
         rows = estimates[estimates.toolchain == name].drop_duplicates(MATCH)
         rows = rows[MATCH + ["status", "vmem_bytes", "vmem_limit_bytes", "libtpu_version", "error"]]
         rows = rows.rename(columns={"status": f"{name}_status", "vmem_bytes": f"{name}_vmem_bytes",
-                                    "vmem_limit_bytes": f"{name}_limit_bytes", "libtpu_version": f"{name}_libtpu",
+                                    "vmem_limit_bytes": f"{name}_limit_bytes",
+                                    "libtpu_version": f"{name}_libtpu",
                                     "error": f"{name}_error"})
         # the compiler's first line says why (the rest is the kernel's serialised body)
         rows[f"{name}_error"] = rows[f"{name}_error"].fillna("").map(short_error)

@@ -116,5 +116,5 @@ def headline(table: pd.DataFrame) -> dict:
             n_large=int(by.loc[(f"size >= {LARGE}", "all")].n),
             spearman=by.loc[("all", "all")].spearman,
             worst_experiment=experiments.median_abs_log_ratio.max(),
-            per_experiment=dict(zip(experiments.group, experiments.median_abs_log_ratio)))
+            per_experiment=dict(zip(experiments.group, experiments.median_abs_log_ratio, strict=True)))
     return out

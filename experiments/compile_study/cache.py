@@ -20,7 +20,6 @@ import math
 import os
 from pathlib import Path
 
-from experiments.core.schema import ESTIMATE_STATUSES
 from experiments.core.tables import write_text_atomic
 
 log = logging.getLogger(__name__)
@@ -42,7 +41,8 @@ def cache_root() -> Path | None:
 
 
 class CompileCache:
-    """Results of one kind of compile (target, profile on or off, toolchain, code), keyed by case and limit."""
+    """Results of one kind of compile (target, profile on or off, toolchain, code), keyed by case and
+    limit."""
 
     def __init__(self, root: Path, context: dict):
         self.root, self.context = Path(root), context

@@ -20,11 +20,11 @@ import logging
 import pandas as pd
 
 from experiments.compile_study import cache, extrapolate
+from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.cases import Case
 from experiments.core.chips import Chip, MiB, chip
 from experiments.core.provenance import provenance
 from experiments.core.runtime import Progress
-from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.schema import frame
 from experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
 from kernels.spec import BLOCKS
@@ -73,7 +73,8 @@ class CycleEstimator:
         if self._cycles.get(case) is None:
             result = self.compile(case, limit)
             if result["status"] != "ok":
-                log.warning("profile of %s failed: %s %s", case.label(), result["status"], result["error"][:200])
+                log.warning("profile of %s failed: %s %s", case.label(), result["status"],
+                            result["error"][:200])
             self._cycles[case] = result["est_cycles"]
         return self._cycles[case]
 
@@ -100,7 +101,8 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
                  method: str, vmem_method: str) -> dict:
     c = chip(job.target)
     row = dict(
-        source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind, experiment=job.experiment,
+        source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
+        experiment=job.experiment,
         kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
         bm=case.bm, bk=case.bk, bn=case.bn, status=result["status"], vmem_bytes=result["vmem_bytes"],
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
@@ -128,7 +130,8 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
     workers = dict(timeout_s=job.timeout_s, stderr=stderr, python=python, env=env,
                    toolchain=job.toolchain if python else "")
     row_versions = job_versions(versions)
-    with Compiler(job.target, cache=cache.for_target(job.target, False, row_versions), **workers) as compiler, \
+    with Compiler(job.target, cache=cache.for_target(job.target, False, row_versions),
+                  **workers) as compiler, \
             Compiler(job.target, profile=True, cache=cache.for_target(job.target, True, row_versions),
                      **workers) as profiler:
         estimator = CycleEstimator(profiler, job.profile_max_steps)
@@ -162,8 +165,8 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
             vmem_method = "compiled" if probe == case else "representative"
             if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
                 result = compiler.compile(probe, limit)
-                return (_located(result, probe, case), None, NO_STATIC_PROFILE if result["status"] == "ok" else "",
-                        vmem_method)
+                return (_located(result, probe, case), None,
+                        NO_STATIC_PROFILE if result["status"] == "ok" else "", vmem_method)
             result = estimator.compile(probe, limit)
             if result["status"] == "compile_error" and "exited with code" in result["error"]:
                 # libtpu's static profiler crashed (v4 and 7x with some libtpu releases): the VMEM
@@ -171,7 +174,8 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
                 crash = result["error"]
                 result = compiler.compile(probe, limit)
                 if result["status"] == "ok":
-                    result = dict(result, error=f"no cycle estimate: libtpu's static profiler crashed ({crash})")
+                    result = dict(result,
+                                  error=f"no cycle estimate: libtpu's static profiler crashed ({crash})")
                     return result, None, "profiler_crashed", vmem_method
             if result["status"] != "ok":
                 return _located(result, probe, case), None, "", vmem_method
@@ -195,7 +199,8 @@ def job_versions(versions: dict | None) -> dict:
     """The row's version columns: the toolchain's jax, jaxlib and libtpu, and this checkout's commit."""
     if versions is None:
         return provenance()
-    return {**provenance(), **{f"{p}_version": versions.get(p, "not installed") for p in ("jax", "jaxlib", "libtpu")}}
+    return {**provenance(),
+            **{f"{p}_version": versions.get(p, "not installed") for p in ("jax", "jaxlib", "libtpu")}}
 
 
 def toolchain_error_rows(job: Job, error: str, versions: dict | None = None) -> pd.DataFrame:
@@ -203,7 +208,8 @@ def toolchain_error_rows(job: Job, error: str, versions: dict | None = None) -> 
     nothing was compiled; `error` names the toolchain and says why."""
     c = chip(job.target)
     rows = [dict(source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
-                 experiment=job.experiment, kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
+                 experiment=job.experiment, kernel=case.kernel, dtype=case.dtype,
+                 m=case.m, k=case.k, n=case.n,
                  bm=case.bm, bk=case.bk, bn=case.bn, status="toolchain_error",
                  vmem_limit_bytes=c.default_vmem_limit_bytes, raised_limit=False,
                  search=case.spec.pallas and case not in job.raise_limits_for, error=error[:1000])
@@ -215,8 +221,8 @@ def _located(result: dict, probe: Case, case: Case) -> dict:
     """A failed compile of a representative small grid, its error saying where it was compiled."""
     if probe == case or result["status"] == "ok":
         return result
-    return dict(result, error=f"compiled at {probe.m}x{probe.k}x{probe.n} with the same blocks and single-step "
-                              f"axes: {result['error']}")
+    return dict(result, error=f"compiled at {probe.m}x{probe.k}x{probe.n} with the same blocks and "
+                              f"single-step axes: {result['error']}")
 
 
 def beyond_physical_vmem(target: str, case: Case) -> dict | None:

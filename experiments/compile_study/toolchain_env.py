@@ -75,21 +75,24 @@ def _run(toolchain: Toolchain, what: str, cmd: list[str], log) -> str:
                                     f"{INSTALL_TIMEOUT_S} s") from None
     if done.returncode:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-6:])
-        raise ToolchainInstallError(f"toolchain {toolchain.describe()}: {what} failed (exit {done.returncode}):\n{tail}")
+        raise ToolchainInstallError(f"toolchain {toolchain.describe()}: {what} failed "
+                                    f"(exit {done.returncode}):\n{tail}")
     return done.stdout
 
 
 def _build(toolchain: Toolchain, path: Path, pip_args, log) -> dict:
     _run(toolchain, "creating its virtual environment", [sys.executable, "-m", "venv", str(path)], log)
     python = str(python_of(path))
-    _run(toolchain, "pip install", [python, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-                                    *pip_args, *toolchain.requirements()], log)
+    _run(toolchain, "pip install", [python, "-m", "pip", "install", "--disable-pip-version-check",
+                                    "--no-input", *pip_args, *toolchain.requirements()], log)
     # Importing jax checks the install (a wheel for another platform, a broken dependency) now, with
     # the toolchain's name in the message, rather than in every compile job.
     script = ("import importlib.metadata as m, json, jax, jaxlib; "
               f"print(json.dumps({{p: m.version(p) for p in {VERSION_PACKAGES!r}}}))")
-    versions = json.loads(_run(toolchain, "importing jax", [python, "-c", script], log).strip().splitlines()[-1])
-    freeze = _run(toolchain, "pip freeze", [python, "-m", "pip", "freeze", "--disable-pip-version-check"], log)
+    versions = json.loads(
+        _run(toolchain, "importing jax", [python, "-c", script], log).strip().splitlines()[-1])
+    freeze = _run(toolchain, "pip freeze", [python, "-m", "pip", "freeze", "--disable-pip-version-check"],
+                  log)
     for package, version in toolchain.pins:
         if package in versions and versions[package] != version:
             raise ToolchainInstallError(f"toolchain {toolchain.describe()}: pip installed {package} "

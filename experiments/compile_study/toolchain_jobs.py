@@ -24,7 +24,8 @@ def warn(log, message: str) -> None:
 def environment_marker(toolchain: Toolchain, path, marker, log, *, pip_args=()) -> dict:
     """Build or find the environment; write the marker (status ok with the manifest, or failed)."""
     try:
-        manifest = dict(status="ok", **toolchain_env.ensure(toolchain, Path(path), pip_args=pip_args, log=log))
+        manifest = dict(status="ok",
+                        **toolchain_env.ensure(toolchain, Path(path), pip_args=pip_args, log=log))
         log.info("toolchain %s: %s, versions %s", toolchain.name, manifest["path"], manifest["versions"])
     except toolchain_env.ToolchainInstallError as e:
         warn(log, f"{e}\nIts results are missing from this run (rows with status toolchain_error); the other "

@@ -55,7 +55,8 @@ def init_worker(target: str, profile_dir: str | None) -> None:
     os.environ["JAX_PLATFORMS"] = "cpu"  # also set by worker_env, before jax was imported
     os.environ["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
     if profile_dir:
-        os.environ["LIBTPU_INIT_ARGS"] = f"{os.environ.get('LIBTPU_INIT_ARGS', '')} {PROFILE_FLAG}={profile_dir}"
+        os.environ["LIBTPU_INIT_ARGS"] = (f"{os.environ.get('LIBTPU_INIT_ARGS', '')} "
+                                          f"{PROFILE_FLAG}={profile_dir}")
     global _device
     from jax.experimental import topologies
 

@@ -45,7 +45,8 @@ CHIPS = {
                 "peak, HBM, VMEM: [tpu_info], [book]; clock: [derived] 197e12 / (4 x 128^2 x 2)"),
     "v5p": Chip("v5p", "v5p:2x2x1", "TPU v5", 1.75e9, _peaks(459e12, 918e12), 2.46e12, 64 * MiB, 16 * MiB,
                 "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [derived] 459e12 / (8 x 128^2 x 2)"),
-    "v6e": Chip("v6e", "v6e:2x2", "TPU v6 lite", 1.75e9, _peaks(920e12, 1840e12), 1.64e12, 128 * MiB, 32 * MiB,
+    "v6e": Chip("v6e", "v6e:2x2", "TPU v6 lite", 1.75e9, _peaks(920e12, 1840e12), 1.64e12,
+                128 * MiB, 32 * MiB,
                 "peak, HBM, VMEM: [tpu_info]; clock: [derived] 920e12 / (4 x 256^2 x 2), see above"),
     "7x": Chip("7x", "TPU7x:2x2x1", "TPU7x", 2.2e9, _peaks(1.155e15, None), 3.7e12, 64 * MiB, 32 * MiB,
                "peak, HBM, VMEM: [tpu_info] per core; clock: [derived] 1.155e15 / (4 x 256^2 x 2), "

@@ -28,4 +28,5 @@ def git_sha() -> str:
 
 @functools.cache
 def provenance() -> dict:
-    return {"jax_version": version("jax"), "jaxlib_version": version("jaxlib"), "libtpu_version": version("libtpu"), "git_sha": git_sha()}
+    return {"jax_version": version("jax"), "jaxlib_version": version("jaxlib"),
+            "libtpu_version": version("libtpu"), "git_sha": git_sha()}

@@ -11,9 +11,9 @@ import pandas as pd
 from experiments.core.runtime import UserError
 
 COLUMNS = [
-    "source", "toolchain", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk",
-    "bn", "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit", "vmem_method",
-    "est_cycles", "cycles_method",
+    "source", "toolchain", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n",
+    "bm", "bk", "bn", "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit",
+    "vmem_method", "est_cycles", "cycles_method",
     "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
     "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
     # the timing model (experiments/analysis/timing_model.py): estimate rows, and measured rows beside them
@@ -26,8 +26,8 @@ COLUMNS = [
     "measured_over_estimate", "num_chips", "num_devices", "run_label", "timestamp",
     "jax_version", "jaxlib_version", "libtpu_version", "git_sha",
 ]
-INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles", "hbm_bytes",
-               "calls_per_sample", "n_samples", "num_chips", "num_devices")
+INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles",
+               "hbm_bytes", "calls_per_sample", "n_samples", "num_chips", "num_devices")
 FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
                  "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
                  "measured_over_estimate", "max_tile_error", "dispatch_floor_s", "batched_seconds",
@@ -104,13 +104,14 @@ def check_measured(path, *, min_samples: int, max_rows: int) -> pd.DataFrame:
     try:
         rows = pq.ParquetFile(path).metadata.num_rows
         if rows > max_rows:
-            raise DataError(f"{path}: {rows} rows, more than measure.max_carried_rows={max_rows}; split the file "
-                            "or raise the limit")
+            raise DataError(f"{path}: {rows} rows, more than measure.max_carried_rows={max_rows}; "
+                            "split the file or raise the limit")
         table = pq.read_table(path)
     except DataError:
         raise
     except Exception as e:  # not parquet, truncated, unreadable: pyarrow's reason, in one line
-        raise DataError(f"{path}: not a readable parquet file ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+        raise DataError(f"{path}: not a readable parquet file "
+                        f"({type(e).__name__}: {str(e).splitlines()[0]})") from None
 
     def fail(column, row, problem):
         raise DataError(f"{path}: column {column!r}, row {row}: {problem}")
@@ -165,7 +166,8 @@ def check_measured(path, *, min_samples: int, max_rows: int) -> pd.DataFrame:
         short = ok & (counts < min_samples)
         if short.any():
             i = int(short.argmax())
-            fail(col, i, f"{counts[i]} samples in an ok row; at least {min_samples} (measure.samples) expected")
+            fail(col, i,
+                 f"{counts[i]} samples in an ok row; at least {min_samples} (measure.samples) expected")
         values = pc.list_flatten(samples).cast(pa.float64()).to_numpy(zero_copy_only=False)
         parents = pc.list_parent_indices(samples).to_numpy(zero_copy_only=False)
         bad = ~(np.isfinite(values) & (values > 0))

@@ -38,7 +38,7 @@ def derive(measured: pd.DataFrame) -> pd.DataFrame:
     """`measured` with seconds, quartiles, n_samples, batched/wall seconds, tflops and the floor flag."""
     out = measured.copy()
     device = out["device_samples_s"] if "device_samples_s" in out else [None] * len(out)
-    primary = [d if _has(d) else s for d, s in zip(device, out.samples_s)]
+    primary = [d if _has(d) else s for d, s in zip(device, out.samples_s, strict=True)]
     stats = pd.DataFrame([summarize(s) for s in primary], index=out.index)
     for col in stats:
         out[col] = stats[col]

@@ -4,6 +4,7 @@ Every error names the config key and the offending value, and is raised before a
 """
 import copy
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jsonschema
 import yaml
@@ -12,6 +13,9 @@ from experiments.compile_study.study import Job
 from experiments.core.cases import Case, expand, search_space
 from kernels import REGISTRY, checks
 from kernels.spec import BLOCKS, SPLIT
+
+if TYPE_CHECKING:
+    from experiments.measure.harness import MeasureJob
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "config" / "schema.yaml"
@@ -109,8 +113,9 @@ def check_case(case: Case, key: str) -> None:
             checks.check_blocks(case.m, case.k, case.n, case.bm, case.bk, case.bn)
         except ValueError as e:
             if REGISTRY[case.kernel].grid == SPLIT:  # the blocks follow from the split count and the shape
-                raise ConfigError(f"{key}.splits: splits={case.m // case.bm} at shape m={case.m}, k={case.k}, "
-                                  f"n={case.n} gives blocks ({case.bm}, {case.bk}, {case.bn}): {e}") from None
+                raise ConfigError(f"{key}.splits: splits={case.m // case.bm} at shape m={case.m}, "
+                                  f"k={case.k}, n={case.n} gives blocks ({case.bm}, {case.bk}, {case.bn}): "
+                                  f"{e}") from None
             raise ConfigError(f"{key}.blocks: {e} (shape m={case.m}, k={case.k}, n={case.n})") from None
 
 
@@ -245,8 +250,8 @@ def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "Mea
     for (_, experiment, dtype), job in jobs.items():
         if device.platform == "cpu" and experiment != "xla":
             continue
-        out[(experiment, dtype)] = MeasureJob(device=device, label=label, experiment=experiment, cases=job.cases,
-                                              raise_limits_for=job.raise_limits_for,
+        out[(experiment, dtype)] = MeasureJob(device=device, label=label, experiment=experiment,
+                                              cases=job.cases, raise_limits_for=job.raise_limits_for,
                                               raised_limits_mib=job.raised_limits_mib, settings=settings)
     if not out:
         raise ConfigError(f"measure.device: {section.get('device')!r} would measure nothing: on the CPU only "
@@ -276,8 +281,8 @@ def _mapping_without_duplicates(loader, node, deep=False):
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} appears twice (first on line {seen[key] + 1}): YAML would keep only "
-                            "the last one", key_node.start_mark)
+                None, None, f"key {key!r} appears twice (first on line {seen[key] + 1}): YAML would keep "
+                            "only the last one", key_node.start_mark)
         seen[key] = key_node.start_mark.line
     return loader.construct_mapping(node, deep=deep)
 

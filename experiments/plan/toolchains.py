@@ -45,7 +45,8 @@ class Toolchain:
 
     def describe(self) -> str:
         """'post (jax==0.4.36, jaxlib==0.4.36, libtpu==0.0.5)', for messages and logs."""
-        return f"{self.name} ({', '.join(self.requirements())})" if self.pins else f"{self.name} (pipeline environment)"
+        return (f"{self.name} ({', '.join(self.requirements())})" if self.pins
+                else f"{self.name} (pipeline environment)")
 
     def pins_hash(self) -> str:
         """Names the environment: a change of pins or of the Python running it is a new environment."""
@@ -60,8 +61,8 @@ def parse(config: dict) -> dict[str, Toolchain]:
     for name, spec in section.items():
         key = f"toolchains.{name}"
         if spec.get("pipeline") and "pins" in spec:
-            raise ToolchainError(f"{key}: pipeline: true uses the pipeline's own environment (requirements.txt); "
-                                 f"drop pins={spec['pins']!r} or pipeline")
+            raise ToolchainError(f"{key}: pipeline: true uses the pipeline's own environment "
+                                 f"(requirements.txt); drop pins={spec['pins']!r} or pipeline")
         if not spec.get("pipeline") and "pins" not in spec:
             raise ToolchainError(f"{key}: needs pins (jax, jaxlib, libtpu) or pipeline: true")
         runs = spec.get("runs", "study")
@@ -71,16 +72,16 @@ def parse(config: dict) -> dict[str, Toolchain]:
         if runs == "published":
             wrong = [t for t in (targets or config["targets"]) if t not in PUBLISHED_TARGETS]
             if wrong:
-                raise ToolchainError(f"{key}.targets: {wrong!r}: runs: published compiles the post's configurations, "
-                                     f"published for {list(PUBLISHED_TARGETS)} only")
+                raise ToolchainError(f"{key}.targets: {wrong!r}: runs: published compiles the post's "
+                                     f"configurations, published for {list(PUBLISHED_TARGETS)} only")
         out[name] = Toolchain(
             name=name, pins=tuple(sorted((spec.get("pins") or {}).items())), runs=runs, targets=targets,
             static_profile=spec.get("static_profile", True),
             environment=tuple(sorted((spec.get("environment") or {}).items())))
     pipeline = [t.name for t in out.values() if t.pipeline]
     if len(pipeline) != 1:
-        raise ToolchainError(f"toolchains: exactly one toolchain must have pipeline: true (the pipeline's own "
-                             f"environment), found {pipeline}")
+        raise ToolchainError(f"toolchains: exactly one toolchain must have pipeline: true "
+                             f"(the pipeline's own environment), found {pipeline}")
     return out
 
 
@@ -151,5 +152,6 @@ def jobs(config: dict, published_path) -> dict[tuple[str, str, str, str], object
             cases = tuple(c for c in cases if c.m in sizes)
             for target in targets if cases else ():
                 out[(toolchain.name, target, experiment, dtype)] = Job(
-                    target=target, experiment=experiment, cases=cases, raise_limits_for=cases, **settings, **common)
+                    target=target, experiment=experiment, cases=cases, raise_limits_for=cases,
+                    **settings, **common)
     return out
