@@ -147,3 +147,15 @@ def test_a_bad_carried_file_stops_the_run_and_leaves_the_outputs(finished_run):
     finally:
         carried.unlink()
     assert planned(finished_run) == {}
+
+
+def test_the_compile_cache_keys_on_the_code_not_its_layout(tmp_path):
+    from experiments.plan.code_inputs import digest
+
+    module = tmp_path / "kernel.py"
+    module.write_text("def f(a, b):\n    return a @ b\n")
+    before = digest([module], tmp_path, semantic=True)
+    module.write_text("# a comment\ndef f(a,\n      b):  # wrapped\n    return a @ b\n")
+    assert digest([module], tmp_path, semantic=True) == before  # layout: the same compile
+    module.write_text("def f(a, b):\n    return b @ a\n")
+    assert digest([module], tmp_path, semantic=True) != before  # code: another compile

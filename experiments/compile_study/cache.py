@@ -106,4 +106,5 @@ def for_target(target: str, profile: bool, versions: dict) -> CompileCache | Non
     from experiments.plan.code_inputs import closure, digest
 
     toolchain = {k: versions.get(k) for k in ("jax_version", "jaxlib_version", "libtpu_version")}
-    return CompileCache(root, compile_context(target, profile, toolchain, digest(closure(worker.__file__))))
+    code = digest(closure(worker.__file__), semantic=True)  # comments and line wrapping do not count
+    return CompileCache(root, compile_context(target, profile, toolchain, code))

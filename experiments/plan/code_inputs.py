@@ -67,12 +67,20 @@ def closure(script, root: Path = ROOT) -> list[Path]:
     return sorted(seen)
 
 
-def digest(paths, root: Path = ROOT) -> str:
-    """sha256 over the files' paths (relative to `root`) and contents, in sorted order."""
+def digest(paths, root: Path = ROOT, *, semantic: bool = False) -> str:
+    """sha256 over the files' paths (relative to `root`) and contents, in sorted order.
+
+    `semantic`: Python files count by their syntax tree, so comments, blank lines and line wrapping do
+    not change the digest (what the compile cache wants: they cannot change a compile); text otherwise
+    (what a rebuild wants: any edit of the code behind a result reruns it).
+    """
     h = hashlib.sha256()
     for path in sorted({Path(p) if Path(p).is_absolute() else root / p for p in paths}):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
+        content = path.read_bytes()
+        if semantic and path.suffix == ".py":
+            content = ast.dump(ast.parse(content, filename=str(path))).encode()
+        h.update(content + b"\0")
     return h.hexdigest()
 
 
