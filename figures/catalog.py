@@ -14,10 +14,10 @@ from experiments.analysis.summaries import latest_runs, post_configs
 from experiments.analysis.toolchains import primary_rows
 from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
-from figures.then_and_now import plot_then_and_now
 from figures.cite import RESULTS_LICENCE, citation, post_attribution
 from figures.labels import text
 from figures.style import LANGUAGES, save, use_style
+from figures.then_and_now import plot_then_and_now
 
 PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
 
@@ -46,8 +46,8 @@ CATALOG = {
         alt={
             "en": "Line chart of {unit} (y axis) against matrix size M = K = N, {sizes} (x axis, log "
                   "scale), {n_series} series: the configurations of {experiment} {dtype} on {target} and "
-                  "XLA's jnp.matmul; {sources}. A configuration that fails is a × at zero, its reason written "
-                  "under the plot.",
+                  "XLA's jnp.matmul; {sources}. A configuration that fails is a × at zero, its reason "
+                  "written under the plot.",
             "zh": "折线图：纵轴为 {unit}，横轴为矩阵大小 M = K = N（{sizes}，对数刻度），共 {n_series} 个系列"
                   "："
                   "{target} 上 {experiment} {dtype} 的各配置与 XLA 的 jnp.matmul；{sources}。失败的配置在零处"
@@ -104,8 +104,8 @@ CATALOG = {
             "en": "Heatmaps, one per matrix size ({size_list}), bm on the y axis and bn on the x axis; each "
                   "cell gives the best estimated {unit} and its bk; × marks cells where every bk runs out of "
                   "VMEM, blank cells have no configuration (neither the post's nor the search's).",
-            "zh": "热力图，每个矩阵大小（{size_list}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} 及对"
-                  "应"
+            "zh": "热力图，每个矩阵大小（{size_list}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} "
+                  "及对应"
                   "的 bk；× 表示所有 bk 均 VMEM 不足，空白格表示原文和搜索中都没有该组合。",
         },
     ),
@@ -149,13 +149,13 @@ CATALOG = {
             "en": "VMEM that each of the post's configurations needs on {target} under each toolchain (the "
                   "compiler of the post's time and today's), against the default scoped-VMEM limit; "
                   "estimated by each toolchain's libtpu without a TPU; {sources}.",
-            "zh": "原文各配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，与默认 "
-                  "scoped VMEM 上限对比；由各工具链的 libtpu 在无 TPU 的机器上估计；{sources}。",
+            "zh": "原文各配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，"
+                  "与默认 scoped VMEM 上限对比；由各工具链的 libtpu 在无 TPU 的机器上估计；{sources}。",
         },
         alt={
-            "en": "Horizontal bars, one row per configuration of the post, one bar per toolchain: filled where "
-                  "it compiles at the default limit, hatched where it runs out of VMEM, edged in red where it "
-                  "disagrees with the post's verdict; a dashed line marks the default limit.",
+            "en": "Horizontal bars, one row per configuration of the post, one bar per toolchain: filled "
+                  "where it compiles at the default limit, hatched where it runs out of VMEM, edged in red "
+                  "where it disagrees with the post's verdict; a dashed line marks the default limit.",
             "zh": "横向条形图：每行是原文的一个配置，每个工具链一根条；在默认上限内可编译为实心，VMEM 不足为"
                   "斜线填充，与原文结论不一致的加红边；虚线为默认上限。",
         },
@@ -175,7 +175,8 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
     for target in targets:
         for name, spec in experiments.items():
             for dtype in spec["dtypes"]:
-                specs[f"{name}_{dtype}_{target}"] = ("experiment", dict(experiment=name, dtype=dtype, target=target))
+                specs[f"{name}_{dtype}_{target}"] = (
+                    "experiment", dict(experiment=name, dtype=dtype, target=target))
                 if "search" in spec:
                     specs[f"search_{name}_{dtype}_{target}"] = (
                         "search", dict(experiment=name, dtype=dtype, target=target))

@@ -11,8 +11,15 @@ import pandas as pd
 from PIL import Image
 
 from figures.catalog import describe, stem
-from figures.cite import (CITATION_FILE, RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, credit,
-                          post_attribution)
+from figures.cite import (
+    CITATION_FILE,
+    RESULTS_LICENCE,
+    RESULTS_LICENCE_URL,
+    bibtex,
+    citation,
+    credit,
+    post_attribution,
+)
 from figures.style import FORMATS, LANGUAGES
 
 TEXT = {

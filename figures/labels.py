@@ -16,8 +16,8 @@ LABELS = {
         "flagged_xla": "! XLA @ {sizes}: libtpu's cost-model estimate falls as size grows "
                        "(flagged: a cost-model artefact)",
         "source_modelled_post": "dashed: libtpu {libtpu}'s estimate for {target} ({device_kind}) through the "
-                                "timing model, timed as the post did (one blocked call);\nan estimate fitted to "
-                                "the post's numbers, not a measurement; no TPU used",
+                                "timing model, timed as the post did (one blocked call);\nan estimate "
+                                "fitted to the post's numbers, not a measurement; no TPU used",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
         "kernel": "Pallas {kernel}",
@@ -73,8 +73,8 @@ LABELS = {
         "subtitle_measured": "measured (solid)",
         "subtitle_published": "published in the post (hollow)",
         "search_legend": "Each cell: the best estimated {unit} over bk (top) and that bk (bottom). ×: every "
-                         "bk runs out of VMEM (or fails to compile); blank: no configuration with this (bm, bn), "
-                         "neither the post's nor the search's.",
+                         "bk runs out of VMEM (or fails to compile); blank: no configuration with this "
+                         "(bm, bn), neither the post's nor the search's.",
     },
     "zh": {
         "size": "矩阵大小（M = K = N）",

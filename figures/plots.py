@@ -3,9 +3,9 @@ a Matplotlib figure; nothing else is read. Estimates are dashed, measurements so
 hollow markers; failed configurations are ✗ marks with their reason, never left out."""
 import re
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 
 from experiments.analysis.summaries import default_limit, fidelity, post_configs
@@ -16,7 +16,8 @@ SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
     "estimate": dict(linestyle="--", marker="o", markersize=4),
     "measured": dict(linestyle="-", marker="s", markersize=4),
-    "published": dict(linestyle="none", marker="o", markersize=7, markerfacecolor="none", markeredgewidth=1.3),
+    "published": dict(linestyle="none", marker="o", markersize=7, markerfacecolor="none",
+                      markeredgewidth=1.3),
 }
 XLA_COLOR = "#000000"
 LIMIT_COLOR = "#333333"  # dark grey, dash-dot: in no series' palette
@@ -297,7 +298,7 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
         ax.set_axis_off()
     colors = series_colors({config_key(r) for r in rows.itertuples()})
     labels = {}
-    for ax, (experiment, dtype) in zip(axes.flat, panels):
+    for ax, (experiment, dtype) in zip(axes.flat, panels, strict=False):
         panel = rows[(rows.experiment == experiment) & (rows.dtype == dtype)]
         keys = sorted({config_key(r) for r in panel.itertuples()}, key=sort_key)
         for key in keys:
@@ -357,7 +358,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     # Fewer points on top: v1 and v3 would hide under v4's cloud otherwise.
     order = sorted(experiments, key=lambda e: -(rows.experiment == e).sum())
     handles = {}
-    for ax, dtype in zip(axes[0], dtypes):
+    for ax, dtype in zip(axes[0], dtypes, strict=True):
         part = rows[rows.dtype == dtype]
         peak = float(part.peak_tflops.iloc[0])
         ax.plot(x, np.minimum(peak, bw * x / 1e12), color="#555555", linewidth=1, zorder=1)
@@ -412,7 +413,7 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     bms = sorted(rows.bm.dropna().unique())
     bns = sorted(rows.bn.dropna().unique())
     vmax = rows.tflops.max()
-    for ax, size in zip(axes[0], sizes):
+    for ax, size in zip(axes[0], sizes, strict=True):
         grid = np.full((len(bms), len(bns)), np.nan)
         best_bk = {}
         for (bm, bn), cell in rows[rows.m == size].groupby(["bm", "bn"]):
@@ -454,7 +455,7 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         no_data(axes[0][0], lang)
         return fig
     estimates = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
-    for ax, other in zip(axes[0], others):
+    for ax, other in zip(axes[0], others, strict=True):
         ref = df[(df.source == other) & (df.target == target) & (df.status == "ok")]
         keys = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
         pairs = estimates.merge(ref[keys + ["tflops"]], on=keys, suffixes=("", "_ref"))

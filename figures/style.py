@@ -7,9 +7,9 @@ imported, since importing it changes Matplotlib's global settings.
 import importlib.util
 from pathlib import Path
 
-from experiments.core.tables import write_atomic
-
 import matplotlib
+
+from experiments.core.tables import write_atomic
 
 matplotlib.use("Agg")
 
@@ -98,8 +98,8 @@ def save(fig, stem, info: dict | None = None) -> list[Path]:
         path = stem.parent / f"{stem.name}.{fmt}"
         # "tight" keeps the notes written below the axes (sources, failures) inside the file.
         meta = file_metadata(fmt, info)
-        write_atomic(path, lambda tmp: fig.savefig(tmp, format=fmt, metadata=meta, bbox_inches="tight",
-                                                    pad_inches=0.08))
+        write_atomic(path, lambda tmp, fmt=fmt, meta=meta: fig.savefig(tmp, format=fmt, metadata=meta,
+                                                                        bbox_inches="tight", pad_inches=0.08))
         paths.append(path)
     plt.close(fig)
     return paths

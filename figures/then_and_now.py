@@ -27,7 +27,8 @@ TEXT = {
         "no_data": "no estimates of the post's configurations",
     },
     "zh": {
-        "title": "帖子各配置所需的 VMEM：当年与现在\n（{target}，由各工具链的 libtpu 在默认 scoped 上限下估计，未使用 TPU）",
+        "title": "帖子各配置所需的 VMEM：当年与现在\n"
+                 "（{target}，由各工具链的 libtpu 在默认 scoped 上限下估计，未使用 TPU）",
         "toolchain": "{name}：jax {jax}，libtpu {libtpu}",
         "oom": "斜线：VMEM 不足（编译器请求的大小）",
         "disagree": "红色边框：与帖子结论不一致",
@@ -81,9 +82,11 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
             agrees = getattr(row, f"{name}_agrees")
             ax.barh(y + (i - (len(names) - 1) / 2) * height, vmem / MiB, height=height * 0.95, color=color,
                     hatch="////" if status == "vmem_oom" else None, alpha=0.9 if status == "ok" else 0.55,
-                    edgecolor="#D55E00" if disagrees(agrees) else color, linewidth=1.2 if disagrees(agrees) else 0.3)
+                    edgecolor="#D55E00" if disagrees(agrees) else color,
+                    linewidth=1.2 if disagrees(agrees) else 0.3)
             if errors.iloc[y].startswith("not compiled"):
-                ax.text(vmem / MiB * 1.05, y + (i - (len(names) - 1) / 2) * height, "≥", va="center", fontsize=6)
+                ax.text(vmem / MiB * 1.05, y + (i - (len(names) - 1) / 2) * height, "≥", va="center",
+                        fontsize=6)
     limits = est.vmem_limit_bytes[~est.raised_limit.eq(True)].dropna()
     if len(limits):
         limit = limits.iloc[0] / MiB

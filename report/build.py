@@ -11,7 +11,6 @@ from pathlib import Path
 
 import jinja2
 import jinja2.ext
-from markupsafe import Markup
 import pandas as pd
 import pygments
 import pygments.formatters
@@ -20,9 +19,10 @@ import yaml
 from babel.messages import mofile, pofile
 from babel.messages.extract import extract_from_file
 from babel.support import Translations
+from markupsafe import Markup
 
-from experiments.core.tables import write_atomic
 from experiments.analysis.toolchains import primary_rows
+from experiments.core.tables import write_atomic
 from figures.catalog import describe, figure_specs_of
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
 from figures.labels import GLOSSARY
@@ -154,11 +154,15 @@ def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings
               "v3": N_("v3: a 3-D block grid"), "v4": N_("v4: searching block sizes"),
               "v5": N_("v5: low-precision inputs + a float32 (int32) accumulator")}
     summaries = {
-        "v1": N_("The whole of A, B and C sits in VMEM at once: no grid, no pipelining. The post found it fails above 1024."),
-        "v2": N_("A is split into N row blocks and B into N column blocks, over an (N, N) grid with N = 4: each step still holds the whole K (contraction) dimension."),
-        "v3": N_("A 3-D grid over (bm, bk, bn) blocks; the output block stays in VMEM across the k loop and accumulates in the output dtype."),
+        "v1": N_("The whole of A, B and C sits in VMEM at once: no grid, no pipelining. The post found it "
+                 "fails above 1024."),
+        "v2": N_("A is split into N row blocks and B into N column blocks, over an (N, N) grid with N = 4: "
+                 "each step still holds the whole K (contraction) dimension."),
+        "v3": N_("A 3-D grid over (bm, bk, bn) blocks; the output block stays in VMEM across the k loop and "
+                 "accumulates in the output dtype."),
         "v4": N_("v3's kernel over other block sizes: the post's five and a wider search."),
-        "v5": N_("v3's grid with a VMEM scratch accumulator (float32 for bfloat16 inputs, int32 for int8) written out at the last k step."),
+        "v5": N_("v3's grid with a VMEM scratch accumulator (float32 for bfloat16 inputs, int32 for int8) "
+                 "written out at the last k step."),
     }
     sections = []
     for experiment, dtypes, code in KERNEL_SECTIONS:
@@ -194,34 +198,44 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
     if experiment in ("v1", "v2") and s[experiment] is not None:
         f = s[experiment]
         if f.first_failure is not None and f.need_mib is not None:
-            out.append(gettext("On %(target)s, %(kernel)s compiles up to %(ok)s; at %(fail)s it needs %(need).1f MiB of VMEM against a %(limit).0f MiB limit.") % {
+            out.append(gettext("On %(target)s, %(kernel)s compiles up to %(ok)s; at %(fail)s it needs "
+                               "%(need).1f MiB of VMEM against a %(limit).0f MiB limit.") % {
                 "target": target, "kernel": experiment, "ok": f.largest_ok, "fail": f.first_failure,
                 "need": f.need_mib, "limit": f.limit_mib})
         elif f.largest_ok is not None:
             out.append(gettext("On %(target)s, %(kernel)s compiles at every size up to %(ok)s.") % {
                 "target": target, "kernel": experiment, "ok": f.largest_ok})
     if experiment == "v3" and s["v3_fraction_8192"] is not None:
-        out.append(gettext("On %(target)s, v3 with 128-blocks reaches an estimated %(tflops).1f TFLOP/s at 8192, %(pct).0f %% of XLA's estimate.") % {
+        out.append(gettext("On %(target)s, v3 with 128-blocks reaches an estimated %(tflops).1f TFLOP/s at "
+                           "8192, %(pct).0f %% of XLA's estimate.") % {
             "target": target, "tflops": s["v3_tflops_8192"], "pct": 100 * s["v3_fraction_8192"]})
     if experiment in ("v4", "v5"):
         frac = s[f"{experiment}_post_best_fraction_8192"]
         blocks = s[f"{experiment}_post_best_blocks"]
         if frac is not None:
-            out.append(gettext("On %(target)s, the post's best block %(blocks)s reaches %(pct).0f %% of XLA's estimate at 8192.") % {
+            out.append(gettext("On %(target)s, the post's best block %(blocks)s reaches %(pct).0f %% of "
+                               "XLA's estimate at 8192.") % {
                 "target": target, "blocks": str(blocks), "pct": 100 * frac})
         f = s[f"{experiment}_1024_blocks"]
         if f is not None and f.first_failure is not None and f.need_mib is not None:
-            out.append(gettext("On %(target)s, 1024-blocks run out of VMEM from %(fail)s on: they need %(need).1f MiB against a %(limit).0f MiB limit.") % {
+            out.append(gettext("On %(target)s, 1024-blocks run out of VMEM from %(fail)s on: they need "
+                               "%(need).1f MiB against a %(limit).0f MiB limit.") % {
                 "target": target, "fail": f.first_failure, "need": f.need_mib, "limit": f.limit_mib})
         dtype = "float32" if experiment == "v4" else "bfloat16"
         for b in s["best"]:
             if b["dtype"] == dtype and b["size"] == 8192:
                 if not pd.isna(b["fraction_of_xla"]):
-                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, %(bk)s, %(bn)s), at %(pct).0f %% of XLA's estimate.") % {
-                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"], "pct": 100 * b["fraction_of_xla"]})
+                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
+                                       "%(bk)s, %(bn)s), at %(pct).0f %% of XLA's estimate.") % {
+                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
+                        "pct": 100 * b["fraction_of_xla"]})
                 elif not pd.isna(b.get("fraction_of_post_xla", float("nan"))):
-                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, %(bk)s, %(bn)s); timed as the post did, it is modelled at %(pct).0f %% of the post's measured XLA (this run's XLA estimate at 8192 falls with size, so no fraction of it is given).") % {
-                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"], "pct": 100 * b["fraction_of_post_xla"]})
+                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
+                                       "%(bk)s, %(bn)s); timed as the post did, it is modelled at %(pct).0f "
+                                       "%% of the post's measured XLA (this run's XLA estimate at 8192 falls "
+                                       "with size, so no fraction of it is given).") % {
+                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
+                        "pct": 100 * b["fraction_of_post_xla"]})
     return out
 
 
@@ -291,7 +305,8 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         then_and_now=then_and_now,
         then_and_now_figures=then_and_now_figures,
         model=model,
-        estimator_names={"compiler": gettext("libtpu's estimate"), "model": gettext("timing model, device time")},
+        estimator_names={"compiler": gettext("libtpu's estimate"),
+                         "model": gettext("timing model, device time")},
     )
     return env.get_template("report.html.j2").render(**context)
 

@@ -87,7 +87,7 @@ def raised_limit_results(df: pd.DataFrame, target: str) -> list[dict]:
             continue
         fits = group[group.raised_limit.astype(bool) & (group.status == "ok")].sort_values("vmem_limit_bytes")
         first = fits.iloc[0] if len(fits) else None
-        out.append(dict(zip(keys, key)) | dict(
+        out.append(dict(zip(keys, key, strict=True)) | dict(
             need_mib=float(base.iloc[0].vmem_bytes) / MiB,
             default_limit_mib=float(base.iloc[0].vmem_limit_bytes) / MiB,
             fits_at_mib=float(first.vmem_limit_bytes) / MiB if first is not None else None,

@@ -41,10 +41,11 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
     sizes = sorted(set(rows.m))
     labels = {}
     for r in rows.itertuples():
-        labels.setdefault(config_label(r), (r.kernel != "xla", r.kernel, *(0 if pd.isna(v) else v for v in (r.bm, r.bk, r.bn))))
+        labels.setdefault(config_label(r), (r.kernel != "xla", r.kernel,
+                                            *(0 if pd.isna(v) else v for v in (r.bm, r.bk, r.bn))))
     body = []
     for label in sorted(labels, key=labels.get):
-        def find(part, size):
+        def find(part, size, label=label):
             hit = [r for r in part.itertuples() if r.m == size and config_label(r) == label]
             return hit[0] if hit else None
         body.append({"label": label, "cells": [cell(find(est, s), find(pub, s), gettext) for s in sizes]})
@@ -82,7 +83,8 @@ def measured_tables(df: pd.DataFrame) -> list[dict]:
     for (target, label), group in rows.groupby(["target", "run_label"], sort=True):
         first = group.iloc[0]
         body = []
-        for r in group.sort_values(["kernel", "dtype", "bm", "bk", "bn", "vmem_limit_bytes", "m"]).itertuples():
+        order = ["kernel", "dtype", "bm", "bk", "bn", "vmem_limit_bytes", "m"]
+        for r in group.sort_values(order).itertuples():
             ok = r.status == "ok" and pd.notna(r.seconds)
             flop = float(flops(r.m, r.k, r.n))
             body.append(dict(
@@ -98,8 +100,8 @@ def measured_tables(df: pd.DataFrame) -> list[dict]:
         out.append(dict(target=target, label=label, device_kind=first.device_kind,
                         chips=int(first.num_chips) if pd.notna(first.num_chips) else 1,
                         devices=int(first.num_devices) if pd.notna(first.get("num_devices")) else "?",
-                        floor=(f"{first.dispatch_floor_s * 1e6:.1f}" if pd.notna(first.get("dispatch_floor_s"))
-                               else "?"),
+                        floor=(f"{first.dispatch_floor_s * 1e6:.1f}"
+                               if pd.notna(first.get("dispatch_floor_s")) else "?"),
                         jax=first.jax_version, timestamp=first.timestamp, rows=body))
     return out
 

@@ -1,9 +1,8 @@
 """Snakemake script: one figure, in English and Chinese, as PNG, SVG and PDF."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
-
 import warnings
 from pathlib import Path
 
+import _repo  # noqa: F401  (puts the repository root on sys.path)
 import pandas as pd
 
 from experiments.core import codec

@@ -1,9 +1,8 @@
 """Snakemake script: the figure gallery (English and Chinese) and results/'s licence, attribution and
 citation files."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
-
 from pathlib import Path
 
+import _repo  # noqa: F401  (puts the repository root on sys.path)
 import pandas as pd
 
 from experiments.core import codec

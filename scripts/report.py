@@ -1,14 +1,13 @@
 """Snakemake script: the report in every language, as HTML and PDF."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
-
 from pathlib import Path
 
+import _repo  # noqa: F401  (puts the repository root on sys.path)
 import pandas as pd
 
 from experiments.core import codec
 from experiments.core.runtime import logged
-from experiments.plan.toolchains import primary
 from experiments.core.tables import write_text_atomic
+from experiments.plan.toolchains import primary
 from figures.style import cjk_font_path
 from report.build import config_text, embed_cjk_font, render_html, write_pdf
 
@@ -36,6 +35,6 @@ with logged(snakemake.log[0]) as log:
         html_path = out[f"report.{lang}.html"]
         write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
         pdf_html = render_html(df, for_pdf=True, **common)
-        write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/", pdf_path=out[f"report.{lang}.pdf"],
-                  font_path=cjk_font_path())
+        write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",
+                  pdf_path=out[f"report.{lang}.pdf"], font_path=cjk_font_path())
         log.info("wrote report.%s.html and report.%s.pdf", lang, lang)

@@ -37,18 +37,19 @@ def test_every_figure_renders_in_both_languages_without_missing_glyphs(table, tm
 def test_figures_render_without_published_rows(table, tmp_path):
     estimates_only = table[table.source == "estimate"]
     for kind in KINDS:
-        args = {"target": "v5e"} if kind in ("vmem", "roofline", "fidelity", "then_and_now") else {"experiment": "v5", "dtype": "bfloat16"}
+        args = ({"target": "v5e"} if kind in ("vmem", "roofline", "fidelity", "then_and_now")
+                else {"experiment": "v5", "dtype": "bfloat16"})
         if kind in ("experiment", "search"):
             args["target"] = "v5e"
         render(estimates_only, f"{kind}_only", kind, args, tmp_path)
 
 
 def test_two_renders_are_byte_identical(table, tmp_path):
-    first = render(table, "v5_bfloat16_v5e", "experiment", dict(experiment="v5", dtype="bfloat16", target="v5e"),
-                   tmp_path / "a")
-    second = render(table, "v5_bfloat16_v5e", "experiment", dict(experiment="v5", dtype="bfloat16", target="v5e"),
-                    tmp_path / "b")
-    for a, b in zip(first, second):
+    first = render(table, "v5_bfloat16_v5e", "experiment",
+                   dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path / "a")
+    second = render(table, "v5_bfloat16_v5e", "experiment",
+                    dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path / "b")
+    for a, b in zip(first, second, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
@@ -74,7 +75,8 @@ def test_missing_glyph_is_detected(tmp_path):
 
 def test_table_without_new_columns_still_draws(table, tmp_path):
     old = table.drop(columns=["search", "peak_tflops"], errors="ignore")
-    render(old, "v1_float32_v5e", "experiment", dict(experiment="v1", dtype="float32", target="v5e"), tmp_path)
+    render(old, "v1_float32_v5e", "experiment", dict(experiment="v1", dtype="float32", target="v5e"),
+           tmp_path)
 
 
 # --- self-describing figures: caption, alt text and provenance -----------------------------------------
