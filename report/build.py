@@ -4,9 +4,7 @@ English is the template's source language; report/locale/<lang>/LC_MESSAGES/mess
 translation. The build refuses a catalog that lacks, or leaves empty, any message the template or this
 module uses, so the languages cannot drift apart.
 """
-import datetime
 import io
-import os
 from pathlib import Path
 
 import jinja2
@@ -22,6 +20,7 @@ from babel.support import Translations
 from markupsafe import Markup
 
 from experiments.analysis.toolchains import primary_rows
+from experiments.core.provenance import build_date
 from experiments.core.tables import write_atomic
 from figures.catalog import describe, figure_specs_of
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
@@ -278,8 +277,7 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
     c = citation()
     best = [b for s in summaries_by_target.values() for b in s["best_all"]]
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
-    date = datetime.datetime.fromtimestamp(int(os.environ.get("SOURCE_DATE_EPOCH", "0")) or
-                                           datetime.datetime.now().timestamp(), datetime.UTC).date()
+    date = build_date()  # SOURCE_DATE_EPOCH, else the commit's time: the same bytes on any day
     context = dict(
         lang_tag=LANGUAGES[lang][0], other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}",
         other_name=LANGUAGES[other][1],

@@ -1,6 +1,7 @@
 """Safe writes and per-job progress."""
 import itertools
 import logging
+import subprocess
 
 import pandas as pd
 import pytest
@@ -39,3 +40,17 @@ def test_progress_reports_count_and_time_left(caplog):
 
 def test_durations_read_naturally():
     assert [duration(s) for s in (4.4, 65, 3725)] == ["4 s", "1 min 5 s", "1 h 2 min"]
+
+
+def test_the_report_date_is_reproducible(monkeypatch):
+    """SOURCE_DATE_EPOCH when set, else the commit's time: never the clock of the day of the build."""
+    import datetime
+
+    from experiments.core.provenance import build_date
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    assert build_date() == datetime.date(2023, 11, 14)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    commit_time = subprocess.run(["git", "log", "-1", "--format=%ct"], capture_output=True, text=True).stdout
+    if commit_time.strip():  # a git checkout: the commit's date (UTC)
+        assert build_date() == datetime.datetime.fromtimestamp(int(commit_time), datetime.UTC).date()
