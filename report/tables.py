@@ -202,7 +202,7 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
             name = gettext(LEFT_OUT_NAMES[reason]) if reason in LEFT_OUT_NAMES else reason
             reasons.append(f"{name}: {count}")
     notes = []
-    if "note" in fidelity:
+    if "note" in fidelity and "estimator" in fidelity:  # a run too small to fit has a note only
         for (estimator, validation_name), part in fidelity.groupby(["estimator", "validation"], sort=False):
             if part.note.fillna("").str.startswith("not validated").any():
                 name = gettext(ESTIMATOR_NAMES.get((estimator, validation_name), validation_name))

@@ -7,6 +7,7 @@ import copy
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -218,3 +219,16 @@ def test_then_and_now_compares_each_toolchain_with_the_post(table):
     assert row.current_status == "vmem_oom" and row.current_agrees == True  # noqa: E712 (a pandas boolean)
     assert row.post_status == "ok" and row.post_agrees == False  # noqa: E712
     assert agreement(result, "current")["agree"] == agreement(result, "post")["agree"] + 1
+
+
+def test_the_compile_worker_imports_nothing_a_toolchain_lacks():
+    """A toolchain's environment has jax, jaxlib, libtpu and their dependencies only: the worker side of
+    the compile code must import without pandas or pyarrow (a module-level pandas import once made every
+    compile of the post's toolchain fail)."""
+    code = ("import sys\n"
+            "for name in ('pandas', 'pyarrow', 'matplotlib', 'yaml', 'jsonschema'):\n"
+            "    sys.modules[name] = None  # importing it now raises ImportError\n"
+            "import experiments.compile_study.worker, experiments.compile_study.tpu_compile\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    assert result.returncode == 0, result.stderr[-2000:]

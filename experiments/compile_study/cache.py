@@ -20,8 +20,6 @@ import math
 import os
 from pathlib import Path
 
-from experiments.core.tables import write_text_atomic
-
 log = logging.getLogger(__name__)
 
 CACHE_VARIABLE = "TPU_MATMUL_REPRO_CACHE"
@@ -80,6 +78,8 @@ class CompileCache:
     def put(self, case, vmem_limit_bytes: int | None, result: dict) -> None:
         if result["status"] not in CACHEABLE or not math.isfinite(result.get("compile_s") or math.nan):
             return
+        from experiments.core.tables import write_text_atomic  # here: compile workers have no pandas
+
         key = self.key(case, vmem_limit_bytes)
         entry = dict(key=key, context=self.context, case=dataclasses.asdict(case),
                      vmem_limit_bytes=vmem_limit_bytes, result={f: result[f] for f in RESULT_FIELDS})

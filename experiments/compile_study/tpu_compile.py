@@ -14,11 +14,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from experiments.compile_study import compiler_output, worker
-from experiments.compile_study.cache import CompileCache
 from experiments.core.cases import Case, wrapper
 from experiments.core.chips import chip
+
+if TYPE_CHECKING:  # the worker side of this module runs in toolchains without pandas
+    from experiments.compile_study.cache import CompileCache
 
 PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -100,7 +103,7 @@ class Compiler:
     """A worker process that compiles cases for one target; killed and restarted after a timeout."""
 
     def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, stderr=None,
-                 cache: CompileCache | None = None, python: str | None = None, env: dict | None = None,
+                 cache: "CompileCache | None" = None, python: str | None = None, env: dict | None = None,
                  toolchain: str = ""):
         """`python` runs the worker (a toolchain's environment; default: this process's), with `env`
         added to its environment; `toolchain` names it in the errors of a worker that dies. `cache`:
