@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from experiments.analysis.summaries import default_limit, fidelity, post_configs
+from experiments.analysis.summaries import MATCH, default_limit, fidelity, paired, post_configs
 from experiments.core.units import MiB, flops
 from figures.labels import SOURCE_NAMES, text
 
@@ -38,14 +38,18 @@ def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
     return out, True
 
 
-def config_label(row, lang: str) -> str:
+def config_label(row, lang: str | None = None) -> str:
+    """A configuration's label: in `lang` for a figure's legend; None, language-neutral for a table's
+    row header ("(512, 1024, 1024)", "Pallas v2, N = 4", "XLA jnp.matmul")."""
+    names = lang or "en"
     if row.kernel == "xla":
-        return text(lang, "xla")
+        return text(names, "xla")
     if pd.isna(row.bm):
-        return text(lang, "kernel", kernel=row.kernel)
+        return text(names, "kernel", kernel=row.kernel)
     if row.kernel == "v2":
-        return f"{text(lang, 'kernel', kernel='v2')}, {text(lang, 'splits', n=int(row.m // row.bm))}"
-    return text(lang, "blocks", bm=int(row.bm), bk=int(row.bk), bn=int(row.bn))
+        return f"{text(names, 'kernel', kernel='v2')}, {text(names, 'splits', n=int(row.m // row.bm))}"
+    blocks = dict(bm=int(row.bm), bk=int(row.bk), bn=int(row.bn))
+    return text(lang, "blocks", **blocks) if lang else "({bm}, {bk}, {bn})".format(**blocks)
 
 
 def config_key(row) -> tuple:
@@ -454,13 +458,12 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     if not others:
         no_data(axes[0][0], lang)
         return fig
-    estimates = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
     for ax, other in zip(axes[0], others, strict=True):
-        ref = df[(df.source == other) & (df.target == target) & (df.status == "ok")]
-        keys = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
-        pairs = estimates.merge(ref[keys + ["tflops"]], on=keys, suffixes=("", "_ref"))
-        pairs = pairs[pairs.m >= 2048]
-        xla = pairs[pairs.kernel == "xla"].drop_duplicates(keys[1:])  # one point per baseline config
+        # the pairs the fidelity metric scores (experiments/analysis/summaries.py), where both completed
+        pairs = paired(df, target, other)
+        pairs = pairs[(pairs.status == "ok") & (pairs[f"status_{other}"] == "ok") & (pairs.m >= 2048)]
+        pairs = pairs.rename(columns={f"tflops_{other}": "tflops_ref"})
+        xla = pairs[pairs.kernel == "xla"].drop_duplicates(MATCH[1:])  # one point per baseline config
         pairs = pairs[pairs.kernel != "xla"]
         ax.set_title(text(lang, "title_fidelity", source=SOURCE_NAMES[lang][other], target=target),
                      fontsize=10)

@@ -25,6 +25,7 @@ from experiments.core.tables import write_atomic
 from figures.catalog import describe, figure_specs_of
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
 from figures.labels import GLOSSARY
+from kernels import REGISTRY
 from report import findings, tables
 from report.then_and_now import section as then_and_now_section
 
@@ -33,13 +34,18 @@ ROOT = HERE.parent
 TEMPLATES = HERE / "templates"
 LOCALE = HERE / "locale"
 LANGUAGES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}
-KERNEL_SECTIONS = [  # (experiment, dtype(s), kernel module shown)
-    ("v1", ("float32",), "kernels/v1_naive.py"),
-    ("v2", ("float32",), "kernels/v2_parallel.py"),
-    ("v3", ("float32",), "kernels/v3_block.py"),
-    ("v4", ("float32",), "kernels/v3_block.py"),
-    ("v5", ("bfloat16", "int8"), "kernels/v5_accumulator.py"),
-]
+DTYPE_ORDER = ("float32", "bfloat16", "int8")
+
+
+def experiment_sections(df: pd.DataFrame) -> list[tuple[str, tuple[str, ...], str]]:
+    """(experiment, its dtypes, the module of its kernel) for every experiment the table holds (estimated,
+    measured or published): the kernel comes from the table and its source file from the registry."""
+    est = df[df.kernel != "xla"]
+    out = []
+    for experiment, rows in est.groupby("experiment", sort=True):
+        dtypes = tuple(d for d in DTYPE_ORDER if d in set(rows.dtype))
+        out.append((experiment, dtypes, REGISTRY[rows.kernel.iloc[0]].module_path))
+    return out
 
 
 class CatalogError(ValueError):
@@ -164,7 +170,7 @@ def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings
                  "written out at the last k step."),
     }
     sections = []
-    for experiment, dtypes, code in KERNEL_SECTIONS:
+    for experiment, dtypes, code in experiment_sections(df):
         found, groups = [], []
         for target, s in summaries_by_target.items():
             found += experiment_findings(experiment, s, gettext)
@@ -184,9 +190,12 @@ def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings
                 if group["figures"] or group["table"] or group["after"]:
                     groups.append(group)
         listings.setdefault(code, {"path": code, "id": "code-" + Path(code).stem, "html": highlight(code)})
-        sections.append(dict(experiment=experiment, title=gettext(titles[experiment]),
-                             summary=gettext(summaries[experiment]), findings=found, groups=groups,
-                             code_path=code, code_id=listings[code]["id"]))
+        # the post's five experiments have their own words; another one its kernel's module name
+        title = (gettext(titles[experiment]) if experiment in titles
+                 else f"{experiment}: {Path(code).stem}")
+        summary = gettext(summaries[experiment]) if experiment in summaries else ""
+        sections.append(dict(experiment=experiment, title=title, summary=summary, findings=found,
+                             groups=groups, code_path=code, code_id=listings[code]["id"]))
     return sections
 
 

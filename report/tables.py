@@ -3,16 +3,7 @@ import pandas as pd
 
 from experiments.analysis.summaries import default_limit, post_configs
 from experiments.core.units import MiB, flops
-
-
-def config_label(row) -> str:
-    if row.kernel == "xla":
-        return "XLA jnp.matmul"
-    if pd.isna(row.bm):
-        return f"Pallas {row.kernel}"
-    if row.kernel == "v2":
-        return f"Pallas v2, N = {int(row.m // row.bm)}"
-    return f"({int(row.bm)}, {int(row.bk)}, {int(row.bn)})"
+from figures.plots import config_label
 
 
 def cell(est, pub, gettext) -> dict:
