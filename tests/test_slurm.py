@@ -40,8 +40,8 @@ TIMEOUT_S = 1800
 # derived from the timing samples, including the calls per sample the harness calibrates from a first timing.
 WALL_CLOCK = ["compile_s"]
 TIMING = ["samples_s", "wall_samples_s", "device_samples_s", "calls_per_sample", "seconds", "p25_seconds",
-          "p75_seconds", "wall_seconds", "batched_seconds", "dispatch_floor_s", "near_dispatch_floor", "tflops",
-          "measured_over_estimate", "measured_over_model", "wall_over_model", "timestamp"]
+          "p75_seconds", "wall_seconds", "batched_seconds", "dispatch_floor_s", "near_dispatch_floor",
+          "tflops", "measured_over_estimate", "measured_over_model", "wall_over_model", "timestamp"]
 
 
 def unavailable() -> str:
