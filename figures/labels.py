@@ -70,6 +70,7 @@ LABELS = {
         "others_published": "the post's published numbers",
         "others_measured": "measurements",
         "subtitle_estimate": "estimated by libtpu (dashed)",
+        "subtitle_modelled_post": "modelled from libtpu's estimates (dashed)",
         "subtitle_measured": "measured (solid)",
         "subtitle_published": "published in the post (hollow)",
         "search_legend": "Each cell: the best estimated {unit} over bk (top) and that bk (bottom). ×: every "
@@ -144,6 +145,7 @@ LABELS = {
         "others_published": "原文数据",
         "others_measured": "实测值",
         "subtitle_estimate": "libtpu 估计（虚线）",
+        "subtitle_modelled_post": "由 libtpu 估计经计时模型换算（虚线）",
         "subtitle_measured": "实测（实线）",
         "subtitle_published": "原文数据（空心点）",
         "search_legend": "每格：上为各 bk 中最高的估计 {unit}，下为对应的 bk。×：所有 bk 均 VMEM 不足（或编译"

@@ -177,9 +177,11 @@ def main_source(rows: pd.DataFrame) -> str:
     return "estimate"
 
 
-def sources_subtitle(rows: pd.DataFrame, lang: str) -> str:
-    """Which kinds of number the figure holds, in words and line styles (for a title line)."""
-    return " · ".join(text(lang, f"subtitle_{s}") for s in ("estimate", "measured", "published")
+def sources_subtitle(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
+    """Which kinds of number the figure holds, in words and line styles (for a title line);
+    `post_method`: the estimates are the timing model's, timed as the post timed its calls."""
+    keys = {"estimate": "subtitle_modelled_post" if post_method else "subtitle_estimate"}
+    return " · ".join(text(lang, keys.get(s, f"subtitle_{s}")) for s in ("estimate", "measured", "published")
                       if (rows.source == s).any())
 
 
@@ -222,7 +224,7 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     title = text(lang, "title_experiment", experiment=experiment, description=description, dtype=dtype,
                  target=target)
     # The second title line says what kind of numbers these are, so that a cropped plot still says it.
-    ax.set_title(title + ("\n" + sources_subtitle(rows, lang) if len(rows) else ""))
+    ax.set_title(title + ("\n" + sources_subtitle(rows, lang, post_method) if len(rows) else ""))
     if rows.empty:
         no_data(ax, lang)
         return fig

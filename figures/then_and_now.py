@@ -27,16 +27,16 @@ TEXT = {
         "no_data": "no estimates of the post's configurations",
     },
     "zh": {
-        "title": "帖子各配置所需的 VMEM：当年与现在\n"
+        "title": "原文各配置所需的 VMEM：当年与现在\n"
                  "（{target}，由各工具链的 libtpu 在默认 scoped 上限下估计，未使用 TPU）",
         "toolchain": "{name}：jax {jax}，libtpu {libtpu}",
         "oom": "斜线：VMEM 不足（编译器请求的大小）",
-        "disagree": "红色边框：与帖子结论不一致",
+        "disagree": "红色边框：与原文结论不一致",
         "limit": "默认 scoped 上限 {limit:.0f} MiB",
         "axis": "VMEM（MiB，对数坐标）",
-        "verdict": {"ok": "帖子：成功", "failed": "帖子：失败"},
+        "verdict": {"ok": "原文：成功", "failed": "原文：失败"},
         "missing": "{name}：无结果（{reason}）",
-        "no_data": "没有帖子配置的估计",
+        "no_data": "没有原文配置的估计",
     },
 }
 COLORS = ["#E69F00", "#009E73", "#CC79A7", "#0072B2"]  # older toolchains first; the pipeline's last (blue)
