@@ -220,8 +220,11 @@ def _values(rows: pd.DataFrame, column: str) -> list[str]:
     return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
 
 
-def sources_sentence(rows: pd.DataFrame, lang: str) -> str:
-    """How each kind of number in the figure was obtained, with the line style it is drawn in."""
+def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
+    """How each kind of number in the figure was obtained, with the line style it is drawn in (the post's
+    figures draw the timing model's estimates, timed as the post did, where the table has them)."""
+    modelled = (kind == "experiment" and "model_post_tflops" in rows
+                and rows[rows.source == "estimate"].model_post_tflops.notna().any())
     parts = []
     for source in ("estimate", "measured", "published"):
         part = rows[rows.source == source]
@@ -229,7 +232,7 @@ def sources_sentence(rows: pd.DataFrame, lang: str) -> str:
             continue
         first = part.iloc[0]
         if source == "estimate":
-            key = "caption_estimate"
+            key = "caption_modelled" if modelled else "caption_estimate"
             parts.append(text(lang, key, libtpu=", ".join(_values(part, "libtpu_version")) or "?",
                               target=", ".join(_values(part, "target"))))
         elif source == "measured":
@@ -252,7 +255,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
         experiment=args.get("experiment", ""), dtype=args.get("dtype", ""), target=args.get("target", ""),
         description=plots.experiment_description(args["experiment"], args.get("dtype", ""), lang)
         if "experiment" in args else "",
-        sources=sources_sentence(rows, lang) or text(lang, "no_data"),
+        sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
         libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
         unit="TOP/s" if args.get("dtype") == "int8" else "TFLOP/s",
         sizes=(f"{sizes[0]}{' 至 ' if lang == 'zh' else ' to '}{sizes[-1]}" if len(sizes) > 1
@@ -275,7 +278,7 @@ def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, ti
     toolchain = [f"{tool} {', '.join(_values(rows, f'{tool}_version'))}"
                  for tool in ("jax", "jaxlib", "libtpu") if _values(rows, f"{tool}_version")]
     c = citation()
-    sources = [sources_sentence(rows, lang)]
+    sources = [sources_sentence(rows, lang, kind)]
     if "published" in info["sources"]:
         sources.append(post_attribution(lang))
     return {

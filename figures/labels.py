@@ -65,6 +65,9 @@ LABELS = {
         "description_v5_int8": "int8 inputs + int32 accumulator",
         "description_other": "Pallas kernel",
         "caption_estimate": "estimated by libtpu {libtpu} for {target} without a TPU (dashed lines)",
+        "caption_modelled": "modelled from libtpu {libtpu}'s estimates for {target} by the timing model "
+                            "fitted on the post's numbers, timed as the post did, without a TPU "
+                            "(dashed lines)",
         "caption_measured": "measured on {device_kind} (solid lines)",
         "caption_published": "the post's published numbers, read off its figures (hollow markers)",
         "others_published": "the post's published numbers",
@@ -140,6 +143,8 @@ LABELS = {
         "description_v5_int8": "int8 输入 + int32 累加器",
         "description_other": "Pallas 算子",
         "caption_estimate": "虚线为 libtpu {libtpu} 在无 TPU 的机器上为 {target} 做的估计",
+        "caption_modelled": "虚线为 libtpu {libtpu} 在无 TPU 的机器上为 {target} 做的估计，经以原文数据拟合的"
+                            "计时模型按原文的计时方式换算",
         "caption_measured": "实线为在 {device_kind} 上的实测",
         "caption_published": "空心点为原文数据（从原文的图中读取）",
         "others_published": "原文数据",
