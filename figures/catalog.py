@@ -226,11 +226,7 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
     modelled = (kind == "experiment" and "model_post_tflops" in rows
                 and rows[rows.source == "estimate"].model_post_tflops.notna().any())
     parts = []
-    for source in ("estimate", "measured", "published"):
-        part = rows[rows.source == source]
-        if part.empty:
-            continue
-        first = part.iloc[0]
+    for source, part, first in plots.present_sources(rows, ("estimate", "measured", "published")):
         if source == "estimate":
             key = "caption_modelled" if modelled else "caption_estimate"
             parts.append(text(lang, key, libtpu=", ".join(_values(part, "libtpu_version")) or "?",

@@ -87,14 +87,18 @@ def size_axis(ax, sizes, lang):
     ax.set_xlabel(text(lang, "size"))
 
 
+def present_sources(rows: pd.DataFrame, order=SOURCES):
+    """(source, its rows, its first row) for each source the rows hold, in `order`."""
+    for source in order:
+        part = rows[rows.source == source]
+        if len(part):
+            yield source, part, part.iloc[0]
+
+
 def provenance_note(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
     """One line per source present: how its numbers were obtained."""
     lines = []
-    for source in SOURCES:
-        part = rows[rows.source == source]
-        if part.empty:
-            continue
-        first = part.iloc[0]
+    for source, _, first in present_sources(rows):
         if source == "estimate":
             key = "source_modelled_post" if post_method else "source_estimate"
             lines.append(text(lang, key, libtpu=first.libtpu_version, target=first.target,
