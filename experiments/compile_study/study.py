@@ -87,6 +87,12 @@ class CycleEstimator:
         return extrapolate.predict(extrapolate.fit(points), case), "extrapolated"
 
 
+def searched(case: Case, job) -> bool:
+    """A configuration of the experiment's block search, not one of the post's own (those are the ones
+    retried at raised limits); XLA's baseline is never searched. Estimated and measured rows alike."""
+    return case.spec.pallas and case not in job.raise_limits_for
+
+
 def chip_columns(c: Chip, case: Case) -> dict:
     """The chip's figures and the case's HBM traffic and roofline: they travel with each row (estimated
     or measured), so figures and reports read only the table."""
@@ -109,7 +115,7 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
         raised_limit=limit is not None, est_cycles=cycles, vmem_method=vmem_method,
         cycles_method=method if result["status"] == "ok" else "",
         compile_s=result["compile_s"], error=result["error"],
-        search=case.spec.pallas and case not in job.raise_limits_for,
+        search=searched(case, job),
         **chip_columns(c, case),
     )
     if result["status"] == "ok" and cycles:
@@ -212,7 +218,7 @@ def toolchain_error_rows(job: Job, error: str, versions: dict | None = None) -> 
                  m=case.m, k=case.k, n=case.n,
                  bm=case.bm, bk=case.bk, bn=case.bn, status="toolchain_error",
                  vmem_limit_bytes=c.default_vmem_limit_bytes, raised_limit=False,
-                 search=case.spec.pallas and case not in job.raise_limits_for, error=error[:1000])
+                 search=searched(case, job), error=error[:1000])
             for case in job.cases]
     return frame(rows, job_versions(versions or {}))
 

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.compile_study import compiler_output
-from experiments.compile_study.study import beyond_physical_vmem, chip_columns, raised_limits
+from experiments.compile_study.study import beyond_physical_vmem, chip_columns, raised_limits, searched
 from experiments.core.cases import Case, wrapper
 from experiments.core.chips import CHIPS, MiB
 from experiments.core.inputs import INT8_SCALE
@@ -169,7 +169,7 @@ def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None,
         experiment=job.experiment, kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
         bm=case.bm, bk=case.bk, bn=case.bn,
         vmem_limit_bytes=limit or (chip.default_vmem_limit_bytes if chip else None),
-        raised_limit=limit is not None, search=case.kernel != "xla" and case not in job.raise_limits_for,
+        raised_limit=limit is not None, search=searched(case, job),
         hbm_bytes=hbm_bytes(case), num_chips=found["num_chips"], num_devices=found["count"],
         run_label=job.label, dispatch_floor_s=found.get("dispatch_floor_s"),
         **result,
