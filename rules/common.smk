@@ -63,8 +63,8 @@ def measure_outputs():
 
 def study_outputs(target):
     return [
-        f"results/estimates/{t}/{experiment}_{dtype}.parquet"
-        for t, experiment, dtype in PLAN.study
+        f"results/estimates/{t}/{experiment}_{dtype}.{part}.parquet"
+        for t, experiment, dtype, part in PLAN.study
         if t == target
     ]
 
@@ -86,6 +86,7 @@ wildcard_constraints:
     target="|".join(TARGETS),
     experiment="[A-Za-z0-9]+",
     dtype="float32|bfloat16|int8",
+    part="[0-9]+of[0-9]+",
     # measurements: this run's device and label only
     device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
     label=re.escape(MEASURE_LABEL),

@@ -1,13 +1,14 @@
-# The TPU compile study on CPU: one job per (target, experiment, dtype), then per-target tables.
+# The TPU compile study on CPU: one job per (target, experiment, dtype, part), then per-target tables. A
+# block search is split into compile_study.search_jobs parts by block shape (experiments/plan/config.py).
 
 
 rule compile_study_job:
     output:
-        "results/estimates/{target}/{experiment}_{dtype}.parquet",
+        "results/estimates/{target}/{experiment}_{dtype}.{part}.parquet",
     log:
-        "logs/estimates/{target}/{experiment}_{dtype}.log",
+        "logs/estimates/{target}/{experiment}_{dtype}.{part}.log",
     params:
-        job=lambda wc: settings(PLAN.study[(wc.target, wc.experiment, wc.dtype)]),
+        job=lambda wc: settings(PLAN.study[(wc.target, wc.experiment, wc.dtype, wc.part)]),
         code=code("scripts/compile_study_job.py"),
     resources:
         # Two libtpu processes per job; the profiling one grows with the grids it walks.

@@ -99,20 +99,40 @@ def test_extrapolation_matches_full_profile_within_2_percent(v5e_profiler, case)
 
 def test_run_job_rows_and_raised_limits():
     cases = (V1_1024, V1_2048, Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128))
-    job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(32, 64, 256),
+    job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(32, 64, 96, 256),
               timeout_s=300, profile_max_steps=64)
     df = run_job(job)
-    # Only V1_2048 ran out (48.82 MiB requested): 32 MiB is below that, 256 MiB above v5e's VMEM.
-    assert len(df) == 3 + 1
-    v1_2048 = df[(df.m == 2048)].set_index("vmem_limit_bytes").status.to_dict()
-    assert v1_2048 == {16 * MiB: "vmem_oom", 64 * MiB: "ok"}
+    # Only V1_2048 ran out (48.82 MiB requested): 32 MiB is below that, 256 MiB above v5e's VMEM; it
+    # fits at 64 MiB, so its 96 MiB row is the 64 MiB compile's (not compiled again).
+    assert len(df) == 3 + 2
+    v1_2048 = df[(df.m == 2048)].set_index("vmem_limit_bytes")
+    assert v1_2048.status.to_dict() == {16 * MiB: "vmem_oom", 64 * MiB: "ok", 96 * MiB: "ok"}
+    assert v1_2048.vmem_method.to_dict() == {16 * MiB: "compiled", 64 * MiB: "compiled",
+                                             96 * MiB: "fits_lower_limit"}
+    assert v1_2048.loc[96 * MiB, "compile_s"] == 0
+    for column in ("vmem_bytes", "est_cycles", "tflops"):
+        assert v1_2048.loc[96 * MiB, column] == v1_2048.loc[64 * MiB, column]
     ok = df[df.status == "ok"]
     assert ok.est_cycles.notna().all() and (ok.tflops > 0).all()
     assert (ok.tflops <= ok.roofline_tflops * 1.0001).all()
     assert set(ok.cycles_method) == {"profiled", "extrapolated"}
-    assert dict(zip(df.kernel, df.vmem_method, strict=True)) == {"v1": "compiled", "v3": "representative"}
+    assert df[df.kernel == "v3"].vmem_method.tolist() == ["representative"]
     assert (df.source == "estimate").all() and df.libtpu_version.iloc[0] != "not installed"
     assert set(df.status) <= set(ESTIMATE_STATUSES)
+
+
+@pytest.mark.parametrize("target, case, limits_mib", [
+    ("v5e", V1_2048, (64, 96)),
+    ("v5e", Case("v5", "bfloat16", 2048, 4096, 2048, 1024, 1024, 1024), (32, 64, 96)),
+    ("v6e", Case("v3", "float32", 2048, 2048, 2048, 1024, 1024, 1024), (64, 96)),
+])
+def test_a_raised_limit_changes_whether_a_kernel_fits_not_what_it_compiles_to(target, case, limits_mib):
+    """Why run_job does not compile a kernel again at a raised limit above one it fits in
+    (vmem_method = fits_lower_limit): at every limit it fits in, the same VMEM use and cycles."""
+    with Compiler(target, profile=True) as profiler:
+        results = [profiler.compile(case, mib * MiB) for mib in limits_mib]
+    assert {(r["status"], r["vmem_bytes"], r["est_cycles"]) for r in results} == {
+        ("ok", results[0]["vmem_bytes"], results[0]["est_cycles"])}, results
 
 
 def test_changed_format_fails_loudly():

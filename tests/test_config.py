@@ -116,10 +116,35 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
 
     plan = make_plan(config, device=Device("cpu", "cpu", "cpu", 1), label="t")
     assert plan.targets == ["v5e", "v6e"]
-    assert {(t, e) for t, e, _ in plan.study} == {(t, e) for t in ("v5e", "v6e")
+    assert {(t, e) for t, e, _, _ in plan.study} == {(t, e) for t in ("v5e", "v6e")
                                                    for e in ("v1", "v2", "v3", "v4", "v5", "xla")}
     assert set(plan.measure) == {("xla", d) for d in ("float32", "bfloat16", "int8")}  # the CPU: XLA only
     assert plan.measured_file == "results/measured/cpu-t.parquet"
     # what a rule records is what its script decodes
-    job = plan.study[("v5e", "v4", "float32")]
+    job = plan.study[("v5e", "v4", "float32", "1of2")]
     assert codec.decode(codec.encode(job)) == job
+
+
+def test_block_searches_split_by_block_shape(config):
+    """Each block search runs as compile_study.search_jobs parts: together exactly the job's cases, in
+    its order, each block shape (whose small grids its sizes share) in one part only; the post's own
+    configurations keep their raised-limit retries; experiments without a search stay one job."""
+    from experiments.plan.config import study_jobs, study_parts
+
+    jobs = study_jobs(config)
+    for parts in (1, 2, 3):
+        split = study_parts(jobs, parts)
+        for (target, experiment, dtype), job in jobs.items():
+            mine = [j for (t, e, d, _), j in split.items() if (t, e, d) == (target, experiment, dtype)]
+            names = sorted(p for t, e, d, p in split if (t, e, d) == (target, experiment, dtype))
+            expected = parts if experiment in ("v4", "v5") else 1
+            assert names == [f"{i}of{expected}" for i in range(1, expected + 1)]
+            assert sorted(map(repr, (c for j in mine for c in j.cases))) == sorted(map(repr, job.cases))
+            assert (sorted(map(repr, (c for j in mine for c in j.raise_limits_for)))
+                    == sorted(map(repr, job.raise_limits_for)))
+            for j in mine:
+                assert list(j.cases) == [c for c in job.cases if c in j.cases]
+            owners = {}
+            for i, j in enumerate(mine):
+                for c in j.cases:
+                    assert owners.setdefault((c.bm, c.bk, c.bn), i) == i, (c, experiment)

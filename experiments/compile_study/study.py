@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 # cycles_method of an ok Pallas row whose toolchain cannot profile (libtpu 0.0.5 rejects the flag)
 NO_STATIC_PROFILE = "no_static_profile"
+# vmem_method of a raised-limit row whose kernel already fits at a lower raised limit: not compiled again
+FITS_LOWER_LIMIT = "fits_lower_limit"
 
 
 
@@ -147,7 +149,11 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
             if bound:
                 result, cycles, method, vmem_method = bound, None, "", "block_bound"
             elif case.spec.grid == BLOCKS:
-                result, cycles, method, vmem_method = blocked(case, limit)
+                result, cycles, method, vmem_method = probed(case, limit)
+            elif case.spec.pallas and job.static_profile and small_grid(case):
+                # v1, v2 with a small grid: its code depends on the size, so compiled at full size, once:
+                # the profiled compile gives the VMEM verdict and the cycles alike.
+                result, cycles, method, vmem_method = probed(case, limit)
             else:  # the kernel's code depends on the size (v1, v2, XLA): compiled at full size
                 result, cycles, method, vmem_method = compiler.compile(case, limit), None, "", "compiled"
                 if result["status"] == "ok":
@@ -161,13 +167,16 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
                      result["status"], result["vmem_bytes"], vmem_method, cycles, method, result["compile_s"])
             return estimate_row(job, case, result, limit, cycles, method, vmem_method)
 
-        def blocked(case: Case, limit: int | None):
-            """A 3-D block grid's VMEM depends on its blocks and on which grid axes have a single step,
-            not on the grid's extent (tests/test_compile_study.py checks this against full compiles): one
-            profiled compile of a small grid of the same shape of steps gives the VMEM verdict, and is
-            also the largest of the small grids the cycle fit profiles."""
-            small = extrapolate.grid_counts(case)[1] <= job.profile_max_steps
-            probe = case if small else extrapolate.representative(case)
+        def small_grid(case: Case) -> bool:
+            return extrapolate.grid_counts(case)[1] <= job.profile_max_steps
+
+        def probed(case: Case, limit: int | None):
+            """VMEM verdict and cycles from one profiled compile. A 3-D block grid's VMEM depends on its
+            blocks and on which grid axes have a single step, not on the grid's extent
+            (tests/test_compile_study.py checks this against full compiles): one profiled compile of a
+            small grid of the same shape of steps gives the VMEM verdict, and is also the largest of the
+            small grids the cycle fit profiles. Other kernels come here only with small grids."""
+            probe = case if small_grid(case) or case.spec.grid != BLOCKS else extrapolate.representative(case)
             vmem_method = "compiled" if probe == case else "representative"
             if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
                 result = compiler.compile(probe, limit)
@@ -192,13 +201,22 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
             row = one(case, None)
             rows.append(row)
             if row["status"] == "vmem_oom" and case in job.raise_limits_for:
+                fits = None  # the row of the lowest raised limit the kernel fits in
                 for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
-                    rows.append(one(case, mib * MiB))
+                    rows.append(fits_higher_limit(fits, mib * MiB) if fits else one(case, mib * MiB))
+                    fits = fits or (rows[-1] if rows[-1]["status"] == "ok" else None)
             progress.step(f"{case.label()}: {row['status']}")
         for name, worker in (("plain", compiler), ("profiled", profiler)):
             if worker.cache:
                 log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
     return frame(rows, row_versions)
+
+
+def fits_higher_limit(fits: dict, limit: int) -> dict:
+    """The row of a kernel at a raised limit above one it already fits in, without compiling it again:
+    the limit decides whether the kernel fits, not the code it compiles to, so its VMEM use and cycles
+    are those at the lower limit (tests/test_compile_study.py checks this against compiles)."""
+    return dict(fits, vmem_limit_bytes=limit, compile_s=0.0, vmem_method=FITS_LOWER_LIMIT)
 
 
 def job_versions(versions: dict | None) -> dict:

@@ -3,13 +3,14 @@
 Every error names the config key and the offending value, and is raised before any job runs.
 """
 import copy
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import jsonschema
 import yaml
 
-from experiments.compile_study.study import Job
+from experiments.compile_study.study import Job, searched
 from experiments.core.cases import Case, expand, search_space
 from kernels import REGISTRY, checks
 from kernels.spec import BLOCKS, SPLIT
@@ -202,6 +203,43 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
         per_target[("xla", dtype)] = dict(experiment="xla", cases=tuple(cases))
     return {(target, name, dtype): Job(target=target, **job, **settings)
             for target in config["targets"] for (name, dtype), job in per_target.items()}
+
+
+def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
+    """The compile study's Snakemake jobs: each job with a block search split into `parts` jobs keyed
+    (target, experiment, dtype, "<i>of<n>"), others as one part ("1of1").
+
+    All sizes of one block shape stay in one part: the small grids that give a block shape's VMEM
+    verdict and cycle fit are shared between its sizes, so no compile is shared between parts. Block
+    shapes are dealt out largest first to the part with the least work so far (work: the number of
+    cases times the elements of its blocks, which is what a compile's time grows with), so that parts
+    take about as long as each other.
+    """
+    out = {}
+    for (target, experiment, dtype), job in jobs.items():
+        by_blocks = {}
+        for case in job.cases:
+            by_blocks.setdefault((case.bm, case.bk, case.bn), []).append(case)
+        n = parts if any(searched(case, job) for case in job.cases) else 1
+        n = min(n, len(by_blocks))
+        work, groups = [0] * n, [[] for _ in range(n)]
+        for blocks, cases in sorted(by_blocks.items(), key=lambda kv: (-_work(kv[1]), kv[0])):
+            i = work.index(min(work))
+            work[i] += _work(cases)
+            groups[i].extend(cases)
+        for i, cases in enumerate(groups, 1):
+            chosen = set(cases)
+            ordered = tuple(c for c in job.cases if c in chosen)  # the job's own order
+            part = dataclasses.replace(job, cases=ordered,
+                                       raise_limits_for=tuple(c for c in job.raise_limits_for if c in ordered))
+            out[(target, experiment, dtype, f"{i}of{n}")] = part
+    return out
+
+
+def _work(cases: list[Case]) -> int:
+    c = cases[0]
+    bm, bk, bn = c.bm or c.m, c.bk or c.k, c.bn or c.n
+    return len(cases) * (bm * bk + bk * bn + bm * bn)
 
 
 def measure_settings(config: dict, **overrides):

@@ -14,7 +14,7 @@ class Plan:
     config: dict  # the config with the schema's defaults filled in
     correctness: dict  # kernel -> [(Case, mode)]
     targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
-    study: dict  # (target, experiment, dtype) -> compile_study.study.Job
+    study: dict  # (target, experiment, dtype, part) -> compile_study.study.Job (config.study_parts)
     device: object  # measure.device.Device measured on this run, or None
     label: str  # this run's measurement label
     measure: dict  # (experiment, dtype) -> measure.harness.MeasureJob
@@ -38,6 +38,7 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=()) -
     imported = tuple(sorted(str(p) for p in imported))
     targets = list(dict.fromkeys(config["targets"] + measure_device.known_targets([device] if device else [],
                                                                                   imported)))
-    study = plan_config.study_jobs({**config, "targets": targets})
+    study = plan_config.study_parts(plan_config.study_jobs({**config, "targets": targets}),
+                                    config["compile_study"]["search_jobs"])
     return Plan(config=config, correctness=correctness, targets=targets, study=study, device=device,
                 label=label, measure=measure, imported=imported)
