@@ -298,11 +298,13 @@ def figure_title(fig) -> str:
     return " — ".join(" ".join(line.split()) for line in title.splitlines() if line.strip())
 
 
-def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None) -> list[Path]:
+def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None,
+           served: dict | None = None) -> list[Path]:
     """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
-    pipeline's own toolchain, whose estimates all kinds but then_and_now draw; None: every row)."""
+    pipeline's own toolchain, whose estimates all kinds but then_and_now draw, except for the targets
+    another toolchain is `served` for; None: every row)."""
     if kind != "then_and_now":
-        df = primary_rows(df, primary)
+        df = primary_rows(df, primary, served)
     df = latest_runs(df)  # one measured curve per configuration: each target's latest run
     paths = []
     for lang in LANGUAGES:

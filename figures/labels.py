@@ -56,7 +56,17 @@ LABELS = {
         "identity": "y = x",
         "agreement": "n = {n}, median ratio {ratio:.2f}, Spearman {spearman:.2f}",
         "best_pallas": "best Pallas {target}",
+        "best_pallas_model_only": "best Pallas {target}, model only",
         "xla_target": "XLA {target}",
+        "generations_note": "filled: from libtpu's cycle estimate (static profile) through the timing model; "
+                            "hollow, dotted: model only (no compiler cycles: libtpu's static profiler "
+                            "aborts for this target), from the chip's peak, HBM bandwidth and the model's "
+                            "constants alone, less certain",
+        "missing_cycles": "no estimate drawn for {label} @ {sizes}: {reason}",
+        "reason_profiler_crashed": "libtpu's static profiler crashed (it compiles: VMEM verdict kept)",
+        "reason_no_static_profile": "this libtpu has no static profile",
+        "reason_extrapolation_failed": "a small grid of the same blocks could not be profiled",
+        "reason_model_only": "; a model-only estimate is in the generations figure",
         "description_v1": "naive, whole arrays in VMEM",
         "description_v2": "row/column split grid",
         "description_v3": "3-D block grid",
@@ -134,7 +144,16 @@ LABELS = {
         "identity": "y = x",
         "agreement": "n = {n}，比值中位数 {ratio:.2f}，Spearman 相关系数 {spearman:.2f}",
         "best_pallas": "最优 Pallas {target}",
+        "best_pallas_model_only": "最优 Pallas {target}，仅模型",
         "xla_target": "XLA {target}",
+        "generations_note": "实心：libtpu 的周期估计（静态剖析）经计时模型换算；空心、点线：仅模型"
+                            "（无编译器周期：libtpu 的静态剖析器在此代芯片上崩溃），只由芯片峰值、HBM 带宽"
+                            "和模型常数得出，可信度较低",
+        "missing_cycles": "{label} @ {sizes} 未画出估计：{reason}",
+        "reason_profiler_crashed": "libtpu 的静态剖析器崩溃（可以编译：保留 VMEM 结论）",
+        "reason_no_static_profile": "此版本 libtpu 没有静态剖析",
+        "reason_extrapolation_failed": "同分块的小网格无法剖析",
+        "reason_model_only": "；仅模型的估计见各代 TPU 对比图",
         "description_v1": "朴素实现：整个矩阵放入 VMEM",
         "description_v2": "按行、列切分的网格",
         "description_v3": "三维分块网格",

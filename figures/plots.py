@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from experiments.analysis.summaries import MATCH, default_limit, fidelity, paired, post_configs
+from experiments.analysis.summaries import MATCH, default_limit, fidelity, model_only, paired, post_configs
 from experiments.core.units import MiB, flops
-from figures.labels import SOURCE_NAMES, text
+from figures.labels import LABELS, SOURCE_NAMES, text
 
 SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
@@ -29,13 +29,32 @@ TARGET_COLORS = {"v4": "#999999", "v5e": "#0072B2", "v5p": "#009E73", "v6e": "#E
 
 def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
     """Estimate rows with `tflops` replaced by the timing model's `column` (model_post_tflops: timed as
-    the post did, for its figures; model_device_tflops: device time), where the table has it."""
+    the post did, for its figures; model_device_tflops: device time), where the table has it.
+    Model-only estimates (no compiler cycles) keep no number here: only the generations figure draws
+    them, in a style of their own."""
     if column not in rows or not rows[column].notna().any():
         return rows, False
     out = rows.copy()
-    est = out.source == "estimate"
+    est = (out.source == "estimate") & ~model_only(out)
     out.loc[est, "tflops"] = out.loc[est, column]
     return out, True
+
+
+def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
+    """One line per configuration whose estimate compiled but has no number to draw, and why."""
+    bare = rows[(rows.source == "estimate") & (rows.status == "ok") & rows.tflops.isna()]
+    groups = {}
+    for r in bare.itertuples():
+        reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS[lang] else None
+        key = (config_label(r, lang), reason, bool(model_only(bare.loc[[r.Index]]).iloc[0]))
+        groups.setdefault(key, []).append(int(r.m))
+    lines = []
+    for (label, reason, has_model), sizes in groups.items():
+        why = text(lang, f"reason_{reason}") if reason else text(lang, "reason_extrapolation_failed")
+        why += text(lang, "reason_model_only") if has_model else ""
+        lines.append(text(lang, "missing_cycles", label=label, reason=why,
+                          sizes=", ".join(str(s) for s in sorted(set(sizes)))))
+    return lines
 
 
 def config_label(row, lang: str | None = None) -> str:
@@ -265,7 +284,8 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
     # Below the plot: the legend, then the failures and how each source's numbers were obtained.
-    notes = failure_lines(failures, lang) + [provenance_note(rows, lang, post_method)]
+    notes = (failure_lines(failures, lang) + missing_lines(rows, lang)
+             + [provenance_note(rows, lang, post_method)])
     if "estimate_nonmonotonic" in rows:  # XLA estimates that fall with size: a cost-model artefact
         flagged = rows[(rows.source == "estimate") & rows.estimate_nonmonotonic.eq(True)]
         if len(flagged):
@@ -502,22 +522,40 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     rows = default_limit(df[(df.source == "estimate") & (df.experiment == experiment) & (df.dtype == dtype)
                             & (df.status == "ok")])
     rows, device = modelled(rows, "model_device_tflops")
-    rows = rows.dropna(subset=["tflops"])
+    rows = rows[rows.tflops.notna() | (model_only(rows) & device)]
     fig, ax = plt.subplots(figsize=(6.4, 3.8))  # two to an A4 page in the report
     ax.set_title(text(lang, "title_generations", experiment=experiment, dtype=dtype))
     if rows.empty:
         no_data(ax, lang)
         return fig
-    for target, group in rows.groupby("target"):
+    for target, group in sorted(rows.groupby("target"), key=lambda kv: target_order(kv[0])):
         color = TARGET_COLORS.get(target, "#444444")
         xla = group[group.kernel == "xla"].sort_values("m")
-        pallas = group[group.kernel != "xla"].groupby("m").tflops.max()
-        ax.plot(pallas.index, pallas.values, color=color, linestyle="--", marker="o", markersize=4,
-                label=text(lang, "best_pallas", target=target))
+        pallas = group[group.kernel != "xla"]
+        # A target whose Pallas rows have no compiler cycles (v4) gets the model-only estimate, drawn
+        # hollow and dotted: never in the style of an estimate from the compiler.
+        bare = pallas.tflops.isna() & model_only(pallas) & device
+        if bare.all() and len(pallas):
+            best = pallas.groupby("m").model_device_tflops.max()
+            ax.plot(best.index, best.values, color=color, linestyle=":", marker="o", markersize=5,
+                    markerfacecolor="white", label=text(lang, "best_pallas_model_only", target=target))
+        else:
+            best = pallas[~bare].groupby("m").tflops.max()
+            ax.plot(best.index, best.values, color=color, linestyle="--", marker="o", markersize=4,
+                    label=text(lang, "best_pallas", target=target))
         ax.plot(xla.m, xla.tflops, color=color, linestyle="--", marker="^", markersize=4, alpha=0.6,
                 linewidth=1, label=text(lang, "xla_target", target=target))
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(text(lang, "device_axis" if device else "estimated_axis"))
     ax.legend(fontsize=LEGEND_SIZE, ncol=2)
+    if model_only(rows).any():
+        fig.text(0.01, 0.01, wrap(text(lang, "generations_note"), 110), fontsize=NOTE_SIZE - 1, va="bottom")
+        fig.subplots_adjust(bottom=0.3)
     return fig
+
+
+def target_order(target: str) -> int:
+    """Generations oldest first, as experiments/core/chips.py lists them."""
+    order = list(TARGET_COLORS)
+    return order.index(target) if target in order else len(order)

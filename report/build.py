@@ -19,6 +19,7 @@ from babel.messages.extract import extract_from_file
 from babel.support import Translations
 from markupsafe import Markup
 
+from experiments.analysis.summaries import estimate_methods
 from experiments.analysis.toolchains import primary_rows
 from experiments.core.provenance import build_date
 from experiments.core.tables import write_atomic
@@ -249,16 +250,18 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
 
 def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[str], figure_names,
                 correctness: dict, figures_href: str = "../figures", for_pdf: bool = False,
-                primary_toolchain: str | None = None, claims: pd.DataFrame | None = None,
-                fidelity: pd.DataFrame | None = None, constants: pd.DataFrame | None = None) -> str:
+                primary_toolchain: str | None = None, served: dict | None = None,
+                claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
+                constants: pd.DataFrame | None = None) -> str:
     """The report in `lang`. `figure_names`: the run's figures, as {name: (kind, args)}
     (figures.catalog.figure_specs) or names. claims, fidelity and constants are results/claims.csv,
     fidelity.csv and timing_model.csv; computed from `df` when not given."""
     env, trans = environment(lang)
     gettext = trans.gettext
-    # "Then and now" reads every toolchain's estimates; the rest of the report the pipeline's own.
+    # "Then and now" reads every toolchain's estimates; the rest of the report each target's own
+    # compiler's: the pipeline's, or the toolchain `served` names for it.
     then_and_now = then_and_now_section(df, primary_toolchain, gettext)
-    df = primary_rows(df, primary_toolchain)
+    df = primary_rows(df, primary_toolchain, served)
     model = tables.timing_model_section(df, gettext, claims=claims, fidelity=fidelity, constants=constants)
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
@@ -302,6 +305,7 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         config_yaml=config_yaml,
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
         raised=raised, best=best, generation_figures=generation_figures,
+        methods=estimate_methods(df).to_dict("records"),
         agreement=findings.agreement(df), libtpu=libtpu, fidelity_figures=fidelity_figures,
         correctness=correctness, bibtex=bibtex("tpu_matmul_repro", c.title, commit),
         citation=c, post_attribution=post_attribution(lang), licence=RESULTS_LICENCE,
@@ -313,7 +317,8 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         then_and_now_figures=then_and_now_figures,
         model=model,
         estimator_names={"compiler": gettext("libtpu's estimate"),
-                         "model": gettext("timing model, device time")},
+                         "model": gettext("timing model, device time"),
+                         "model_only": gettext("timing model only, no compiler cycles")},
     )
     return env.get_template("report.html.j2").render(**context)
 

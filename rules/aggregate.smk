@@ -21,7 +21,8 @@ rule check_carried:
 rule aggregate:
     input:
         # the pipeline toolchain's, then the other toolchains' (rules/toolchains.smk)
-        estimates=expand("results/estimates/{target}.parquet", target=TARGETS) + TOOLCHAIN_ESTIMATES,
+        estimates=expand("results/estimates/{target}.parquet", target=[t for t in TARGETS if t not in PLAN.served])
+        + TOOLCHAIN_ESTIMATES,
         published=PUBLISHED,
         # this run's measurements, and those carried here from other machines
         measured=MEASURED + IMPORTED,

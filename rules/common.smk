@@ -22,7 +22,8 @@ try:
     MEASURE_LABEL = _checked["measure"]["label"] or measure_device.host_label()
     # Measurements carried from other machines: data/measured/*.parquet of the working directory (the
     # checkout, unless --directory says otherwise; see the README).
-    PLAN = make_plan(config, device=DEVICE, label=MEASURE_LABEL, imported=Path("data/measured").glob("*.parquet"))
+    PLAN = make_plan(config, device=DEVICE, label=MEASURE_LABEL, imported=Path("data/measured").glob("*.parquet"),
+                     published=REPO / "data" / "published_v5e.csv")
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 _requested = PLAN.config["measure"]["device"]
@@ -95,11 +96,8 @@ wildcard_constraints:
 # run in environments of their own (rules/toolchains.smk).
 from experiments.plan import toolchains as toolchain_plan
 
-try:
-    TOOLCHAINS = toolchain_plan.parse(config)
-    TOOLCHAIN_JOBS = toolchain_plan.jobs(config, PUBLISHED)
-except (toolchain_plan.ToolchainError, ConfigError) as e:
-    raise WorkflowError(str(e)) from None
+TOOLCHAINS = PLAN.toolchains
+TOOLCHAIN_JOBS = PLAN.toolchain_jobs
 TOOLCHAIN_NAMES = sorted({t for t, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_TARGETS = sorted({target for _, target, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_ESTIMATES = sorted({f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS})

@@ -6,17 +6,18 @@ from experiments.analysis import model_columns
 from experiments.analysis.aggregate import check_unique, combine, load_measured, load_published
 from experiments.core.runtime import logged
 from experiments.core.tables import write_parquet_atomic
-from experiments.plan.toolchains import primary
+from experiments.plan.toolchains import primary, served
 
 with logged(snakemake.log[0]) as log:
     estimates = [pd.read_parquet(p) for p in snakemake.input.estimates]
     measured = load_measured(snakemake.input.measured)
     log.info("%d measured rows from %s", len(measured), list(snakemake.input.measured) or "no file")
-    df = combine(estimates, load_published(snakemake.input.published), measured,
-                 toolchain=primary(snakemake.config))
+    # each target's estimates from its own compiler: the pipeline's, or the toolchain serving it
+    compilers = dict(toolchain=primary(snakemake.config), served=served(snakemake.config))
+    df = combine(estimates, load_published(snakemake.input.published), measured, **compilers)
     check_unique(df)
     # the timing model's columns: device time and time as the post measured it (one blocked call)
-    df, constants = model_columns.apply(df, toolchain=primary(snakemake.config))
+    df, constants = model_columns.apply(df, **compilers)
     log.info("timing model constants:\n%s", constants.to_string())
     log.info("%d rows; by source: %s", len(df), df.source.value_counts().to_dict())
     write_parquet_atomic(df, snakemake.output[0])

@@ -7,7 +7,7 @@ import pandas as pd
 
 from experiments.core import codec
 from experiments.core.runtime import logged
-from experiments.plan.toolchains import primary
+from experiments.plan.toolchains import primary, served
 from figures.catalog import render
 
 with logged(snakemake.log[0]) as log:
@@ -17,5 +17,5 @@ with logged(snakemake.log[0]) as log:
         # A missing glyph would print boxes in a published figure: make it an error.
         warnings.filterwarnings("error", message=".*[Gg]lyph.*missing.*")
         paths = render(df, snakemake.wildcards.name, kind, args, Path(snakemake.output[0]).parent,
-                       primary=primary(snakemake.config))
+                       primary=primary(snakemake.config), served=served(snakemake.config))
     log.info("wrote %s", ", ".join(str(p) for p in paths))

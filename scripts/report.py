@@ -7,7 +7,7 @@ import pandas as pd
 from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.core.tables import write_text_atomic
-from experiments.plan.toolchains import primary
+from experiments.plan.toolchains import primary, served
 from figures.style import cjk_font_path
 from report.build import config_text, embed_cjk_font, render_html, write_pdf
 
@@ -31,7 +31,8 @@ with logged(snakemake.log[0]) as log:
     for lang in ("en", "zh"):
         common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
                       figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
-                      figures_href=str(figures_href), primary_toolchain=primary(snakemake.config), **model)
+                      figures_href=str(figures_href), primary_toolchain=primary(snakemake.config),
+                      served=served(snakemake.config), **model)
         html_path = out[f"report.{lang}.html"]
         write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
         pdf_html = render_html(df, for_pdf=True, **common)

@@ -8,11 +8,12 @@ from experiments.analysis.summaries import best_vs_xla
 from experiments.analysis.toolchains import primary_rows
 from experiments.core.runtime import logged
 from experiments.core.tables import write_csv_atomic
-from experiments.plan.toolchains import primary
+from experiments.plan.toolchains import primary, served
 
 with logged(snakemake.log[0]) as log:
-    # the pipeline toolchain's estimates (results/then_and_now.csv compares the toolchains)
-    df = primary_rows(pd.read_parquet(snakemake.input[0]), primary(snakemake.config))
+    # each target's estimates from its own compiler (results/then_and_now.csv compares the toolchains)
+    df = pd.read_parquet(snakemake.input[0])
+    df = primary_rows(df, primary(snakemake.config), served(snakemake.config))
     try:
         agreement = validation.fidelity_table(df)
     except timing_model.TooFewPoints as e:  # a small config: say so in the table, go on

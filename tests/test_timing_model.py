@@ -279,3 +279,59 @@ def test_the_posts_plots_draw_the_post_method_column(synthetic):
     fig = plots.plot_generations(synthetic, "v5", "bfloat16", "en")  # device time elsewhere
     assert fig.axes[0].get_ylabel().startswith("Modelled TFLOP/s (device time")
     plt.close(fig)
+
+
+def test_a_target_without_compiler_cycles_gets_labelled_model_only_estimates(synthetic):
+    """v4: libtpu's static profiler aborts, so its Pallas rows compile (a VMEM verdict) without cycles.
+    They get the model-only estimate, labelled in model_fit, kept out of the compiler-based summaries
+    and figures, drawn hollow and dotted in the generations figure; no ok row lacks both a number and
+    the reason it has none."""
+    import matplotlib.pyplot as plt
+
+    from experiments.analysis.summaries import MODEL_ONLY, best_vs_xla, estimate_methods
+    from figures import plots
+
+    v4 = chip("v4")
+    base = synthetic[synthetic.source == "estimate"].drop(
+        columns=[c for c in synthetic if c.startswith("model_") or c.endswith("_over_model")]
+        + ["estimate_nonmonotonic"])
+    crashed = base.assign(target="v4", device_kind=v4.device_kind,
+                          peak_tflops=v4.peak_flops["bfloat16"] / 1e12, hbm_bytes_per_s=v4.hbm_bytes_per_s)
+    pallas = crashed.kernel != "xla"
+    crashed.loc[pallas, ["est_cycles", "seconds", "tflops"]] = np.nan
+    crashed.loc[pallas & (crashed.status == "ok"), "cycles_method"] = "profiler_crashed"
+    published = synthetic[synthetic.source == "published"].drop(
+        columns=[c for c in synthetic if c.startswith("model_") or c.endswith("_over_model")]
+        + ["estimate_nonmonotonic"])
+    df, _ = model_columns.apply(pd.concat([base, crashed, published], ignore_index=True))
+
+    ok = df[(df.source == "estimate") & (df.status == "ok")]
+    has_number = ok.tflops.notna() | ok.model_device_tflops.notna()
+    assert (has_number | ok.cycles_method.fillna("").ne("")).all()
+    bare = ok[(ok.target == "v4") & (ok.kernel != "xla")]
+    assert len(bare) and bare.model_fit.str.endswith(MODEL_ONLY).all()
+    assert (bare.model_device_tflops > 0).all()
+    assert (bare.model_device_tflops <= bare.peak_tflops * 1.0001).all()  # never faster than the chip
+    assert not ok[ok.target == "v5e"].model_fit.str.endswith(MODEL_ONLY).any()
+
+    best = best_vs_xla(df)
+    assert set(best[best.target == "v4"].estimator) == {"model_only"}
+    assert "model_only" not in set(best[best.target == "v5e"].estimator)
+    methods = estimate_methods(df).set_index("target")
+    assert methods.loc["v4", "compiler_cycles"] == 0 and methods.loc["v4", "model_only"] > 0
+    assert methods.loc["v4", "no_cycles_because"] == "profiler_crashed"
+    assert methods.loc["v5e", "model_only"] == 0
+
+    fig = plots.plot_experiment(df, "v5", "bfloat16", "v4", "en")
+    dashed = [line for line in fig.axes[0].get_lines()
+              if line.get_linestyle() == "--" and len(line.get_ydata())]
+    assert len(dashed) == 1  # XLA's cost model only: no Pallas line drawn like a compiler estimate
+    note = "\n".join(t.get_text() for t in fig.axes[1].texts)
+    assert "libtpu's static profiler crashed" in note and "generations figure" in note
+    plt.close(fig)
+    fig = plots.plot_generations(df, "v5", "bfloat16", "en")
+    labels = {line.get_label(): line for line in fig.axes[0].get_lines()}
+    assert labels["best Pallas v4, model only"].get_linestyle() == ":"
+    assert labels["best Pallas v4, model only"].get_markerfacecolor() == "white"
+    assert labels["best Pallas v5e"].get_linestyle() == "--"
+    plt.close(fig)

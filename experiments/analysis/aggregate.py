@@ -7,6 +7,7 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 """
 import pandas as pd
 
+from experiments.analysis.toolchains import primary_rows
 from experiments.core.schema import COLUMNS, INT_COLUMNS, KEY, SOURCES
 from experiments.measure.statistics import derive
 
@@ -81,13 +82,12 @@ def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None,
-               toolchain: str | None = None) -> pd.DataFrame:
+               toolchain: str | None = None, served: dict | None = None) -> pd.DataFrame:
     """measured_over_estimate = measured seconds / estimated seconds, for configurations with both
-    (the estimates of `toolchain`, the pipeline's own, when given)."""
+    (each target's estimates from its own compiler, when `toolchain` names the pipeline's own)."""
     if estimates is None:
         return measured.assign(measured_over_estimate=float("nan"))
-    if toolchain is not None:
-        estimates = estimates[estimates.toolchain == toolchain]
+    estimates = primary_rows(estimates, toolchain, served)
     # the estimate of the same target and configuration, whichever experiment it was filed under
     on = ["target", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes"]
     est = estimates[estimates.status == "ok"][on + ["seconds"]].drop_duplicates(on)
@@ -98,11 +98,13 @@ def with_ratio(measured: pd.DataFrame, estimates: pd.DataFrame | None,
 
 
 def combine(estimates: list[pd.DataFrame], published: pd.DataFrame | None,
-            measured: pd.DataFrame | None = None, toolchain: str | None = None) -> pd.DataFrame:
-    """The table; `toolchain` names the pipeline's own, whose estimates measurements are compared with."""
+            measured: pd.DataFrame | None = None, toolchain: str | None = None,
+            served: dict | None = None) -> pd.DataFrame:
+    """The table; `toolchain` names the pipeline's own and `served` the other compilers of some targets
+    (experiments/plan/toolchains.served), whose estimates measurements are compared with."""
     frames = [attach_baseline(pd.concat(estimates, ignore_index=True))] if estimates else []
     if measured is not None and len(measured):
-        frames.append(with_ratio(attach_baseline(measured), frames[0] if frames else None, toolchain))
+        frames.append(with_ratio(attach_baseline(measured), frames[0] if frames else None, toolchain, served))
     if published is not None:
         frames.append(published)
     df = pd.concat([f.reindex(columns=COLUMNS) for f in frames], ignore_index=True)

@@ -7,6 +7,7 @@ modelled times of their configuration and their ratios to them.
 import numpy as np
 import pandas as pd
 
+from experiments.analysis.summaries import MODEL_ONLY
 from experiments.analysis.timing_model import (
     CONFIG,
     LOWER,
@@ -72,11 +73,13 @@ def choose_fit(all_fits: dict, target: str):
     return "published v5e" if "published v5e" in all_fits else None
 
 
-def apply(df: pd.DataFrame, toolchain: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def apply(df: pd.DataFrame, toolchain: str | None = None,
+          served: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The table with its modelled columns, and the constants table.
 
-    With `toolchain`, only that toolchain's estimates (and the published and measured rows) are fitted
-    and modelled; other toolchains' rows (the post's compiler: no Pallas cycles) keep empty columns.
+    With `toolchain`, only that toolchain's estimates (and those of the compilers `served` names for
+    some targets, and the published and measured rows) are fitted and modelled; other toolchains' rows
+    (the post's compiler: no Pallas cycles) keep empty columns.
 
     Estimate rows get model_device_seconds / _tflops and model_post_seconds / _tflops from the fit
     named in model_fit; measured rows get the modelled times of their configuration's estimate and
@@ -86,7 +89,7 @@ def apply(df: pd.DataFrame, toolchain: str | None = None) -> tuple[pd.DataFrame,
     if toolchain is not None:
         from experiments.analysis.toolchains import primary_rows
 
-        mine = primary_rows(df, toolchain)
+        mine = primary_rows(df, toolchain, served)
         modelled, constants = apply(mine)
         rest = df.drop(index=mine.index).assign(estimate_nonmonotonic=False, model_fit="")
         return pd.concat([modelled, rest]).loc[df.index].reindex(columns=modelled.columns), constants
@@ -110,11 +113,28 @@ def apply(df: pd.DataFrame, toolchain: str | None = None) -> tuple[pd.DataFrame,
         out.loc[rows.index, "model_device_seconds"] = device
         out.loc[rows.index, "model_post_seconds"] = device + k.call_seconds
         out.loc[rows.index, "model_fit"] = name
+    _model_only(out, all_fits)
     work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
     out["model_device_tflops"] = work / out.model_device_seconds / 1e12
     out["model_post_tflops"] = work / out.model_post_seconds / 1e12
     _measured_ratios(out)
     return out, constants_table(all_fits)
+
+
+def _model_only(out: pd.DataFrame, all_fits: dict) -> None:
+    """Pallas estimates that compiled (a VMEM verdict) but have no cycles: the model-only estimate."""
+    bare = ((out.source == "estimate") & (out.status == "ok") & out.est_cycles.isna()
+            & (out.kernel != "xla") & out.target.isin(list(CHIPS)))
+    for target in sorted(set(out[bare].target)):
+        name = choose_fit(all_fits, target)
+        if name is None:
+            continue
+        k = all_fits[name][0].constants
+        rows = out[bare & (out.target == target)]
+        device = np.array([device_seconds(features(r, cycles=0.0), k) for r in rows.itertuples()])
+        out.loc[rows.index, "model_device_seconds"] = device
+        out.loc[rows.index, "model_post_seconds"] = device + k.call_seconds
+        out.loc[rows.index, "model_fit"] = f"{name}, {MODEL_ONLY}"
 
 
 def _measured_ratios(out: pd.DataFrame) -> None:

@@ -4,6 +4,17 @@ import pandas as pd
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
+# model_fit of a Pallas estimate without compiler cycles (v4: every libtpu's static profiler aborts):
+# the timing model's per-step form from the chip's peak, HBM bandwidth and the fitted constants alone,
+# with no compiler estimate of the kernel's own code behind it (experiments/analysis/model_columns.py).
+MODEL_ONLY = "model only, no compiler cycles"
+
+
+def model_only(df: pd.DataFrame) -> pd.Series:
+    """True for rows whose modelled numbers are model-only estimates (see MODEL_ONLY)."""
+    if "model_fit" not in df:
+        return pd.Series(False, index=df.index)
+    return df.model_fit.fillna("").str.endswith(MODEL_ONLY)
 
 
 def default_limit(df: pd.DataFrame) -> pd.DataFrame:
@@ -58,6 +69,9 @@ def fidelity(df: pd.DataFrame, *, target: str = "v5e", other: str = "published",
 ESTIMATORS = {  # estimator -> (TFLOP/s column, what it is); both sides of a fraction use the same one
     "compiler": ("tflops", "libtpu's estimate: static profile (Pallas) vs XLA's cost model, bounded by HBM"),
     "model": ("model_device_tflops", "timing model, device time, Pallas and XLA alike"),
+    # only where no Pallas configuration of the group has compiler cycles (v4): said so, never mixed
+    "model_only": ("model_device_tflops", "timing model, device time; Pallas from the chip's figures alone "
+                                          "(no compiler cycles), XLA from its cost model"),
 }
 
 
@@ -82,6 +96,12 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
             if column not in group:
                 continue
             pallas = group[group.kernel != "xla"].dropna(subset=[column])
+            if estimator == "model":
+                pallas = pallas[~model_only(pallas)]
+            elif estimator == "model_only":  # a fallback: only where nothing better exists
+                if group[group.kernel != "xla"].tflops.notna().any():
+                    continue
+                pallas = pallas[model_only(pallas)]
             xla = xla_rows[column].dropna()
             if pallas.empty or xla.empty:
                 continue
@@ -112,3 +132,32 @@ def latest_runs(df: pd.DataFrame) -> pd.DataFrame:
     keep = measured.set_index(["target", "run_label"]).index.isin(
         latest.set_index(["target", "run_label"]).index)
     return pd.concat([df[df.source != "measured"], measured[keep]]).sort_index()
+
+
+def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
+    """Per target (oldest generation first), how the estimates of the post's own Pallas configurations
+    at the default VMEM limit were obtained: the toolchain and libtpu they come from, how many have
+    libtpu's cycles (profiled or extrapolated), how many a model-only estimate, how many no number
+    (with the reasons, from cycles_method), how many ran out of VMEM; and whether XLA's cost model
+    gave its estimates."""
+    from experiments.core.chips import CHIPS
+
+    est = post_configs(default_limit(df[df.source == "estimate"]))
+    rows = []
+    for target in sorted(set(est.target), key=lambda t: list(CHIPS).index(t) if t in CHIPS else len(CHIPS)):
+        mine = est[est.target == target]
+        pallas = mine[mine.kernel != "xla"].drop_duplicates(MATCH[1:])
+        ok = pallas[pallas.status == "ok"]
+        cycles = ok.tflops.notna()
+        bare = ok[~cycles]
+        xla = mine[(mine.kernel == "xla") & (mine.status == "ok")]
+        rows.append(dict(
+            target=target, toolchain=", ".join(sorted(set(mine.toolchain.dropna()))),
+            libtpu=", ".join(sorted(set(mine.libtpu_version.dropna()))),
+            configurations=len(pallas), compiler_cycles=int(cycles.sum()),
+            model_only=int(model_only(bare).sum()), no_number=int((~model_only(bare)).sum()),
+            no_cycles_because=", ".join(sorted(set(bare.cycles_method.dropna()) - {""})),
+            out_of_vmem=int((pallas.status == "vmem_oom").sum()),
+            other_failures=int((~pallas.status.isin(["ok", "vmem_oom"])).sum()),
+            xla_cost_model=int(xla.tflops.notna().sum()), xla_sizes=len(xla)))
+    return pd.DataFrame(rows)

@@ -118,10 +118,12 @@ def case_of(row) -> Case:
 _FEATURES: dict = {}  # (case, target, cycles) -> Features
 
 
-def features(row) -> Features:
+def features(row, cycles: float | None = None) -> Features:
     """The model's inputs for a table row (an estimate of one configuration for one target); cached
-    per configuration, as the step counts of large grids take milliseconds."""
-    case, target, cycles = case_of(row), _get(row, "target"), float(_get(row, "est_cycles"))
+    per configuration, as the step counts of large grids take milliseconds. `cycles` replaces the row's
+    est_cycles (0: none, for a model-only estimate from the chip's peak and bandwidth alone)."""
+    case, target = case_of(row), _get(row, "target")
+    cycles = float(_get(row, "est_cycles") if cycles is None else cycles)
     key = (case, target, cycles)
     if key in _FEATURES:
         return _FEATURES[key]

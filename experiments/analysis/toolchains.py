@@ -18,11 +18,13 @@ def short_error(error: str) -> str:
     return found.group(0) if found else (error.splitlines()[0][:300] if error else "")
 
 
-def primary_rows(df: pd.DataFrame, primary: str | None) -> pd.DataFrame:
-    """`df` without the estimates of toolchains other than `primary` (None: `df` unchanged)."""
+def primary_rows(df: pd.DataFrame, primary: str | None, served: dict | None = None) -> pd.DataFrame:
+    """`df` with each target's estimates from its own compiler only: the toolchain `served` names for
+    that target (experiments/plan/toolchains.served), else `primary` (None: `df` unchanged)."""
     if primary is None or "toolchain" not in df:
         return df
-    return df[(df.source != "estimate") | (df.toolchain == primary)]
+    compiler = df.target.map(served or {}).fillna(primary)
+    return df[(df.source != "estimate") | (df.toolchain == compiler)]
 
 
 def toolchains_of(df: pd.DataFrame, primary: str | None) -> list[str]:

@@ -223,15 +223,15 @@ def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
         n = parts if any(searched(case, job) for case in job.cases) else 1
         n = min(n, len(by_blocks))
         work, groups = [0] * n, [[] for _ in range(n)]
-        for blocks, cases in sorted(by_blocks.items(), key=lambda kv: (-_work(kv[1]), kv[0])):
+        for _, cases in sorted(by_blocks.items(), key=lambda kv: (-_work(kv[1]), kv[0])):
             i = work.index(min(work))
             work[i] += _work(cases)
             groups[i].extend(cases)
         for i, cases in enumerate(groups, 1):
             chosen = set(cases)
             ordered = tuple(c for c in job.cases if c in chosen)  # the job's own order
-            part = dataclasses.replace(job, cases=ordered,
-                                       raise_limits_for=tuple(c for c in job.raise_limits_for if c in ordered))
+            retried = tuple(c for c in job.raise_limits_for if c in chosen)
+            part = dataclasses.replace(job, cases=ordered, raise_limits_for=retried)
             out[(target, experiment, dtype, f"{i}of{n}")] = part
     return out
 

@@ -4,9 +4,13 @@ The Snakefile (rules/common.smk) and the tests call `make_plan` alike, so what a
 run does. Device detection stays outside (it probes the machine): its answer comes in as `device`.
 """
 import dataclasses
+from pathlib import Path
 
 from experiments.measure import device as measure_device
 from experiments.plan import config as plan_config
+from experiments.plan import toolchains as plan_toolchains
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published_v5e.csv"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,6 +23,14 @@ class Plan:
     label: str  # this run's measurement label
     measure: dict  # (experiment, dtype) -> measure.harness.MeasureJob
     imported: tuple  # carried measurement files (data/measured/*.parquet)
+    toolchains: dict  # name -> plan.toolchains.Toolchain
+    toolchain_jobs: dict  # (toolchain, target, experiment, dtype) -> Job, for the other toolchains
+    served: dict  # target -> the toolchain other than the pipeline's own whose estimates it reads
+
+    @property
+    def primary(self) -> str:
+        """The pipeline's own toolchain: the compiler of every target not in `served`."""
+        return next(t.name for t in self.toolchains.values() if t.pipeline)
 
     @property
     def measured_file(self) -> str | None:
@@ -26,10 +38,11 @@ class Plan:
         return f"results/measured/{self.device.name}-{self.label}.parquet" if self.device else None
 
 
-def make_plan(config: dict, *, device=None, label: str = "local", imported=()) -> Plan:
+def make_plan(config: dict, *, device=None, label: str = "local", imported=(), published=PUBLISHED) -> Plan:
     """Check `config` (schema, then semantics) and expand it into the pipeline's jobs.
 
-    Raises plan_config.ConfigError naming the key and the value.
+    `published`: the post's numbers (data/published_v5e.csv), whose configurations some toolchains
+    compile. Raises plan_config.ConfigError naming the key and the value.
     """
     config = plan_config.checked(config)
     plan_config.check_toolchains(config)
@@ -38,7 +51,15 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=()) -
     imported = tuple(sorted(str(p) for p in imported))
     targets = list(dict.fromkeys(config["targets"] + measure_device.known_targets([device] if device else [],
                                                                                   imported)))
-    study = plan_config.study_parts(plan_config.study_jobs({**config, "targets": targets}),
-                                    config["compile_study"]["search_jobs"])
+    with_targets = {**config, "targets": targets}
+    served = plan_toolchains.served(with_targets)
+    own = [t for t in targets if t not in served]  # served targets: compiled by their own toolchain only
+    study = plan_config.study_parts(plan_config.study_jobs({**config, "targets": own}),
+                                    config["compile_study"]["search_jobs"]) if own else {}
+    try:
+        toolchain_jobs = plan_toolchains.jobs(with_targets, published)
+    except plan_toolchains.ToolchainError as e:
+        raise plan_config.ConfigError(str(e)) from None
     return Plan(config=config, correctness=correctness, targets=targets, study=study, device=device,
-                label=label, measure=measure, imported=imported)
+                label=label, measure=measure, imported=imported, toolchains=plan_toolchains.parse(config),
+                toolchain_jobs=toolchain_jobs, served=served)

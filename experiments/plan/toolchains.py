@@ -7,6 +7,9 @@ A toolchain is a name in the config's `toolchains` section with either
   with pip into a virtual environment of their own (experiments/compile_study/toolchain_env.py), and
   what it compiles there: `runs: study` (the compile study's sweeps) or `runs: published` (the
   configurations of the post's published table, at the default scoped-VMEM limit), for `targets`.
+  With `estimates_for` (runs: study), it is the compiler of those targets instead of the pipeline's
+  own: their figures, findings and report read its estimates (`served`), and the pipeline's own
+  toolchain does not compile them (libtpu 0.0.42.1's static profiler crashes on 7x; 0.0.52's does not).
 Without a `toolchains` section there is one toolchain, `current`, the pipeline's own.
 """
 import dataclasses
@@ -35,6 +38,7 @@ class Toolchain:
     targets: tuple | None = None  # None: the config's targets
     static_profile: bool = True  # False where libtpu has no static profile (no Pallas cycles)
     environment: tuple = ()  # ((variable, value), ...) set for its compile workers
+    estimates_for: tuple = ()  # targets whose estimates come from this toolchain (see the docstring)
 
     @property
     def pipeline(self) -> bool:
@@ -74,20 +78,37 @@ def parse(config: dict) -> dict[str, Toolchain]:
             if wrong:
                 raise ToolchainError(f"{key}.targets: {wrong!r}: runs: published compiles the post's "
                                      f"configurations, published for {list(PUBLISHED_TARGETS)} only")
+        estimates_for = tuple(spec.get("estimates_for", ()))
+        if estimates_for and (spec.get("pipeline") or runs != "study" or targets):
+            raise ToolchainError(f"{key}.estimates_for: {list(estimates_for)!r}: only for a toolchain with "
+                                 "pins and runs: study, without targets (it runs the targets it is for)")
         out[name] = Toolchain(
             name=name, pins=tuple(sorted((spec.get("pins") or {}).items())), runs=runs, targets=targets,
             static_profile=spec.get("static_profile", True),
-            environment=tuple(sorted((spec.get("environment") or {}).items())))
+            environment=tuple(sorted((spec.get("environment") or {}).items())), estimates_for=estimates_for)
     pipeline = [t.name for t in out.values() if t.pipeline]
     if len(pipeline) != 1:
         raise ToolchainError(f"toolchains: exactly one toolchain must have pipeline: true "
                              f"(the pipeline's own environment), found {pipeline}")
+    claimed = {}
+    for toolchain in out.values():
+        for target in toolchain.estimates_for:
+            if target in claimed:
+                raise ToolchainError(f"toolchains.{toolchain.name}.estimates_for: {target!r} is already "
+                                     f"toolchains.{claimed[target]}'s: one compiler per target")
+            claimed[target] = toolchain.name
     return out
 
 
 def primary(config: dict) -> str:
     """The name of the pipeline's own toolchain: the one the existing figures and findings use."""
     return next(t.name for t in parse(config).values() if t.pipeline)
+
+
+def served(config: dict) -> dict[str, str]:
+    """target -> the toolchain whose estimates that target's figures and findings read, for the targets
+    a toolchain other than the pipeline's own is `estimates_for` (the pipeline's own: all others)."""
+    return {target: t.name for t in parse(config).values() for target in t.estimates_for}
 
 
 def cache_dir(config: dict) -> Path:
@@ -142,7 +163,8 @@ def jobs(config: dict, published_path) -> dict[tuple[str, str, str, str], object
     for toolchain in parse(config).values():
         if toolchain.pipeline:
             continue
-        targets = list(toolchain.targets or config["targets"])
+        targets = ([t for t in config["targets"] if t in toolchain.estimates_for] if toolchain.estimates_for
+                   else list(toolchain.targets or config["targets"]))
         common = dict(toolchain=toolchain.name, static_profile=toolchain.static_profile)
         if toolchain.runs == "study":
             for (target, experiment, dtype), job in study_jobs({**config, "targets": targets}).items():
