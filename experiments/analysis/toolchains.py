@@ -23,7 +23,8 @@ def primary_rows(df: pd.DataFrame, primary: str | None, served: dict | None = No
     that target (experiments/plan/toolchains.served), else `primary` (None: `df` unchanged)."""
     if primary is None or "toolchain" not in df:
         return df
-    compiler = df.target.map(served or {}).fillna(primary)
+    served = served or {}
+    compiler = df.target.map(lambda target: served.get(target, primary))
     return df[(df.source != "estimate") | (df.toolchain == compiler)]
 
 
