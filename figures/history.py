@@ -25,7 +25,9 @@ TEXT = {
         "oom": "out of VMEM (what the compiler requests)",
         "limit": "default scoped limit {limit:.0f} MiB",
         "changed": "first release changed: jax {jax}, libtpu {libtpu}",
-        "unprobed": "grey releases were not probed (bisection): no point, nothing interpolated",
+        "change": "{before} → {after} MiB ({delta:+.0f} KiB)",
+        "sizes": "{config} at {sizes}",
+        "unprobed": "grey releases were not probed by the bisection: no point, nothing interpolated",
         "failed": "✗ {release}: no VMEM figure ({status})",
         "no_data": "no configuration changed between the endpoints",
         "caption": "VMEM that each of the post's configurations whose figure differs between the post's "
@@ -48,6 +50,8 @@ TEXT = {
         "oom": "VMEM 不足（编译器请求的大小）",
         "limit": "默认 scoped 上限 {limit:.0f} MiB",
         "changed": "首个发生变化的版本：jax {jax}，libtpu {libtpu}",
+        "change": "{before} → {after} MiB（{delta:+.0f} KiB）",
+        "sizes": "{config}，大小 {sizes}",
         "unprobed": "灰色版本未被二分查找探测：没有数据点，也不做插值",
         "failed": "✗ {release}：没有 VMEM 数值（{status}）",
         "no_data": "两端版本之间没有配置发生变化",
@@ -61,7 +65,8 @@ TEXT = {
                    "版本列表取自 jax wheel 的 [tpu] 附加依赖（data/releases.csv）",
     },
 }
-OK_COLOR, OOM_COLOR, LIMIT_COLOR, CHANGE_COLOR = "#0072B2", "#D55E00", "#D55E00", "#009E73"
+OK_COLOR, OOM_COLOR, LIMIT_COLOR = "#0072B2", "#D55E00", "#D55E00"
+CHANGE_COLORS = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9"]  # one per release that changed a figure
 TARGET = "v5e"
 
 
@@ -72,6 +77,19 @@ def groups(vmem: pd.DataFrame) -> list[pd.DataFrame]:
         key = tuple(zip(rows.release_index, rows.status, rows.vmem_bytes.fillna(-1), strict=True))
         by_figures.setdefault(key, []).append(name)
     return [vmem[vmem.label.isin(names)] for names in by_figures.values()]
+
+
+def panel_title(names: list[str], lang: str) -> str:
+    """"v4 (512,1024,1024) at 2048, 4096, 8192" for labels that differ only in their size."""
+    configs = list(dict.fromkeys(name.rsplit(", ", 1)[0] for name in names))
+    if len(configs) > 1:
+        return "; ".join(names)
+    return TEXT[lang]["sizes"].format(config=configs[0], sizes=", ".join(n.rsplit(", ", 1)[1] for n in names))
+
+
+def mib(value: float) -> str:
+    """Enough decimals to tell apart figures a few KiB apart."""
+    return f"{value / MiB:.3f}".rstrip("0").rstrip(".")
 
 
 def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[Release], lang: str):
@@ -87,6 +105,8 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
         return fig
     probed = set(vmem.release_index)
     notes = []
+    changed_in = list(dict.fromkeys(first_change.first_changed_jax.dropna().astype(str)))
+    colors = {jax: CHANGE_COLORS[i % len(CHANGE_COLORS)] for i, jax in enumerate(changed_in)}
     for ax, rows in zip(axes, panels, strict=True):
         names = list(dict.fromkeys(rows.label))
         one = rows[rows.label == names[0]].sort_values("release_index")
@@ -100,9 +120,17 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
             ax.axhline(limit.iloc[0] / MiB, color=LIMIT_COLOR, linestyle="--", linewidth=0.9)
         change = first_change[first_change.label == names[0]]
         if len(change) and pd.notna(change.first_changed_jax.iloc[0]):
-            x = next(i for i, r in enumerate(releases) if r.jax == str(change.first_changed_jax.iloc[0]))
-            ax.axvline(x - 0.5, color=CHANGE_COLOR, linewidth=1.2)
-        ax.set_title("; ".join(names), fontsize=7, loc="left")
+            row = change.iloc[0]
+            x = next(i for i, r in enumerate(releases) if r.jax == str(row.first_changed_jax))
+            color = colors[str(row.first_changed_jax)]
+            ax.axvline(x - 0.5, color=color, linewidth=1.2)
+            before = one[one.release_index < x].vmem_bytes.dropna()
+            if len(before):
+                ax.text(x - 0.3, 0.06, t["change"].format(
+                    before=mib(before.iloc[-1]), after=mib(row.first_changed_vmem_bytes),
+                    delta=(row.first_changed_vmem_bytes - before.iloc[-1]) / 1024),
+                    transform=ax.get_xaxis_transform(), fontsize=6.5, color=color)
+        ax.set_title(panel_title(names, lang), fontsize=7, loc="left")
         ax.set_ylabel(t["axis"], fontsize=7)
         high = max(one.vmem_bytes.max() / MiB, limit.iloc[0] / MiB if len(limit) else 0)
         ax.set_ylim(0, high * 1.25 if high > 0 else 1)
@@ -113,7 +141,7 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
     for i, tick in enumerate(axes[-1].get_xticklabels()):
         tick.set_color("black" if i in probed else "#999999")
     axes[-1].set_xlim(-0.6, len(releases) - 0.4)
-    axes[-1].set_xlabel(t["release"], fontsize=7)
+    axes[-1].set_xlabel("\n".join([t["release"], t["unprobed"], *dict.fromkeys(notes)]), fontsize=7)
     handles = [Line2D([], [], marker="o", linestyle="", color=OK_COLOR, label=t["ok"]),
                Line2D([], [], marker="x", linestyle="", color=OOM_COLOR, mew=1.5, label=t["oom"])]
     limits = vmem.vmem_limit_bytes.dropna()
@@ -122,12 +150,10 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
                               label=t["limit"].format(limit=limits.iloc[0] / MiB)))
     for row in first_change.drop_duplicates(["first_changed_jax"]).itertuples():
         if pd.notna(row.first_changed_jax):
-            handles.append(Line2D([], [], color=CHANGE_COLOR,
+            handles.append(Line2D([], [], color=colors[str(row.first_changed_jax)],
                                   label=t["changed"].format(jax=row.first_changed_jax,
                                                             libtpu=row.first_changed_libtpu)))
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7)
-    for j, note in enumerate([t["unprobed"], *dict.fromkeys(notes)]):
-        fig.text(0.01, -0.02 - 0.025 * j, note, fontsize=7, color="#555555" if j == 0 else OOM_COLOR)
     return fig
 
 

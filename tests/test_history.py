@@ -215,7 +215,7 @@ def test_figure_draws_probed_releases_only_in_both_languages(tmp_path):
         for i, s, v in [(0, "ok", 9 * mib), (11, "ok", 9 * mib), (17, "vmem_oom", 18 * mib),
                         (23, "vmem_oom", 18 * mib)]])
     first = pd.DataFrame([dict(label="v2 N=4, 2048", first_changed_jax=listed[17].jax,
-                               first_changed_libtpu=listed[17].libtpu)])
+                               first_changed_libtpu=listed[17].libtpu, first_changed_vmem_bytes=18 * mib)])
     for lang in ("en", "zh"):
         use_style(lang)
         fig = plot_history(vmem, first, listed, lang)
