@@ -10,6 +10,7 @@ two tables and the release list only.
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.lines import Line2D
+from packaging.version import Version
 
 from experiments.core.units import MiB
 from experiments.history.releases import Release
@@ -157,14 +158,18 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
     return fig
 
 
+def versions(column: pd.Series) -> list[str]:
+    """The distinct versions of a column, oldest first (0.0.5 before 0.0.10)."""
+    return sorted(set(column.dropna().astype(str)), key=Version)
+
+
 def provenance(vmem: pd.DataFrame, releases: list[Release], lang: str, title: str) -> dict:
     """What the figure's files say about themselves (the fields figures/style.py embeds)."""
     t, c = TEXT[lang], citation()
     fields = dict(target=TARGET, probed=vmem.release_index.nunique() if len(vmem) else 0,
                   releases=len(releases), first=releases[0].jax, last=releases[-1].jax,
-                  libtpus=", ".join(sorted(set(vmem.installed_libtpu.dropna().astype(str)))) if len(vmem)
-                  else "–")
-    jaxes = sorted(set(vmem.installed_jax.dropna().astype(str))) if len(vmem) else []
+                  libtpus=", ".join(versions(vmem.installed_libtpu)) if len(vmem) else "–")
+    jaxes = versions(vmem.installed_jax) if len(vmem) else []
     return {
         "title": title, "caption": t["caption"].format(**fields), "alt": t["alt"].format(**fields),
         "sources": t["sources"].format(**fields),
