@@ -30,6 +30,7 @@ include: "rules/measure.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
+include: "rules/history.smk"  # opt-in: `snakemake history`, not part of `all`
 
 
 rule all:

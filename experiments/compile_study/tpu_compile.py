@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from experiments.compile_study import compiler_output, worker
 from experiments.core.cases import Case, wrapper
 from experiments.core.chips import chip
+from kernels import compat
 
 if TYPE_CHECKING:  # the worker side of this module runs in toolchains without pandas
     from experiments.compile_study.cache import CompileCache
@@ -85,7 +86,17 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
     start = time.perf_counter()
     result = dict(status="ok", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None, error="")
     try:
-        text = compile_text(case, vmem_limit_bytes)
+        try:
+            text = compile_text(case, vmem_limit_bytes)
+        except Exception as e:
+            # An older libtpu than the jax (an intermediate release of the history): write the Mosaic
+            # IR version it reads, as jax would on a TPU host with it (kernels/compat.py), and retry.
+            version = compat.readable_mosaic_ir_version(str(e))
+            if version is None or not compat.use_mosaic_ir_version(version):
+                raise
+            print(f"libtpu reads Mosaic IR up to version {version}: compiling at it from now on",
+                  file=sys.stderr, flush=True)
+            text = compile_text(case, vmem_limit_bytes)
     except Exception as e:  # the compiler's verdict is a result, not a crash
         result |= compiler_output.compile_failure(e)
     else:

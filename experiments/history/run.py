@@ -1,0 +1,123 @@
+"""The history: which release changed each of the post's VMEM figures that differ between the post's
+toolchain and today's.
+
+1. Compile every Pallas configuration of the post (data/published_v5e.csv, at the compile study's
+   sizes) with the first and the last release of the list; keep those whose VMEM verdict or bytes
+   differ (the same comparison as results/then_and_now.csv, made here so the history needs no default
+   run first).
+2. Bisect the release list for each of them (experiments/history/bisect.py). A release probed for one
+   configuration compiles all of them, so every probed release has every configuration's figure, and
+   a second bisection that follows the same path builds no new environment.
+
+The bisection runs sequentially in one Snakemake job: which release comes next depends on the answers
+so far, which a Snakemake DAG (fixed before the run) cannot express without one checkpoint per step.
+Environments (toolchain cache) and compiles (compile cache) are cached outside results/, so a rerun
+or an interrupted run repeats no install and no compile.
+"""
+import pandas as pd
+
+from experiments.analysis.toolchains import short_error
+from experiments.core.cases import Case
+from experiments.core.units import MiB
+from experiments.history.bisect import Finding, bisect
+from experiments.history.probes import ReleaseCompiler
+from experiments.history.releases import Release
+
+MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
+
+
+def label(experiment: str, case: Case) -> str:
+    """e.g. "v2 N=4, 2048" or "v4 (512,1024,1024) bfloat16, 2048", as the then-and-now figure says it."""
+    if case.bm is None:
+        blocks = ""
+    elif case.kernel == "v2":
+        blocks = f" N={case.m // case.bm}"
+    else:
+        blocks = f" ({case.bm},{case.bk},{case.bn})"
+    dtype = "" if case.dtype == "float32" else f" {case.dtype}"
+    return f"{experiment}{blocks}{dtype}, {case.m}"
+
+
+def changed(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], log) -> list[tuple[str, Case]]:
+    """The cases whose VMEM verdict or bytes differ between the first and the last release."""
+    last = len(compiler.releases) - 1
+    compiler.compile(0, cases)
+    compiler.compile(last, cases)
+    out = []
+    for experiment, case in cases:
+        before, after = compiler.answer(0, case), compiler.answer(last, case)
+        if before.value != after.value:
+            out.append((experiment, case))
+            log.info("changed: %s: %s %s -> %s %s", label(experiment, case), before.status,
+                     before.vmem_bytes, after.status, after.vmem_bytes)
+    log.info("%d of %d configurations differ between %s and %s", len(out), len(cases),
+             compiler.releases[0].describe(), compiler.releases[last].describe())
+    return out
+
+
+def run_history(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], log):
+    """(vmem_by_release, first_change) tables; see the module's docstring."""
+    targets = changed(compiler, cases, log)
+    findings = {}
+    for experiment, case in targets:
+        def answer(i, case=case):
+            compiler.compile(i, targets)  # every changed configuration at each probed release
+            return compiler.answer(i, case)
+
+        findings[case] = bisect(len(compiler.releases), answer)
+        f = findings[case]
+        log.info("%s: first changed in %s (probed %d releases)%s", label(experiment, case),
+                 compiler.releases[f.first_changed].describe() if f.first_changed is not None else "-",
+                 len(f.probed), f"; {f.note}" if f.note else "")
+    return vmem_table(compiler, targets, findings), first_change_table(compiler.releases, targets, findings)
+
+
+def release_columns(release: Release, prefix: str = "") -> dict:
+    return {f"{prefix}jax": release.jax, f"{prefix}jaxlib": release.jaxlib, f"{prefix}libtpu": release.libtpu,
+            f"{prefix}jax_date": release.jax_date, f"{prefix}jax_commit": release.jax_commit}
+
+
+def case_columns(experiment: str, case: Case) -> dict:
+    return dict(experiment=experiment, kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
+                bm=case.bm, bk=case.bk, bn=case.bn, label=label(experiment, case))
+
+
+def vmem_table(compiler: ReleaseCompiler, targets, findings: dict[Case, Finding]) -> pd.DataFrame:
+    """One row per probed release and changed configuration: what that release's compiler said."""
+    rows = []
+    for (index, case), row in sorted(compiler.rows.items(), key=lambda kv: kv[0][0]):
+        experiment = next((e for e, c in targets if c == case), None)
+        if experiment is None:  # compiled at the endpoints only, unchanged
+            continue
+        vmem = None if pd.isna(row.get("vmem_bytes")) else int(row["vmem_bytes"])
+        rows.append(dict(
+            release_index=index, **release_columns(compiler.releases[index]),
+            **case_columns(experiment, case),
+            bisected=index in findings[case].probed, status=row["status"], vmem_bytes=vmem,
+            vmem_mib=None if vmem is None else round(vmem / MiB, 3),
+            vmem_limit_bytes=row.get("vmem_limit_bytes"), vmem_method=row.get("vmem_method") or "",
+            installed_jax=row.get("jax_version"), installed_jaxlib=row.get("jaxlib_version"),
+            installed_libtpu=row.get("libtpu_version"), install_s=compiler.install_s.get(index),
+            error=short_error(str(row.get("error") or "")), git_sha=row.get("git_sha")))
+    return pd.DataFrame(rows).sort_values(["label", "release_index"], kind="stable").reset_index(drop=True)
+
+
+def first_change_table(releases: list[Release], targets, findings: dict[Case, Finding]) -> pd.DataFrame:
+    rows = []
+    for experiment, case in targets:
+        f = findings[case]
+        first = releases[f.first_changed] if f.first_changed is not None else None
+        changed_to = f.probed.get(f.first_changed) if first else None
+        rows.append(dict(
+            **case_columns(experiment, case),
+            before_jax=releases[0].jax, before_status=f.before.status, before_vmem_bytes=f.before.vmem_bytes,
+            after_jax=releases[-1].jax, after_status=f.after.status, after_vmem_bytes=f.after.vmem_bytes,
+            **(release_columns(first, "first_changed_") if first else {}),
+            first_changed_status=changed_to.status if changed_to else None,
+            first_changed_vmem_bytes=changed_to.vmem_bytes if changed_to else None,
+            last_unchanged_jax=releases[f.last_unchanged].jax if f.last_unchanged is not None else None,
+            last_unchanged_libtpu=releases[f.last_unchanged].libtpu if f.last_unchanged is not None else None,
+            exact=f.exact, one_step=f.one_step, probed=len(f.probed),
+            probed_releases=" ".join(releases[i].jax for i in sorted(f.probed)),
+            untested_between=" ".join(releases[i].jax for i in f.untested_between), note=f.note))
+    return pd.DataFrame(rows)

@@ -1,0 +1,56 @@
+# Opt-in history (`snakemake history`; not part of `all`): for each of the post's configurations whose
+# VMEM differs between the post's toolchain and today's, the first jax/libtpu release that changed it
+# (experiments/history). It installs an environment per probed release (~1 GB each, in the toolchains'
+# cache folder), so it runs only when asked for.
+from experiments.history.probes import settings_of
+
+# The release list, read from the jax wheels once by tools/list_releases.py: planning needs no network.
+RELEASES = local(os.path.relpath(REPO / "data" / "releases.csv"))
+
+
+# One job, sequential: each probe depends on the answers before it (experiments/history/run.py). Every
+# release's environment is built once (toolchain cache) and every (release, configuration) compile is
+# one entry of the compile cache, so a rerun repeats neither.
+rule history_bisect:
+    input:
+        releases=RELEASES,
+        published=PUBLISHED,
+    output:
+        vmem="results/history/vmem_by_release.csv",
+        first_change="results/history/first_change.csv",
+    log:
+        "logs/history/bisect.log",
+    params:
+        settings=settings(settings_of(config)),
+        toolchains=settings(TOOLCHAINS),
+        code=code("scripts/history_bisect.py"),
+    resources:
+        mem_mb=4000,
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/history_bisect.py"
+
+
+rule history_figure:
+    input:
+        vmem="results/history/vmem_by_release.csv",
+        first_change="results/history/first_change.csv",
+        releases=RELEASES,
+    output:
+        multiext("results/figures/history_vmem", ".png", ".svg", ".pdf", ".zh.png", ".zh.svg", ".zh.pdf"),
+    log:
+        "logs/history/figure.log",
+    params:
+        code=code("scripts/history_figure.py", "figures/*.mplstyle", "CITATION.cff"),
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/history_figure.py"
+
+
+rule history:
+    input:
+        "results/history/vmem_by_release.csv",
+        "results/history/first_change.csv",
+        "results/figures/history_vmem.png",

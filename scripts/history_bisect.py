@@ -1,0 +1,26 @@
+"""Snakemake script: bisect the jax/libtpu releases for the first release that changed each of the
+post's VMEM figures (experiments/history/run.py); sequential, as each probe depends on the last."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
+from experiments.core import codec
+from experiments.core.runtime import logged
+from experiments.core.tables import write_csv_atomic
+from experiments.history import releases
+from experiments.history.probes import ReleaseCompiler
+from experiments.history.run import run_history
+from experiments.plan.toolchains import published_cases
+
+with logged(snakemake.log[0]) as log:
+    settings = codec.decode(snakemake.params.settings)
+    listed = releases.read(snakemake.input.releases)
+    log.info("%d releases: %s to %s", len(listed), listed[0].describe(), listed[-1].describe())
+    cases = {}  # each configuration once, under the first experiment that published it
+    for (experiment, _), found in published_cases(snakemake.input.published).items():
+        for case in found:
+            if experiment != "xla" and case.m in settings.sizes:
+                cases.setdefault(case, experiment)
+    with open(snakemake.log[0], "a") as worker_stderr:
+        compiler = ReleaseCompiler(listed, snakemake.config, settings, stderr=worker_stderr)
+        vmem, first = run_history(compiler, [(e, c) for c, e in cases.items()], log)
+    write_csv_atomic(vmem, snakemake.output.vmem)
+    write_csv_atomic(first, snakemake.output.first_change)

@@ -1,0 +1,27 @@
+"""Snakemake script: the history figure (figures/history.py), in English and Chinese, PNG, SVG and PDF."""
+import warnings
+from pathlib import Path
+
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+import pandas as pd
+
+from experiments.core.runtime import logged
+from experiments.history import releases
+from figures.catalog import figure_title, stem
+from figures.history import plot_history, provenance
+from figures.style import LANGUAGES, save, use_style
+
+with logged(snakemake.log[0]) as log:
+    vmem = pd.read_csv(snakemake.input.vmem)
+    first_change = pd.read_csv(snakemake.input.first_change)
+    listed = releases.read(snakemake.input.releases)
+    directory = Path(snakemake.output[0]).parent
+    with warnings.catch_warnings():
+        # A missing glyph would print boxes in a published figure: make it an error.
+        warnings.filterwarnings("error", message=".*[Gg]lyph.*missing.*")
+        for lang in LANGUAGES:
+            use_style(lang)
+            fig = plot_history(vmem, first_change, listed, lang)
+            paths = save(fig, stem(directory, "history_vmem", lang),
+                         provenance(vmem, listed, lang, figure_title(fig)))
+            log.info("wrote %s", ", ".join(str(p) for p in paths))
