@@ -233,3 +233,24 @@ def test_gallery_lists_every_figure_offline(table, tmp_path):
     files = results_files(table)
     assert set(files) == {"LICENSE.md", "ATTRIBUTION.md", "CITATION.cff"}
     assert "CC BY 4.0" in files["LICENSE.md"] and "v5litepod-1" in files["ATTRIBUTION.md"]
+
+
+def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, monkeypatch):
+    """The Chinese figures embed a subset of a once-cut copy of Noto Sans CJK SC (figures/style.py):
+    every character of every Chinese label must be in it (or in DejaVu Sans, the fallback), and it is
+    cut again, not trusted, when absent from the cache folder."""
+    from fontTools.ttLib import TTFont
+    from matplotlib import font_manager
+
+    from figures.labels import LABELS
+    from figures.style import cjk_figure_font
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = cjk_figure_font()
+    assert path.is_relative_to(tmp_path) and path.stat().st_size < 2_000_000
+    cut = set(TTFont(str(path)).getBestCmap())
+    latin = set(TTFont(font_manager.findfont("DejaVu Sans")).getBestCmap())
+    drawn = {ch for v in LABELS["zh"].values() for ch in str(v)} - {"\n"}
+    missing = {ch for ch in drawn if ord(ch) not in cut | latin}
+    assert not missing
+    assert cjk_figure_font() == path  # the second call reuses it
