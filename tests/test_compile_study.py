@@ -215,3 +215,18 @@ def test_run_job_derives_blocked_vmem_and_reuses_the_cache(tmp_path, monkeypatch
     third = run_job(job)
     pd.testing.assert_frame_equal(first.drop(columns=["git_sha", "compile_s"]),
                                   third.drop(columns=["git_sha", "compile_s"]))
+
+
+def test_a_crashing_static_profiler_leaves_the_vmem_verdict_and_says_why():
+    """v4: libtpu's static profiler aborts (exit -6) on every kernel. Each row keeps the plain
+    compile's VMEM verdict, says why it has no cycles, and after the first crash the job stops trying
+    the profiler (each crash costs a worker restart)."""
+    cases = (Case("v3", "float32", 1024, 1024, 1024, 256, 256, 256),
+             Case("v5", "bfloat16", 2048, 2048, 2048, 512, 1024, 1024))
+    job = Job("v4", "v4", cases, timeout_s=300, profile_max_steps=16)
+    df = run_job(job)
+    assert list(df.status) == ["ok", "ok"] and df.vmem_bytes.gt(0).all()
+    assert list(df.cycles_method) == ["profiler_crashed", "profiler_crashed"]
+    assert df.est_cycles.isna().all() and df.tflops.isna().all()
+    assert df.error.str.startswith("no cycle estimate: libtpu's static profiler crashed").all()
+    assert "did not run the profiler again" in df.error.iloc[1]

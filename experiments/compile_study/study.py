@@ -143,6 +143,7 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
             Compiler(job.target, profile=True, cache=cache.for_target(job.target, True, row_versions),
                      **workers) as profiler:
         estimator = CycleEstimator(profiler, job.profile_max_steps)
+        crashed = []  # the first crash of the profiler in this job, if any
 
         def one(case: Case, limit: int | None) -> dict:
             bound = beyond_physical_vmem(job.target, case)
@@ -182,10 +183,14 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
                 result = compiler.compile(probe, limit)
                 return (_located(result, probe, case), None,
                         NO_STATIC_PROFILE if result["status"] == "ok" else "", vmem_method)
-            result = estimator.compile(probe, limit)
+            # libtpu's static profiler crashes on every kernel for some targets (v4; 7x before libtpu
+            # 0.0.52), each crash costing a worker restart: after the first, the job stops trying.
+            result = crashed[0] if crashed else estimator.compile(probe, limit)
             if result["status"] == "compile_error" and "exited with code" in result["error"]:
-                # libtpu's static profiler crashed (v4 and 7x with some libtpu releases): the VMEM
-                # verdict from a plain compile, and the crash as the reason there are no cycles.
+                # the VMEM verdict from a plain compile, and the crash as the reason there are no cycles
+                if not crashed:
+                    crashed.append(dict(result, error=f"{result['error']}; on {probe.label()}, after which "
+                                                      "this job did not run the profiler again"))
                 crash = result["error"]
                 result = compiler.compile(probe, limit)
                 if result["status"] == "ok":
