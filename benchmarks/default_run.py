@@ -1,9 +1,10 @@
 """Time the default pipeline run as a user meets it, and record the figures in benchmarks/default_run.md.
 
-    python3 benchmarks/default_run.py [--cores 1 2] [--skip-cold]
+    python3 benchmarks/default_run.py [--cores 1 2]
 
 From a clean clone of this checkout's HEAD, in the current Python environment:
-  1. cold, --cores 1: empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder), no results;
+  1. cold, --cores 1: empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder) and no cut CJK font
+     for the Chinese figures (figures/style.py), no results;
   2. cold, --cores 2: the same, in another clean clone with its own empty cache;
   3. warm cache: results/ deleted, the compile cache of run 1 kept;
   4. no-op: everything up to date.
@@ -14,8 +15,11 @@ min, no-op <= 10 s.
 """
 import argparse
 import datetime
+import functools
 import os
 import platform
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +27,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+FONT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tpu-matmul-repro" / "fonts"
 
 
 def run(cmd, cwd, env) -> tuple[float, int]:
@@ -61,25 +66,54 @@ def main() -> None:
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
-    rows = []
+    rows, stages = [], {}
+    # written after every run, so that an interrupted benchmark keeps what it measured
+    write = functools.partial(write_report, args.out, commit, rows, stages, args.cores)
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         tmp = Path(tmp)
         first = None
         for cores in args.cores:
             checkout = clone(tmp / f"cores{cores}")
             env = dict(os.environ, TPU_MATMUL_REPRO_CACHE=str(tmp / f"cache{cores}"))
+            shutil.rmtree(FONT_CACHE, ignore_errors=True)  # the Chinese figures' cut font: cold too
             seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(cores)], checkout, env)
             rows.append((f"cold, --cores {cores}", seconds, jobs))
+            stages[cores] = job_time_by_rule(checkout)
             print(rows[-1], flush=True)
+            write()
             first = first or (checkout, env)
         checkout, env = first
         subprocess.run(["rm", "-rf", str(checkout / "results")], check=True)
         seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(args.cores[0])], checkout, env)
         rows.append((f"warm cache (results/ deleted), --cores {args.cores[0]}", seconds, jobs))
         print(rows[-1], flush=True)
+        write()
         seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(args.cores[0])], checkout, env)
         rows.append(("no-op", seconds, jobs))
         print(rows[-1], flush=True)
+        write()
+    print(args.out.read_text())
+
+
+def job_time_by_rule(checkout: Path) -> dict[str, tuple[float, int, float]]:
+    """rule -> (summed job wall time, jobs, longest job) from Snakemake's own log of the run: where
+    the time goes, and whether one job holds up the others."""
+    stamp = r"\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]\n"
+    text = "".join(p.read_text() for p in sorted((checkout / ".snakemake" / "log").glob("*.log")))
+    started, rule_of, out = {}, {}, {}
+    event = r"(?:local)?(?:rule (\w+):[\s\S]*?jobid: (\d+)|Finished jobid: (\d+))"
+    for m in re.finditer(stamp + event, text):
+        when = datetime.datetime.strptime(m[1], "%a %b %d %H:%M:%S %Y")
+        if m[2]:
+            started[m[3]], rule_of[m[3]] = when, m[2]
+        elif m[4] in started:
+            total, jobs, longest = out.get(rule_of[m[4]], (0.0, 0, 0.0))
+            seconds = (when - started[m[4]]).total_seconds()
+            out[rule_of[m[4]]] = (total + seconds, jobs + 1, max(longest, seconds))
+    return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
+
+
+def write_report(path: Path, commit: str, rows, stages, cores) -> None:
     lines = [
         "# Default run: wall time",
         "",
@@ -91,11 +125,16 @@ def main() -> None:
         "| --- | --- | --- |",
         *[f"| {name} | {minutes(seconds)} ({seconds:.0f} s) | {jobs} |" for name, seconds, jobs in rows],
     ]
-    if len(args.cores) > 1:
+    if len(cores) > 1 and len(rows) > 1:
         speedup = rows[0][1] / rows[1][1]
-        lines += ["", f"Speed-up of --cores {args.cores[1]} over --cores {args.cores[0]}: {speedup:.2f}."]
-    args.out.write_text("\n".join(lines) + "\n")
-    print(args.out.read_text())
+        lines += ["", f"Speed-up of --cores {cores[1]} over --cores {cores[0]}: {speedup:.2f}."]
+    for n, by_rule in stages.items():
+        lines += ["", f"Cold run with --cores {n}, job wall time by rule (Snakemake's log, 1 s resolution):",
+                  "",
+                  "| rule | jobs | summed | longest job |", "| --- | --- | --- | --- |",
+                  *[f"| {rule} | {jobs} | {total:.0f} s | {longest:.0f} s |"
+                    for rule, (total, jobs, longest) in by_rule.items()]]
+    path.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
