@@ -35,7 +35,7 @@ def _equal(x, y) -> bool:
 
 
 def compare(old: pd.DataFrame, new: pd.DataFrame, ignore=(), rtol=0.0, examples=3) -> list[str]:
-    key = [c for c in KEY + ["toolchain"] if c in old.columns and c in new.columns]
+    key = [c for c in dict.fromkeys(KEY + ["toolchain"]) if c in old.columns and c in new.columns]
     lines = [f"{len(old)} rows before, {len(new)} after; matched on {key}"]
     merged = old.merge(new, on=key, how="outer", suffixes=("_old", "_new"), indicator=True)
     for side, label in (("left_only", "only before"), ("right_only", "only after")):
