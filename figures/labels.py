@@ -62,7 +62,7 @@ LABELS = {
                             "hollow, dotted: model only (no compiler cycles: libtpu's static profiler "
                             "aborts for this target), from the chip's peak, HBM bandwidth and the model's "
                             "constants alone, less certain",
-        "missing_cycles": "no estimate drawn for {label} @ {sizes}: {reason}",
+        "missing_cycles": "no estimate drawn at {sizes} for {label}: {reason}",
         "reason_profiler_crashed": "libtpu's static profiler crashed (it compiles: VMEM verdict kept)",
         "reason_no_static_profile": "this libtpu has no static profile",
         "reason_extrapolation_failed": "a small grid of the same blocks could not be profiled",
@@ -149,7 +149,7 @@ LABELS = {
         "generations_note": "实心：libtpu 的周期估计（静态剖析）经计时模型换算；空心、点线：仅模型"
                             "（无编译器周期：libtpu 的静态剖析器在此代芯片上崩溃），只由芯片峰值、HBM 带宽"
                             "和模型常数得出，可信度较低",
-        "missing_cycles": "{label} @ {sizes} 未画出估计：{reason}",
+        "missing_cycles": "{sizes} 处未画出估计：{label}。原因：{reason}",
         "reason_profiler_crashed": "libtpu 的静态剖析器崩溃（可以编译：保留 VMEM 结论）",
         "reason_no_static_profile": "此版本 libtpu 没有静态剖析",
         "reason_extrapolation_failed": "同分块的小网格无法剖析",

@@ -43,17 +43,20 @@ def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
     """One line per configuration whose estimate compiled but has no number to draw, and why."""
     bare = rows[(rows.source == "estimate") & (rows.status == "ok") & rows.tflops.isna()]
-    groups = {}
+    bare = bare.assign(is_model_only=model_only(bare))
+    groups = {}  # (reason, has a model-only estimate) -> {configuration: sizes}
     for r in bare.itertuples():
-        reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS[lang] else None
-        key = (config_label(r, lang), reason, bool(model_only(bare.loc[[r.Index]]).iloc[0]))
-        groups.setdefault(key, []).append(int(r.m))
+        reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS[lang] else "extrapolation_failed"
+        configs = groups.setdefault((reason, bool(r.is_model_only)), {})
+        configs.setdefault(config_label(r, lang), set()).add(int(r.m))
     lines = []
-    for (label, reason, has_model), sizes in groups.items():
-        why = text(lang, f"reason_{reason}") if reason else text(lang, "reason_extrapolation_failed")
-        why += text(lang, "reason_model_only") if has_model else ""
-        lines.append(text(lang, "missing_cycles", label=label, reason=why,
-                          sizes=", ".join(str(s) for s in sorted(set(sizes)))))
+    for (reason, has_model), configs in groups.items():
+        why = text(lang, f"reason_{reason}") + (text(lang, "reason_model_only") if has_model else "")
+        every = set().union(*configs.values())
+        labels = [label if sizes == every else f"{label} @ {', '.join(str(s) for s in sorted(sizes))}"
+                  for label, sizes in configs.items()]
+        lines.append(text(lang, "missing_cycles", label="; ".join(labels), reason=why,
+                          sizes=", ".join(str(s) for s in sorted(every))))
     return lines
 
 
@@ -549,9 +552,8 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     ax.set_ylim(bottom=0)
     ax.set_ylabel(text(lang, "device_axis" if device else "estimated_axis"))
     ax.legend(fontsize=LEGEND_SIZE, ncol=2)
-    if model_only(rows).any():
-        fig.text(0.01, 0.01, wrap(text(lang, "generations_note"), 110), fontsize=NOTE_SIZE - 1, va="bottom")
-        fig.subplots_adjust(bottom=0.3)
+    if model_only(rows).any():  # below the figure: saving with bbox_inches="tight" takes it in
+        fig.text(0.01, -0.01, wrap(text(lang, "generations_note"), 100), fontsize=NOTE_SIZE, va="top")
     return fig
 
 
