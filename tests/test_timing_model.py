@@ -326,7 +326,7 @@ def test_a_target_without_compiler_cycles_gets_labelled_model_only_estimates(syn
     dashed = [line for line in fig.axes[0].get_lines()
               if line.get_linestyle() == "--" and len(line.get_ydata())]
     assert len(dashed) == 1  # XLA's cost model only: no Pallas line drawn like a compiler estimate
-    note = "\n".join(t.get_text() for t in fig.axes[1].texts)
+    note = " ".join(" ".join(t.get_text() for t in fig.axes[1].texts).split())  # unwrapped
     assert "libtpu's static profiler crashed" in note and "generations figure" in note
     plt.close(fig)
     fig = plots.plot_generations(df, "v5", "bfloat16", "en")
