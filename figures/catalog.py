@@ -207,7 +207,9 @@ def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
     if kind == "experiment":
         mine = rows[(rows.experiment == args["experiment"]) & (rows.dtype == args["dtype"])]
         xla = rows[(rows.kernel == "xla") & (rows.dtype == args["dtype"])]
-        return pd.concat([mine, xla]).drop_duplicates()
+        # the same row can be in both; by index, as measured rows hold lists of samples (unhashable)
+        both = pd.concat([mine, xla])
+        return both[~both.index.duplicated()]
     if kind in ("search", "generations"):
         rows = rows[(rows.source == "estimate") & (rows.experiment == args["experiment"])
                     & (rows.dtype == args["dtype"])]
