@@ -10,7 +10,8 @@ from typing import Callable
 
 import pandas as pd
 
-from experiments.analysis.summaries import latest_runs, post_configs
+from experiments.analysis.runs import latest_runs
+from experiments.analysis.summaries import post_configs
 from experiments.analysis.toolchains import primary_rows
 from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
