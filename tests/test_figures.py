@@ -244,10 +244,10 @@ def test_measured_rows_with_raw_samples_draw(table, tmp_path):
     from experiments.measure.statistics import derive
 
     def measured(kernel, blocks, seconds):
-        return dict(source="measured", target="v5e", device_kind="TPU v5 lite", experiment="v5", kernel=kernel,
-                    dtype="bfloat16", m=2048, k=2048, n=2048, bm=blocks[0], bk=blocks[1], bn=blocks[2],
-                    status="ok", run_label="vm", timestamp="2026-11-30T00:00:00+00:00", vmem_limit_bytes=16 << 20,
-                    samples_s=[seconds] * 5, wall_samples_s=[seconds * 1.1] * 5)
+        return dict(source="measured", target="v5e", device_kind="TPU v5 lite", experiment="v5",
+                    kernel=kernel, dtype="bfloat16", m=2048, k=2048, n=2048, bm=blocks[0], bk=blocks[1],
+                    bn=blocks[2], status="ok", run_label="vm", timestamp="2026-11-30T00:00:00+00:00",
+                    vmem_limit_bytes=16 << 20, samples_s=[seconds] * 5, wall_samples_s=[seconds * 1.1] * 5)
 
     rows = derive(frame([measured("v5", (512, 1024, 1024), 1.2e-4), measured("xla", (None,) * 3, 1e-4)],
                         {"jax_version": "0.10.2", "git_sha": "abc"}))
