@@ -1,5 +1,6 @@
 """Snakemake script: every claim of the post checked against this run's table (results/claims.csv)."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
+import pandas as pd
 
 from experiments.analysis.claims import FEASIBILITY_CLAIMS, claims_table
 from experiments.analysis.runs import read_results
