@@ -212,3 +212,16 @@ def test_a_few_runs_keep_a_table_each(table):
     section = measured_section(render(df))
     assert section.count("<table>") == 2 and "run vm-day00" in section and "run vm-day01" in section
     assert "The table holds" not in section and "more configurations" not in section
+
+
+def test_the_readers_give_the_report_of_the_whole_table(table, tmp_path):
+    """The report script reads each target's latest run (read_results) and every measured row's shown
+    columns (read_measured): the same report as from the whole table in memory."""
+    from experiments.analysis.runs import read_measured, read_results
+
+    df = pd.concat([table, measured_runs(6, [256, 512])], ignore_index=True)
+    path = tmp_path / "matmul.parquet"
+    df.to_parquet(path, index=False)
+    whole = render(pd.read_parquet(path))
+    assert render(read_results(path), measured=read_measured(path)) == whole
+    assert "in 6 runs" in measured_section(whole)

@@ -16,7 +16,7 @@ RUN = ["target", "run_label"]
 # What the report's measured tables and its provenance show of a measured row (report/tables.py).
 MEASURED_SHOWN = [
     "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
-    "vmem_limit_bytes", "search", "status", "seconds", "p25_seconds", "p75_seconds", "wall_seconds",
+    "vmem_limit_bytes", "search", "status", "seconds", "tflops", "p25_seconds", "p75_seconds", "wall_seconds",
     "n_samples", "timer", "near_dispatch_floor", "precision", "measured_over_estimate", "dispatch_floor_s",
     "num_chips", "num_devices", "run_label", "timestamp", "jax_version", "libtpu_version", "git_sha",
 ]
