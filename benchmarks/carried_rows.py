@@ -106,11 +106,14 @@ def monitored(cmd: list[str], cwd: Path, cap_mb: int) -> dict:
             kb = status_kb(pid)
             if not kb:
                 continue
-            if pid not in seen:
+            # A new process shows its parent's command line until it execs its own: name it again
+            # until it names a script, and start its peak afresh when it does (exec resets VmHWM).
+            if pid not in seen or seen[pid]["job"] in (None, "snakemake"):
                 job = job_name(pid)
-                # a process the job's script forked (same command line) is part of that job
-                forked = parent in seen and seen[parent]["job"] == job
-                seen[pid] = dict(job=job, forked=forked, hwm_kb=0, first=time.monotonic() - start)
+                if pid not in seen or job != seen[pid]["job"]:
+                    # a process the job's script forked (same command line) is part of that job
+                    forked = parent in seen and seen[parent]["job"] == job
+                    seen[pid] = dict(job=job, forked=forked, hwm_kb=0, first=time.monotonic() - start)
             seen[pid]["hwm_kb"] = max(seen[pid]["hwm_kb"], kb.get("VmHWM", 0))
             seen[pid]["last"] = time.monotonic() - start
             total_kb += kb.get("VmRSS", 0)
