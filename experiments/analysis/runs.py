@@ -8,11 +8,14 @@ few columns of every measured row (`read_measured`) and shows a table per run wh
 runs, else each configuration's latest run beside the median over its runs (report/tables.py).
 """
 import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from experiments.core.schema import SAMPLE_COLUMNS
 
 RUN = ["target", "run_label"]
+ROW_GROUP_ROWS = 16384  # rows per row group of results/matmul.parquet, so that `scan` can stream it
 # What the report's measured tables and its provenance show of a measured row (report/tables.py).
 MEASURED_SHOWN = [
     "source", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
@@ -40,30 +43,43 @@ def latest_runs(df: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([df[df.source != "measured"], measured[keep]]).sort_index()
 
 
+# Read a few thousand rows at a time, one row group after another, nothing ahead: peak memory then
+# follows the rows kept, not the file (a filtered pandas read decodes whole columns first).
+STREAMING = dict(batch_size=4096, batch_readahead=1, fragment_readahead=1, use_threads=False)
+PARQUET = ds.ParquetFileFormat(default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
+
+
+def scan(path, columns, where) -> pa.Table:
+    """The rows of a parquet file that satisfy `where` (None: all), only `columns`, read as a stream."""
+    return ds.dataset(path, format=PARQUET).to_table(columns=columns, filter=where, **STREAMING)
+
+
 def read_results(path) -> pd.DataFrame:
     """The tidy table as the stages after the aggregate need it: every column but the raw samples
     (their statistics are columns already) and, of the measured rows, each target's latest run only.
 
-    The latest runs are found from four columns of the measured rows; then only the rows kept are
-    converted, so memory grows with the configurations kept, not with the runs the file holds.
+    Each run's last timestamp is gathered row group by row group; then only the rows kept are read,
+    so memory grows with the configurations kept, not with the runs the file holds.
     """
     names = pq.ParquetFile(path).schema_arrow.names
     columns = [c for c in names if c not in SAMPLE_COLUMNS]
+    measured = ds.field("source") == "measured"
     if not {"source", *RUN, "timestamp"} <= set(names):
-        return pd.read_parquet(path, columns=columns)
-    runs = pq.read_table(path, columns=[*RUN, "timestamp"], filters=[("source", "==", "measured")])
-    if runs.num_rows == 0:
-        return pd.read_parquet(path, columns=columns)
-    runs = runs.group_by(RUN).aggregate([("timestamp", "max")]).rename_columns([*RUN, "timestamp"])
-    keep = latest_labels(runs.to_pandas())
-    filters = [[("source", "!=", "measured")]] + [
-        [("source", "==", "measured"), ("target", "==", target), ("run_label", "==", label)]
-        for target, label in keep.itertuples(index=False)]
-    return pd.read_parquet(path, columns=columns, filters=filters)
+        return scan(path, columns, None).to_pandas()
+    ends = []
+    for batch in ds.dataset(path, format=PARQUET).to_batches(columns=[*RUN, "timestamp"], filter=measured,
+                                                             **STREAMING):
+        ends.append(pa.Table.from_batches([batch]).group_by(RUN).aggregate([("timestamp", "max")]))
+    keep = ~measured
+    if ends:
+        runs = pa.concat_tables(ends).group_by(RUN).aggregate([("timestamp_max", "max")])
+        runs = runs.rename_columns([*RUN, "timestamp"]).to_pandas()
+        for target, label in latest_labels(runs).itertuples(index=False):
+            keep = keep | ((ds.field("target") == target) & (ds.field("run_label") == label))
+    return scan(path, columns, keep).to_pandas()
 
 
 def read_measured(path) -> pd.DataFrame:
     """Every measured row of the table's file, only the columns the report shows of it."""
     names = pq.ParquetFile(path).schema_arrow.names
-    return pd.read_parquet(path, columns=[c for c in MEASURED_SHOWN if c in names],
-                           filters=[("source", "==", "measured")])
+    return scan(path, [c for c in MEASURED_SHOWN if c in names], ds.field("source") == "measured").to_pandas()
