@@ -10,7 +10,8 @@ from typing import Callable
 
 import pandas as pd
 
-from experiments.analysis.summaries import latest_runs, post_configs
+from experiments.analysis.runs import latest_runs
+from experiments.analysis.summaries import post_configs
 from experiments.analysis.toolchains import primary_rows
 from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
@@ -207,7 +208,9 @@ def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
     if kind == "experiment":
         mine = rows[(rows.experiment == args["experiment"]) & (rows.dtype == args["dtype"])]
         xla = rows[(rows.kernel == "xla") & (rows.dtype == args["dtype"])]
-        return pd.concat([mine, xla]).drop_duplicates()
+        # the same row can be in both; by index, as measured rows hold lists of samples (unhashable)
+        both = pd.concat([mine, xla])
+        return both[~both.index.duplicated()]
     if kind in ("search", "generations"):
         rows = rows[(rows.source == "estimate") & (rows.experiment == args["experiment"])
                     & (rows.dtype == args["dtype"])]

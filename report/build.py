@@ -252,16 +252,19 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
                 correctness: dict, figures_href: str = "../figures", for_pdf: bool = False,
                 primary_toolchain: str | None = None, served: dict | None = None,
                 claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
-                constants: pd.DataFrame | None = None) -> str:
+                constants: pd.DataFrame | None = None, measured: pd.DataFrame | None = None) -> str:
     """The report in `lang`. `figure_names`: the run's figures, as {name: (kind, args)}
     (figures.catalog.figure_specs) or names. claims, fidelity and constants are results/claims.csv,
-    fidelity.csv and timing_model.csv; computed from `df` when not given."""
+    fidelity.csv and timing_model.csv; computed from `df` when not given. `measured`: every measured
+    row (experiments.analysis.runs.read_measured) where `df` holds each target's latest run only; by
+    default `df`'s."""
     env, trans = environment(lang)
     gettext = trans.gettext
     # "Then and now" reads every toolchain's estimates; the rest of the report each target's own
     # compiler's: the pipeline's, or the toolchain `served` names for it.
     then_and_now = then_and_now_section(df, primary_toolchain, gettext)
     df = primary_rows(df, primary_toolchain, served)
+    measured = df[df.source == "measured"] if measured is None else measured
     model = tables.timing_model_section(df, gettext, claims=claims, fidelity=fidelity, constants=constants)
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
@@ -298,8 +301,8 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         code_css=Markup(pygments.formatters.HtmlFormatter(cssclass="highlight").get_style_defs(".highlight")),
         date=date.isoformat(), git_sha=commit,
         tpu_measured=bool(((df.source == "measured") & (df.target != "cpu")).any()),
-        measured=tables.measured_tables(df),
-        provenance=tables.provenance(df),
+        measured=tables.measured_tables(measured),
+        provenance=tables.provenance(df, measured),
         source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),
                       "published": gettext("published")},
         config_yaml=config_yaml,

@@ -2,6 +2,7 @@
 import pandas as pd
 
 from experiments.analysis.summaries import default_limit, post_configs
+from experiments.core.schema import CONFIG
 from experiments.core.units import MiB, flops
 from figures.plots import config_label
 
@@ -31,7 +32,8 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
     pub = rows[rows.source == "published"]
     sizes = sorted(set(rows.m))
     labels = {}
-    for r in rows.itertuples():
+    # the configurations estimated or published: measured rows (any number of runs) add no row here
+    for r in pd.concat([est, pub]).itertuples():
         labels.setdefault(config_label(r), (r.kernel != "xla", r.kernel,
                                             *(0 if pd.isna(v) else v for v in (r.bm, r.bk, r.bn))))
     body = []
@@ -43,12 +45,17 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
     return {"sizes": sizes, "rows": body, "published": not pub.empty}
 
 
-def provenance(df: pd.DataFrame) -> list[dict]:
-    """One line per (source, target): how many rows, from which device or compiler versions."""
+def provenance(df: pd.DataFrame, measured: pd.DataFrame | None = None) -> list[dict]:
+    """One line per (source, target): how many rows, from which device or compiler versions. `measured`:
+    every measured row (where `df` holds only the latest runs), for the count."""
+    counts = measured.groupby("target").size() if measured is not None else None
     out = []
     for (source, target), group in df.groupby(["source", "target"], sort=False):
         first = group.iloc[0]
-        out.append(dict(source=source, target=target, rows=len(group),
+        rows = len(group)
+        if source == "measured" and counts is not None:
+            rows = int(counts.get(target, rows))
+        out.append(dict(source=source, target=target, rows=rows,
                         device_kind=first.device_kind if pd.notna(first.device_kind) else "",
                         jax=first.jax_version if pd.notna(first.jax_version) else "",
                         libtpu=first.libtpu_version if pd.notna(first.libtpu_version) else "",
@@ -64,37 +71,86 @@ def timer_mark(r) -> str:
     return " *‡" if pd.notna(near) and bool(near) else " *"
 
 
-def measured_tables(df: pd.DataFrame) -> list[dict]:
-    """One table per measured device and run: the post's configurations (not the block search), each
-    measured once (XLA's rows are shared by the experiments of its dtype)."""
-    rows = df[(df.source == "measured") & ~df.search.eq(True)]
-    rows = rows.drop_duplicates(["target", "run_label", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
-                                 "vmem_limit_bytes"])
-    out = []
-    for (target, label), group in rows.groupby(["target", "run_label"], sort=True):
-        first = group.iloc[0]
-        body = []
-        order = ["kernel", "dtype", "bm", "bk", "bn", "vmem_limit_bytes", "m"]
-        for r in group.sort_values(order).itertuples():
-            ok = r.status == "ok" and pd.notna(r.seconds)
-            flop = float(flops(r.m, r.k, r.n))
-            body.append(dict(
-                kernel=r.kernel, config=config_label(r), dtype=r.dtype, m=r.m, status=r.status,
-                limit_mib=f"{r.vmem_limit_bytes / MiB:.0f}" if pd.notna(r.vmem_limit_bytes) else "–",
-                tflops=f"{r.tflops:.2f} ({flop / r.p75_seconds / 1e12:.2f}–{flop / r.p25_seconds / 1e12:.2f})"
-                + timer_mark(r) if ok else "–",
-                precision=getattr(r, "precision", "") or "–",
-                wall_tflops=f"{flop / r.wall_seconds / 1e12:.2f}" if ok else "–",
-                n=int(r.n_samples) if ok else 0,
-                ratio=f"{r.measured_over_estimate:.2f}" if pd.notna(r.measured_over_estimate) else "–",
-            ))
-        out.append(dict(target=target, label=label, device_kind=first.device_kind,
-                        chips=int(first.num_chips) if pd.notna(first.num_chips) else 1,
-                        devices=int(first.num_devices) if pd.notna(first.get("num_devices")) else "?",
-                        floor=(f"{first.dispatch_floor_s * 1e6:.1f}"
-                               if pd.notna(first.get("dispatch_floor_s")) else "?"),
-                        jax=first.jax_version, timestamp=first.timestamp, rows=body))
-    return out
+# Bounds on the measurements section, so that its size follows the configurations, not the runs: a
+# target measured in more runs than PER_RUN_TABLES gets one table summarising them, and no table lists
+# more than MAX_TABLE_ROWS configurations (the rest are counted under it; all are in the table's file).
+PER_RUN_TABLES = 4
+MAX_TABLE_ROWS = 100
+ROW_ORDER = ["kernel", "dtype", "bm", "bk", "bn", "vmem_limit_bytes", "m"]
+
+
+def measured_row(r) -> dict:
+    """One configuration's cells: its status, TFLOP/s (interquartile range), blocked-call TFLOP/s, ..."""
+    ok = r.status == "ok" and pd.notna(r.seconds)
+    flop = float(flops(r.m, r.k, r.n))
+    return dict(
+        kernel=r.kernel, config=config_label(r), dtype=r.dtype, m=r.m, status=r.status,
+        limit_mib=f"{r.vmem_limit_bytes / MiB:.0f}" if pd.notna(r.vmem_limit_bytes) else "–",
+        tflops=f"{r.tflops:.2f} ({flop / r.p75_seconds / 1e12:.2f}–{flop / r.p25_seconds / 1e12:.2f})"
+        + timer_mark(r) if ok else "–",
+        precision=getattr(r, "precision", "") or "–",
+        wall_tflops=f"{flop / r.wall_seconds / 1e12:.2f}" if ok else "–",
+        n=int(r.n_samples) if ok else 0,
+        ratio=f"{r.measured_over_estimate:.2f}" if pd.notna(r.measured_over_estimate) else "–",
+    )
+
+
+def run_facts(first) -> dict:
+    """What a table's caption says of the run its (latest) row comes from."""
+    return dict(target=first.target, label=first.run_label, device_kind=first.device_kind,
+                chips=int(first.num_chips) if pd.notna(first.num_chips) else 1,
+                devices=int(first.num_devices) if pd.notna(first.get("num_devices")) else "?",
+                floor=(f"{first.dispatch_floor_s * 1e6:.1f}"
+                       if pd.notna(first.get("dispatch_floor_s")) else "?"),
+                jax=first.jax_version, timestamp=first.timestamp)
+
+
+def run_table(run: pd.DataFrame) -> dict:
+    """One run's configurations, at most MAX_TABLE_ROWS of them."""
+    ordered = run.sort_values(ROW_ORDER)
+    return dict(run_facts(run.iloc[0]), summary=False, more=max(0, len(ordered) - MAX_TABLE_ROWS),
+                rows=[measured_row(r) for r in ordered.head(MAX_TABLE_ROWS).itertuples()])
+
+
+def summary_table(group: pd.DataFrame) -> dict:
+    """A target measured in many runs: each configuration's latest run, the number of its runs and the
+    median over its ok runs of their median times (as TFLOP/s); at most MAX_TABLE_ROWS configurations."""
+    latest = group.sort_values("timestamp", kind="stable").drop_duplicates(CONFIG, keep="last")
+    runs = group.groupby(CONFIG, dropna=False).size().rename("runs").reset_index()
+    ok = group[(group.status == "ok") & group.seconds.notna()]
+    median = ok.groupby(CONFIG, dropna=False).seconds.median().rename("median_seconds").reset_index()
+    latest = latest.merge(runs, on=CONFIG, how="left").merge(median, on=CONFIG, how="left")
+    ordered = latest.sort_values(ROW_ORDER)
+    body = []
+    for r in ordered.head(MAX_TABLE_ROWS).itertuples():
+        flop = float(flops(r.m, r.k, r.n))
+        body.append(dict(measured_row(r), runs=int(r.runs), run=r.run_label,
+                         median_tflops=f"{flop / r.median_seconds / 1e12:.2f}" if pd.notna(r.median_seconds)
+                         else "–"))
+    newest = group.sort_values("timestamp", kind="stable").iloc[-1]
+    return dict(run_facts(newest), summary=True, runs=group.run_label.nunique(),
+                first=group.timestamp.min(), last=group.timestamp.max(),
+                more=max(0, len(ordered) - MAX_TABLE_ROWS), rows=body)
+
+
+def measured_tables(measured: pd.DataFrame) -> dict:
+    """The measurements section from every measured row: the post's configurations (not the block
+    search), each measured once per run (XLA's rows are shared by the experiments of its dtype).
+
+    A target with at most PER_RUN_TABLES runs gets a table per run; one with more gets one table
+    (`summary_table`). `rows` and `runs` count what the table holds; `summarised` says whether the
+    section shows less than that (the report then says where the rest is).
+    """
+    rows = measured[~measured.search.eq(True)].drop_duplicates(["run_label", *CONFIG])
+    tables = []
+    for _, group in rows.groupby("target", sort=True):
+        if group.run_label.nunique() <= PER_RUN_TABLES:
+            tables += [run_table(run) for _, run in group.groupby("run_label", sort=True)]
+        else:
+            tables.append(summary_table(group))
+    runs = measured.drop_duplicates(["target", "run_label"])
+    return dict(tables=tables, rows=f"{len(measured):,}", runs=f"{len(runs):,}", per_run=PER_RUN_TABLES,
+                max_rows=MAX_TABLE_ROWS, summarised=any(t["summary"] or t["more"] for t in tables))
 
 
 def N_(message: str) -> str:

@@ -4,6 +4,7 @@ import pandas as pd
 
 from experiments.analysis import model_columns
 from experiments.analysis.aggregate import check_unique, combine, load_measured, load_published
+from experiments.analysis.runs import ROW_GROUP_ROWS
 from experiments.core.runtime import logged
 from experiments.core.tables import write_parquet_atomic
 from experiments.plan.toolchains import primary, served
@@ -20,4 +21,5 @@ with logged(snakemake.log[0]) as log:
     df, constants = model_columns.apply(df, **compilers)
     log.info("timing model constants:\n%s", constants.to_string())
     log.info("%d rows; by source: %s", len(df), df.source.value_counts().to_dict())
-    write_parquet_atomic(df, snakemake.output[0])
+    # in row groups, so the stages after this one read the rows they keep a group at a time
+    write_parquet_atomic(df, snakemake.output[0], row_group_size=ROW_GROUP_ROWS)

@@ -3,16 +3,17 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 import pandas as pd
 
 from experiments.analysis.claims import FEASIBILITY_CLAIMS, claims_table
+from experiments.analysis.runs import read_results
 from experiments.analysis.toolchains import primary_rows, toolchains_of
 from experiments.core.runtime import logged
 from experiments.core.tables import write_csv_atomic
-from experiments.plan.toolchains import primary
+from experiments.plan.toolchains import primary, served
 
 with logged(snakemake.log[0]) as log:
-    df = pd.read_parquet(snakemake.input[0])
+    df = read_results(snakemake.input[0])  # each target's latest measured run, no raw samples
     mine = primary(snakemake.config)
     # every claim under the pipeline's toolchain; which configurations compile under the others too
-    parts = [claims_table(primary_rows(df, mine), mine)]
+    parts = [claims_table(primary_rows(df, mine, served(snakemake.config)), mine)]
     parts += [claims_table(primary_rows(df, other), other, only=FEASIBILITY_CLAIMS)
               for other in toolchains_of(df, mine) if other != mine]
     claims = pd.concat(parts, ignore_index=True)

@@ -3,8 +3,8 @@ import warnings
 from pathlib import Path
 
 import _repo  # noqa: F401  (puts the repository root on sys.path)
-import pandas as pd
 
+from experiments.analysis.runs import read_results
 from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.plan.toolchains import primary, served
@@ -12,7 +12,7 @@ from figures.catalog import render
 
 with logged(snakemake.log[0]) as log:
     kind, args = codec.decode(snakemake.params.spec)
-    df = pd.read_parquet(snakemake.input[0])
+    df = read_results(snakemake.input[0])  # each target's latest measured run, no raw samples
     with warnings.catch_warnings():
         # A missing glyph would print boxes in a published figure: make it an error.
         warnings.filterwarnings("error", message=".*[Gg]lyph.*missing.*")

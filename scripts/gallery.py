@@ -3,8 +3,8 @@ citation files."""
 from pathlib import Path
 
 import _repo  # noqa: F401  (puts the repository root on sys.path)
-import pandas as pd
 
+from experiments.analysis.runs import read_results
 from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.core.tables import write_text_atomic
@@ -12,7 +12,7 @@ from figures.gallery import pages, results_files
 
 with logged(snakemake.log[0]) as log:
     figures = codec.decode(snakemake.params.figures)
-    df = pd.read_parquet(snakemake.input.table)
+    df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
     figures_dir = Path(snakemake.output.index).parent
     for name, html in pages(df, figures, figures_dir).items():
         write_text_atomic(html, figures_dir / name)

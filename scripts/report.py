@@ -4,6 +4,7 @@ from pathlib import Path
 import _repo  # noqa: F401  (puts the repository root on sys.path)
 import pandas as pd
 
+from experiments.analysis.runs import read_measured, read_results
 from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.core.tables import write_text_atomic
@@ -21,7 +22,8 @@ def read_csv(path) -> pd.DataFrame:
 
 
 with logged(snakemake.log[0]) as log:
-    df = pd.read_parquet(snakemake.input.table)
+    df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
+    measured = read_measured(snakemake.input.table)  # every measured row: the measurements section
     checks = pd.read_parquet(snakemake.input.correctness)
     correctness = {"passed": int(checks.passed.sum()), "total": len(checks)}
     config_yaml = config_text(dict(snakemake.config))
@@ -32,7 +34,7 @@ with logged(snakemake.log[0]) as log:
         common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
                       figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
                       figures_href=str(figures_href), primary_toolchain=primary(snakemake.config),
-                      served=served(snakemake.config), **model)
+                      served=served(snakemake.config), measured=measured, **model)
         html_path = out[f"report.{lang}.html"]
         write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
         pdf_html = render_html(df, for_pdf=True, **common)

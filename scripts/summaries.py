@@ -4,6 +4,7 @@ import _repo  # noqa: F401  (puts the repository root on sys.path)
 import pandas as pd
 
 from experiments.analysis import model_columns, timing_model, validation
+from experiments.analysis.runs import read_results
 from experiments.analysis.summaries import best_vs_xla
 from experiments.analysis.toolchains import primary_rows
 from experiments.core.runtime import logged
@@ -12,8 +13,7 @@ from experiments.plan.toolchains import primary, served
 
 with logged(snakemake.log[0]) as log:
     # each target's estimates from its own compiler (results/then_and_now.csv compares the toolchains)
-    df = pd.read_parquet(snakemake.input[0])
-    df = primary_rows(df, primary(snakemake.config), served(snakemake.config))
+    df = primary_rows(read_results(snakemake.input[0]), primary(snakemake.config), served(snakemake.config))
     try:
         agreement = validation.fidelity_table(df)
     except timing_model.TooFewPoints as e:  # a small config: say so in the table, go on

@@ -1,14 +1,14 @@
 """Snakemake script: the post's configurations under each toolchain against the post's verdicts."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
-import pandas as pd
 
+from experiments.analysis.runs import read_results
 from experiments.analysis.toolchains import agreement, then_and_now, toolchains_of
 from experiments.core.runtime import logged
 from experiments.core.tables import write_csv_atomic
 from experiments.plan.toolchains import primary
 
 with logged(snakemake.log[0]) as log:
-    df = pd.read_parquet(snakemake.input[0])
+    df = read_results(snakemake.input[0])  # each target's latest measured run, no raw samples
     name = primary(snakemake.config)
     table = then_and_now(df, name)
     for toolchain in toolchains_of(df, name):

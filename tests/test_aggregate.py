@@ -120,7 +120,7 @@ def test_measured_rows_carry_their_ratio_to_the_estimate(estimates):
 
 
 def test_figures_draw_each_targets_latest_run_only():
-    from experiments.analysis.summaries import latest_runs
+    from experiments.analysis.runs import latest_runs
 
     rows = to_frame([measured(1024, [1e-3] * 5, "old", "2026-01-01T00:00:00+00:00"),
                      measured(1024, [1e-3] * 5, "new", "2026-06-01T00:00:00+00:00"),
@@ -128,3 +128,31 @@ def test_figures_draw_each_targets_latest_run_only():
                     VERSIONS)
     kept = latest_runs(rows)
     assert sorted(zip(kept.target, kept.run_label, strict=True)) == [("v5e", "new"), ("v6e", "other")]
+
+
+def test_stages_after_the_aggregate_read_the_latest_runs_without_samples(estimates, tmp_path):
+    """read_results: every estimate, each target's latest measured run, no raw samples; read_measured:
+    every measured row, the columns the report shows."""
+    from experiments.analysis.runs import read_measured, read_results
+    from experiments.core.schema import SAMPLE_COLUMNS
+    from experiments.measure.statistics import derive
+
+    runs = [measured(size, [1e-3] * 5, f"day{d}", f"2026-01-{d + 1:02d}T00:00:00+00:00")
+            for d in range(5) for size in (1024, 2048)]
+    runs.append(measured(1024, [1e-3] * 5, "other", "2025-01-01T00:00:00+00:00", target="v6e"))
+    table = combine([estimates], None, derive(to_frame(runs, VERSIONS)))
+    path = tmp_path / "matmul.parquet"
+    table.to_parquet(path, index=False)
+
+    df = read_results(path)
+    assert not set(SAMPLE_COLUMNS) & set(df.columns)
+    kept = df[df.source == "measured"]
+    assert sorted(set(zip(kept.target, kept.run_label, strict=True))) == [("v5e", "day4"), ("v6e", "other")]
+    assert len(kept) == 3
+    # the rest of the table as a plain read gives it, in the file's order
+    whole = pd.read_parquet(path).drop(columns=list(SAMPLE_COLUMNS))
+    pd.testing.assert_frame_equal(df[df.source != "measured"].reset_index(drop=True),
+                                  whole[whole.source != "measured"].reset_index(drop=True))
+    every = read_measured(path)
+    assert len(every) == 11 and set(every.run_label) == {f"day{d}" for d in range(5)} | {"other"}
+    assert "samples_s" not in every and "seconds" in every

@@ -254,3 +254,27 @@ def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, mon
     missing = {ch for ch in drawn if ord(ch) not in cut | latin}
     assert not missing
     assert cjk_figure_font() == path  # the second call reuses it
+
+
+def test_measured_rows_with_raw_samples_draw(table, tmp_path):
+    """Measured rows carry their samples as lists (unhashable): an experiment's figure, which also
+    draws XLA's rows of its dtype, still picks each row once."""
+    import pandas as pd
+
+    from experiments.core.schema import conform, frame
+    from experiments.measure.statistics import derive
+
+    def measured(kernel, blocks, seconds):
+        return dict(source="measured", target="v5e", device_kind="TPU v5 lite", experiment="v5",
+                    kernel=kernel, dtype="bfloat16", m=2048, k=2048, n=2048, bm=blocks[0], bk=blocks[1],
+                    bn=blocks[2], status="ok", run_label="vm", timestamp="2026-11-30T00:00:00+00:00",
+                    vmem_limit_bytes=16 << 20, samples_s=[seconds] * 5, wall_samples_s=[seconds * 1.1] * 5)
+
+    rows = derive(frame([measured("v5", (512, 1024, 1024), 1.2e-4), measured("xla", (None,) * 3, 1e-4)],
+                        {"jax_version": "0.10.2", "git_sha": "abc"}))
+    df = pd.concat([table, conform(rows)], ignore_index=True)
+    paths = render(df, "v5_bfloat16_v5e", "experiment", dict(experiment="v5", dtype="bfloat16", target="v5e"),
+                   tmp_path)
+    assert len(paths) == 6
+    assert "measured" in describe(df, "v5_bfloat16_v5e", "experiment",
+                                  dict(experiment="v5", dtype="bfloat16", target="v5e"), "en")["sources"]

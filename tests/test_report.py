@@ -4,6 +4,7 @@ import re
 import shutil
 import subprocess
 
+import pandas as pd
 import pytest
 
 from report import build
@@ -166,3 +167,61 @@ def test_chinese_uses_the_glossary():
         for variant, term in AVOID.items():
             assert not re.search(variant, text), f"{text!r}: use {term!r}, not {variant!r}"
     assert any("归约" in s for s in report_strings) and any("流水线" in s for s in report_strings)
+
+
+def measured_runs(runs: int, sizes):
+    """XLA measured at `sizes` in `runs` runs a day apart, as the aggregate leaves such rows; run d's
+    samples are (1 + d / 10) * 100 us."""
+    from experiments.core.schema import conform, frame
+    from experiments.measure.statistics import derive
+
+    rows = [dict(source="measured", target="v5e", device_kind="TPU v5 lite", experiment="xla", kernel="xla",
+                 dtype="bfloat16", m=s, k=s, n=s, status="ok", run_label=f"vm-day{d:02d}",
+                 timestamp=f"2026-11-{d + 1:02d}T00:00:00+00:00", vmem_limit_bytes=16 << 20, num_chips=1,
+                 samples_s=[1e-4 * (1 + d / 10)] * 5, wall_samples_s=[2e-4] * 5)
+            for d in range(runs) for s in sizes]
+    return conform(derive(frame(rows, {"jax_version": "0.10.2", "git_sha": "abc"})))
+
+
+def measured_section(html: str) -> str:
+    start = html.index('<section id="measured">')
+    return html[start:html.index("</section>", start)]
+
+
+def test_many_runs_are_summarised_in_a_bounded_table(table, monkeypatch):
+    """30 runs of 5 configurations: one table of at most MAX_TABLE_ROWS rows, each configuration's
+    latest run with the number of runs and the median over them, and a sentence on what was left out."""
+    from report import tables
+
+    monkeypatch.setattr(tables, "MAX_TABLE_ROWS", 3)
+    df = pd.concat([table, measured_runs(30, [256, 512, 768, 1024, 1280])], ignore_index=True)
+    en, zh = measured_section(render(df, "en")), measured_section(render(df, "zh"))
+    assert en.count("<table>") == 1 and en.count("<tr>") == 1 + 3  # a header and three configurations
+    assert "The table holds 150 measured rows from 30 runs" in en
+    assert "2 more configurations are not listed here; every row is in results/matmul.parquet." in en
+    assert "in 30 runs, 2026-11-01T00:00:00+00:00 to 2026-11-30T00:00:00+00:00" in en
+    flop = 2 * 256**3
+    latest, median = flop / (1e-4 * 3.9) / 1e12, flop / (1e-4 * 2.45) / 1e12
+    assert (f"<td>{latest:.2f} ({latest:.2f}–{latest:.2f}) *</td>" in en  # *: no profiler samples
+            and f"<td>30</td><td>{median:.2f}</td><td>vm-day29</td>" in en)
+    assert "结果表共有 150 行实测值，来自 30 次运行" in zh and "另有 2 个配置未在此列出" in zh
+
+
+def test_a_few_runs_keep_a_table_each(table):
+    df = pd.concat([table, measured_runs(2, [256, 512])], ignore_index=True)
+    section = measured_section(render(df))
+    assert section.count("<table>") == 2 and "run vm-day00" in section and "run vm-day01" in section
+    assert "The table holds" not in section and "more configurations" not in section
+
+
+def test_the_readers_give_the_report_of_the_whole_table(table, tmp_path):
+    """The report script reads each target's latest run (read_results) and every measured row's shown
+    columns (read_measured): the same report as from the whole table in memory."""
+    from experiments.analysis.runs import read_measured, read_results
+
+    df = pd.concat([table, measured_runs(6, [256, 512])], ignore_index=True)
+    path = tmp_path / "matmul.parquet"
+    df.to_parquet(path, index=False)
+    whole = render(pd.read_parquet(path))
+    assert render(read_results(path), measured=read_measured(path)) == whole
+    assert "in 6 runs" in measured_section(whole)

@@ -335,3 +335,26 @@ def test_a_target_without_compiler_cycles_gets_labelled_model_only_estimates(syn
     assert labels["best Pallas v4, model only"].get_markerfacecolor() == "white"
     assert labels["best Pallas v5e"].get_linestyle() == "--"
     plt.close(fig)
+
+
+def test_only_each_targets_latest_run_is_fitted(synthetic):
+    """An older run of the same target (its own constants) is not fitted: only the latest models the
+    table, and a file of many runs must not cost a fit each."""
+    older, latest = (tm.Constants(profile_scale=s, bandwidth_fraction=0.7, step_cycles=80.0,
+                                  call_seconds=1.5e-4, float32_factor=1.5) for s in (1.5, 0.9))
+    est = synthetic[(synthetic.source == "estimate") & (synthetic.status == "ok")].drop_duplicates(tm.CONFIG)
+    rows = []
+    for label, timestamp, k in (("old", "2026-01-01T00:00:00+00:00", older),
+                                ("new", "2026-06-01T00:00:00+00:00", latest)):
+        for r in est.itertuples():
+            device = tm.device_seconds(tm.features(r), k)
+            rows.append(dict(source="measured", target="v5e", experiment=r.experiment, kernel=r.kernel,
+                             dtype=r.dtype, m=r.m, k=r.k, n=r.n, status="ok", seconds=device, **blocks_of(r),
+                             wall_seconds=device + k.call_seconds, run_label=label, vmem_limit_bytes=16 * MiB,
+                             timestamp=timestamp, raised_limit=False, search=False))
+    df = pd.concat([synthetic, to_frame(rows, VERSIONS)], ignore_index=True)
+    out, constants = model_columns.apply(df)
+    assert sorted(set(constants.fit)) == ["measured v5e new", "published v5e"]
+    fit = constants[constants.fit == "measured v5e new"].set_index("constant").value
+    assert fit["profile_scale"] == pytest.approx(0.9, rel=0.02)
+    assert (out[out.source == "measured"].model_fit == "measured v5e new").all()

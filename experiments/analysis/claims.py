@@ -16,6 +16,7 @@ import pandas as pd
 
 from experiments.analysis import timing_model as tm
 from experiments.analysis import validation
+from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import default_limit, post_configs
 from experiments.core.units import MiB, flops
 
@@ -242,7 +243,9 @@ FEASIBILITY_CLAIMS = ("v1_fails_above_1024", "v2_up_to_2048", "v5_1024_fails_fro
 
 def claims_table(df: pd.DataFrame, toolchain: str = TOOLCHAIN, only=None) -> pd.DataFrame:
     """One row per claim of the post (CLAIMS), checked against the table's estimates of `toolchain`
-    (the caller passes that toolchain's rows); `only`: the claim ids to check (default: all)."""
+    (the caller passes that toolchain's rows); `only`: the claim ids to check (default: all).
+    Measurements: each target's latest run, the one the figures draw and the claims name."""
+    df = latest_runs(df)
     speeds = Speeds(df) if only is None or set(only) - set(FEASIBILITY_CLAIMS) else None
     checks = {
         "v1_fails_above_1024": lambda c: _feasibility(df, c, "v1", "float32", "v1"),

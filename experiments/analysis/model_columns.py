@@ -7,6 +7,7 @@ modelled times of their configuration and their ratios to them.
 import numpy as np
 import pandas as pd
 
+from experiments.analysis.runs import latest_labels
 from experiments.analysis.summaries import MODEL_ONLY
 from experiments.analysis.timing_model import (
     CONFIG,
@@ -31,7 +32,9 @@ def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
     """Every fit the table allows: {name: (fit, what it was fitted on)}.
 
     "published v5e": the post's numbers (the default run's model). "measured <target> <run>": a TPU
-    run's own measurements, one per target and run label with enough points.
+    run's own measurements: each target's latest run (the one its figures draw), if it has enough
+    points. Older runs are not fitted: a file of hundreds of runs would cost a fit each, and only the
+    latest one models the table.
     """
     out = {}
     points, _ = reference_points(df, source="published", target="v5e")
@@ -40,8 +43,8 @@ def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
             out["published v5e"] = (fit_published(points), "published")
         except TooFewPoints:  # a small config: no modelled columns (fidelity.csv says why)
             pass
-    measured = df[(df.source == "measured") & (df.status == "ok")]
-    for (target, label), _ in measured.groupby(["target", "run_label"], dropna=False):
+    latest = latest_labels(df[df.source == "measured"]).sort_values(["target", "run_label"])
+    for target, label in latest.itertuples(index=False):
         if target not in CHIPS:
             continue
         points, _ = reference_points(df, source="measured", target=target, run_label=label)
@@ -65,7 +68,7 @@ def constants_table(all_fits: dict) -> pd.DataFrame:
 
 
 def choose_fit(all_fits: dict, target: str):
-    """A target's latest measured fit if it has one, else the published v5e fit (for another
+    """A target's measured fit (its latest run's) if it has one, else the published v5e fit (for another
     generation: its own clock, peak and bandwidth with v5e's constants, an extrapolation)."""
     measured = [n for n in all_fits if n.startswith(f"measured {target} ")]
     if measured:

@@ -118,22 +118,6 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
                              configurations=len(pallas.drop_duplicates(["kernel", "bm", "bk", "bn"]))))
     return pd.DataFrame(rows)
 
-
-def latest_runs(df: pd.DataFrame) -> pd.DataFrame:
-    """Measured rows of each target's latest run only (by timestamp), other rows unchanged.
-
-    Figures draw one measured curve per configuration; the table and the report keep every run.
-    """
-    measured = df[df.source == "measured"]
-    if measured.empty:
-        return df
-    runs = measured.groupby(["target", "run_label"], dropna=False).timestamp.max().reset_index()
-    latest = runs.sort_values("timestamp").groupby("target").tail(1)
-    keep = measured.set_index(["target", "run_label"]).index.isin(
-        latest.set_index(["target", "run_label"]).index)
-    return pd.concat([df[df.source != "measured"], measured[keep]]).sort_index()
-
-
 def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
     """Per target (oldest generation first), how the estimates of the post's own Pallas configurations
     at the default VMEM limit were obtained: the toolchain and libtpu they come from, how many have

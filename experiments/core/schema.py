@@ -33,6 +33,10 @@ FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "rooflin
                  "measured_over_estimate", "max_tile_error", "dispatch_floor_s", "batched_seconds",
                  "model_device_seconds", "model_device_tflops", "model_post_seconds", "model_post_tflops",
                  "measured_over_model", "wall_over_model")
+# A measured row's raw samples (lists of seconds): the table keeps them, and the statistics derived
+# from them (experiments/measure/statistics.py) are columns of their own, so readers of the table
+# after the aggregate leave them out (experiments/analysis/runs.py).
+SAMPLE_COLUMNS = ("device_samples_s", "samples_s", "wall_samples_s")
 BOOL_COLUMNS = ("raised_limit", "search", "estimate_nonmonotonic")  # near_dispatch_floor: boolean, missing
 # where not derived
 # never missing: "" when there is nothing to say. toolchain: the compiler environment an estimate came

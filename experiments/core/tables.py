@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 
-def write_parquet_atomic(df: pd.DataFrame, path) -> None:
-    write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
+def write_parquet_atomic(df: pd.DataFrame, path, row_group_size: int | None = None) -> None:
+    write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False, row_group_size=row_group_size))
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> None:

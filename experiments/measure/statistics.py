@@ -34,17 +34,31 @@ def _has(samples) -> bool:
     return samples is not None and not isinstance(samples, float) and len(samples) > 0
 
 
+def summarize_rows(samples) -> pd.DataFrame:
+    """`summarize` of each row's samples, as columns: rows with the same number of samples are one
+    2-D array, so a table of many rows costs a few array operations, not one call per row."""
+    samples = list(samples)
+    lengths = np.array([len(s) if _has(s) else 0 for s in samples], dtype=np.int64)
+    out = {col: np.full(len(samples), np.nan) for col in ("seconds", "p25_seconds", "p75_seconds")}
+    for length in np.unique(lengths[lengths > 0]):
+        rows = np.flatnonzero(lengths == length)
+        values = np.array([np.asarray(samples[i], dtype=np.float64) for i in rows])
+        out["p25_seconds"][rows], out["seconds"][rows], out["p75_seconds"][rows] = np.percentile(
+            values, [25, 50, 75], axis=1)
+    return pd.DataFrame(dict(n_samples=lengths, **out))
+
+
 def derive(measured: pd.DataFrame) -> pd.DataFrame:
     """`measured` with seconds, quartiles, n_samples, batched/wall seconds, tflops and the floor flag."""
     out = measured.copy()
     device = out["device_samples_s"] if "device_samples_s" in out else [None] * len(out)
     primary = [d if _has(d) else s for d, s in zip(device, out.samples_s, strict=True)]
-    stats = pd.DataFrame([summarize(s) for s in primary], index=out.index)
+    stats = summarize_rows(primary).set_index(out.index)
     for col in stats:
         out[col] = stats[col]
     out["n_samples"] = out["n_samples"].astype("Int64")
-    out["batched_seconds"] = [summarize(s)["seconds"] for s in out.samples_s]
-    out["wall_seconds"] = [summarize(s)["seconds"] for s in out.wall_samples_s]
+    out["batched_seconds"] = summarize_rows(out.samples_s)["seconds"].to_numpy()
+    out["wall_seconds"] = summarize_rows(out.wall_samples_s)["seconds"].to_numpy()
     floor = (out["dispatch_floor_s"] if "dispatch_floor_s" in out else pd.Series(np.nan, index=out.index))
     floor = floor.astype("float64")
     near = pd.Series(out["batched_seconds"] < FLOOR_FACTOR * floor, dtype="boolean")
