@@ -10,7 +10,7 @@ import pandas as pd
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from experiments.analysis.toolchains import TARGET, disagrees, then_and_now, toolchains_of
+from experiments.analysis.toolchains import TARGET, config_name, disagrees, then_and_now, toolchains_of
 from experiments.core.units import MiB
 
 TEXT = {
@@ -43,14 +43,7 @@ COLORS = ["#E69F00", "#009E73", "#CC79A7", "#0072B2"]  # older toolchains first;
 
 
 def label(row) -> str:
-    if pd.isna(row.bm):
-        blocks = ""
-    elif row.kernel == "v2":
-        blocks = f" N={int(row.m // row.bm)}"
-    else:
-        blocks = f" ({int(row.bm)},{int(row.bk)},{int(row.bn)})"
-    dtype = "" if row.dtype == "float32" else f" {row.dtype}"
-    return f"{row.experiment}{blocks}{dtype}, {int(row.m)}"
+    return config_name(row.experiment, row.kernel, row.dtype, row.m, row.bm, row.bk, row.bn)
 
 
 def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, target: str = TARGET):

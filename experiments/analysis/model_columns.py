@@ -105,18 +105,11 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     if "est_cycles" not in out or out.est_cycles.isna().all():
         return out, constants_table({})
     all_fits = fits(out)
-    is_est = (out.source == "estimate") & (out.status == "ok") & out.est_cycles.notna()
-    for target in sorted(set(out[is_est].target)):
-        name = choose_fit(all_fits, target)
-        if name is None:
-            continue
-        k = all_fits[name][0].constants
-        rows = out[is_est & (out.target == target)]
-        device = np.array([device_seconds(features(r), k) for r in rows.itertuples()])
-        out.loc[rows.index, "model_device_seconds"] = device
-        out.loc[rows.index, "model_post_seconds"] = device + k.call_seconds
-        out.loc[rows.index, "model_fit"] = name
-    _model_only(out, all_fits)
+    ok = (out.source == "estimate") & (out.status == "ok")
+    _model(out, ok & out.est_cycles.notna(), all_fits)
+    # Pallas estimates that compiled (a VMEM verdict) but have no cycles: the model-only estimate
+    bare = ok & out.est_cycles.isna() & (out.kernel != "xla") & out.target.isin(list(CHIPS))
+    _model(out, bare, all_fits, model_only=True)
     work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
     out["model_device_tflops"] = work / out.model_device_seconds / 1e12
     out["model_post_tflops"] = work / out.model_post_seconds / 1e12
@@ -124,20 +117,20 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     return out, constants_table(all_fits)
 
 
-def _model_only(out: pd.DataFrame, all_fits: dict) -> None:
-    """Pallas estimates that compiled (a VMEM verdict) but have no cycles: the model-only estimate."""
-    bare = ((out.source == "estimate") & (out.status == "ok") & out.est_cycles.isna()
-            & (out.kernel != "xla") & out.target.isin(list(CHIPS)))
-    for target in sorted(set(out[bare].target)):
+def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, model_only: bool = False) -> None:
+    """The modelled times of the `rows` of each target from its chosen fit; `model_only`: without the
+    compiler's cycles (est_cycles taken as 0: the chip's peak and bandwidth alone), and labelled so."""
+    for target in sorted(set(out[rows].target)):
         name = choose_fit(all_fits, target)
         if name is None:
             continue
         k = all_fits[name][0].constants
-        rows = out[bare & (out.target == target)]
-        device = np.array([device_seconds(features(r, cycles=0.0), k) for r in rows.itertuples()])
-        out.loc[rows.index, "model_device_seconds"] = device
-        out.loc[rows.index, "model_post_seconds"] = device + k.call_seconds
-        out.loc[rows.index, "model_fit"] = f"{name}, {MODEL_ONLY}"
+        mine = out[rows & (out.target == target)]
+        cycles = 0.0 if model_only else None
+        device = np.array([device_seconds(features(r, cycles=cycles), k) for r in mine.itertuples()])
+        out.loc[mine.index, "model_device_seconds"] = device
+        out.loc[mine.index, "model_post_seconds"] = device + k.call_seconds
+        out.loc[mine.index, "model_fit"] = f"{name}, {MODEL_ONLY}" if model_only else name
 
 
 def _measured_ratios(out: pd.DataFrame) -> None:

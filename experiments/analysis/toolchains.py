@@ -18,6 +18,18 @@ def short_error(error: str) -> str:
     return found.group(0) if found else (error.splitlines()[0][:300] if error else "")
 
 
+def config_name(experiment: str, kernel: str, dtype: str, m: int, bm, bk, bn) -> str:
+    """e.g. "v2 N=4, 2048" or "v4 (512,1024,1024) bfloat16, 2048": a post configuration as the
+    then-and-now and history figures name it."""
+    if bm is None or pd.isna(bm):
+        blocks = ""
+    elif kernel == "v2":
+        blocks = f" N={int(m // bm)}"
+    else:
+        blocks = f" ({int(bm)},{int(bk)},{int(bn)})"
+    return f"{experiment}{blocks}{'' if dtype == 'float32' else f' {dtype}'}, {int(m)}"
+
+
 def primary_rows(df: pd.DataFrame, primary: str | None, served: dict | None = None) -> pd.DataFrame:
     """`df` with each target's estimates from its own compiler only: the toolchain `served` names for
     that target (experiments/plan/toolchains.served), else `primary` (None: `df` unchanged)."""

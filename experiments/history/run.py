@@ -16,7 +16,7 @@ or an interrupted run repeats no install and no compile.
 """
 import pandas as pd
 
-from experiments.analysis.toolchains import short_error
+from experiments.analysis.toolchains import config_name, short_error
 from experiments.core.cases import Case
 from experiments.core.units import MiB
 from experiments.history.bisect import Finding, bisect
@@ -27,15 +27,8 @@ MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 
 
 def label(experiment: str, case: Case) -> str:
-    """e.g. "v2 N=4, 2048" or "v4 (512,1024,1024) bfloat16, 2048", as the then-and-now figure says it."""
-    if case.bm is None:
-        blocks = ""
-    elif case.kernel == "v2":
-        blocks = f" N={case.m // case.bm}"
-    else:
-        blocks = f" ({case.bm},{case.bk},{case.bn})"
-    dtype = "" if case.dtype == "float32" else f" {case.dtype}"
-    return f"{experiment}{blocks}{dtype}, {case.m}"
+    """e.g. "v2 N=4, 2048", as the then-and-now figure says it."""
+    return config_name(experiment, case.kernel, case.dtype, case.m, case.bm, case.bk, case.bn)
 
 
 def changed(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], log) -> list[tuple[str, Case]]:
