@@ -27,7 +27,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-FONT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tpu-matmul-repro" / "fonts"
+sys.path.insert(0, str(REPO))
+from experiments.core.cache_dirs import user_cache  # noqa: E402
+
+FONT_CACHE = user_cache("fonts")  # the Chinese figures' cut font (figures/style.py)
 
 
 def run(cmd, cwd, env) -> tuple[float, int]:

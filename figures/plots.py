@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from experiments.analysis.summaries import MATCH, default_limit, fidelity, model_only, paired, post_configs
+from experiments.core.chips import generation_order
 from experiments.core.units import MiB, flops
 from figures.labels import LABELS, SOURCE_NAMES, text
 
@@ -531,7 +532,7 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     if rows.empty:
         no_data(ax, lang)
         return fig
-    for target, group in sorted(rows.groupby("target"), key=lambda kv: target_order(kv[0])):
+    for target, group in sorted(rows.groupby("target"), key=lambda kv: generation_order(kv[0])):
         color = TARGET_COLORS.get(target, "#444444")
         xla = group[group.kernel == "xla"].sort_values("m")
         pallas = group[group.kernel != "xla"]
@@ -556,8 +557,3 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
         fig.text(0.01, -0.01, wrap(text(lang, "generations_note"), 100), fontsize=NOTE_SIZE, va="top")
     return fig
 
-
-def target_order(target: str) -> int:
-    """Generations oldest first, as experiments/core/chips.py lists them."""
-    order = list(TARGET_COLORS)
-    return order.index(target) if target in order else len(order)

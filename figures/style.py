@@ -9,6 +9,7 @@ from pathlib import Path
 
 import matplotlib
 
+from experiments.core.cache_dirs import user_cache
 from experiments.core.tables import write_atomic
 
 matplotlib.use("Agg")
@@ -90,8 +91,7 @@ def cjk_figure_font() -> Path:
     text = "".join(sorted(chars))
     stat = source.stat()
     key = hashlib.sha256(f"{source.name} {stat.st_size} {subset.__name__} {text}".encode()).hexdigest()[:16]
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tpu-matmul-repro" / "fonts"
-    path = base / f"{source.stem}-{key}{source.suffix}"
+    path = user_cache("fonts") / f"{source.stem}-{key}{source.suffix}"
     if not path.is_file():
         options = subset.Options()
         options.name_IDs = ["*"]  # keep the family name: Matplotlib finds the font by it

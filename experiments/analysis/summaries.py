@@ -118,17 +118,18 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
                              configurations=len(pallas.drop_duplicates(["kernel", "bm", "bk", "bn"]))))
     return pd.DataFrame(rows)
 
+
 def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
     """Per target (oldest generation first), how the estimates of the post's own Pallas configurations
     at the default VMEM limit were obtained: the toolchain and libtpu they come from, how many have
     libtpu's cycles (profiled or extrapolated), how many a model-only estimate, how many no number
     (with the reasons, from cycles_method), how many ran out of VMEM; and whether XLA's cost model
     gave its estimates."""
-    from experiments.core.chips import CHIPS
+    from experiments.core.chips import generation_order
 
     est = post_configs(default_limit(df[df.source == "estimate"]))
     rows = []
-    for target in sorted(set(est.target), key=lambda t: list(CHIPS).index(t) if t in CHIPS else len(CHIPS)):
+    for target in sorted(set(est.target), key=generation_order):
         mine = est[est.target == target]
         pallas = mine[mine.kernel != "xla"].drop_duplicates(MATCH[1:])
         ok = pallas[pallas.status == "ok"]

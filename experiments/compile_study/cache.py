@@ -20,6 +20,8 @@ import math
 import os
 from pathlib import Path
 
+from experiments.core.cache_dirs import user_cache
+
 log = logging.getLogger(__name__)
 
 CACHE_VARIABLE = "TPU_MATMUL_REPRO_CACHE"
@@ -34,8 +36,7 @@ def cache_root() -> Path | None:
     configured = os.environ.get(CACHE_VARIABLE)
     if configured is not None:
         return None if configured.strip().lower() in ("", "off", "0", "false", "no") else Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "tpu-matmul-repro" / "compile"
+    return user_cache("compile")
 
 
 class CompileCache:

@@ -54,6 +54,12 @@ CHIPS = {
 }
 
 
+def generation_order(target: str) -> int:
+    """A sort key: generations oldest first, as CHIPS lists them; unknown targets (cpu) last."""
+    order = list(CHIPS)
+    return order.index(target) if target in order else len(order)
+
+
 def chip(target: str) -> Chip:
     try:
         return CHIPS[target]

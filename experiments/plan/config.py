@@ -94,11 +94,12 @@ def _key(path) -> str:
     return out
 
 
-def check_toolchains(config: dict) -> None:
+def check_toolchains(config: dict) -> dict:
+    """The config's toolchains (experiments/plan/toolchains.parse), a ConfigError if one cannot work."""
     from experiments.plan.toolchains import ToolchainError, parse
 
     try:
-        parse(config)
+        return parse(config)
     except ToolchainError as e:
         raise ConfigError(str(e)) from None
 

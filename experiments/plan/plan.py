@@ -28,11 +28,6 @@ class Plan:
     served: dict  # target -> the toolchain other than the pipeline's own whose estimates it reads
 
     @property
-    def primary(self) -> str:
-        """The pipeline's own toolchain: the compiler of every target not in `served`."""
-        return next(t.name for t in self.toolchains.values() if t.pipeline)
-
-    @property
     def measured_file(self) -> str | None:
         """The file this run's measurements land in, the one a user copies to other machines."""
         return f"results/measured/{self.device.name}-{self.label}.parquet" if self.device else None
@@ -45,21 +40,17 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     compile. Raises plan_config.ConfigError naming the key and the value.
     """
     config = plan_config.checked(config)
-    plan_config.check_toolchains(config)
+    toolchains = plan_config.check_toolchains(config)
     correctness = plan_config.correctness_cases(config)
     measure = plan_config.measure_jobs(config, device, label) if device else {}
     imported = tuple(sorted(str(p) for p in imported))
     targets = list(dict.fromkeys(config["targets"] + measure_device.known_targets([device] if device else [],
                                                                                   imported)))
     with_targets = {**config, "targets": targets}
-    served = plan_toolchains.served(with_targets)
+    served = plan_toolchains.served_by(toolchains)
     own = [t for t in targets if t not in served]  # served targets: compiled by their own toolchain only
     study = plan_config.study_parts(plan_config.study_jobs({**config, "targets": own}),
                                     config["compile_study"]["search_jobs"]) if own else {}
-    try:
-        toolchain_jobs = plan_toolchains.jobs(with_targets, published)
-    except plan_toolchains.ToolchainError as e:
-        raise plan_config.ConfigError(str(e)) from None
     return Plan(config=config, correctness=correctness, targets=targets, study=study, device=device,
-                label=label, measure=measure, imported=imported, toolchains=plan_toolchains.parse(config),
-                toolchain_jobs=toolchain_jobs, served=served)
+                label=label, measure=measure, imported=imported, toolchains=toolchains,
+                toolchain_jobs=plan_toolchains.jobs(with_targets, published), served=served)

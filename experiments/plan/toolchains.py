@@ -19,6 +19,7 @@ import os
 import sys
 from pathlib import Path
 
+from experiments.core.cache_dirs import user_cache
 from experiments.core.cases import Case
 
 DEFAULT = {"current": {"pipeline": True}}
@@ -108,7 +109,12 @@ def primary(config: dict) -> str:
 def served(config: dict) -> dict[str, str]:
     """target -> the toolchain whose estimates that target's figures and findings read, for the targets
     a toolchain other than the pipeline's own is `estimates_for` (the pipeline's own: all others)."""
-    return {target: t.name for t in parse(config).values() for target in t.estimates_for}
+    return served_by(parse(config))
+
+
+def served_by(toolchains: dict[str, Toolchain]) -> dict[str, str]:
+    """`served` of already parsed toolchains."""
+    return {target: t.name for t in toolchains.values() for target in t.estimates_for}
 
 
 def cache_dir(config: dict) -> Path:
@@ -117,8 +123,7 @@ def cache_dir(config: dict) -> Path:
     chosen = config.get("toolchain_cache_dir") or os.environ.get(CACHE_VARIABLE)
     if chosen:
         return Path(chosen).expanduser().resolve()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "tpu-matmul-repro" / "toolchains"
+    return user_cache("toolchains")
 
 
 def env_path(config: dict, toolchain: Toolchain) -> Path:
