@@ -13,6 +13,7 @@ import pandas as pd
 from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import post_configs
 from experiments.analysis.toolchains import primary_rows
+from experiments.plan.search import search_covers
 from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
 from figures.cite import RESULTS_LICENCE, citation, post_attribution
@@ -178,7 +179,7 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
             for dtype in spec["dtypes"]:
                 specs[f"{name}_{dtype}_{target}"] = (
                     "experiment", dict(experiment=name, dtype=dtype, target=target))
-                if "search" in spec:
+                if search_covers(spec, dtype, target, targets):
                     specs[f"search_{name}_{dtype}_{target}"] = (
                         "search", dict(experiment=name, dtype=dtype, target=target))
         specs[f"vmem_{target}"] = ("vmem", dict(target=target))

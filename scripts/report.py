@@ -1,27 +1,32 @@
 """Snakemake script: the report in every language, as HTML and PDF."""
-from pathlib import Path
-
 import _repo  # noqa: F401  (puts the repository root on sys.path)
-import pandas as pd
 
-from experiments.analysis.runs import read_measured, read_results
-from experiments.core import codec
+from experiments.core.output_cache import reuse_or_make
 from experiments.core.runtime import logged
-from experiments.core.tables import write_text_atomic
-from experiments.plan.toolchains import primary, served
-from figures.style import cjk_font_path
-from report.build import config_text, embed_cjk_font, render_html, write_pdf
 
 
-def read_csv(path) -> pd.DataFrame:
+def read_csv(path):
     """A summary table; an empty one (a run too small to fit the timing model) as an empty frame."""
+    import pandas as pd
+
     try:
         return pd.read_csv(path)
     except pd.errors.EmptyDataError:
         return pd.DataFrame()
 
 
-with logged(snakemake.log[0]) as log:
+def make(log) -> None:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from experiments.analysis.runs import read_measured, read_results
+    from experiments.core import codec
+    from experiments.core.tables import write_text_atomic
+    from experiments.plan.toolchains import primary, served
+    from figures.style import cjk_font_path
+    from report.build import config_text, embed_cjk_font, render_html, write_pdf
+
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
     measured = read_measured(snakemake.input.table)  # every measured row: the measurements section
     checks = pd.read_parquet(snakemake.input.correctness)
@@ -41,3 +46,8 @@ with logged(snakemake.log[0]) as log:
         write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",
                   pdf_path=out[f"report.{lang}.pdf"], font_path=cjk_font_path())
         log.info("wrote report.%s.html and report.%s.pdf", lang, lang)
+
+
+with logged(snakemake.log[0]) as log:
+    # the same table, figures and summaries typeset the same report
+    reuse_or_make(snakemake, lambda: make(log), log)

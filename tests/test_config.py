@@ -33,6 +33,8 @@ def set_key(config, path, value):
     [
         (["correctness", "kernels", "v3", "blocks"], [[128, 100, 128]],
          r"correctness\.kernels\.v3\.blocks: bk=100 does not divide k=256"),
+        (["compile_study", "experiments", "v4", "search", "targets"], ["v9"],
+         r"compile_study\.experiments\.v4\.search\.targets\[0\]: 'v9' is not one of"),
         (["correctness", "kernels", "v1", "dtypes"], ["float8"],
          r"correctness\.kernels\.v1\.dtypes\[0\]: 'float8' is not one of"),
         (["correctness", "kernels", "v1", "dtypes"], ["int8"],
@@ -125,6 +127,48 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
     assert codec.decode(codec.encode(job)) == job
 
 
+def test_block_search_runs_only_where_its_config_says(config):
+    """search.targets and search.dtypes choose where a block search runs (all targets and dtypes when
+    absent); elsewhere the experiment compiles its own blocks only. config/search.yaml, merged as
+    Snakemake merges a --configfile, searches everywhere. The figures follow the plan."""
+    from snakemake.utils import update_config
+
+    from experiments.plan.config import study_jobs, with_defaults
+    from figures.catalog import figure_specs
+
+    def searched(jobs):
+        return {key for key, job in jobs.items() if set(job.cases) - set(job.raise_limits_for)}
+
+    config["targets"] = ["v5e", "v6e"]
+    default = with_defaults(copy.deepcopy(config))
+    assert searched(study_jobs(default)) == {("v5e", "v4", "float32"), ("v5e", "v5", "bfloat16")}
+    jobs = study_jobs(default)
+    assert jobs[("v6e", "v5", "int8")].cases == jobs[("v6e", "v5", "int8")].raise_limits_for  # post blocks
+    assert {n for n in figure_specs(default) if n.startswith("search_")} == {
+        "search_v4_float32_v5e", "search_v5_bfloat16_v5e"}
+
+    wide = copy.deepcopy(config)
+    update_config(wide, yaml.safe_load((ROOT / "config" / "search.yaml").read_text()))
+    wide = with_defaults(wide)
+    everywhere = {(t, e, d) for t in ("v5e", "v6e") for e, d in
+                  (("v4", "float32"), ("v5", "bfloat16"), ("v5", "int8"))}
+    assert searched(study_jobs(wide)) == everywhere
+    assert len([n for n in figure_specs(wide) if n.startswith("search_")]) == 6
+
+    for spec in config["compile_study"]["experiments"].values():  # no search keys: everywhere too
+        if "search" in spec:
+            spec["search"].pop("targets", None), spec["search"].pop("dtypes", None)
+    assert searched(study_jobs(with_defaults(config))) == everywhere
+
+
+def test_search_dtypes_must_be_the_experiments(config):
+    config["compile_study"]["experiments"]["v4"]["search"]["dtypes"] = ["bfloat16"]
+    with pytest.raises(experiment_config.ConfigError,
+                       match=r"compile_study\.experiments\.v4\.search\.dtypes: 'bfloat16' is not one of "
+                             r"the experiment's dtypes \['float32'\]"):
+        experiment_config.validate(config)
+
+
 def test_block_searches_split_by_block_shape(config):
     """Each block search runs as compile_study.search_jobs parts: together exactly the job's cases, in
     its order, each block shape (whose small grids its sizes share) in one part only; the post's own
@@ -137,7 +181,7 @@ def test_block_searches_split_by_block_shape(config):
         for (target, experiment, dtype), job in jobs.items():
             mine = [j for (t, e, d, _), j in split.items() if (t, e, d) == (target, experiment, dtype)]
             names = sorted(p for t, e, d, p in split if (t, e, d) == (target, experiment, dtype))
-            expected = parts if experiment in ("v4", "v5") else 1
+            expected = parts if any(c not in job.raise_limits_for for c in job.cases if c.bm) else 1
             assert names == [f"{i}of{expected}" for i in range(1, expected + 1)]
             assert sorted(map(repr, (c for j in mine for c in j.cases))) == sorted(map(repr, job.cases))
             assert (sorted(map(repr, (c for j in mine for c in j.raise_limits_for)))

@@ -12,6 +12,7 @@ import yaml
 
 from experiments.compile_study.study import Job, searched
 from experiments.core.cases import Case, expand, search_space
+from experiments.plan.search import search_covers
 from kernels import REGISTRY, checks
 from kernels.spec import BLOCKS, SPLIT
 
@@ -190,20 +191,38 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
             explicit = _expand_checked(kernel, dtype, [(s, s, s) for s in sizes], grid_args, key, _fits)
             searched = []
             if "search" in spec:
+                check_search_dtypes(spec, key)
                 search = spec["search"]
                 found = _expand_checked(kernel, dtype, [(s, s, s) for s in search["sizes"]],
                                         dict(blocks=search_space(search)), f"{key}.search", _fits)
                 searched = [c for c in found if c not in explicit]
             if not explicit + searched:
                 raise ConfigError(f"{key}: no configuration fits sizes={sizes} (dtype={dtype!r})")
-            per_target[(name, dtype)] = dict(experiment=name, cases=tuple(explicit + searched),
-                                             raise_limits_for=tuple(explicit))
+            per_target[(name, dtype)] = (spec, explicit, searched)
     for dtype in section["baseline_dtypes"]:
         cases = _expand_checked("xla", dtype, [(s, s, s) for s in sorted(baseline_sizes)], {},
                                 "compile_study.baseline_dtypes")
-        per_target[("xla", dtype)] = dict(experiment="xla", cases=tuple(cases))
-    return {(target, name, dtype): Job(target=target, **job, **settings)
-            for target in config["targets"] for (name, dtype), job in per_target.items()}
+        per_target[("xla", dtype)] = (None, cases, [])
+    jobs = {}
+    for target in config["targets"]:
+        for (name, dtype), (spec, explicit, searched) in per_target.items():
+            if spec is None:  # XLA's baseline: no blocks, nothing retried at raised limits
+                cases, own = explicit, ()
+            else:  # the experiment's own blocks, and its block search where it covers this target
+                covered = search_covers(spec, dtype, target, config["targets"])
+                cases, own = explicit + (searched if covered else []), explicit
+            if cases:
+                jobs[(target, name, dtype)] = Job(target=target, experiment=name, cases=tuple(cases),
+                                                  raise_limits_for=tuple(own), **settings)
+    return jobs
+
+
+def check_search_dtypes(spec: dict, key: str) -> None:
+    """An experiment's `search.dtypes` must be among its own dtypes."""
+    for dtype in spec["search"].get("dtypes", ()):
+        if dtype not in spec["dtypes"]:
+            raise ConfigError(f"{key}.search.dtypes: {dtype!r} is not one of the experiment's dtypes "
+                              f"{spec['dtypes']}")
 
 
 def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:

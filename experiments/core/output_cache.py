@@ -1,0 +1,124 @@
+"""A content-addressed cache of a job's outputs, for jobs whose outputs follow from their inputs alone.
+
+A figure, the report or a kernel's correctness rows are the same bytes whenever the job's inputs are:
+its input files (by content), its params (the code digest of its script's import closure among them),
+the workflow's config and the installed packages. The key is the sha256 of exactly those, so a run
+after `results/` was deleted, or in a second checkout, copies each such output back instead of
+drawing, typesetting or interpreting it again (experiments/compile_study/cache.py does the same for
+single compiles). An entry is a folder of the output files and a manifest with their sha256; one whose
+files do not match the manifest is made again and overwritten, never trusted.
+
+Where: $TPU_MATMUL_REPRO_CACHE/outputs when that variable is set ("off" disables this cache and the
+compile cache alike), else $XDG_CACHE_HOME/tpu-matmul-repro/outputs (~/.cache/... by default).
+"""
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from experiments.core.cache_dirs import user_cache
+
+CACHE_VARIABLE = "TPU_MATMUL_REPRO_CACHE"  # shared with the compile cache
+FORMAT = 1  # bump when an entry's layout or the key's parts change
+
+
+def cache_root() -> Path | None:
+    configured = os.environ.get(CACHE_VARIABLE)
+    if configured is not None:
+        off = configured.strip().lower() in ("", "off", "0", "false", "no")
+        return None if off else Path(configured) / "outputs"
+    return user_cache("outputs")
+
+
+def file_digest(path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def software() -> list[str]:
+    """Every installed distribution and version, and the Python: a package upgrade changes outputs."""
+    installed = {(d.metadata["Name"] or "").lower(): d.version for d in metadata.distributions()}
+    return [sys.version, *(f"{name}=={version}" for name, version in sorted(installed.items()))]
+
+
+def job_key(rule: str, inputs, params: dict, config: dict, outputs) -> str:
+    """The key of a job's outputs: rule, input contents, params, config, software, output names."""
+    what = dict(format=FORMAT, rule=rule, inputs=[file_digest(p) for p in inputs],
+                params=params, config=config, software=software(),
+                outputs=[Path(p).name for p in outputs])
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class OutputCache:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def _entry(self, key: str) -> Path:
+        return self.root / key[:2] / key
+
+    def restore(self, key: str, outputs) -> bool:
+        """Copy the entry's files to `outputs` (each atomically); False when there is no sound entry."""
+        from experiments.core.tables import write_atomic
+
+        entry = self._entry(key)
+        try:
+            manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
+            files = manifest["files"]
+            if manifest["key"] != key or len(files) != len(outputs):
+                return False
+            for i, f in enumerate(files):
+                if file_digest(entry / str(i)) != f["sha256"]:
+                    return False
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        for i, out in enumerate(outputs):
+            write_atomic(out, lambda tmp, src=entry / str(i): shutil.copyfile(src, tmp))
+        return True
+
+    def store(self, key: str, outputs) -> None:
+        """Keep copies of `outputs` under `key`: written beside the entry, then renamed into place."""
+        entry = self._entry(key)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{key}."))
+        try:
+            files = []
+            for i, out in enumerate(outputs):
+                shutil.copyfile(out, staging / str(i))
+                files.append(dict(name=Path(out).name, sha256=file_digest(staging / str(i))))
+            (staging / "manifest.json").write_text(json.dumps(dict(key=key, files=files), indent=1),
+                                                   encoding="utf-8")
+            if entry.exists():  # a corrupt entry, or one another job just wrote: replace it
+                shutil.rmtree(entry, ignore_errors=True)
+            os.replace(staging, entry)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def reuse_or_make(snakemake, make, log) -> None:
+    """Restore the job's outputs from the cache, or call make() and store what it wrote.
+
+    `snakemake` is the script's Snakemake object: its rule, input, params, config and output make the
+    key. make() does the work and writes every output (its heavy imports belong inside it).
+    """
+    root = cache_root()
+    outputs = list(snakemake.output)
+    if root is None:
+        make()
+        return
+    params = {name: value for name, value in snakemake.params.items()}
+    key = job_key(snakemake.rule, list(snakemake.input), params, dict(snakemake.config), outputs)
+    cache = OutputCache(root)
+    if cache.restore(key, outputs):
+        log.info("outputs copied from the output cache (%s, entry %s): inputs, params, config and "
+                 "software unchanged", root, key[:16])
+        return
+    make()
+    cache.store(key, outputs)
+    log.info("outputs stored in the output cache (%s, entry %s)", root, key[:16])
