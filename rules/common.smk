@@ -8,7 +8,7 @@ from pathlib import Path
 from experiments.core import codec
 from experiments.measure import device as measure_device
 from experiments.plan.code_inputs import code_digest
-from experiments.plan.config import ConfigError, checked
+from experiments.plan.config import ConfigError, checked, expected_work
 from experiments.plan.plan import make_plan
 
 REPO = Path(workflow.basedir)
@@ -71,6 +71,7 @@ def study_outputs(target):
 
 
 from figures.catalog import figure_specs
+from figures.style import LANGUAGES
 
 # The post's numbers, shipped with the workflow: relative to the working directory (the checkout itself,
 # unless --directory says otherwise), so a moved checkout reruns nothing; local() because with remote

@@ -13,6 +13,8 @@ rule compile_study_job:
     resources:
         # Two libtpu processes per job; the profiling one grows with the grids it walks.
         mem_mb=4000,
+    # Longest first: the short jobs (correctness, the post toolchain's, priority 0) fill the last gaps.
+    priority: lambda wc: 1 + expected_work(PLAN.study[(wc.target, wc.experiment, wc.dtype, wc.part)])
     conda:
         "../environment.yml"
     script:

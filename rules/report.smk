@@ -1,7 +1,10 @@
-# The bilingual report: HTML and PDF from the tidy table, the figures and the kernels' code.
+# The bilingual report: HTML and PDF from the tidy table, the figures and the kernels' code; one job per
+# language, so that --cores 2 typesets both at once.
 
 
 rule report:
+    wildcard_constraints:
+        lang="|".join(LANGUAGES),
     input:
         table="results/matmul.parquet",
         correctness="results/correctness.parquet",
@@ -12,12 +15,10 @@ rule report:
         gallery="results/figures/index.html",
         licence="results/LICENSE.md",
     output:
-        "results/report/report.en.html",
-        "results/report/report.zh.html",
-        "results/report/report.en.pdf",
-        "results/report/report.zh.pdf",
+        html="results/report/report.{lang}.html",
+        pdf="results/report/report.{lang}.pdf",
     log:
-        "logs/report/report.log",
+        "logs/report/report.{lang}.log",
     params:
         targets=TARGETS,
         figures=lambda wc: settings(FIGURES),

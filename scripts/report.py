@@ -1,4 +1,4 @@
-"""Snakemake script: the report in every language, as HTML and PDF."""
+"""Snakemake script: the report in one language (the wildcard `lang`), as HTML and PDF."""
 import _repo  # noqa: F401  (puts the repository root on sys.path)
 
 from experiments.core.output_cache import reuse_or_make
@@ -33,19 +33,17 @@ def make(log) -> None:
     correctness = {"passed": int(checks.passed.sum()), "total": len(checks)}
     config_yaml = config_text(dict(snakemake.config))
     model = {name: read_csv(getattr(snakemake.input, name)) for name in ("claims", "fidelity", "constants")}
-    out = {Path(p).name: Path(p) for p in snakemake.output}
     figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name
-    for lang in ("en", "zh"):
-        common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
-                      figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
-                      figures_href=str(figures_href), primary_toolchain=primary(snakemake.config),
-                      served=served(snakemake.config), measured=measured, **model)
-        html_path = out[f"report.{lang}.html"]
-        write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
-        pdf_html = render_html(df, for_pdf=True, **common)
-        write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",
-                  pdf_path=out[f"report.{lang}.pdf"], font_path=cjk_font_path())
-        log.info("wrote report.%s.html and report.%s.pdf", lang, lang)
+    lang, html_path = snakemake.wildcards.lang, Path(snakemake.output.html)
+    common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
+                  figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
+                  figures_href=str(figures_href), primary_toolchain=primary(snakemake.config),
+                  served=served(snakemake.config), measured=measured, **model)
+    write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
+    pdf_html = render_html(df, for_pdf=True, **common)
+    write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",
+              pdf_path=Path(snakemake.output.pdf), font_path=cjk_font_path())
+    log.info("wrote report.%s.html and report.%s.pdf", lang, lang)
 
 
 with logged(snakemake.log[0]) as log:

@@ -136,8 +136,10 @@ def test_block_search_runs_only_where_its_config_says(config):
     from experiments.plan.config import study_jobs, with_defaults
     from figures.catalog import figure_specs
 
+    from experiments.compile_study.study import searched as is_searched
+
     def searched(jobs):
-        return {key for key, job in jobs.items() if set(job.cases) - set(job.raise_limits_for)}
+        return {key for key, job in jobs.items() if any(is_searched(c, job) for c in job.cases)}
 
     config["targets"] = ["v5e", "v6e"]
     default = with_defaults(copy.deepcopy(config))
@@ -173,6 +175,7 @@ def test_block_searches_split_by_block_shape(config):
     """Each block search runs as compile_study.search_jobs parts: together exactly the job's cases, in
     its order, each block shape (whose small grids its sizes share) in one part only; the post's own
     configurations keep their raised-limit retries; experiments without a search stay one job."""
+    from experiments.compile_study.study import searched
     from experiments.plan.config import study_jobs, study_parts
 
     jobs = study_jobs(config)
@@ -181,7 +184,7 @@ def test_block_searches_split_by_block_shape(config):
         for (target, experiment, dtype), job in jobs.items():
             mine = [j for (t, e, d, _), j in split.items() if (t, e, d) == (target, experiment, dtype)]
             names = sorted(p for t, e, d, p in split if (t, e, d) == (target, experiment, dtype))
-            expected = parts if any(c not in job.raise_limits_for for c in job.cases if c.bm) else 1
+            expected = parts if any(searched(c, job) for c in job.cases) else 1
             assert names == [f"{i}of{expected}" for i in range(1, expected + 1)]
             assert sorted(map(repr, (c for j in mine for c in j.cases))) == sorted(map(repr, job.cases))
             assert (sorted(map(repr, (c for j in mine for c in j.raise_limits_for)))

@@ -256,6 +256,15 @@ def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
     return out
 
 
+def expected_work(job: Job) -> int:
+    """A job's compile work, in the units study_parts balances: the scheduler starts the longest
+    compile jobs first (longest-processing-time order), so that the short ones fill the last gaps."""
+    by_blocks = {}
+    for case in job.cases:
+        by_blocks.setdefault((case.bm, case.bk, case.bn), []).append(case)
+    return sum(_work(cases) for cases in by_blocks.values())
+
+
 def _work(cases: list[Case]) -> int:
     c = cases[0]
     bm, bk, bn = c.bm or c.m, c.bk or c.k, c.bn or c.n

@@ -4,6 +4,7 @@
 def search_covers(spec: dict, dtype: str, target: str, targets) -> bool:
     """Whether an experiment's block search (its config `spec`) runs for `dtype` on `target`, one of the
     `targets` compiled for: its `search.targets` and `search.dtypes`, each all of them when absent."""
-    search = spec.get("search")
-    return bool(search) and target in search.get("targets", targets) \
-        and dtype in search.get("dtypes", spec["dtypes"])
+    if "search" not in spec:
+        return False
+    search = spec["search"]
+    return target in search.get("targets", targets) and dtype in search.get("dtypes", spec["dtypes"])

@@ -18,9 +18,12 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from experiments.core.cache_dirs import user_cache
-from experiments.core.cases import Case
+
+if TYPE_CHECKING:  # figures, summaries and the report read toolchains without importing the kernels (jax)
+    from experiments.core.cases import Case
 
 DEFAULT = {"current": {"pipeline": True}}
 PUBLISHED_TARGETS = ("v5e",)  # the post measured on TPU v5e
@@ -130,12 +133,14 @@ def env_path(config: dict, toolchain: Toolchain) -> Path:
     return cache_dir(config) / f"{toolchain.name}-{toolchain.pins_hash()}"
 
 
-def published_cases(path) -> dict[tuple[str, str], list[Case]]:
+def published_cases(path) -> dict[tuple[str, str], list["Case"]]:
     """The post's configurations from data/published_v5e.csv, by (experiment, dtype); XLA's under "xla".
 
     The post's figure number names the experiment (figure 4 is "v4", v3's kernel over other blocks).
     """
     import csv
+
+    from experiments.core.cases import Case
 
     out: dict[tuple[str, str], list[Case]] = {}
     with open(path, newline="") as f:

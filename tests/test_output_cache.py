@@ -1,0 +1,86 @@
+"""The output cache: a job whose inputs, params, config and software are unchanged gets its outputs back
+byte for byte without running; any change, a corrupt entry or a disabled cache runs it."""
+import logging
+from types import SimpleNamespace
+
+import pytest
+
+from experiments.core import output_cache
+
+LOG = logging.getLogger("test")
+
+
+class Params(dict):
+    """Like Snakemake's params: attributes and items()."""
+
+    __getattr__ = dict.__getitem__
+
+
+@pytest.fixture
+def job(tmp_path, monkeypatch):
+    monkeypatch.setenv(output_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    (tmp_path / "table.csv").write_text("a,b\n1,2\n")
+    sm = SimpleNamespace(rule="figure", input=[str(tmp_path / "table.csv")],
+                         output=[str(tmp_path / "out" / "f.png"), str(tmp_path / "out" / "f.pdf")],
+                         params=Params(spec="v5_bfloat16_v5e", code="abc"), config={"targets": ["v5e"]})
+    runs = []
+
+    def make():
+        runs.append(1)
+        for i, path in enumerate(sm.output):
+            (tmp_path / "out").mkdir(exist_ok=True)
+            with open(path, "w") as f:
+                f.write(f"output {i} of run {len(runs)} from {open(sm.input[0]).read()!r}")
+
+    def run():
+        output_cache.reuse_or_make(sm, make, LOG)
+        return [open(p).read() for p in sm.output]
+
+    return SimpleNamespace(sm=sm, runs=runs, run=run, tmp=tmp_path)
+
+
+def test_unchanged_job_is_copied_back(job):
+    first = job.run()
+    for path in job.sm.output:  # results/ deleted
+        (job.tmp / "out" / path.split("/")[-1]).unlink()
+    assert job.run() == first and len(job.runs) == 1
+
+
+@pytest.mark.parametrize("change", ["input", "params", "config", "software"])
+def test_any_change_runs_the_job(job, change, monkeypatch):
+    job.run()
+    if change == "input":
+        (job.tmp / "table.csv").write_text("a,b\n1,3\n")
+    elif change == "params":
+        job.sm.params["code"] = "abd"
+    elif change == "config":
+        job.sm.config["targets"] = ["v5e", "v6e"]
+    else:
+        real = output_cache.software()
+        monkeypatch.setattr(output_cache, "software", lambda: [*real, "matplotlib==0.0"])
+    second = job.run()
+    assert len(job.runs) == 2 and "run 2" in second[0]
+
+
+def test_a_corrupt_entry_is_made_again_and_replaced(job):
+    job.run()
+    entries = [p for p in (job.tmp / "cache" / "outputs").rglob("0") if p.is_file()]
+    assert len(entries) == 1
+    entries[0].write_text("tampered")
+    assert "run 2" in job.run()[0] and len(job.runs) == 2
+    assert "run 2" in job.run()[0] and len(job.runs) == 2  # the replaced entry is sound
+
+
+def test_disabled_cache_always_runs_and_stores_nothing(job, monkeypatch):
+    monkeypatch.setenv(output_cache.CACHE_VARIABLE, "off")
+    job.run(), job.run()
+    assert len(job.runs) == 2 and not (job.tmp / "cache").exists()
+
+
+def test_a_failed_job_stores_nothing(job):
+    def fail():
+        raise RuntimeError("kernel crashed")
+
+    with pytest.raises(RuntimeError):
+        output_cache.reuse_or_make(job.sm, fail, LOG)
+    assert not any(p.is_file() for p in (job.tmp / "cache").rglob("*"))
