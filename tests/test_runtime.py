@@ -54,3 +54,26 @@ def test_the_report_date_is_reproducible(monkeypatch):
     commit_time = subprocess.run(["git", "log", "-1", "--format=%ct"], capture_output=True, text=True).stdout
     if commit_time.strip():  # a git checkout: the commit's date (UTC)
         assert build_date() == datetime.datetime.fromtimestamp(int(commit_time), datetime.UTC).date()
+
+
+def test_the_job_log_keeps_what_worker_processes_append(tmp_path):
+    """A compile worker appends its stderr to the job's log while the job logs to it: neither may
+    overwrite the other (the log was once opened at its own offset, and the job's lines overwrote the
+    worker's)."""
+    import subprocess
+    import sys
+
+    from experiments.core.runtime import logged
+
+    path = tmp_path / "job.log"
+    path.write_text("a previous run's log\n")
+    with logged(path) as log:
+        log.info("before the worker")
+        with open(path, "a") as worker_stderr:
+            subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('worker says hi\\n')"],
+                           stderr=worker_stderr, check=True)
+        log.info("after the worker")
+    lines = path.read_text().splitlines()
+    assert "a previous run's log" not in lines
+    assert [line.split(" INFO ")[-1] if " INFO " in line else line for line in lines] == [
+        "before the worker", "worker says hi", "after the worker"]

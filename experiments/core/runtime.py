@@ -23,8 +23,13 @@ class UserError(Exception):
 
 @contextlib.contextmanager
 def logged(log_path):
-    """Send this job's stdout, stderr and `logging` output to its Snakemake log file."""
-    with open(log_path, "w") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+    """Send this job's stdout, stderr and `logging` output to its Snakemake log file.
+
+    The file is emptied, then opened for appending: worker processes that append their own stderr to
+    the same log (the compile workers) then interleave with it instead of being overwritten by writes at
+    this handle's own offset."""
+    open(log_path, "w").close()
+    with open(log_path, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         logging.basicConfig(stream=log, level=logging.INFO, force=True,
                             format="%(asctime)s %(levelname)s %(message)s")
         logger = logging.getLogger("tpu-matmul-repro")
