@@ -43,4 +43,4 @@ rule all:
         "results/timing_model.csv",
         "results/claims.csv",
         expand("results/figures/{name}.png", name=FIGURES),
-        expand("results/report/report.{lang}.{ext}", lang=["en", "zh"], ext=["html", "pdf"]),
+        expand("results/report/report.{lang}.{ext}", lang=LANGUAGES, ext=["html", "pdf"]),

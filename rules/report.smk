@@ -11,7 +11,8 @@ rule report:
         claims="results/claims.csv",
         fidelity="results/fidelity.csv",
         constants="results/timing_model.csv",
-        figures=expand("results/figures/{name}.png", name=FIGURES),
+        # every language's PNGs: the Chinese report embeds the Chinese figures
+        figures=expand("results/figures/{name}{lang}.png", name=FIGURES, lang=["", ".zh"]),
         gallery="results/figures/index.html",
         licence="results/LICENSE.md",
     output:

@@ -47,5 +47,7 @@ def make(log) -> None:
 
 
 with logged(snakemake.log[0]) as log:
-    # the same table, figures and summaries typeset the same report
-    reuse_or_make(snakemake, lambda: make(log), log)
+    from experiments.core.provenance import build_date
+
+    # the same table, figures, summaries and date typeset the same report
+    reuse_or_make(snakemake, lambda: make(log), log, extra={"date": build_date().isoformat()})

@@ -133,10 +133,9 @@ def test_block_search_runs_only_where_its_config_says(config):
     Snakemake merges a --configfile, searches everywhere. The figures follow the plan."""
     from snakemake.utils import update_config
 
+    from experiments.compile_study.study import searched as is_searched
     from experiments.plan.config import study_jobs, with_defaults
     from figures.catalog import figure_specs
-
-    from experiments.compile_study.study import searched as is_searched
 
     def searched(jobs):
         return {key for key, job in jobs.items() if any(is_searched(c, job) for c in job.cases)}
@@ -161,6 +160,18 @@ def test_block_search_runs_only_where_its_config_says(config):
         if "search" in spec:
             spec["search"].pop("targets", None), spec["search"].pop("dtypes", None)
     assert searched(study_jobs(with_defaults(config))) == everywhere
+
+
+def test_a_target_left_without_configurations_is_refused(config):
+    """An experiment whose own blocks fit none of its sizes, searched on v5e only, has nothing to compile
+    on v6e: refused with the key, not a silent gap (with a figure planned for it)."""
+    config["targets"] = ["v5e", "v6e"]
+    config["compile_study"]["experiments"]["v4"]["blocks"] = [[4096, 4096, 4096]]
+    config["compile_study"]["experiments"]["v4"]["sizes"] = [2048]
+    with pytest.raises(experiment_config.ConfigError,
+                       match=r"compile_study\.experiments\.v4: no configuration fits sizes=\[2048\] "
+                             r"\(dtype='float32'\) on target 'v6e', where its block search does not run"):
+        experiment_config.validate(config)
 
 
 def test_search_dtypes_must_be_the_experiments(config):

@@ -2,8 +2,10 @@
 target; Chinese labels with no missing glyph; identical bytes for an identical table."""
 import warnings
 
+import pandas as pd
 import pytest
 
+from figures import plots
 from figures.catalog import KINDS, describe, figure_specs, render, stem
 from figures.labels import LABELS
 
@@ -278,3 +280,15 @@ def test_measured_rows_with_raw_samples_draw(table, tmp_path):
     assert len(paths) == 6
     assert "measured" in describe(df, "v5_bfloat16_v5e", "experiment",
                                   dict(experiment="v5", dtype="bfloat16", target="v5e"), "en")["sources"]
+
+
+def test_generations_compare_the_posts_configurations_on_every_target(table):
+    """The block search runs on some targets only: the generations figure draws the best of the post's
+    own configurations (here 170 at 2048, not the searched 150/160 nor anything searched higher)."""
+    searched_high = table[table.search.eq(True) & (table.status == "ok")].assign(tflops=500.0)
+    df = pd.concat([table[~(table.search.eq(True) & (table.status == "ok"))], searched_high],
+                   ignore_index=True)
+    both = pd.concat([df, df[df.source == "estimate"].assign(target="v6e")], ignore_index=True)
+    fig = plots.plot_generations(both, "v5", "bfloat16", lang="en")
+    drawn = [max(line.get_ydata()) for line in fig.axes[0].get_lines() if "Pallas" in line.get_label()]
+    assert drawn and max(drawn) == 170.0

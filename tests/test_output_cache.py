@@ -32,8 +32,8 @@ def job(tmp_path, monkeypatch):
             with open(path, "w") as f:
                 f.write(f"output {i} of run {len(runs)} from {open(sm.input[0]).read()!r}")
 
-    def run():
-        output_cache.reuse_or_make(sm, make, LOG)
+    def run(extra=None):
+        output_cache.reuse_or_make(sm, make, LOG, extra=extra)
         return [open(p).read() for p in sm.output]
 
     return SimpleNamespace(sm=sm, runs=runs, run=run, tmp=tmp_path)
@@ -84,3 +84,35 @@ def test_a_failed_job_stores_nothing(job):
     with pytest.raises(RuntimeError):
         output_cache.reuse_or_make(job.sm, fail, LOG)
     assert not any(p.is_file() for p in (job.tmp / "cache").rglob("*"))
+
+
+def test_extra_inputs_are_part_of_the_key(job):
+    """What a script reads besides its inputs (the report's date) goes into the key as `extra`."""
+    job.run(extra={"date": "2026-12-01"})
+    job.run(extra={"date": "2026-12-02"})
+    assert len(job.runs) == 2
+
+
+def test_a_cache_that_cannot_store_does_not_fail_the_job(job, monkeypatch, caplog):
+    """The outputs are made already: a cache folder that is a file (or full, or raced) only logs."""
+    (job.tmp / "cache").write_text("not a folder")
+    with caplog.at_level(logging.WARNING):
+        assert "run 1" in job.run()[0]
+    assert "not stored" in caplog.text
+
+
+def test_a_racing_store_of_the_same_key_does_not_fail(job, monkeypatch, caplog):
+    """Another job stores the same entry between this one's removal of a corrupt entry and its rename."""
+    job.run()
+    real_replace = output_cache.os.replace
+
+    def raced(src, dst):
+        raise OSError(39, "Directory not empty")
+
+    monkeypatch.setattr(output_cache.os, "replace", raced)
+    entry = next(p for p in (job.tmp / "cache" / "outputs").rglob("manifest.json")).parent
+    (entry / "0").write_text("tampered")
+    with caplog.at_level(logging.WARNING):
+        assert "run 2" in job.run()[0]
+    monkeypatch.setattr(output_cache.os, "replace", real_replace)
+    assert "not stored" in caplog.text

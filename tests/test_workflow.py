@@ -226,7 +226,9 @@ def stable_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_interrupted_runs_resume_to_the_same_results(workdir, ci_run):
+def test_interrupted_runs_resume_to_the_same_results(workdir, ci_run, monkeypatch):
+    # Caches of its own: compiles and outputs made again here, not copied from the first run's
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(workdir / "caches"))
     interrupt(workdir, "results/estimates/v5e/*.parquet", signal.SIGINT, whole_group=True)
     interrupt(workdir, "results/figures/*.png", signal.SIGTERM, whole_group=False)
     result = snakemake(workdir, "--cores", "2", *CI_RUN)  # the README's command, nothing added

@@ -9,10 +9,12 @@ single compiles). An entry is a folder of the output files and a manifest with t
 files do not match the manifest is made again and overwritten, never trusted.
 
 Where: $TPU_MATMUL_REPRO_CACHE/outputs when that variable is set ("off" disables this cache and the
-compile cache alike), else $XDG_CACHE_HOME/tpu-matmul-repro/outputs (~/.cache/... by default).
+compile cache alike), else $XDG_CACHE_HOME/tpu-matmul-repro/outputs (~/.cache/... by default). Nothing
+prunes it: each new table adds its figures and report (~26 MB); delete the folder to reclaim the space.
 """
 import hashlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -20,18 +22,22 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
+from experiments.compile_study import cache as compile_cache
+from experiments.compile_study.cache import CACHE_VARIABLE
 from experiments.core.cache_dirs import user_cache
 
-CACHE_VARIABLE = "TPU_MATMUL_REPRO_CACHE"  # shared with the compile cache
+log = logging.getLogger(__name__)
+
 FORMAT = 1  # bump when an entry's layout or the key's parts change
 
 
 def cache_root() -> Path | None:
-    configured = os.environ.get(CACHE_VARIABLE)
-    if configured is not None:
-        off = configured.strip().lower() in ("", "off", "0", "false", "no")
-        return None if off else Path(configured) / "outputs"
-    return user_cache("outputs")
+    """$TPU_MATMUL_REPRO_CACHE/outputs, ~/.cache/tpu-matmul-repro/outputs, or None when that variable
+    turns the caches off (read as the compile cache reads it)."""
+    compile_root = compile_cache.cache_root()
+    if compile_root is None:
+        return None
+    return compile_root / "outputs" if os.environ.get(CACHE_VARIABLE) else user_cache("outputs")
 
 
 def file_digest(path) -> str:
@@ -48,12 +54,13 @@ def software() -> list[str]:
     return [sys.version, *(f"{name}=={version}" for name, version in sorted(installed.items()))]
 
 
-def job_key(rule: str, inputs, params: dict, config: dict, outputs) -> str:
-    """The key of a job's outputs: rule, input contents, params, config, software, output names."""
+def job_key(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> str:
+    """The key of a job's outputs: rule, input contents, params, config, software, output names, and
+    `extra`: what else the script reads (e.g. the report's date). Values must be JSON."""
     what = dict(format=FORMAT, rule=rule, inputs=[file_digest(p) for p in inputs],
                 params=params, config=config, software=software(),
-                outputs=[Path(p).name for p in outputs])
-    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+                outputs=[Path(p).name for p in outputs], extra=extra or {})
+    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
 
 class OutputCache:
@@ -78,15 +85,25 @@ class OutputCache:
                     return False
         except (OSError, ValueError, KeyError, TypeError):
             return False
-        for i, out in enumerate(outputs):
-            write_atomic(out, lambda tmp, src=entry / str(i): shutil.copyfile(src, tmp))
+        try:
+            for i, out in enumerate(outputs):
+                write_atomic(out, lambda tmp, src=entry / str(i): shutil.copyfile(src, tmp))
+        except OSError as e:  # e.g. an entry removed meanwhile: make the outputs instead
+            log.warning("output cache: could not copy entry %s (%s); running the job", key[:16], e)
+            return False
         return True
 
     def store(self, key: str, outputs) -> None:
-        """Keep copies of `outputs` under `key`: written beside the entry, then renamed into place."""
+        """Keep copies of `outputs` under `key`: written beside the entry, then renamed into place. Best
+        effort: the outputs are made already, so a cache that cannot take them (full, read-only, or an
+        entry another job stored first) only logs why."""
         entry = self._entry(key)
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{key}."))
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(dir=entry.parent, prefix=f".{key}."))
+        except OSError as e:
+            log.warning("output cache: not stored (%s)", e)
+            return
         try:
             files = []
             for i, out in enumerate(outputs):
@@ -97,15 +114,18 @@ class OutputCache:
             if entry.exists():  # a corrupt entry, or one another job just wrote: replace it
                 shutil.rmtree(entry, ignore_errors=True)
             os.replace(staging, entry)
+        except OSError as e:  # e.g. another job stored the same key between rmtree and replace
+            log.warning("output cache: entry %s not stored (%s)", key[:16], e)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def reuse_or_make(snakemake, make, log) -> None:
+def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
     """Restore the job's outputs from the cache, or call make() and store what it wrote.
 
     `snakemake` is the script's Snakemake object: its rule, input, params, config and output make the
-    key. make() does the work and writes every output (its heavy imports belong inside it).
+    key, with `extra` (what else the script reads). make() does the work and writes every output (its
+    heavy imports belong inside it).
     """
     root = cache_root()
     outputs = list(snakemake.output)
@@ -113,7 +133,7 @@ def reuse_or_make(snakemake, make, log) -> None:
         make()
         return
     params = {name: value for name, value in snakemake.params.items()}
-    key = job_key(snakemake.rule, list(snakemake.input), params, dict(snakemake.config), outputs)
+    key = job_key(snakemake.rule, list(snakemake.input), params, dict(snakemake.config), outputs, extra)
     cache = OutputCache(root)
     if cache.restore(key, outputs):
         log.info("outputs copied from the output cache (%s, entry %s): inputs, params, config and "

@@ -176,7 +176,7 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
     settings = dict(toolchain=primary(config), timeout_s=section["timeout_s"],
                     profile_max_steps=section["profile_max_steps"],
                     raised_limits_mib=tuple(section["raised_vmem_limits_mib"]))
-    per_target = {}
+    sweeps = {}  # (experiment, dtype) -> its own configurations and its block search's
     baseline_sizes = set(section["sizes"])
     for name, spec in section["experiments"].items():
         key = f"compile_study.experiments.{name}"
@@ -187,33 +187,36 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
         sizes = spec.get("sizes", section["sizes"])
         baseline_sizes |= set(sizes) | set(spec.get("search", {}).get("sizes", ()))
         grid_args = dict(blocks=spec.get("blocks", ()), splits=spec.get("splits", ()))
+        if "search" in spec:
+            check_search_dtypes(spec, key)
         for dtype in spec["dtypes"]:
-            explicit = _expand_checked(kernel, dtype, [(s, s, s) for s in sizes], grid_args, key, _fits)
-            searched = []
+            own = _expand_checked(kernel, dtype, [(s, s, s) for s in sizes], grid_args, key, _fits)
+            found = []
             if "search" in spec:
-                check_search_dtypes(spec, key)
                 search = spec["search"]
                 found = _expand_checked(kernel, dtype, [(s, s, s) for s in search["sizes"]],
                                         dict(blocks=search_space(search)), f"{key}.search", _fits)
-                searched = [c for c in found if c not in explicit]
-            if not explicit + searched:
-                raise ConfigError(f"{key}: no configuration fits sizes={sizes} (dtype={dtype!r})")
-            per_target[(name, dtype)] = (spec, explicit, searched)
+            none_fit = f"{key}: no configuration fits sizes={sizes} (dtype={dtype!r})"
+            sweeps[(name, dtype)] = dict(spec=spec, own=own, search=[c for c in found if c not in own],
+                                         where=none_fit)
     for dtype in section["baseline_dtypes"]:
         cases = _expand_checked("xla", dtype, [(s, s, s) for s in sorted(baseline_sizes)], {},
                                 "compile_study.baseline_dtypes")
-        per_target[("xla", dtype)] = (None, cases, [])
+        sweeps[("xla", dtype)] = dict(spec=None, own=cases, search=[], where="")
     jobs = {}
     for target in config["targets"]:
-        for (name, dtype), (spec, explicit, searched) in per_target.items():
-            if spec is None:  # XLA's baseline: no blocks, nothing retried at raised limits
-                cases, own = explicit, ()
+        for (name, dtype), sweep in sweeps.items():
+            if sweep["spec"] is None:  # XLA's baseline: no blocks, nothing retried at raised limits
+                cases, retried = sweep["own"], ()
             else:  # the experiment's own blocks, and its block search where it covers this target
-                covered = search_covers(spec, dtype, target, config["targets"])
-                cases, own = explicit + (searched if covered else []), explicit
-            if cases:
-                jobs[(target, name, dtype)] = Job(target=target, experiment=name, cases=tuple(cases),
-                                                  raise_limits_for=tuple(own), **settings)
+                searched_here = search_covers(sweep["spec"], dtype, target)
+                cases, retried = sweep["own"] + (sweep["search"] if searched_here else []), sweep["own"]
+            if not cases:
+                raise ConfigError(sweep["where"] + (f" on target {target!r}, where its block search does not "
+                                                    "run (search.targets, search.dtypes)" if sweep["search"]
+                                                    else ""))
+            jobs[(target, name, dtype)] = Job(target=target, experiment=name, cases=tuple(cases),
+                                              raise_limits_for=tuple(retried), **settings)
     return jobs
 
 
@@ -259,16 +262,14 @@ def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
 def expected_work(job: Job) -> int:
     """A job's compile work, in the units study_parts balances: the scheduler starts the longest
     compile jobs first (longest-processing-time order), so that the short ones fill the last gaps."""
-    by_blocks = {}
-    for case in job.cases:
-        by_blocks.setdefault((case.bm, case.bk, case.bn), []).append(case)
-    return sum(_work(cases) for cases in by_blocks.values())
+    return _work(job.cases)
 
 
-def _work(cases: list[Case]) -> int:
-    c = cases[0]
-    bm, bk, bn = c.bm or c.m, c.bk or c.k, c.bn or c.n
-    return len(cases) * (bm * bk + bk * bn + bm * bn)
+def _work(cases) -> int:
+    """The elements of the cases' blocks (a whole operand where a kernel has none): what a compile's
+    time grows with."""
+    return sum((c.bm or c.m) * (c.bk or c.k) + (c.bk or c.k) * (c.bn or c.n) + (c.bm or c.m) * (c.bn or c.n)
+               for c in cases)
 
 
 def measure_settings(config: dict, **overrides):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from experiments.core.cache_dirs import user_cache
 
-if TYPE_CHECKING:  # figures, summaries and the report read toolchains without importing the kernels (jax)
+if TYPE_CHECKING:  # the figure scripts read toolchains without importing the kernels (and jax)
     from experiments.core.cases import Case
 
 DEFAULT = {"current": {"pipeline": True}}
