@@ -70,7 +70,7 @@ def study_outputs(target):
     ]
 
 
-from figures.catalog import figure_specs
+from figures.catalog import figure_specs, stem
 from figures.style import LANGUAGES
 
 # The post's numbers, shipped with the workflow: relative to the working directory (the checkout itself,
@@ -80,6 +80,9 @@ PUBLISHED = local(os.path.relpath(REPO / "data" / "published_v5e.csv"))
 CITATION = local(os.path.relpath(REPO / "CITATION.cff"))  # copied into results/ by the gallery
 
 FIGURES = figure_specs(config, TARGETS)
+# Every figure's PNG in every language (English keeps the plain name): the gallery shows them all and
+# each language's report embeds its own.
+FIGURE_PNGS = [f"{stem('results/figures', name, lang)}.png" for name in FIGURES for lang in LANGUAGES]
 
 
 wildcard_constraints:

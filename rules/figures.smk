@@ -23,7 +23,7 @@ rule figure:
 rule gallery:
     input:
         table="results/matmul.parquet",
-        figures=expand("results/figures/{name}{lang}.png", name=FIGURES, lang=["", ".zh"]),
+        figures=FIGURE_PNGS,
         citation=CITATION,
     output:
         index="results/figures/index.html",

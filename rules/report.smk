@@ -11,8 +11,7 @@ rule report:
         claims="results/claims.csv",
         fidelity="results/fidelity.csv",
         constants="results/timing_model.csv",
-        # every language's PNGs: the Chinese report embeds the Chinese figures
-        figures=expand("results/figures/{name}{lang}.png", name=FIGURES, lang=["", ".zh"]),
+        figures=FIGURE_PNGS,
         gallery="results/figures/index.html",
         licence="results/LICENSE.md",
     output:

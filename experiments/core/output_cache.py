@@ -135,8 +135,8 @@ def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
     if root is None:
         make()
         return
-    params = {name: value for name, value in snakemake.params.items()}
-    key = job_key(snakemake.rule, list(snakemake.input), params, dict(snakemake.config), outputs, extra)
+    key = job_key(snakemake.rule, list(snakemake.input), dict(snakemake.params.items()),
+                  dict(snakemake.config), outputs, extra)
     cache = OutputCache(root)
     if cache.restore(key, outputs):
         log.info("outputs copied from the output cache (%s, entry %s): inputs, params, config and "
