@@ -11,11 +11,13 @@ From a clean clone of this checkout's HEAD, in the current Python environment:
 Toolchain environments (if any) are not deleted: "cold" means no compiles cached, not no packages.
 Each figure is wall time of `python3 -m snakemake --cores N`; the file records the date, commit and
 machine. The targets (issue 14): cold <= 10 min with --cores 1 and <= 6 min with --cores 2, warm <= 2
-min, no-op <= 10 s.
+min, no-op <= 10 s. Before each cold run, benchmarks/calibrate.py times nine fixed compiles: the
+machine's speed at the time, quoted beside the run (this VM's speed drifts by 10-25 %).
 """
 import argparse
 import datetime
 import functools
+import json
 import os
 import platform
 import re
@@ -79,8 +81,9 @@ def main() -> None:
             checkout = clone(tmp / f"cores{cores}")
             env = dict(os.environ, TPU_MATMUL_REPRO_CACHE=str(tmp / f"cache{cores}"))
             shutil.rmtree(FONT_CACHE, ignore_errors=True)  # the Chinese figures' cut font: cold too
+            yardstick = calibration()
             seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(cores)], checkout, env)
-            rows.append((f"cold, --cores {cores}", seconds, jobs))
+            rows.append((f"cold, --cores {cores}", seconds, jobs, yardstick))
             stages[cores] = job_time_by_rule(checkout)
             print(rows[-1], flush=True)
             write()
@@ -88,14 +91,22 @@ def main() -> None:
         checkout, env = first
         subprocess.run(["rm", "-rf", str(checkout / "results")], check=True)
         seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(args.cores[0])], checkout, env)
-        rows.append((f"warm cache (results/ deleted), --cores {args.cores[0]}", seconds, jobs))
+        rows.append((f"warm cache (results/ deleted), --cores {args.cores[0]}", seconds, jobs, None))
         print(rows[-1], flush=True)
         write()
         seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(args.cores[0])], checkout, env)
-        rows.append(("no-op", seconds, jobs))
+        rows.append(("no-op", seconds, jobs, None))
         print(rows[-1], flush=True)
         write()
     print(args.out.read_text())
+
+
+def calibration() -> float:
+    """benchmarks/calibrate.py's fixed compiles, median of three, in seconds: the machine's speed now."""
+    script = REPO / "benchmarks" / "calibrate.py"
+    out = subprocess.run([sys.executable, str(script), "--json", "--repeat", "3"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])["compiles_s"]
 
 
 def job_time_by_rule(checkout: Path) -> dict[str, tuple[float, int, float]]:
@@ -124,9 +135,15 @@ def write_report(path: Path, commit: str, rows, stages, cores) -> None:
         "by `python3 benchmarks/default_run.py`",
         f"on {machine()}.",
         "",
-        "| run | wall time | jobs run |",
-        "| --- | --- | --- |",
-        *[f"| {name} | {minutes(seconds)} ({seconds:.0f} s) | {jobs} |" for name, seconds, jobs in rows],
+        "| run | wall time | jobs run | yardstick before the run |",
+        "| --- | --- | --- | --- |",
+        *[f"| {name} | {minutes(seconds)} ({seconds:.0f} s) | {jobs} | "
+          f"{'' if yardstick is None else f'{yardstick:.2f} s'} |"
+          for name, seconds, jobs, yardstick in rows],
+        "",
+        "Yardstick: `benchmarks/calibrate.py`, nine fixed compiles (median of three), timed just before",
+        "the run: this VM's speed drifts, and a run's time is comparable with another's at the same",
+        "yardstick.",
     ]
     if len(cores) > 1 and len(rows) > 1:
         speedup = rows[0][1] / rows[1][1]

@@ -1,5 +1,5 @@
 # The TPU compile study on CPU: one job per (target, experiment, dtype, part), then per-target tables. A
-# block search is split into compile_study.search_jobs parts by block shape (experiments/plan/config.py).
+# block search is split into compile_study.search_jobs parts by the blocks' bk (experiments/plan/config.py).
 
 
 rule compile_study_job:

@@ -230,3 +230,54 @@ def test_a_crashing_static_profiler_leaves_the_vmem_verdict_and_says_why():
     assert df.est_cycles.isna().all() and df.tflops.isna().all()
     assert df.error.str.startswith("no cycle estimate: libtpu's static profiler crashed").all()
     assert "did not run the profiler again" in df.error.iloc[1]
+
+
+def _oom_row(case: Case, vmem_bytes=20 * MiB) -> tuple[Case, dict]:
+    return case, dict(status="vmem_oom", vmem_bytes=vmem_bytes, oom_limit_bytes=16 * MiB)
+
+
+def test_dominated_by_needs_larger_blocks_along_every_axis_and_the_same_single_steps():
+    from experiments.compile_study.study import dominated_by
+
+    small = Case("v5", "bfloat16", 4096, 4096, 4096, 512, 2048, 1024)
+    out_of_vmem = [_oom_row(small)]
+    for bm, bk, bn in ((512, 2048, 2048), (1024, 2048, 1024), (1024, 2048, 2048)):
+        result = dominated_by(dataclasses.replace(small, bm=bm, bk=bk, bn=bn), out_of_vmem)
+        assert result["status"] == "vmem_oom" and result["vmem_bytes"] is None, (bm, bk, bn)
+        assert result["oom_limit_bytes"] == 16 * MiB and result["compile_s"] == 0
+        assert "(512,2048,1024)" in result["error"] and "20.00 MiB" in result["error"]
+    not_dominated = [
+        dataclasses.replace(small, bm=256, bn=2048),              # smaller along m
+        dataclasses.replace(small, bk=4096),                      # larger, but a single k step
+        dataclasses.replace(small, dtype="int8"),                 # another problem
+        dataclasses.replace(small, m=8192, k=8192, n=8192),       # another size
+        Case("v2", "bfloat16", 4096, 4096, 4096, 1024, 4096, 1024),  # not a 3-D block grid
+    ]
+    for case in not_dominated:
+        assert dominated_by(case, out_of_vmem) is None, case
+    assert dominated_by(small, []) is None
+
+
+def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_one():
+    """A searched configuration whose blocks are at least as large along every axis as one out of VMEM
+    (same problem, single steps along the same axes) gets a vmem_oom row without a compile, whatever the
+    job's order; the post's own configurations are always compiled. The derived verdicts against full
+    compiles: out of VMEM."""
+    oom = Case("v5", "bfloat16", 4096, 4096, 4096, 512, 2048, 1024)
+    dominated = [dataclasses.replace(oom, bn=2048), dataclasses.replace(oom, bm=1024)]
+    post = dataclasses.replace(oom, bm=1024, bn=2048)  # dominated too, but one of the post's: compiled
+    fits = dataclasses.replace(oom, bk=512)
+    cases = (*dominated, post, oom, fits)  # larger blocks first: the job sorts them
+    job = Job("v5e", "v5", cases, raise_limits_for=(post,), raised_limits_mib=(), timeout_s=300,
+              profile_max_steps=16)
+    df = run_job(job)
+    assert [(r.bm, r.bk, r.bn) for r in df.itertuples()] == [(c.bm, c.bk, c.bn) for c in cases]
+    assert list(df.status) == ["vmem_oom"] * 4 + ["ok"]
+    # the post's (1024,2048,2048) has 16 grid steps: compiled at full size
+    assert list(df.vmem_method) == ["dominated", "dominated", "compiled", "representative", "representative"]
+    assert df.vmem_bytes.iloc[:2].isna().all() and df.vmem_bytes.iloc[2:].notna().all()
+    assert (df.compile_s.iloc[:2] == 0).all() and list(df.search) == [True, True, False, True, True]
+    with Compiler("v5e") as plain:
+        for case in dominated:
+            full = plain.compile(case)
+            assert full["status"] == "vmem_oom", (case, full)

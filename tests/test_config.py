@@ -182,10 +182,11 @@ def test_search_dtypes_must_be_the_experiments(config):
         experiment_config.validate(config)
 
 
-def test_block_searches_split_by_block_shape(config):
+def test_block_searches_split_by_bk(config):
     """Each block search runs as compile_study.search_jobs parts: together exactly the job's cases, in
-    its order, each block shape (whose small grids its sizes share) in one part only; the post's own
-    configurations keep their raised-limit retries; experiments without a search stay one job."""
+    its order, each bk in one part only (block shapes whose sizes share small grids, or that may
+    dominate each other); the post's own configurations keep their raised-limit retries; experiments
+    without a search stay one job."""
     from experiments.compile_study.study import searched
     from experiments.plan.config import study_jobs, study_parts
 
@@ -202,7 +203,7 @@ def test_block_searches_split_by_block_shape(config):
                     == sorted(map(repr, job.raise_limits_for)))
             for j in mine:
                 assert list(j.cases) == [c for c in job.cases if c in j.cases]
-            owners = {}
+            owners = {}  # each bk (so each block shape, and the shapes that may dominate it) in one part
             for i, j in enumerate(mine):
                 for c in j.cases:
-                    assert owners.setdefault((c.bm, c.bk, c.bn), i) == i, (c, experiment)
+                    assert owners.setdefault(c.bk, i) == i, (c, experiment)

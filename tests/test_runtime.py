@@ -77,3 +77,20 @@ def test_the_job_log_keeps_what_worker_processes_append(tmp_path):
     assert "a previous run's log" not in lines
     assert [line.split(" INFO ")[-1] if " INFO " in line else line for line in lines] == [
         "before the worker", "worker says hi", "after the worker"]
+
+
+def test_the_job_log_leaves_out_font_subsetting_chatter(tmp_path):
+    """Saving a PDF subsets its fonts with fontTools, which logs ~150 INFO lines per font: a figure job's
+    log was mostly that. Its warnings still reach the log; the job's own INFO lines too."""
+    import logging
+
+    from experiments.core.runtime import logged
+
+    path = tmp_path / "job.log"
+    with logged(path) as log:
+        logging.getLogger("fontTools.subset").info("Glyph IDs: [0, 1, 2]")
+        logging.getLogger("fontTools.subset").warning("a real problem")
+        log.info("wrote the figure")
+    text = path.read_text()
+    assert "Glyph IDs" not in text
+    assert "a real problem" in text and "wrote the figure" in text

@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 NO_STATIC_PROFILE = "no_static_profile"
 # vmem_method of a raised-limit row whose kernel already fits at a lower raised limit: not compiled again
 FITS_LOWER_LIMIT = "fits_lower_limit"
+# vmem_method of a searched configuration known to run out of VMEM from a smaller one that did (dominated_by)
+DOMINATED = "dominated"
 
 
 
@@ -134,7 +136,6 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
     `python` and `env`: the toolchain's environment for the compile workers (default: this process's),
     `versions` its jax, jaxlib and libtpu versions for the rows (default: this process's).
     """
-    rows = []
     workers = dict(timeout_s=job.timeout_s, stderr=stderr, python=python, env=env,
                    toolchain=job.toolchain if python else "")
     row_versions = job_versions(versions)
@@ -202,18 +203,33 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
             return result, *estimator.cycles(case, limit), vmem_method
 
         progress = Progress(len(job.cases), log)
-        for case in job.cases:
-            row = one(case, None)
-            rows.append(row)
+        rows_of = {}  # case -> its rows (default limit, then raised limits), emitted in the job's order
+        out_of_vmem = []  # (case, row): compiled at the default limit, out of VMEM; they decide dominated_by
+        # Smaller blocks first, so that a searched configuration dominated by one already out of VMEM is
+        # not compiled. Cases with the same blocks (which share the cycle fit's small grids) keep their order.
+        for case in sorted(job.cases, key=block_elements):
+            dominator = dominated_by(case, out_of_vmem) if searched(case, job) else None
+            if dominator:
+                row = estimate_row(job, case, dominator, None, None, "", DOMINATED)
+                log.info("%s %s limit=None: vmem_oom (%s, not compiled)", job.target, case.label(), DOMINATED)
+            else:
+                row = one(case, None)
+                if row["status"] == "vmem_oom" and row["vmem_method"] in ("compiled", "representative"):
+                    out_of_vmem.append((case, row))
+            rows_of[case] = [row]
             if row["status"] == "vmem_oom" and case in job.raise_limits_for:
                 fits = None  # the row of the lowest raised limit the kernel fits in
                 for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
-                    rows.append(fits_higher_limit(fits, mib * MiB) if fits else one(case, mib * MiB))
-                    fits = fits or (rows[-1] if rows[-1]["status"] == "ok" else None)
+                    rows_of[case].append(fits_higher_limit(fits, mib * MiB) if fits else one(case, mib * MiB))
+                    fits = fits or (rows_of[case][-1] if rows_of[case][-1]["status"] == "ok" else None)
             progress.step(f"{case.label()}: {row['status']}")
         for name, worker in (("plain", compiler), ("profiled", profiler)):
             if worker.cache:
                 log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
+        rows = [row for case in job.cases for row in rows_of[case]]
+        dominated = sum(row["vmem_method"] == DOMINATED for row in rows)
+        if dominated:
+            log.info("%d searched configurations out of VMEM as smaller blocks were: not compiled", dominated)
     return frame(rows, row_versions)
 
 
@@ -268,6 +284,44 @@ def beyond_physical_vmem(target: str, case: Case) -> dict | None:
     return dict(status="vmem_oom", vmem_bytes=need, oom_limit_bytes=have, est_cycles=None, compile_s=0.0,
                 error=f"not compiled: its VMEM blocks alone need {need / MiB:.2f} MiB, more than the core's "
                       f"{have / MiB:.0f} MiB of VMEM (a lower bound from the block shapes)")
+
+
+def block_elements(case: Case) -> int:
+    """The elements of a case's blocks (0 without blocks): an order in which no case comes after one
+    whose blocks are at least as large along every axis."""
+    return (case.bm * case.bk * case.bn) if case.spec.grid == BLOCKS else 0
+
+
+def single_step_axes(case: Case) -> tuple[bool, ...]:
+    return tuple(steps == 1 for steps in case.grid())
+
+
+def dominated_by(case: Case, out_of_vmem) -> dict | None:
+    """A vmem_oom result, without compiling, for a blocked kernel whose blocks are at least as large along
+    every axis as those of a kernel of the same problem that ran out of VMEM at the default limit, with a
+    single step along the same grid axes. `out_of_vmem`: (case, row) pairs compiled out of VMEM.
+
+    The VMEM a block grid asks for grows with each block dimension (its pipelined buffers and the
+    accumulator) and depends on which axes have a single step (those buffers are not double-buffered),
+    not on the grid's extent. Used for searched configurations only: the post's own keep the compiler's
+    requested bytes, which the report quotes and the raised limits are chosen from. tests/test_compile_study
+    compiles dominated configurations to check the verdict; vmem_bytes stays empty (the compiler was not
+    asked).
+    """
+    if case.spec.grid != BLOCKS:
+        return None
+    for other, row in out_of_vmem:
+        problem = (other.kernel, other.dtype, other.m, other.k, other.n)
+        if (problem == (case.kernel, case.dtype, case.m, case.k, case.n)
+                and single_step_axes(other) == single_step_axes(case)
+                and other.bm <= case.bm and other.bk <= case.bk and other.bn <= case.bn):
+            need = "" if row["vmem_bytes"] is None else f"; it asked for {row['vmem_bytes'] / MiB:.2f} MiB"
+            return dict(status="vmem_oom", vmem_bytes=None, oom_limit_bytes=row["oom_limit_bytes"],
+                        est_cycles=None, compile_s=0.0,
+                        error=f"not compiled: its blocks are at least as large along every axis as "
+                              f"({other.bm},{other.bk},{other.bn}), which ran out of VMEM at this limit with "
+                              f"single steps along the same axes{need}")
+    return None
 
 
 def raised_limits(target: str, limits_mib, requested_bytes: int) -> list[int]:

@@ -232,21 +232,23 @@ def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
     """The compile study's Snakemake jobs: each job with a block search split into `parts` jobs keyed
     (target, experiment, dtype, "<i>of<n>"), others as one part ("1of1").
 
-    All sizes of one block shape stay in one part: the small grids that give a block shape's VMEM
-    verdict and cycle fit are shared between its sizes, so no compile is shared between parts. Block
-    shapes are dealt out largest first to the part with the least work so far (work: the number of
-    cases times the elements of its blocks, which is what a compile's time grows with), so that parts
-    take about as long as each other.
+    All block shapes with one `bk` stay in one part: the sizes of a block shape share the small grids that
+    give its VMEM verdict and cycle fit, and a searched shape is not compiled when one no larger along
+    every axis already ran out of VMEM in its job (study.dominated_by), which keeping a bk together
+    preserves along bm and bn (in the default search, every such compile that one undivided job would
+    spare). A search splits into at most as many parts as it has bk values. Groups are dealt out largest
+    first to the part with the least work so far (work: the elements of the cases' blocks, which is what
+    a compile's time grows with), so that parts take about as long as each other.
     """
     out = {}
     for (target, experiment, dtype), job in jobs.items():
-        by_blocks = {}
+        by_bk = {}
         for case in job.cases:
-            by_blocks.setdefault((case.bm, case.bk, case.bn), []).append(case)
+            by_bk.setdefault(case.bk or 0, []).append(case)
         n = parts if any(searched(case, job) for case in job.cases) else 1
-        n = min(n, len(by_blocks))
+        n = min(n, len(by_bk))
         work, groups = [0] * n, [[] for _ in range(n)]
-        for _, cases in sorted(by_blocks.items(), key=lambda kv: (-_work(kv[1]), kv[0])):
+        for _, cases in sorted(by_bk.items(), key=lambda kv: (-_work(kv[1]), kv[0])):
             i = work.index(min(work))
             work[i] += _work(cases)
             groups[i].extend(cases)
