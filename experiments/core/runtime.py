@@ -21,7 +21,7 @@ class UserError(Exception):
     """Input a user can fix (a bad carried file, ...): logged as its message alone, without a traceback."""
 
 
-QUIET_LIBRARIES = ("fontTools",)
+QUIET_LIBRARIES = ("fontTools", "weasyprint")
 
 
 @contextlib.contextmanager
@@ -35,8 +35,8 @@ def logged(log_path):
     with open(log_path, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
         logging.basicConfig(stream=log, level=logging.INFO, force=True,
                             format="%(asctime)s %(levelname)s %(message)s")
-        # Libraries that log every step at INFO (fontTools: ~150 lines per font it subsets for a PDF)
-        # would bury the job's own lines; their warnings still come through.
+        # Libraries that log every step at INFO (fontTools: ~150 lines per font it subsets for a PDF;
+        # WeasyPrint: each step of each PDF) would bury the job's own lines; their warnings still come.
         for noisy in QUIET_LIBRARIES:
             logging.getLogger(noisy).setLevel(logging.WARNING)
         logger = logging.getLogger("tpu-matmul-repro")
