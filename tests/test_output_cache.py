@@ -46,7 +46,7 @@ def test_unchanged_job_is_copied_back(job):
     assert job.run() == first and len(job.runs) == 1
 
 
-@pytest.mark.parametrize("change", ["input", "params", "config", "software"])
+@pytest.mark.parametrize("change", ["input", "params", "config", "software", "environment"])
 def test_any_change_runs_the_job(job, change, monkeypatch):
     job.run()
     if change == "input":
@@ -55,6 +55,8 @@ def test_any_change_runs_the_job(job, change, monkeypatch):
         job.sm.params["code"] = "abd"
     elif change == "config":
         job.sm.config["targets"] = ["v5e", "v6e"]
+    elif change == "environment":  # e.g. JAX_ENABLE_X64 changes what the correctness jobs compute
+        monkeypatch.setenv("JAX_ENABLE_X64", "1")
     else:
         real = output_cache.software()
         monkeypatch.setattr(output_cache, "software", lambda: [*real, "matplotlib==0.0"])

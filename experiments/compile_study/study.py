@@ -315,12 +315,12 @@ def dominated_by(case: Case, out_of_vmem) -> dict | None:
         if (problem == (case.kernel, case.dtype, case.m, case.k, case.n)
                 and single_step_axes(other) == single_step_axes(case)
                 and other.bm <= case.bm and other.bk <= case.bk and other.bn <= case.bn):
-            need = "" if row["vmem_bytes"] is None else f"; it asked for {row['vmem_bytes'] / MiB:.2f} MiB"
+            need = "" if row["vmem_bytes"] is None else f", asking for {row['vmem_bytes'] / MiB:.2f} MiB"
             return dict(status="vmem_oom", vmem_bytes=None, oom_limit_bytes=row["oom_limit_bytes"],
                         est_cycles=None, compile_s=0.0,
                         error=f"not compiled: its blocks are at least as large along every axis as "
-                              f"({other.bm},{other.bk},{other.bn}), which ran out of VMEM at this limit with "
-                              f"single steps along the same axes{need}")
+                              f"({other.bm},{other.bk},{other.bn}), which ran out of VMEM at this limit"
+                              f"{need}, with single steps along the same axes")
     return None
 
 

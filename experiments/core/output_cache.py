@@ -26,7 +26,7 @@ from experiments.core.cache_dirs import user_cache
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when an entry's layout or the key's parts change
+FORMAT = 2  # bump when an entry's layout or the key's parts change
 # Read as experiments/compile_study/cache.py reads it, but not imported from there: that module's
 # imports reach the compile worker and the kernels, whose every edit would then rerun each figure,
 # correctness and report job (their code digests follow the imports).
@@ -57,11 +57,21 @@ def software() -> list[str]:
     return [sys.version, *(f"{name}=={version}" for name, version in sorted(installed.items()))]
 
 
+# Environment variables that change what jax, XLA and libtpu compute (JAX_ENABLE_X64, XLA_FLAGS, ...)
+ENVIRONMENT_PREFIXES = ("JAX_", "XLA_", "LIBTPU_")
+
+
+def environment() -> dict:
+    return {name: value for name, value in sorted(os.environ.items())
+            if name.startswith(ENVIRONMENT_PREFIXES)}
+
+
 def job_key(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> str:
-    """The key of a job's outputs: rule, input contents, params, config, software, output names, and
-    `extra`: what else the script reads (e.g. the report's date). Values must be JSON."""
+    """The key of a job's outputs: rule, input contents, params, config, software, the environment
+    variables of jax, XLA and libtpu, output names, and `extra`: what else the script reads (e.g. the
+    report's date). Values must be JSON."""
     what = dict(format=FORMAT, rule=rule, inputs=[file_digest(p) for p in inputs],
-                params=params, config=config, software=software(),
+                params=params, config=config, software=software(), environment=environment(),
                 outputs=[Path(p).name for p in outputs], extra=extra or {})
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
