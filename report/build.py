@@ -248,16 +248,23 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
     return out
 
 
-def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[str], figure_names,
-                correctness: dict, figures_href: str = "../figures", for_pdf: bool = False,
-                primary_toolchain: str | None = None, served: dict | None = None,
-                claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
-                constants: pd.DataFrame | None = None, measured: pd.DataFrame | None = None) -> str:
-    """The report in `lang`. `figure_names`: the run's figures, as {name: (kind, args)}
-    (figures.catalog.figure_specs) or names. claims, fidelity and constants are results/claims.csv,
-    fidelity.csv and timing_model.csv; computed from `df` when not given. `measured`: every measured
-    row (experiments.analysis.runs.read_measured) where `df` holds each target's latest run only; by
-    default `df`'s."""
+def render_html(df: pd.DataFrame, *, for_pdf: bool = False, **kwargs) -> str:
+    """The report's HTML page (for_pdf: the HTML its PDF is typeset from); see render_pages."""
+    return render_pages(df, **kwargs)[1 if for_pdf else 0]
+
+
+def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[str], figure_names,
+                 correctness: dict, figures_href: str = "../figures",
+                 primary_toolchain: str | None = None, served: dict | None = None,
+                 claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
+                 constants: pd.DataFrame | None = None,
+                 measured: pd.DataFrame | None = None) -> tuple[str, str]:
+    """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
+    language's PDF, every details element open), from one reading of the table. `figure_names`: the
+    run's figures, as {name: (kind, args)} (figures.catalog.figure_specs) or names. claims, fidelity
+    and constants are results/claims.csv, fidelity.csv and timing_model.csv; computed from `df` when
+    not given. `measured`: every measured row (experiments.analysis.runs.read_measured) where `df`
+    holds each target's latest run only; by default `df`'s."""
     env, trans = environment(lang)
     gettext = trans.gettext
     # "Then and now" reads every toolchain's estimates; the rest of the report each target's own
@@ -294,8 +301,7 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
     date = build_date()  # SOURCE_DATE_EPOCH, else the commit's time: the same bytes on any day
     context = dict(
-        lang_tag=LANGUAGES[lang][0], other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}",
-        other_name=LANGUAGES[other][1],
+        lang_tag=LANGUAGES[lang][0], other_name=LANGUAGES[other][1],
         # The project's own stylesheets, trusted as is; everything else is autoescaped.
         css=Markup((TEMPLATES / "style.css").read_text()),
         code_css=Markup(pygments.formatters.HtmlFormatter(cssclass="highlight").get_style_defs(".highlight")),
@@ -313,9 +319,8 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
         correctness=correctness, bibtex=bibtex("tpu_matmul_repro", c.title, commit),
         citation=c, post_attribution=post_attribution(lang), licence=RESULTS_LICENCE,
         licence_url=RESULTS_LICENCE_URL, listings=list(listings.values()),
-        glossary=[(en, zh) for en, zh in GLOSSARY], for_pdf=for_pdf,
+        glossary=[(en, zh) for en, zh in GLOSSARY],
         gallery_href=f"{figures_href}/index{'' if lang == 'en' else '.' + lang}.html",
-        details_open=" open" if for_pdf else "",
         then_and_now=then_and_now,
         then_and_now_figures=then_and_now_figures,
         model=model,
@@ -323,7 +328,10 @@ def render_html(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list[
                          "model": gettext("timing model, device time"),
                          "model_only": gettext("timing model only, no compiler cycles")},
     )
-    return env.get_template("report.html.j2").render(**context)
+    template = env.get_template("report.html.j2")
+    return tuple(template.render(**context, for_pdf=for_pdf, details_open=" open" if for_pdf else "",
+                                 other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}")
+                 for for_pdf in (False, True))
 
 
 def embed_cjk_font(html: str, font_path) -> str:

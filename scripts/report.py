@@ -25,7 +25,7 @@ def make(log) -> None:
     from experiments.core.tables import write_text_atomic
     from experiments.plan.toolchains import primary, served
     from figures.style import cjk_font_path
-    from report.build import config_text, embed_cjk_font, render_html, write_pdf
+    from report.build import config_text, embed_cjk_font, render_pages, write_pdf
 
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
     measured = read_measured(snakemake.input.table)  # every measured row: the measurements section
@@ -39,8 +39,8 @@ def make(log) -> None:
                   figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
                   figures_href=str(figures_href), primary_toolchain=primary(snakemake.config),
                   served=served(snakemake.config), measured=measured, **model)
-    write_text_atomic(embed_cjk_font(render_html(df, **common), cjk_font_path()), html_path)
-    pdf_html = render_html(df, for_pdf=True, **common)
+    html, pdf_html = render_pages(df, **common)
+    write_text_atomic(embed_cjk_font(html, cjk_font_path()), html_path)
     write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",
               pdf_path=Path(snakemake.output.pdf), font_path=cjk_font_path())
     log.info("wrote report.%s.html and report.%s.pdf", lang, lang)

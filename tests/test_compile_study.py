@@ -281,3 +281,6 @@ def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_on
         for case in dominated:
             full = plain.compile(case)
             assert full["status"] == "vmem_oom", (case, full)
+    every = run_job(dataclasses.replace(job, skip_dominated=False))  # compile_study.skip_dominated: false
+    assert list(every.status) == list(df.status) and "dominated" not in set(every.vmem_method)
+    assert every.vmem_bytes.notna().all()

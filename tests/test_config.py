@@ -47,6 +47,8 @@ def set_key(config, path, value):
         (["correctness", "kernels", "v9"], {"dtypes": ["float32"]}, r"'v9' is not one of"),
         (["correctness", "tolerance", "float32"], "tight",
          r"correctness\.tolerance\.float32: 'tight' is not of type 'number'"),
+        (["compile_study", "skip_dominated"], "yes",
+         r"compile_study\.skip_dominated: 'yes' is not of type 'boolean'"),
     ],
 )
 def test_bad_values_name_key_and_value(config, path, value, message):
@@ -102,9 +104,11 @@ def test_schema_kernel_enums_come_from_the_kernel_registry():
 
 def test_defaults_come_from_the_schema(config):
     del config["compile_study"]["timeout_s"]
+    del config["compile_study"]["skip_dominated"]
     del config["measure"]
     filled = experiment_config.validate(config)
     assert filled["compile_study"]["timeout_s"] == 300
+    assert filled["compile_study"]["skip_dominated"] is True
     assert filled["measure"]["device"] == "auto" and filled["measure"]["samples"] == 10
     assert filled["measure"]["tolerance"]["int8"] == 0 and filled["measure"]["label"] is None
     assert filled["correctness"]["tpu_interpret"]["num_cores"] == 2  # given: kept
@@ -207,3 +211,11 @@ def test_block_searches_split_by_bk(config):
             for i, j in enumerate(mine):
                 for c in j.cases:
                     assert owners.setdefault(c.bk, i) == i, (c, experiment)
+
+
+def test_skip_dominated_reaches_every_compile_job(config):
+    from experiments.plan.config import study_jobs
+
+    assert all(job.skip_dominated for job in study_jobs(experiment_config.validate(config)).values())
+    config["compile_study"]["skip_dominated"] = False
+    assert not any(job.skip_dominated for job in study_jobs(experiment_config.validate(config)).values())

@@ -54,6 +54,7 @@ class Job:
     raised_limits_mib: tuple = ()
     toolchain: str = "current"  # experiments/plan/toolchains.py; rows carry it
     static_profile: bool = True  # False: the toolchain's libtpu has no static profile (no Pallas cycles)
+    skip_dominated: bool = True  # searched blocks dominated by ones out of VMEM: not compiled (dominated_by)
 
 
 class CycleEstimator:
@@ -208,7 +209,8 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
         # Smaller blocks first, so that a searched configuration dominated by one already out of VMEM is
         # not compiled. Cases with the same blocks (which share the cycle fit's small grids) keep their order.
         for case in sorted(job.cases, key=block_elements):
-            dominator = dominated_by(case, out_of_vmem) if searched(case, job) else None
+            skippable = job.skip_dominated and searched(case, job)
+            dominator = dominated_by(case, out_of_vmem) if skippable else None
             if dominator:
                 row = estimate_row(job, case, dominator, None, None, "", DOMINATED)
                 log.info("%s %s limit=None: vmem_oom (%s, not compiled)", job.target, case.label(), DOMINATED)

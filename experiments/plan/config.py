@@ -175,7 +175,8 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
 
     settings = dict(toolchain=primary(config), timeout_s=section["timeout_s"],
                     profile_max_steps=section["profile_max_steps"],
-                    raised_limits_mib=tuple(section["raised_vmem_limits_mib"]))
+                    raised_limits_mib=tuple(section["raised_vmem_limits_mib"]),
+                    skip_dominated=section["skip_dominated"])
     sweeps = {}  # (experiment, dtype) -> its own configurations and its block search's
     baseline_sizes = set(section["sizes"])
     for name, spec in section["experiments"].items():
