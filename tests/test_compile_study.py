@@ -236,51 +236,92 @@ def _oom_row(case: Case, vmem_bytes=20 * MiB) -> tuple[Case, dict]:
     return case, dict(status="vmem_oom", vmem_bytes=vmem_bytes, oom_limit_bytes=16 * MiB)
 
 
-def test_dominated_by_needs_larger_blocks_along_every_axis_and_the_same_single_steps():
-    from experiments.compile_study.study import dominated_by
+def test_dominated_result_needs_the_same_bk_no_smaller_bm_and_bn_and_the_same_single_steps():
+    from experiments.compile_study.study import dominated_result
 
-    small = Case("v5", "bfloat16", 4096, 4096, 4096, 512, 2048, 1024)
-    out_of_vmem = [_oom_row(small)]
-    for bm, bk, bn in ((512, 2048, 2048), (1024, 2048, 1024), (1024, 2048, 2048)):
-        result = dominated_by(dataclasses.replace(small, bm=bm, bk=bk, bn=bn), out_of_vmem)
-        assert result["status"] == "vmem_oom" and result["vmem_bytes"] is None, (bm, bk, bn)
+    small = Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024)
+    split = Case("v2", "bfloat16", 4096, 4096, 4096, 1024, 4096, 1024)
+    out_of_vmem = [_oom_row(small), _oom_row(split)]
+    for bm, bn in ((512, 2048), (1024, 1024), (1024, 2048)):
+        result = dominated_result(dataclasses.replace(small, bm=bm, bn=bn), out_of_vmem)
+        assert result["status"] == "vmem_oom" and result["vmem_bytes"] is None, (bm, bn)
         assert result["oom_limit_bytes"] == 16 * MiB and result["compile_s"] == 0
-        assert "(512,2048,1024)" in result["error"] and "20.00 MiB" in result["error"]
+        assert "(512,1024,1024)" in result["error"] and "20.00 MiB" in result["error"]
     not_dominated = [
-        dataclasses.replace(small, bm=256, bn=2048),              # smaller along m
-        dataclasses.replace(small, bk=4096),                      # larger, but a single k step
-        dataclasses.replace(small, dtype="int8"),                 # another problem
-        dataclasses.replace(small, m=8192, k=8192, n=8192),       # another size
-        Case("v2", "bfloat16", 4096, 4096, 4096, 1024, 4096, 1024),  # not a 3-D block grid
+        dataclasses.replace(small, bm=256, bn=2048),           # smaller along m
+        dataclasses.replace(small, bk=2048),                   # another bk (another job of a split search)
+        dataclasses.replace(small, bm=1024, bk=4096),          # a single k step
+        dataclasses.replace(small, dtype="int8"),              # another problem
+        dataclasses.replace(small, m=8192, k=8192, n=8192),    # another size
+        dataclasses.replace(split, bm=2048, bn=2048),          # not a 3-D block grid (v2's blocks follow N)
     ]
     for case in not_dominated:
-        assert dominated_by(case, out_of_vmem) is None, case
-    assert dominated_by(small, []) is None
+        assert dominated_result(case, out_of_vmem) is None, case
+    assert dominated_result(small, []) is None
 
 
-def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_one():
-    """A searched configuration whose blocks are at least as large along every axis as one out of VMEM
-    (same problem, single steps along the same axes) gets a vmem_oom row without a compile, whatever the
-    job's order; the post's own configurations are always compiled. The derived verdicts against full
-    compiles: out of VMEM."""
+def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_one(tmp_path, monkeypatch):
+    """A searched configuration whose blocks are at least as large as one out of VMEM (same bk and
+    problem, single steps along the same axes) gets a vmem_oom row without a compile, in either job
+    order; the post's own configurations are always compiled. The derived verdicts against compiles
+    (compile_study.skip_dominated: false, and plain compiles at full size): out of VMEM. A job that does
+    not ask (the release history's) compiles every one."""
+    from experiments.compile_study import tpu_compile
+
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
+    compiled = []
+    real_compile = tpu_compile.Compiler._compile
+
+    def counting(self, case, limit):
+        compiled.append(case)
+        return real_compile(self, case, limit)
+
+    monkeypatch.setattr(tpu_compile.Compiler, "_compile", counting)
     oom = Case("v5", "bfloat16", 4096, 4096, 4096, 512, 2048, 1024)
     dominated = [dataclasses.replace(oom, bn=2048), dataclasses.replace(oom, bm=1024)]
     post = dataclasses.replace(oom, bm=1024, bn=2048)  # dominated too, but one of the post's: compiled
     fits = dataclasses.replace(oom, bk=512)
     cases = (*dominated, post, oom, fits)  # larger blocks first: the job sorts them
     job = Job("v5e", "v5", cases, raise_limits_for=(post,), raised_limits_mib=(), timeout_s=300,
-              profile_max_steps=16)
+              profile_max_steps=16, skip_dominated=True)
     df = run_job(job)
+    probes = {extrapolate.representative(c) if extrapolate.grid_counts(c)[1] > 16 else c for c in dominated}
+    assert compiled and not probes & set(compiled)
     assert [(r.bm, r.bk, r.bn) for r in df.itertuples()] == [(c.bm, c.bk, c.bn) for c in cases]
     assert list(df.status) == ["vmem_oom"] * 4 + ["ok"]
     # the post's (1024,2048,2048) has 16 grid steps: compiled at full size
     assert list(df.vmem_method) == ["dominated", "dominated", "compiled", "representative", "representative"]
     assert df.vmem_bytes.iloc[:2].isna().all() and df.vmem_bytes.iloc[2:].notna().all()
     assert (df.compile_s.iloc[:2] == 0).all() and list(df.search) == [True, True, False, True, True]
+    reversed_order = run_job(dataclasses.replace(job, cases=cases[::-1]))  # from the cache
+    pd.testing.assert_frame_equal(reversed_order.iloc[::-1].reset_index(drop=True).drop(columns="git_sha"),
+                                  df.drop(columns="git_sha"))
+    every = run_job(dataclasses.replace(job, skip_dominated=False))
+    assert list(every.status) == list(df.status) and "dominated" not in set(every.vmem_method)
+    assert every.vmem_bytes.notna().all() and probes <= set(compiled)
+    history_style = run_job(Job("v5e", "v5", cases, timeout_s=300, profile_max_steps=16))
+    assert "dominated" not in set(history_style.vmem_method)
     with Compiler("v5e") as plain:
         for case in dominated:
             full = plain.compile(case)
             assert full["status"] == "vmem_oom", (case, full)
-    every = run_job(dataclasses.replace(job, skip_dominated=False))  # compile_study.skip_dominated: false
-    assert list(every.status) == list(df.status) and "dominated" not in set(every.vmem_method)
-    assert every.vmem_bytes.notna().all()
+
+
+def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominated(monkeypatch):
+    """A searched configuration whose blocks alone exceed the core's VMEM keeps its block_bound row (with
+    the lower bound) even when a smaller one of the same bk ran out of VMEM. The smaller one's compile is
+    faked: only the order of the two rules is under test."""
+    from experiments.compile_study import tpu_compile
+
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", "off")
+
+    def out_of_vmem(self, case, limit):
+        return dict(status="vmem_oom", vmem_bytes=200 * MiB, oom_limit_bytes=16 * MiB, est_cycles=None,
+                    error="RESOURCE_EXHAUSTED: CompileTimeScopedVmemOom (faked)", compile_s=0.1)
+
+    monkeypatch.setattr(tpu_compile.Compiler, "_compile", out_of_vmem)
+    small = Case("v5", "bfloat16", 16384, 16384, 16384, 4096, 512, 4096)
+    huge = dataclasses.replace(small, bm=8192, bn=8192)  # grids (4,4,32) and (2,2,32): no single steps
+    df = run_job(Job("v5e", "v5", (small, huge), timeout_s=300, profile_max_steps=16, skip_dominated=True))
+    assert list(df.vmem_method) == ["representative", "block_bound"]
+    assert df.vmem_bytes.iloc[1] > chip("v5e").vmem_bytes

@@ -187,20 +187,21 @@ def test_search_dtypes_must_be_the_experiments(config):
 
 
 def test_block_searches_split_by_bk(config):
-    """Each block search runs as compile_study.search_jobs parts: together exactly the job's cases, in
-    its order, each bk in one part only (block shapes whose sizes share small grids, or that may
-    dominate each other); the post's own configurations keep their raised-limit retries; experiments
-    without a search stay one job."""
+    """Each block search runs as compile_study.search_jobs parts (at most one per bk value): together
+    exactly the job's cases, in its order, each bk in one part only (a block shape's sizes share small
+    grids, and a shape is dominated only by one of the same bk); the post's own configurations keep
+    their raised-limit retries; experiments without a search stay one job."""
     from experiments.compile_study.study import searched
     from experiments.plan.config import study_jobs, study_parts
 
     jobs = study_jobs(config)
-    for parts in (1, 2, 3):
+    for parts in (1, 2, 3, 8):
         split = study_parts(jobs, parts)
         for (target, experiment, dtype), job in jobs.items():
             mine = [j for (t, e, d, _), j in split.items() if (t, e, d) == (target, experiment, dtype)]
             names = sorted(p for t, e, d, p in split if (t, e, d) == (target, experiment, dtype))
-            expected = parts if any(searched(c, job) for c in job.cases) else 1
+            bks = len({c.bk for c in job.cases})
+            expected = min(parts, bks) if any(searched(c, job) for c in job.cases) else 1
             assert names == [f"{i}of{expected}" for i in range(1, expected + 1)]
             assert sorted(map(repr, (c for j in mine for c in j.cases))) == sorted(map(repr, job.cases))
             assert (sorted(map(repr, (c for j in mine for c in j.raise_limits_for)))

@@ -80,8 +80,9 @@ def test_the_job_log_keeps_what_worker_processes_append(tmp_path):
 
 
 def test_the_job_log_leaves_out_font_subsetting_chatter(tmp_path):
-    """Saving a PDF subsets its fonts with fontTools, which logs ~150 INFO lines per font: a figure job's
-    log was mostly that. Its warnings still reach the log; the job's own INFO lines too."""
+    """Saving a PDF subsets its fonts with fontTools, which logs ~150 INFO lines per font (a figure job's
+    log was mostly that), and WeasyPrint logs each step of a PDF. Their warnings still reach the log;
+    the job's own INFO lines too."""
     import logging
 
     from experiments.core.runtime import logged
@@ -89,8 +90,9 @@ def test_the_job_log_leaves_out_font_subsetting_chatter(tmp_path):
     path = tmp_path / "job.log"
     with logged(path) as log:
         logging.getLogger("fontTools.subset").info("Glyph IDs: [0, 1, 2]")
+        logging.getLogger("weasyprint.progress").info("Step 6 - Creating PDF")
         logging.getLogger("fontTools.subset").warning("a real problem")
         log.info("wrote the figure")
     text = path.read_text()
-    assert "Glyph IDs" not in text
+    assert "Glyph IDs" not in text and "Step 6" not in text
     assert "a real problem" in text and "wrote the figure" in text

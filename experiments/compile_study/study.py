@@ -3,9 +3,10 @@ into one tidy row per (configuration, scoped-VMEM limit).
 
 Per row:
 - status: ok, vmem_oom, compile_error or timeout;
-- vmem_bytes: VMEM used (ok) or requested (vmem_oom); vmem_limit_bytes: the scoped-VMEM limit
-  applied (the chip's default unless raised); oom_limit_bytes: the limit the compiler said was
-  exceeded (the scoped limit, or the core's physical VMEM when even that is too small);
+- vmem_bytes: VMEM used (ok) or requested (vmem_oom; empty where not compiled: vmem_method "dominated");
+  vmem_limit_bytes: the scoped-VMEM limit applied (the chip's default unless raised); oom_limit_bytes:
+  the limit the compiler said was exceeded (the scoped limit, or the core's physical VMEM when even
+  that is too small);
 - est_cycles: libtpu's estimate (Pallas: its static profile, measured on the full grid or
   extrapolated from small grids, see cycles_method; XLA: its cost model's cycles);
 - compute_seconds = est_cycles / clock; hbm_seconds = HBM bytes the grid really moves / bandwidth;
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 NO_STATIC_PROFILE = "no_static_profile"
 # vmem_method of a raised-limit row whose kernel already fits at a lower raised limit: not compiled again
 FITS_LOWER_LIMIT = "fits_lower_limit"
-# vmem_method of a searched configuration known to run out of VMEM from a smaller one that did (dominated_by)
+# vmem_method of a searched configuration known to run out of VMEM from a smaller one that did
+# (dominated_result)
 DOMINATED = "dominated"
 
 
@@ -54,7 +56,10 @@ class Job:
     raised_limits_mib: tuple = ()
     toolchain: str = "current"  # experiments/plan/toolchains.py; rows carry it
     static_profile: bool = True  # False: the toolchain's libtpu has no static profile (no Pallas cycles)
-    skip_dominated: bool = True  # searched blocks dominated by ones out of VMEM: not compiled (dominated_by)
+    # searched blocks dominated by ones out of VMEM: not compiled (dominated_result). Off unless the
+    # config asks (compile_study.skip_dominated): the release history, whose cases are all "searched"
+    # (no raised-limit retries), needs every requested size it compares.
+    skip_dominated: bool = False
 
 
 class CycleEstimator:
@@ -132,7 +137,8 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
 
 def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | None = None,
             versions: dict | None = None) -> pd.DataFrame:
-    """Compile every case of `job` (and raised-limit retries) and return its tidy rows.
+    """Compile the cases of `job` (and raised-limit retries) and return its tidy rows; with
+    job.skip_dominated, a searched case dominated by one out of VMEM is not compiled (dominated_result).
 
     `python` and `env`: the toolchain's environment for the compile workers (default: this process's),
     `versions` its jax, jaxlib and libtpu versions for the rows (default: this process's).
@@ -205,14 +211,16 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
 
         progress = Progress(len(job.cases), log)
         rows_of = {}  # case -> its rows (default limit, then raised limits), emitted in the job's order
-        out_of_vmem = []  # (case, row): compiled at the default limit, out of VMEM; they decide dominated_by
+        out_of_vmem = []  # (case, row): compiled at the default limit, out of VMEM (dominated_result)
         # Smaller blocks first, so that a searched configuration dominated by one already out of VMEM is
         # not compiled. Cases with the same blocks (which share the cycle fit's small grids) keep their order.
         for case in sorted(job.cases, key=block_elements):
-            skippable = job.skip_dominated and searched(case, job)
-            dominator = dominated_by(case, out_of_vmem) if skippable else None
-            if dominator:
-                row = estimate_row(job, case, dominator, None, None, "", DOMINATED)
+            # blocks beyond the core's VMEM keep their block_bound row (and its lower bound) instead
+            skippable = (job.skip_dominated and searched(case, job)
+                         and not beyond_physical_vmem(job.target, case))
+            dominated = dominated_result(case, out_of_vmem) if skippable else None
+            if dominated:
+                row = estimate_row(job, case, dominated, None, None, "", DOMINATED)
                 log.info("%s %s limit=None: vmem_oom (%s, not compiled)", job.target, case.label(), DOMINATED)
             else:
                 row = one(case, None)
@@ -229,9 +237,9 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
             if worker.cache:
                 log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
         rows = [row for case in job.cases for row in rows_of[case]]
-        dominated = sum(row["vmem_method"] == DOMINATED for row in rows)
-        if dominated:
-            log.info("%d searched configurations out of VMEM as smaller blocks were: not compiled", dominated)
+        skipped = sum(row["vmem_method"] == DOMINATED for row in rows)
+        if skipped:
+            log.info("%d searched configurations out of VMEM as smaller blocks were: not compiled", skipped)
     return frame(rows, row_versions)
 
 
@@ -298,17 +306,19 @@ def single_step_axes(case: Case) -> tuple[bool, ...]:
     return tuple(steps == 1 for steps in case.grid())
 
 
-def dominated_by(case: Case, out_of_vmem) -> dict | None:
-    """A vmem_oom result, without compiling, for a blocked kernel whose blocks are at least as large along
-    every axis as those of a kernel of the same problem that ran out of VMEM at the default limit, with a
-    single step along the same grid axes. `out_of_vmem`: (case, row) pairs compiled out of VMEM.
+def dominated_result(case: Case, out_of_vmem) -> dict | None:
+    """A vmem_oom result, without compiling, for a blocked kernel whose bm and bn are at least as large
+    as those of a kernel with the same bk, for the same problem, that ran out of VMEM at the default
+    limit with a single step along the same grid axes. `out_of_vmem`: (case, row) pairs compiled out of
+    VMEM.
 
     The VMEM a block grid asks for grows with each block dimension (its pipelined buffers and the
     accumulator) and depends on which axes have a single step (those buffers are not double-buffered),
-    not on the grid's extent. Used for searched configurations only: the post's own keep the compiler's
-    requested bytes, which the report quotes and the raised limits are chosen from. tests/test_compile_study
-    compiles dominated configurations to check the verdict; vmem_bytes stays empty (the compiler was not
-    asked).
+    not on the grid's extent. The same bk, because a block search is split into jobs by bk
+    (plan/config.study_parts): the rows then do not depend on how it is split. Used for searched
+    configurations only: the post's own keep the compiler's requested bytes, which the report quotes and
+    the raised limits are chosen from. vmem_bytes stays empty (the compiler was not asked);
+    tests/test_compile_study.py compiles dominated configurations to check the verdict.
     """
     if case.spec.grid != BLOCKS:
         return None
@@ -316,7 +326,7 @@ def dominated_by(case: Case, out_of_vmem) -> dict | None:
         problem = (other.kernel, other.dtype, other.m, other.k, other.n)
         if (problem == (case.kernel, case.dtype, case.m, case.k, case.n)
                 and single_step_axes(other) == single_step_axes(case)
-                and other.bm <= case.bm and other.bk <= case.bk and other.bn <= case.bn):
+                and other.bk == case.bk and other.bm <= case.bm and other.bn <= case.bn):
             need = "" if row["vmem_bytes"] is None else f", asking for {row['vmem_bytes'] / MiB:.2f} MiB"
             return dict(status="vmem_oom", vmem_bytes=None, oom_limit_bytes=row["oom_limit_bytes"],
                         est_cycles=None, compile_s=0.0,

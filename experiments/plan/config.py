@@ -233,13 +233,13 @@ def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
     """The compile study's Snakemake jobs: each job with a block search split into `parts` jobs keyed
     (target, experiment, dtype, "<i>of<n>"), others as one part ("1of1").
 
-    All block shapes with one `bk` stay in one part: the sizes of a block shape share the small grids that
-    give its VMEM verdict and cycle fit, and a searched shape is not compiled when one no larger along
-    every axis already ran out of VMEM in its job (study.dominated_by), which keeping a bk together
-    preserves along bm and bn (in the default search, every such compile that one undivided job would
-    spare). A search splits into at most as many parts as it has bk values. Groups are dealt out largest
-    first to the part with the least work so far (work: the elements of the cases' blocks, which is what
-    a compile's time grows with), so that parts take about as long as each other.
+    All block shapes with one `bk` stay in one part: the sizes of a block shape share the small grids
+    that give its VMEM verdict and cycle fit, and a searched shape is not compiled when one with the
+    same bk and no larger bm and bn already ran out of VMEM in its job (study.dominated_result), so the
+    rows do not depend on how a search is split. A search splits into at most as many parts as it has
+    bk values. Groups are dealt out largest first to the part with the least work so far (work: the
+    elements of the cases' blocks, which is what a compile's time grows with), so that parts take
+    about as long as each other.
     """
     out = {}
     for (target, experiment, dtype), job in jobs.items():
