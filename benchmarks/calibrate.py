@@ -4,9 +4,10 @@
 
 This project's machine is a VM whose speed drifts by 10-25 % over hours (the same compiles took 9.7 s
 at one time and 11.0 s 40 minutes later), and the default run is about two thirds compiles. The
-benchmark (benchmarks/default_run.py) runs this before each cold run and quotes it beside the run's
-time, so that two runs' times can be compared at the machine's speed of the moment. No cache: every
-compile is real; the workers' start-up (loading libtpu) is timed apart.
+benchmark (benchmarks/default_run.py) runs this before and after each cold run and quotes it beside
+the run's time. It is a rough guide only: 20 seconds of compiles can miss a drift during a 10-minute
+run (on 2026-12-01 a run 13 % slower than another had the faster yardstick before it). No cache:
+every compile is real; the workers' start-up (loading libtpu) is timed apart.
 """
 import argparse
 import json

@@ -11,8 +11,8 @@ From a clean clone of this checkout's HEAD, in the current Python environment:
 Toolchain environments (if any) are not deleted: "cold" means no compiles cached, not no packages.
 Each figure is wall time of `python3 -m snakemake --cores N`; the file records the date, commit and
 machine. The targets (issue 14): cold <= 10 min with --cores 1 and <= 6 min with --cores 2, warm <= 2
-min, no-op <= 10 s. Before each cold run, benchmarks/calibrate.py times nine fixed compiles: the
-machine's speed at the time, quoted beside the run (this VM's speed drifts by 10-25 %).
+min, no-op <= 10 s. Before and after each cold run, benchmarks/calibrate.py times nine fixed compiles:
+the machine's speed at the time, quoted beside the run (this VM's speed drifts by 10-25 %).
 """
 import argparse
 import datetime
@@ -81,9 +81,9 @@ def main() -> None:
             checkout = clone(tmp / f"cores{cores}")
             env = dict(os.environ, TPU_MATMUL_REPRO_CACHE=str(tmp / f"cache{cores}"))
             shutil.rmtree(FONT_CACHE, ignore_errors=True)  # the Chinese figures' cut font: cold too
-            yardstick = calibration()
+            before = calibration()
             seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(cores)], checkout, env)
-            rows.append((f"cold, --cores {cores}", seconds, jobs, yardstick))
+            rows.append((f"cold, --cores {cores}", seconds, jobs, (before, calibration())))
             stages[cores] = job_time_by_rule(checkout)
             print(rows[-1], flush=True)
             write()
@@ -113,6 +113,10 @@ def calibration() -> float | None:
     return json.loads(result.stdout.strip().splitlines()[-1])["compiles_s"]
 
 
+def yardsticks(pair) -> str:
+    return "" if pair is None else ", ".join("failed" if s is None else f"{s:.2f} s" for s in pair)
+
+
 def job_time_by_rule(checkout: Path) -> dict[str, tuple[float, int, float]]:
     """rule -> (summed job wall time, jobs, longest job) from Snakemake's own log of the run: where
     the time goes, and whether one job holds up the others."""
@@ -139,15 +143,15 @@ def write_report(path: Path, commit: str, rows, stages, cores) -> None:
         "by `python3 benchmarks/default_run.py`",
         f"on {machine()}.",
         "",
-        "| run | wall time | jobs run | yardstick before the run |",
+        "| run | wall time | jobs run | yardstick before, after the run |",
         "| --- | --- | --- | --- |",
-        *[f"| {name} | {minutes(seconds)} ({seconds:.0f} s) | {jobs} | "
-          f"{'' if yardstick is None else f'{yardstick:.2f} s'} |"
-          for name, seconds, jobs, yardstick in rows],
+        *[f"| {name} | {minutes(seconds)} ({seconds:.0f} s) | {jobs} | {yardsticks(pair)} |"
+          for name, seconds, jobs, pair in rows],
         "",
         "Yardstick: `benchmarks/calibrate.py`, nine fixed compiles (median of three), timed just before",
-        "the run: this VM's speed drifts, and a run's time is comparable with another's at the same",
-        "yardstick.",
+        "and just after the run: this VM's speed drifts, so a run's time compares with another's only at",
+        "similar yardsticks (a short yardstick can miss a drift within the run: compare also the figure",
+        "jobs' summed time below, whose code rarely changes).",
     ]
     if len(cores) > 1 and len(rows) > 1:
         speedup = rows[0][1] / rows[1][1]
