@@ -264,8 +264,8 @@ def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_on
     """A searched configuration whose blocks are at least as large as one out of VMEM (same bk and
     problem, single steps along the same axes) gets a vmem_oom row without a compile, in either job
     order; the post's own configurations are always compiled. The derived verdicts against compiles
-    (compile_study.skip_dominated: false, and plain compiles at full size): out of VMEM. A job that does
-    not ask (the release history's) compiles every one."""
+    (compile_study.skip_dominated: false; a small grid's verdict against the full size's is checked
+    above): out of VMEM. A job that does not ask (the release history's) compiles every one."""
     from experiments.compile_study import tpu_compile
 
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
@@ -301,10 +301,6 @@ def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_on
     assert every.vmem_bytes.notna().all() and probes <= set(compiled)
     history_style = run_job(Job("v5e", "v5", cases, timeout_s=300, profile_max_steps=16))
     assert "dominated" not in set(history_style.vmem_method)
-    with Compiler("v5e") as plain:
-        for case in dominated:
-            full = plain.compile(case)
-            assert full["status"] == "vmem_oom", (case, full)
 
 
 def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominated(monkeypatch):
