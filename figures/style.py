@@ -78,7 +78,7 @@ def cjk_figure_font() -> Path:
     font, and cutting the 16 MB font
     took ~0.7 s per subset, twice per Chinese PDF. Cut once, then kept in the user's cache folder under
     a name derived from the font and the characters. A character outside it falls back to DejaVu Sans
-    and, lacking there too, fails the figure (scripts/figure.py makes a missing glyph an error)."""
+    and, lacking there too, fails the figure (figures/batch.py makes a missing glyph an error)."""
     import hashlib
     import os
 

@@ -71,7 +71,7 @@ def study_outputs(target):
 
 
 from figures.catalog import figure_specs, stem
-from figures.style import LANGUAGES
+from figures.style import FORMATS as FIGURE_FORMATS, LANGUAGES
 
 # The post's numbers, shipped with the workflow: relative to the working directory (the checkout itself,
 # unless --directory says otherwise), so a moved checkout reruns nothing; local() because with remote
@@ -83,14 +83,15 @@ FIGURES = figure_specs(config, TARGETS)
 # Every figure's PNG in every language (English keeps the plain name): the gallery shows them all and
 # each language's report embeds its own.
 FIGURE_PNGS = [f"{stem('results/figures', name, lang)}.png" for name in FIGURES for lang in LANGUAGES]
+FIGURE_FILES = [f"{stem('results/figures', name, lang)}.{ext}" for name in FIGURES for lang in LANGUAGES
+                for ext in FIGURE_FORMATS]
 
 
 wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),
-    name="|".join(FIGURES),
     target="|".join(TARGETS),
     experiment="[A-Za-z0-9]+",
-    dtype="float32|bfloat16|int8",
+    dtype="float32|bfloat16|int8|all",  # all: the XLA baseline's job (plan/config.one_baseline_job)
     part="[0-9]+of[0-9]+",
     # measurements: this run's device and label only
     device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
@@ -105,3 +106,8 @@ TOOLCHAIN_JOBS = PLAN.toolchain_jobs
 TOOLCHAIN_NAMES = sorted({t for t, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_TARGETS = sorted({target for _, target, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_ESTIMATES = sorted({f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS})
+
+
+def toolchain_jobs(toolchain, target):
+    """A toolchain's compile jobs for one target, in the plan's order: one Snakemake job runs them all."""
+    return tuple(job for (t, tg, _, _), job in TOOLCHAIN_JOBS.items() if (t, tg) == (toolchain, target))

@@ -1,21 +1,23 @@
-# Figures: each reads results/matmul.parquet only, and is drawn in every language and format.
+# Figures: all read results/matmul.parquet only, and each is drawn in every language and format.
 
 
-rule figure:
+rule figures:
     input:
         "results/matmul.parquet",
     output:
-        multiext("results/figures/{name}", ".png", ".svg", ".pdf", ".zh.png", ".zh.svg", ".zh.pdf"),
+        FIGURE_FILES,
     log:
-        "logs/figures/{name}.log",
+        "logs/figures/figures.log",
     params:
-        spec=lambda wc: settings(FIGURES[wc.name]),
+        figures=lambda wc: settings(FIGURES),
         # CITATION.cff: the citation embedded in every file
-        code=code("scripts/figure.py", "figures/*.mplstyle", "CITATION.cff"),
+        code=code("scripts/draw_figures.py", "figures/*.mplstyle", "CITATION.cff"),
+    # One job draws them all (figures/batch.py), in as many processes as it has threads.
+    threads: min(4, workflow.cores)
     conda:
         "../environment.yml"
     script:
-        "../scripts/figure.py"
+        "../scripts/draw_figures.py"
 
 
 # The gallery: every figure as a card with caption, files and snippets to paste; and the licence,

@@ -27,40 +27,25 @@ rule toolchain_study_job:
     input:
         environment="results/toolchains/{toolchain}/environment.json",
     output:
-        "results/toolchains/{toolchain}/estimates/{target}/{experiment}_{dtype}.parquet",
-    log:
-        "logs/toolchains/{toolchain}/estimates/{target}/{experiment}_{dtype}.log",
-    wildcard_constraints:
-        target="|".join(TOOLCHAIN_TARGETS) or "^$",
-    params:
-        job=lambda wc: settings(TOOLCHAIN_JOBS[(wc.toolchain, wc.target, wc.experiment, wc.dtype)]),
-        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
-        path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
-        code=code("scripts/toolchain_study_job.py"),
-    resources:
-        mem_mb=4000,
-    conda:
-        "../environment.yml"
-    script:
-        "../scripts/toolchain_study_job.py"
-
-
-rule toolchain_target:
-    input:
-        lambda wc: [f"results/toolchains/{wc.toolchain}/estimates/{wc.target}/{e}_{d}.parquet"
-                    for t, target, e, d in TOOLCHAIN_JOBS if t == wc.toolchain and target == wc.target],
-    output:
         "results/toolchains/{toolchain}/estimates/{target}.parquet",
     log:
         "logs/toolchains/{toolchain}/estimates/{target}.log",
     wildcard_constraints:
         target="|".join(TOOLCHAIN_TARGETS) or "^$",
     params:
-        code=code("scripts/concat_tables.py"),
+        # every job of the toolchain for the target, in one Snakemake job: they share compile workers
+        jobs=lambda wc: settings(toolchain_jobs(wc.toolchain, wc.target)),
+        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
+        path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
+        code=code("scripts/toolchain_study_job.py"),
+    resources:
+        mem_mb=4000,
+    # started among the compile-study jobs by its work (longest first), not left for the end
+    priority: lambda wc: 1 + sum(expected_work(job) for job in toolchain_jobs(wc.toolchain, wc.target))
     conda:
         "../environment.yml"
     script:
-        "../scripts/concat_tables.py"
+        "../scripts/toolchain_study_job.py"
 
 
 rule then_and_now:

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from experiments.compile_study import compiler_output, extrapolate
-from experiments.compile_study.study import Job, run_job
+from experiments.compile_study.study import Job, run_job, run_jobs
 from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.cases import Case
 from experiments.core.chips import MiB, chip
@@ -215,6 +215,28 @@ def test_run_job_derives_blocked_vmem_and_reuses_the_cache(tmp_path, monkeypatch
     third = run_job(job)
     pd.testing.assert_frame_equal(first.drop(columns=["git_sha", "compile_s"]),
                                   third.drop(columns=["git_sha", "compile_s"]))
+
+
+def test_run_jobs_shares_its_compile_workers_and_gives_each_job_s_rows(monkeypatch):
+    """Several small jobs of one target in one Snakemake job start the compile workers once, and give
+    the rows each job gives on its own, in order; jobs for different targets are refused up front."""
+    import subprocess
+
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", "off")
+    jobs = [Job("v5e", "xla", (Case("xla", dtype, 512, 512, 512),), timeout_s=300, profile_max_steps=16)
+            for dtype in ("float32", "bfloat16")]
+    with pytest.raises(ValueError, match="one target"):
+        run_jobs([jobs[0], dataclasses.replace(jobs[1], target="v6e")])
+    started, popen = [], subprocess.Popen
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **kw: started.append(a) or popen(*a, **kw))
+    together = run_jobs(jobs)
+    workers = [a for a in started if "experiments.compile_study.worker" in a[0]]
+    assert len(workers) == 1  # the plain worker only: XLA needs no profile
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    apart = pd.concat([run_job(job) for job in jobs], ignore_index=True)
+    pd.testing.assert_frame_equal(together.drop(columns=["compile_s", "git_sha"]),
+                                  apart.drop(columns=["compile_s", "git_sha"]))
+    assert list(together.dtype) == ["float32", "bfloat16"]
 
 
 def test_a_crashing_static_profiler_leaves_the_vmem_verdict_and_says_why():

@@ -131,6 +131,23 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
     assert codec.decode(codec.encode(job)) == job
 
 
+def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config):
+    """The baseline's per-dtype jobs are merged (plan/config.one_baseline_job): one Snakemake job per
+    target, its cases those of the per-dtype jobs in the config's dtype order; the other jobs unchanged."""
+    from experiments.plan.config import one_baseline_job, study_jobs, study_parts
+    from experiments.plan.plan import make_plan
+
+    parts = study_parts(study_jobs(config), config["compile_study"]["search_jobs"])
+    merged = one_baseline_job(parts)
+    assert [k for k in merged if k[1] == "xla"] == [(t, "xla", "all", "1of1") for t in config["targets"]]
+    for target in config["targets"]:
+        per_dtype = [parts[(target, "xla", d, "1of1")] for d in config["compile_study"]["baseline_dtypes"]]
+        assert merged[(target, "xla", "all", "1of1")].cases == tuple(c for j in per_dtype for c in j.cases)
+    others = {k: j for k, j in parts.items() if k[1] != "xla"}
+    assert {k: j for k, j in merged.items() if k[1] != "xla"} == others
+    assert make_plan(config).study == merged
+
+
 def test_block_search_runs_only_where_its_config_says(config):
     """search.targets and search.dtypes choose where a block search runs (all targets and dtypes when
     absent); elsewhere the experiment compiles its own blocks only. config/search.yaml, merged as

@@ -55,6 +55,24 @@ def test_two_renders_are_byte_identical(table, tmp_path):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
+def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table, tmp_path):
+    """figures/batch.py: the figures job draws in as many processes as it has threads; the files do not
+    depend on how many, nor on which figures shared a process."""
+    from figures.batch import render_all
+
+    path = tmp_path / "table.parquet"
+    table.to_parquet(path)
+    specs = {name: spec for name, spec in figure_specs(CONFIG).items()
+             if name in ("v5_bfloat16_v5e", "search_v5_bfloat16_v5e", "vmem_v5e")}
+    one = render_all(path, specs, tmp_path / "one")
+    two = render_all(path, specs, tmp_path / "two", processes=2)
+    assert [p.name for p in one] == [p.name for p in two] and len(one) == 6 * len(specs)
+    for a, b in zip(one, two, strict=True):
+        assert a.read_bytes() == b.read_bytes(), a.name
+    with pytest.raises(ValueError, match="processes=0"):
+        render_all(path, specs, tmp_path / "none", processes=0)
+
+
 def test_chinese_names_add_the_language():
     assert stem("d", "v5_bfloat16_v5e", "zh").name == "v5_bfloat16_v5e.zh"
     assert stem("d", "v5_bfloat16_v5e", "en").name == "v5_bfloat16_v5e"

@@ -65,7 +65,7 @@ def finished_run(tmp_path_factory):
     return repo
 
 
-TABLE_ONWARDS = {"aggregate", "summaries", "claims", "then_and_now", "figure", "gallery", "report"}
+TABLE_ONWARDS = {"aggregate", "summaries", "claims", "then_and_now", "figures", "gallery", "report"}
 STUDY_ONWARDS = {"compile_study_job", "compile_study_target", *TABLE_ONWARDS}
 
 
@@ -76,7 +76,7 @@ STUDY_ONWARDS = {"compile_study_job", "compile_study_target", *TABLE_ONWARDS}
     ("experiments/compile_study/worker.py", STUDY_ONWARDS),
     ("experiments/analysis/aggregate.py", TABLE_ONWARDS),
     ("experiments/analysis/summaries.py", TABLE_ONWARDS),  # the aggregate's timing model imports it
-    ("figures/plots.py", {"figure", "gallery", "report"}),
+    ("figures/plots.py", {"figures", "gallery", "report"}),
     ("report/findings.py", {"gallery", "report"}),
     ("report/templates/report.html.j2", {"report"}),
 ])

@@ -18,7 +18,7 @@ import yaml
 from experiments.analysis.aggregate import combine
 from experiments.analysis.toolchains import agreement, missing_reason, primary_rows, then_and_now
 from experiments.compile_study import toolchain_env
-from experiments.compile_study.toolchain_jobs import environment_marker, run_toolchain_job
+from experiments.compile_study.toolchain_jobs import environment_marker, run_toolchain_jobs
 from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.cases import Case
 from experiments.core.schema import ESTIMATE_STATUSES, KEY
@@ -184,8 +184,8 @@ def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_
          "toolchains": {"current": {"pipeline": True},
                         "broken": {"pins": dict(BROKEN.pins), "runs": "published", "targets": ["v5e"]}}})
     jobs = toolchains.jobs(config, PUBLISHED)
-    rows = pd.concat([run_toolchain_job(job, BROKEN, tmp_path / "broken-abc", marker, log)
-                      for job in jobs.values()])
+    rows = run_toolchain_jobs(jobs.values(), BROKEN, tmp_path / "broken-abc", marker, log)
+    assert len(rows) == sum(len(job.cases) for job in jobs.values())
     assert (rows.status == "toolchain_error").all() and rows.error.str.contains("toolchain broken").all()
     assert (rows.toolchain == "broken").all() and (rows.jax_version == "0.0.0").all()
 

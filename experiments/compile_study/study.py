@@ -143,104 +143,122 @@ def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | Non
     `python` and `env`: the toolchain's environment for the compile workers (default: this process's),
     `versions` its jax, jaxlib and libtpu versions for the rows (default: this process's).
     """
-    workers = dict(timeout_s=job.timeout_s, stderr=stderr, python=python, env=env,
-                   toolchain=job.toolchain if python else "")
+    return run_jobs([job], stderr=stderr, python=python, env=env, versions=versions)
+
+
+def run_jobs(jobs, *, stderr=None, python: str | None = None, env: dict | None = None,
+             versions: dict | None = None) -> pd.DataFrame:
+    """run_job for several jobs of one target and toolchain, one after the other, with the same two
+    compile workers: their rows, in the jobs' order. Starting a worker and its first compile take a
+    second or two, more than all the compiles of a small job (the post toolchain's, XLA's)."""
+    jobs = list(jobs)
+    shared = {(job.target, job.toolchain, job.timeout_s) for job in jobs}
+    if len(shared) != 1:
+        raise ValueError(f"jobs of one target, toolchain and timeout_s only, got {sorted(shared)}")
+    target, toolchain, timeout_s = shared.pop()
+    workers = dict(timeout_s=timeout_s, stderr=stderr, python=python, env=env,
+                   toolchain=toolchain if python else "")
     row_versions = job_versions(versions)
-    with Compiler(job.target, cache=cache.for_target(job.target, False, row_versions),
-                  **workers) as compiler, \
-            Compiler(job.target, profile=True, cache=cache.for_target(job.target, True, row_versions),
+    with Compiler(target, cache=cache.for_target(target, False, row_versions), **workers) as compiler, \
+            Compiler(target, profile=True, cache=cache.for_target(target, True, row_versions),
                      **workers) as profiler:
-        estimator = CycleEstimator(profiler, job.profile_max_steps)
-        crashed = []  # the first crash of the profiler in this job, if any
-
-        def one(case: Case, limit: int | None) -> dict:
-            bound = beyond_physical_vmem(job.target, case)
-            if bound:
-                result, cycles, method, vmem_method = bound, None, "", "block_bound"
-            elif case.spec.grid == BLOCKS:
-                result, cycles, method, vmem_method = probed(case, limit)
-            elif case.spec.pallas and job.static_profile and small_grid(case):
-                # v1, v2 with a small grid: its code depends on the size, so compiled at full size, once:
-                # the profiled compile gives the VMEM verdict and the cycles alike.
-                result, cycles, method, vmem_method = probed(case, limit)
-            else:  # the kernel's code depends on the size (v1, v2, XLA): compiled at full size
-                result, cycles, method, vmem_method = compiler.compile(case, limit), None, "", "compiled"
-                if result["status"] == "ok":
-                    if not case.spec.pallas:
-                        cycles, method = result["est_cycles"], "xla_cost_model"
-                    elif job.static_profile:
-                        cycles, method = estimator.cycles(case, limit)
-                    else:
-                        method = NO_STATIC_PROFILE
-            log.info("%s %s limit=%s: %s vmem=%s (%s) cycles=%s (%s) %.1fs", job.target, case.label(), limit,
-                     result["status"], result["vmem_bytes"], vmem_method, cycles, method, result["compile_s"])
-            return estimate_row(job, case, result, limit, cycles, method, vmem_method)
-
-        def small_grid(case: Case) -> bool:
-            return extrapolate.grid_counts(case)[1] <= job.profile_max_steps
-
-        def probed(case: Case, limit: int | None):
-            """VMEM verdict and cycles from one profiled compile. A 3-D block grid's VMEM depends on its
-            blocks and on which grid axes have a single step, not on the grid's extent
-            (tests/test_compile_study.py checks this against full compiles): one profiled compile of a
-            small grid of the same shape of steps gives the VMEM verdict, and is also the largest of the
-            small grids the cycle fit profiles. Other kernels come here only with small grids."""
-            probe = case if small_grid(case) or case.spec.grid != BLOCKS else extrapolate.representative(case)
-            vmem_method = "compiled" if probe == case else "representative"
-            if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
-                result = compiler.compile(probe, limit)
-                return (_located(result, probe, case), None,
-                        NO_STATIC_PROFILE if result["status"] == "ok" else "", vmem_method)
-            # libtpu's static profiler crashes on every kernel for some targets (v4; 7x before libtpu
-            # 0.0.52), each crash costing a worker restart: after the first, the job stops trying.
-            result = crashed[0] if crashed else estimator.compile(probe, limit)
-            if result["status"] == "compile_error" and "exited with code" in result["error"]:
-                # the VMEM verdict from a plain compile, and the crash as the reason there are no cycles
-                if not crashed:
-                    crashed.append(dict(result, error=f"{result['error']}; on {probe.label()}, after which "
-                                                      "this job did not run the profiler again"))
-                crash = result["error"]
-                result = compiler.compile(probe, limit)
-                if result["status"] == "ok":
-                    result = dict(result,
-                                  error=f"no cycle estimate: libtpu's static profiler crashed ({crash})")
-                    return result, None, "profiler_crashed", vmem_method
-            if result["status"] != "ok":
-                return _located(result, probe, case), None, "", vmem_method
-            return result, *estimator.cycles(case, limit), vmem_method
-
-        progress = Progress(len(job.cases), log)
-        rows_of = {}  # case -> its rows (default limit, then raised limits), emitted in the job's order
-        out_of_vmem = []  # (case, row): compiled at the default limit, out of VMEM (dominated_result)
-        # Smaller blocks first, so that a searched configuration dominated by one already out of VMEM is
-        # not compiled. Cases with the same blocks (which share the cycle fit's small grids) keep their order.
-        for case in sorted(job.cases, key=block_elements):
-            # blocks beyond the core's VMEM keep their block_bound row (and its lower bound) instead
-            skippable = (job.skip_dominated and searched(case, job)
-                         and not beyond_physical_vmem(job.target, case))
-            dominated = dominated_result(case, out_of_vmem) if skippable else None
-            if dominated:
-                row = estimate_row(job, case, dominated, None, None, "", DOMINATED)
-                log.info("%s %s limit=None: vmem_oom (%s, not compiled)", job.target, case.label(), DOMINATED)
-            else:
-                row = one(case, None)
-                if row["status"] == "vmem_oom" and row["vmem_method"] in ("compiled", "representative"):
-                    out_of_vmem.append((case, row))
-            rows_of[case] = [row]
-            if row["status"] == "vmem_oom" and case in job.raise_limits_for:
-                fits = None  # the row of the lowest raised limit the kernel fits in
-                for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
-                    rows_of[case].append(fits_higher_limit(fits, mib * MiB) if fits else one(case, mib * MiB))
-                    fits = fits or (rows_of[case][-1] if rows_of[case][-1]["status"] == "ok" else None)
-            progress.step(f"{case.label()}: {row['status']}")
+        rows = [row for job in jobs for row in job_rows(job, compiler, profiler)]
         for name, worker in (("plain", compiler), ("profiled", profiler)):
             if worker.cache:
                 log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
-        rows = [row for case in job.cases for row in rows_of[case]]
-        skipped = sum(row["vmem_method"] == DOMINATED for row in rows)
-        if skipped:
-            log.info("%d searched configurations out of VMEM as smaller blocks were: not compiled", skipped)
     return frame(rows, row_versions)
+
+
+def job_rows(job: Job, compiler: Compiler, profiler: Compiler) -> list[dict]:
+    """The rows of one job, compiled with the given plain and profiling workers (run_jobs)."""
+    estimator = CycleEstimator(profiler, job.profile_max_steps)
+    crashed = []  # the first crash of the profiler in this job, if any
+
+    def one(case: Case, limit: int | None) -> dict:
+        bound = beyond_physical_vmem(job.target, case)
+        if bound:
+            result, cycles, method, vmem_method = bound, None, "", "block_bound"
+        elif case.spec.grid == BLOCKS:
+            result, cycles, method, vmem_method = probed(case, limit)
+        elif case.spec.pallas and job.static_profile and small_grid(case):
+            # v1, v2 with a small grid: its code depends on the size, so compiled at full size, once:
+            # the profiled compile gives the VMEM verdict and the cycles alike.
+            result, cycles, method, vmem_method = probed(case, limit)
+        else:  # the kernel's code depends on the size (v1, v2, XLA): compiled at full size
+            result, cycles, method, vmem_method = compiler.compile(case, limit), None, "", "compiled"
+            if result["status"] == "ok":
+                if not case.spec.pallas:
+                    cycles, method = result["est_cycles"], "xla_cost_model"
+                elif job.static_profile:
+                    cycles, method = estimator.cycles(case, limit)
+                else:
+                    method = NO_STATIC_PROFILE
+        log.info("%s %s limit=%s: %s vmem=%s (%s) cycles=%s (%s) %.1fs", job.target, case.label(), limit,
+                 result["status"], result["vmem_bytes"], vmem_method, cycles, method, result["compile_s"])
+        return estimate_row(job, case, result, limit, cycles, method, vmem_method)
+
+    def small_grid(case: Case) -> bool:
+        return extrapolate.grid_counts(case)[1] <= job.profile_max_steps
+
+    def probed(case: Case, limit: int | None):
+        """VMEM verdict and cycles from one profiled compile. A 3-D block grid's VMEM depends on its
+        blocks and on which grid axes have a single step, not on the grid's extent
+        (tests/test_compile_study.py checks this against full compiles): one profiled compile of a
+        small grid of the same shape of steps gives the VMEM verdict, and is also the largest of the
+        small grids the cycle fit profiles. Other kernels come here only with small grids."""
+        probe = case if small_grid(case) or case.spec.grid != BLOCKS else extrapolate.representative(case)
+        vmem_method = "compiled" if probe == case else "representative"
+        if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
+            result = compiler.compile(probe, limit)
+            return (_located(result, probe, case), None,
+                    NO_STATIC_PROFILE if result["status"] == "ok" else "", vmem_method)
+        # libtpu's static profiler crashes on every kernel for some targets (v4; 7x before libtpu
+        # 0.0.52), each crash costing a worker restart: after the first, the job stops trying.
+        result = crashed[0] if crashed else estimator.compile(probe, limit)
+        if result["status"] == "compile_error" and "exited with code" in result["error"]:
+            # the VMEM verdict from a plain compile, and the crash as the reason there are no cycles
+            if not crashed:
+                crashed.append(dict(result, error=f"{result['error']}; on {probe.label()}, after which "
+                                                  "this job did not run the profiler again"))
+            crash = result["error"]
+            result = compiler.compile(probe, limit)
+            if result["status"] == "ok":
+                result = dict(result,
+                              error=f"no cycle estimate: libtpu's static profiler crashed ({crash})")
+                return result, None, "profiler_crashed", vmem_method
+        if result["status"] != "ok":
+            return _located(result, probe, case), None, "", vmem_method
+        return result, *estimator.cycles(case, limit), vmem_method
+
+    progress = Progress(len(job.cases), log)
+    rows_of = {}  # case -> its rows (default limit, then raised limits), emitted in the job's order
+    out_of_vmem = []  # (case, row): compiled at the default limit, out of VMEM (dominated_result)
+    # Smaller blocks first, so that a searched configuration dominated by one already out of VMEM is
+    # not compiled. Cases with the same blocks (which share the cycle fit's small grids) keep their order.
+    for case in sorted(job.cases, key=block_elements):
+        # blocks beyond the core's VMEM keep their block_bound row (and its lower bound) instead
+        skippable = (job.skip_dominated and searched(case, job)
+                     and not beyond_physical_vmem(job.target, case))
+        dominated = dominated_result(case, out_of_vmem) if skippable else None
+        if dominated:
+            row = estimate_row(job, case, dominated, None, None, "", DOMINATED)
+            log.info("%s %s limit=None: vmem_oom (%s, not compiled)", job.target, case.label(), DOMINATED)
+        else:
+            row = one(case, None)
+            if row["status"] == "vmem_oom" and row["vmem_method"] in ("compiled", "representative"):
+                out_of_vmem.append((case, row))
+        rows_of[case] = [row]
+        if row["status"] == "vmem_oom" and case in job.raise_limits_for:
+            fits = None  # the row of the lowest raised limit the kernel fits in
+            for mib in raised_limits(job.target, job.raised_limits_mib, row["vmem_bytes"]):
+                rows_of[case].append(fits_higher_limit(fits, mib * MiB) if fits else one(case, mib * MiB))
+                fits = fits or (rows_of[case][-1] if rows_of[case][-1]["status"] == "ok" else None)
+        progress.step(f"{case.label()}: {row['status']}")
+    rows = [row for case in job.cases for row in rows_of[case]]
+    skipped = sum(row["vmem_method"] == DOMINATED for row in rows)
+    if skipped:
+        log.info("%d searched configurations out of VMEM as smaller blocks were: not compiled", skipped)
+    return rows
 
 
 def fits_higher_limit(fits: dict, limit: int) -> dict:

@@ -1,7 +1,8 @@
-"""A toolchain's two steps in the pipeline: its environment's marker, and its compile jobs.
+"""A toolchain's two steps in the pipeline: its environment's marker, and its compile jobs (one
+Snakemake job per toolchain and target).
 
 Both turn a toolchain that cannot be installed into a result, not a failed run: the marker records
-the error, and each job writes toolchain_error rows carrying it. The error goes to the console too,
+the error, and the compile job writes toolchain_error rows carrying it. The error goes to the console too,
 so a run that ends well still says loudly that one toolchain is missing.
 """
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from experiments.compile_study import toolchain_env
-from experiments.compile_study.study import Job, run_job, toolchain_error_rows
+from experiments.compile_study.study import run_jobs, toolchain_error_rows
 from experiments.core.tables import write_text_atomic
 from experiments.plan.toolchains import Toolchain
 
@@ -36,8 +37,10 @@ def environment_marker(toolchain: Toolchain, path, marker, log, *, pip_args=()) 
     return manifest
 
 
-def run_toolchain_job(job: Job, toolchain: Toolchain, path, marker, log, *, stderr=None) -> pd.DataFrame:
-    """Compile `job` with the toolchain's Python, or return its toolchain_error rows."""
+def run_toolchain_jobs(jobs, toolchain: Toolchain, path, marker, log, *, stderr=None) -> pd.DataFrame:
+    """Compile `jobs` (of one target) with the toolchain's Python, sharing its compile workers, or
+    return their toolchain_error rows."""
+    jobs = list(jobs)
     manifest = json.loads(Path(marker).read_text())
     if manifest["status"] == "ok":
         try:  # the cache may have been deleted since the marker was written: rebuilt here
@@ -45,7 +48,9 @@ def run_toolchain_job(job: Job, toolchain: Toolchain, path, marker, log, *, stde
         except toolchain_env.ToolchainInstallError as e:
             manifest = dict(status="failed", error=str(e))
     if manifest.get("status") == "failed":
-        warn(log, f"{job.toolchain} {job.target} {job.experiment}: nothing compiled: {manifest['error']}")
-        return toolchain_error_rows(job, manifest["error"], dict(toolchain.pins))
-    return run_job(job, stderr=stderr, python=manifest["python"], env=dict(toolchain.environment),
-                   versions=manifest["versions"])
+        targets = ", ".join(sorted({job.target for job in jobs}))
+        warn(log, f"{toolchain.name} {targets}: nothing compiled: {manifest['error']}")
+        return pd.concat([toolchain_error_rows(job, manifest["error"], dict(toolchain.pins)) for job in jobs],
+                         ignore_index=True)
+    return run_jobs(jobs, stderr=stderr, python=manifest["python"], env=dict(toolchain.environment),
+                    versions=manifest["versions"])

@@ -262,6 +262,26 @@ def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
     return out
 
 
+BASELINE_DTYPES = "all"  # the dtype part of the one baseline job per target (one_baseline_job)
+
+
+def one_baseline_job(parts: dict) -> dict:
+    """study_parts' jobs with each target's XLA baseline jobs (one per dtype) merged into one, keyed
+    (target, "xla", "all", "1of1"): a few seconds of compiles each, less than the start of a job and
+    its compile workers. Its rows are theirs, in the same order (each row carries its case's dtype)."""
+    out, merged = {}, {}
+    for key, job in parts.items():
+        target, experiment, _, _ = key
+        if experiment != "xla":
+            out[key] = job
+            continue
+        merged_key = (target, "xla", BASELINE_DTYPES, "1of1")
+        first = merged.get(merged_key)
+        merged[merged_key] = dataclasses.replace(first, cases=first.cases + job.cases) if first else job
+        out.setdefault(merged_key, None)  # keeps the baseline's place in the plan's order
+    return {key: job if job is not None else merged[key] for key, job in out.items()}
+
+
 def expected_work(job: Job) -> int:
     """A job's compile work, in the units study_parts balances: the scheduler starts the longest
     compile jobs first (longest-processing-time order), so that the short ones fill the last gaps."""

@@ -18,7 +18,8 @@ class Plan:
     config: dict  # the config with the schema's defaults filled in
     correctness: dict  # kernel -> [(Case, mode)]
     targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
-    study: dict  # (target, experiment, dtype, part) -> compile_study.study.Job (config.study_parts)
+    study: dict  # (target, experiment, dtype, part) -> compile_study.study.Job (config.study_parts;
+    # XLA's baseline one job per target, dtype "all": config.one_baseline_job)
     device: object  # measure.device.Device measured on this run, or None
     label: str  # this run's measurement label
     measure: dict  # (experiment, dtype) -> measure.harness.MeasureJob
@@ -49,8 +50,11 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     with_targets = {**config, "targets": targets}
     served = plan_toolchains.served_by(toolchains)
     own = [t for t in targets if t not in served]  # served targets: compiled by their own toolchain only
-    study = plan_config.study_parts(plan_config.study_jobs({**config, "targets": own}),
-                                    config["compile_study"]["search_jobs"]) if own else {}
+    study = {}
+    if own:
+        parts = plan_config.study_parts(plan_config.study_jobs({**config, "targets": own}),
+                                        config["compile_study"]["search_jobs"])
+        study = plan_config.one_baseline_job(parts)
     return Plan(config=config, correctness=correctness, targets=targets, study=study, device=device,
                 label=label, measure=measure, imported=imported, toolchains=toolchains,
                 toolchain_jobs=plan_toolchains.jobs(with_targets, published), served=served)

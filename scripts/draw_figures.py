@@ -1,0 +1,24 @@
+"""Snakemake script: every figure, in English and Chinese, as PNG, SVG and PDF (figures/batch.py)."""
+import _repo  # noqa: F401  (puts the repository root on sys.path)
+
+from experiments.core.output_cache import reuse_or_make
+from experiments.core.runtime import logged
+
+
+def make(log) -> None:
+    from pathlib import Path
+
+    from experiments.core import codec
+    from experiments.plan.toolchains import primary, served
+    from figures.batch import render_all
+
+    specs = codec.decode(snakemake.params.figures)
+    paths = render_all(snakemake.input[0], specs, Path(snakemake.output[0]).parent,
+                       primary=primary(snakemake.config), served=served(snakemake.config),
+                       processes=snakemake.threads)
+    log.info("wrote %d figures in %d process(es): %d files", len(specs), snakemake.threads, len(paths))
+
+
+if __name__ == "__main__":  # not in the worker processes figures/batch.py spawns
+    with logged(snakemake.log[0]) as log:
+        reuse_or_make(snakemake, lambda: make(log), log)  # the same table draws the same bytes
