@@ -150,8 +150,8 @@ def write_report(path: Path, commit: str, rows, stages, cores) -> None:
         "",
         "Yardstick: `benchmarks/calibrate.py`, nine fixed compiles (median of three), timed just before",
         "and just after the run: this VM's speed drifts, so a run's time compares with another's only at",
-        "similar yardsticks (a short yardstick can miss a drift within the run: compare also the figure",
-        "jobs' summed time below, whose code rarely changes).",
+        "similar yardsticks (a short yardstick can miss a drift within the run: compare also the figures",
+        "job's time below, whose code rarely changes).",
     ]
     if len(cores) > 1 and len(rows) > 1:
         speedup = rows[0][1] / rows[1][1]
