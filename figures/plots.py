@@ -299,10 +299,13 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
         notes.append(text(lang, "dodged"))
     notes = [wrap(n) for n in notes]
     note_lines = sum(n.count("\n") + 1 for n in notes)
-    legend_rows = int(np.ceil((len(handles) + len(styles)) / 3))
+    # Three columns of up to six series with the source keys; more (v4, v5: six series and two keys)
+    # in two, or the legend is wider than the figure and the layout gives up (the plot shrinks).
+    ncol = 3 if len(handles) + len(styles) <= 6 else 2
+    legend_rows = int(np.ceil((len(handles) + len(styles)) / ncol))
     fig.set_figheight(4.4 + 0.16 * (legend_rows + note_lines))
     grid.set_height_ratios([3.4, 0.22 * legend_rows + 0.16 * note_lines])
-    info.legend(handles=handles + styles, loc="upper left", ncol=3, fontsize=LEGEND_SIZE, borderaxespad=0)
+    info.legend(handles=handles + styles, loc="upper left", ncol=ncol, fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, "\n".join(notes), fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
 

@@ -73,6 +73,29 @@ def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table,
         render_all(path, specs, tmp_path / "none", processes=0)
 
 
+def test_the_post_s_five_blocks_with_xla_keep_the_layout(tmp_path):
+    """v4 and v5 draw six series and two source keys: the legend must fit the figure's width, or
+    Matplotlib's constrained layout gives up and the plot shrinks to a strip (seen before the legend
+    went to two columns there)."""
+    from conftest import VERSIONS, row
+
+    from experiments.analysis.aggregate import combine
+    from experiments.core.schema import frame
+
+    blocks = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (512, 1024, 1024), (1024, 1024, 1024)]
+    rows = [row("v5", "v5", "bfloat16", size, b, tflops=size / 50) for size in (1024, 2048) for b in blocks]
+    rows += [row("xla", "xla", "bfloat16", size, tflops=size / 40) for size in (1024, 2048)]
+    published = frame([row("v5", "v5", "bfloat16", 2048, b, tflops=30.0, source="published", limit=None)
+                       for b in blocks], {}).drop(columns=["jax_version", "libtpu_version", "git_sha"])
+    table = combine([frame(rows, VERSIONS)], published)
+    table["model_post_tflops"] = table.tflops.where(table.source == "estimate")  # the timing model's key
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*constrained_layout not applied.*")
+        for lang in ("en", "zh"):
+            render(table, "v5_bfloat16_v5e", "experiment",
+                   dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path / lang)
+
+
 def test_chinese_names_add_the_language():
     assert stem("d", "v5_bfloat16_v5e", "zh").name == "v5_bfloat16_v5e.zh"
     assert stem("d", "v5_bfloat16_v5e", "en").name == "v5_bfloat16_v5e"
