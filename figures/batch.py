@@ -5,6 +5,8 @@ table took ~1.5 s more per figure when each figure was a job of its own (26 jobs
 default run). With more than one process allowed (the job's Snakemake threads), figures are drawn in
 that many worker processes, the slowest kinds first.
 """
+import os
+import sys
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -13,41 +15,54 @@ from pathlib import Path
 from figures.catalog import render
 
 # Drawn first when figures are shared among processes: the slowest kinds (most panels, most points).
+# Every kind of figures/catalog.py is here (tests/test_figures.py).
 SLOWEST_FIRST = ("search", "generations", "experiment", "then_and_now", "fidelity", "roofline", "vmem")
 
-_df = None  # the table, read once per worker process
+_df = None  # the table, in a worker process (read once by _start_worker)
 
 
-def _load(table) -> None:
-    global _df
+def _read(table):
     from experiments.analysis.runs import read_results
 
-    _df = read_results(table)  # each target's latest measured run, no raw samples
+    return read_results(table)  # each target's latest measured run, no raw samples
 
 
-def _draw(name: str, spec: tuple, directory: str, primary, served) -> list[Path]:
+def _start_worker(table, log_path) -> None:
+    """A worker's set-up: read the table; its stderr (warnings, tracebacks) into the job's log, as the
+    main process's is (experiments/core/runtime.py:logged)."""
+    global _df
+    if log_path:
+        stream = open(log_path, "a", buffering=1)  # noqa: SIM115 (open for the process's life)
+        os.dup2(stream.fileno(), 2)
+        sys.stderr = stream
+    _df = _read(table)
+
+
+def _draw(df, name: str, spec: tuple, directory: str, primary, served) -> list[Path]:
     kind, args = spec
     with warnings.catch_warnings():
         # A missing glyph would print boxes in a published figure: make it an error.
         warnings.filterwarnings("error", message=".*[Gg]lyph.*missing.*")
-        return render(_df, name, kind, args, Path(directory), primary=primary, served=served)
+        return render(_df if df is None else df, name, kind, args, Path(directory), primary=primary,
+                      served=served)
 
 
-def render_all(table, specs: dict, directory, *, primary=None, served=None, processes: int = 1) -> list[Path]:
+def render_all(table, specs: dict, directory, *, primary=None, served=None, processes: int = 1,
+               log_path=None) -> list[Path]:
     """Draw every figure of `specs` (name -> (kind, arguments), figures/catalog.py:figure_specs) from the
     table at `table` into `directory`, in `processes` processes; returns the paths written, in the
-    order of `specs`."""
+    order of `specs`. `log_path`: where the worker processes' stderr goes (the job's log)."""
     if processes < 1:
         raise ValueError(f"{processes=} must be at least 1")
     names = list(specs)
     args = (str(directory), primary, served)
     if processes == 1 or len(names) < 2:
-        _load(table)
-        return [p for name in names for p in _draw(name, specs[name], *args)]
-    order = sorted(names, key=lambda n: SLOWEST_FIRST.index(specs[n][0])
-                   if specs[n][0] in SLOWEST_FIRST else len(SLOWEST_FIRST))
-    # spawn: a clean interpreter per worker (no forked matplotlib or thread state)
+        df = _read(table)
+        return [p for name in names for p in _draw(df, name, specs[name], *args)]
+    order = sorted(names, key=lambda n: SLOWEST_FIRST.index(specs[n][0]))
+    # spawn: a clean interpreter per worker (no forked matplotlib or thread state). It imports the
+    # Snakemake script again as __mp_main__ (scripts/draw_figures.py guards its work with __main__).
     with ProcessPoolExecutor(min(processes, len(names)), mp_context=get_context("spawn"),
-                             initializer=_load, initargs=(str(table),)) as pool:
-        futures = {name: pool.submit(_draw, name, specs[name], *args) for name in order}
+                             initializer=_start_worker, initargs=(str(table), log_path)) as pool:
+        futures = {name: pool.submit(_draw, None, name, specs[name], *args) for name in order}
         return [p for name in names for p in futures[name].result()]

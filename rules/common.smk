@@ -91,7 +91,7 @@ wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),
     target="|".join(TARGETS),
     experiment="[A-Za-z0-9]+",
-    dtype="float32|bfloat16|int8|all",  # all: the XLA baseline's job (plan/config.one_baseline_job)
+    dtype="float32|bfloat16|int8",
     part="[0-9]+of[0-9]+",
     # measurements: this run's device and label only
     device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
@@ -103,11 +103,7 @@ from experiments.plan import toolchains as toolchain_plan
 
 TOOLCHAINS = PLAN.toolchains
 TOOLCHAIN_JOBS = PLAN.toolchain_jobs
+TOOLCHAIN_BATCHES = PLAN.toolchain_batches  # (toolchain, target, batch) -> Jobs of one Snakemake job
 TOOLCHAIN_NAMES = sorted({t for t, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_TARGETS = sorted({target for _, target, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_ESTIMATES = sorted({f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS})
-
-
-def toolchain_jobs(toolchain, target):
-    """A toolchain's compile jobs for one target, in the plan's order: one Snakemake job runs them all."""
-    return tuple(job for (t, tg, _, _), job in TOOLCHAIN_JOBS.items() if (t, tg) == (toolchain, target))

@@ -1,5 +1,6 @@
 # The TPU compile study on CPU: one job per (target, experiment, dtype, part), then per-target tables. A
-# block search is split into compile_study.search_jobs parts by the blocks' bk (experiments/plan/config.py).
+# block search is split into compile_study.search_jobs parts by the blocks' bk; XLA's baseline is one job
+# per target for all its dtypes, "xla_all" (experiments/plan/config.py).
 
 
 rule compile_study_job:
@@ -7,13 +8,16 @@ rule compile_study_job:
         "results/estimates/{target}/{experiment}_{dtype}.{part}.parquet",
     log:
         "logs/estimates/{target}/{experiment}_{dtype}.{part}.log",
+    wildcard_constraints:
+        dtype="float32|bfloat16|int8|all",  # all: XLA's baseline, one job per target (plan/config.py)
     params:
         job=lambda wc: settings(PLAN.study[(wc.target, wc.experiment, wc.dtype, wc.part)]),
         code=code("scripts/compile_study_job.py"),
     resources:
         # Two libtpu processes per job; the profiling one grows with the grids it walks.
         mem_mb=4000,
-    # Longest first: the short jobs (correctness, the post toolchain's, priority 0) fill the last gaps.
+    # Longest first by expected_work (the elements of the blocks; it counts full-size v1 and XLA compiles
+    # large, so those start early too): the short jobs (correctness, priority 0) fill the last gaps.
     priority: lambda wc: 1 + expected_work(PLAN.study[(wc.target, wc.experiment, wc.dtype, wc.part)])
     conda:
         "../environment.yml"

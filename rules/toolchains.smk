@@ -27,25 +27,47 @@ rule toolchain_study_job:
     input:
         environment="results/toolchains/{toolchain}/environment.json",
     output:
+        "results/toolchains/{toolchain}/estimates/{target}/{batch}.parquet",
+    log:
+        "logs/toolchains/{toolchain}/estimates/{target}/{batch}.log",
+    wildcard_constraints:
+        target="|".join(TOOLCHAIN_TARGETS) or "^$",
+        batch="|".join(sorted({b for _, _, b in TOOLCHAIN_BATCHES})) or "^$",
+    params:
+        # "all" (runs: published): every job of the toolchain for the target, sharing compile workers;
+        # else one (experiment, dtype) (experiments/plan/toolchains.py: batches)
+        jobs=lambda wc: settings(TOOLCHAIN_BATCHES[(wc.toolchain, wc.target, wc.batch)]),
+        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
+        path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
+        code=code("scripts/toolchain_study_job.py"),
+    resources:
+        mem_mb=4000,
+    # In the compile jobs' order (longest first by their work measure, which counts the post's
+    # full-size v1 and XLA compiles large: its one job starts among the first, leaving the short gaps
+    # at the end to correctness).
+    priority: lambda wc: 1 + sum(map(expected_work, TOOLCHAIN_BATCHES[(wc.toolchain, wc.target, wc.batch)]))
+    conda:
+        "../environment.yml"
+    script:
+        "../scripts/toolchain_study_job.py"
+
+
+rule toolchain_target:
+    input:
+        lambda wc: [f"results/toolchains/{wc.toolchain}/estimates/{wc.target}/{batch}.parquet"
+                    for t, target, batch in TOOLCHAIN_BATCHES if (t, target) == (wc.toolchain, wc.target)],
+    output:
         "results/toolchains/{toolchain}/estimates/{target}.parquet",
     log:
         "logs/toolchains/{toolchain}/estimates/{target}.log",
     wildcard_constraints:
         target="|".join(TOOLCHAIN_TARGETS) or "^$",
     params:
-        # every job of the toolchain for the target, in one Snakemake job: they share compile workers
-        jobs=lambda wc: settings(toolchain_jobs(wc.toolchain, wc.target)),
-        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
-        path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
-        code=code("scripts/toolchain_study_job.py"),
-    resources:
-        mem_mb=4000,
-    # started among the compile-study jobs by its work (longest first), not left for the end
-    priority: lambda wc: 1 + sum(expected_work(job) for job in toolchain_jobs(wc.toolchain, wc.target))
+        code=code("scripts/concat_tables.py"),
     conda:
         "../environment.yml"
     script:
-        "../scripts/toolchain_study_job.py"
+        "../scripts/concat_tables.py"
 
 
 rule then_and_now:

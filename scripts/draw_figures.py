@@ -15,10 +15,12 @@ def make(log) -> None:
     specs = codec.decode(snakemake.params.figures)
     paths = render_all(snakemake.input[0], specs, Path(snakemake.output[0]).parent,
                        primary=primary(snakemake.config), served=served(snakemake.config),
-                       processes=snakemake.threads)
+                       processes=snakemake.threads, log_path=snakemake.log[0])
     log.info("wrote %d figures in %d process(es): %d files", len(specs), snakemake.threads, len(paths))
 
 
-if __name__ == "__main__":  # not in the worker processes figures/batch.py spawns
+# Not in the worker processes figures/batch.py spawns: they import this file again, by the path
+# Snakemake gives it (a workflow run from a remote source would need figures drawn in one process).
+if __name__ == "__main__":
     with logged(snakemake.log[0]) as log:
         reuse_or_make(snakemake, lambda: make(log), log)  # the same table draws the same bytes

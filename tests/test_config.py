@@ -132,13 +132,13 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
 
 
 def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config):
-    """The baseline's per-dtype jobs are merged (plan/config.one_baseline_job): one Snakemake job per
+    """The baseline's per-dtype jobs are merged (plan/config.merge_baseline_jobs): one Snakemake job per
     target, its cases those of the per-dtype jobs in the config's dtype order; the other jobs unchanged."""
-    from experiments.plan.config import one_baseline_job, study_jobs, study_parts
+    from experiments.plan.config import merge_baseline_jobs, study_jobs, study_parts
     from experiments.plan.plan import make_plan
 
     parts = study_parts(study_jobs(config), config["compile_study"]["search_jobs"])
-    merged = one_baseline_job(parts)
+    merged = merge_baseline_jobs(parts)
     assert [k for k in merged if k[1] == "xla"] == [(t, "xla", "all", "1of1") for t in config["targets"]]
     for target in config["targets"]:
         per_dtype = [parts[(target, "xla", d, "1of1")] for d in config["compile_study"]["baseline_dtypes"]]

@@ -58,14 +58,20 @@ def test_two_renders_are_byte_identical(table, tmp_path):
 def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table, tmp_path):
     """figures/batch.py: the figures job draws in as many processes as it has threads; the files do not
     depend on how many, nor on which figures shared a process."""
+    from figures import batch
     from figures.batch import render_all
 
+    assert set(batch.SLOWEST_FIRST) == set(KINDS)  # every kind has its place in the drawing order
     path = tmp_path / "table.parquet"
     table.to_parquet(path)
     specs = {name: spec for name, spec in figure_specs(CONFIG).items()
              if name in ("v5_bfloat16_v5e", "search_v5_bfloat16_v5e", "vmem_v5e")}
+    assert len(specs) == 3
     one = render_all(path, specs, tmp_path / "one")
-    two = render_all(path, specs, tmp_path / "two", processes=2)
+    log = tmp_path / "figures.log"
+    two = render_all(path, specs, tmp_path / "two", processes=2, log_path=log)
+    assert batch._df is None  # the table was read in the worker processes, not here
+    assert log.exists()  # where the workers' stderr went
     assert [p.name for p in one] == [p.name for p in two] and len(one) == 6 * len(specs)
     for a, b in zip(one, two, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name

@@ -20,7 +20,7 @@ class Params(dict):
 def job(tmp_path, monkeypatch):
     monkeypatch.setenv(output_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
     (tmp_path / "table.csv").write_text("a,b\n1,2\n")
-    sm = SimpleNamespace(rule="figure", input=[str(tmp_path / "table.csv")],
+    sm = SimpleNamespace(rule="figures", input=[str(tmp_path / "table.csv")],
                          output=[str(tmp_path / "out" / "f.png"), str(tmp_path / "out" / "f.pdf")],
                          params=Params(spec="v5_bfloat16_v5e", code="abc"), config={"targets": ["v5e"]})
     runs = []

@@ -131,6 +131,20 @@ def test_default_config_plans_the_post_s_configurations(config):
     assert {job.toolchain for job in experiment_config.study_jobs(config).values()} == {"current"}
 
 
+def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_experiment():
+    """toolchains.batches: the post's configurations (runs: published) compile as one Snakemake job per
+    target, its jobs in the plan's order; a toolchain that runs the study (libtpu52 for 7x) keeps one
+    job per (experiment, dtype), as parallel as the pipeline's own."""
+    generations = experiment_config.validate(experiment_config.load(ROOT / "config" / "generations.yaml"))
+    parsed = toolchains.parse(generations)
+    jobs = toolchains.jobs(generations, PUBLISHED)
+    batches = toolchains.batches(jobs, parsed)
+    assert batches[("post", "v5e", "all")] == tuple(j for (t, *_), j in jobs.items() if t == "post")
+    assert [k for k in batches if k[0] == "post"] == [("post", "v5e", "all")]
+    studied = {(t, target, f"{e}_{d}"): (j,) for (t, target, e, d), j in jobs.items() if t == "libtpu52"}
+    assert studied and {k: b for k, b in batches.items() if k[0] == "libtpu52"} == studied
+
+
 def test_a_config_without_toolchains_has_the_pipeline_s_only():
     ci = experiment_config.load(ROOT / "config" / "config.ci.yaml")
     assert list(toolchains.parse(ci)) == ["current"] and toolchains.jobs(ci, PUBLISHED) == {}

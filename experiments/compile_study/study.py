@@ -44,7 +44,8 @@ DOMINATED = "dominated"
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-    """One Snakemake job: cases of one experiment and dtype for one target."""
+    """Cases of one experiment for one target (one dtype, but for XLA's merged baseline) and how to
+    compile them; a Snakemake job runs one Job, or several of one target with shared workers (run_jobs)."""
 
     target: str
     experiment: str
@@ -162,14 +163,15 @@ def run_jobs(jobs, *, stderr=None, python: str | None = None, env: dict | None =
     with Compiler(target, cache=cache.for_target(target, False, row_versions), **workers) as compiler, \
             Compiler(target, profile=True, cache=cache.for_target(target, True, row_versions),
                      **workers) as profiler:
-        rows = [row for job in jobs for row in job_rows(job, compiler, profiler)]
+        progress = Progress(sum(len(job.cases) for job in jobs), log)  # one count for the whole batch
+        rows = [row for job in jobs for row in job_rows(job, compiler, profiler, progress)]
         for name, worker in (("plain", compiler), ("profiled", profiler)):
             if worker.cache:
                 log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
     return frame(rows, row_versions)
 
 
-def job_rows(job: Job, compiler: Compiler, profiler: Compiler) -> list[dict]:
+def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progress) -> list[dict]:
     """The rows of one job, compiled with the given plain and profiling workers (run_jobs)."""
     estimator = CycleEstimator(profiler, job.profile_max_steps)
     crashed = []  # the first crash of the profiler in this job, if any
@@ -230,7 +232,6 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler) -> list[dict]:
             return _located(result, probe, case), None, "", vmem_method
         return result, *estimator.cycles(case, limit), vmem_method
 
-    progress = Progress(len(job.cases), log)
     rows_of = {}  # case -> its rows (default limit, then raised limits), emitted in the job's order
     out_of_vmem = []  # (case, row): compiled at the default limit, out of VMEM (dominated_result)
     # Smaller blocks first, so that a searched configuration dominated by one already out of VMEM is

@@ -41,6 +41,9 @@ def run_toolchain_jobs(jobs, toolchain: Toolchain, path, marker, log, *, stderr=
     """Compile `jobs` (of one target) with the toolchain's Python, sharing its compile workers, or
     return their toolchain_error rows."""
     jobs = list(jobs)
+    targets = sorted({job.target for job in jobs})
+    if len(targets) != 1:
+        raise ValueError(f"jobs of one target only, got targets={targets}")
     manifest = json.loads(Path(marker).read_text())
     if manifest["status"] == "ok":
         try:  # the cache may have been deleted since the marker was written: rebuilt here
@@ -48,8 +51,7 @@ def run_toolchain_jobs(jobs, toolchain: Toolchain, path, marker, log, *, stderr=
         except toolchain_env.ToolchainInstallError as e:
             manifest = dict(status="failed", error=str(e))
     if manifest.get("status") == "failed":
-        targets = ", ".join(sorted({job.target for job in jobs}))
-        warn(log, f"{toolchain.name} {targets}: nothing compiled: {manifest['error']}")
+        warn(log, f"{toolchain.name} {targets[0]}: nothing compiled: {manifest['error']}")
         return pd.concat([toolchain_error_rows(job, manifest["error"], dict(toolchain.pins)) for job in jobs],
                          ignore_index=True)
     return run_jobs(jobs, stderr=stderr, python=manifest["python"], env=dict(toolchain.environment),

@@ -262,10 +262,10 @@ def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
     return out
 
 
-BASELINE_DTYPES = "all"  # the dtype part of the one baseline job per target (one_baseline_job)
+MERGED_BASELINE_DTYPE = "all"  # the dtype part of the one baseline job per target (merge_baseline_jobs)
 
 
-def one_baseline_job(parts: dict) -> dict:
+def merge_baseline_jobs(parts: dict) -> dict:
     """study_parts' jobs with each target's XLA baseline jobs (one per dtype) merged into one, keyed
     (target, "xla", "all", "1of1"): a few seconds of compiles each, less than the start of a job and
     its compile workers. Its rows are theirs, in the same order (each row carries its case's dtype)."""
@@ -275,7 +275,7 @@ def one_baseline_job(parts: dict) -> dict:
         if experiment != "xla":
             out[key] = job
             continue
-        merged_key = (target, "xla", BASELINE_DTYPES, "1of1")
+        merged_key = (target, "xla", MERGED_BASELINE_DTYPE, "1of1")
         first = merged.get(merged_key)
         merged[merged_key] = dataclasses.replace(first, cases=first.cases + job.cases) if first else job
         out.setdefault(merged_key, None)  # keeps the baseline's place in the plan's order

@@ -19,13 +19,14 @@ class Plan:
     correctness: dict  # kernel -> [(Case, mode)]
     targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
     study: dict  # (target, experiment, dtype, part) -> compile_study.study.Job (config.study_parts;
-    # XLA's baseline one job per target, dtype "all": config.one_baseline_job)
+    # XLA's baseline one job per target, dtype "all": config.merge_baseline_jobs)
     device: object  # measure.device.Device measured on this run, or None
     label: str  # this run's measurement label
     measure: dict  # (experiment, dtype) -> measure.harness.MeasureJob
     imported: tuple  # carried measurement files (data/measured/*.parquet)
     toolchains: dict  # name -> plan.toolchains.Toolchain
     toolchain_jobs: dict  # (toolchain, target, experiment, dtype) -> Job, for the other toolchains
+    toolchain_batches: dict  # (toolchain, target, batch) -> their Snakemake jobs' Jobs (toolchains.batches)
     served: dict  # target -> the toolchain other than the pipeline's own whose estimates it reads
 
     @property
@@ -54,7 +55,9 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     if own:
         parts = plan_config.study_parts(plan_config.study_jobs({**config, "targets": own}),
                                         config["compile_study"]["search_jobs"])
-        study = plan_config.one_baseline_job(parts)
+        study = plan_config.merge_baseline_jobs(parts)
+    toolchain_jobs = plan_toolchains.jobs(with_targets, published)
     return Plan(config=config, correctness=correctness, targets=targets, study=study, device=device,
                 label=label, measure=measure, imported=imported, toolchains=toolchains,
-                toolchain_jobs=plan_toolchains.jobs(with_targets, published), served=served)
+                toolchain_jobs=toolchain_jobs,
+                toolchain_batches=plan_toolchains.batches(toolchain_jobs, toolchains), served=served)

@@ -187,3 +187,20 @@ def jobs(config: dict, published_path) -> dict[tuple[str, str, str, str], object
                     target=target, experiment=experiment, cases=cases, raise_limits_for=cases,
                     **settings, **common)
     return out
+
+
+ALL_JOBS = "all"  # the batch name of a toolchain's every job for one target (batches)
+
+
+def batches(jobs: dict, toolchains: dict) -> dict[tuple[str, str, str], tuple]:
+    """The Snakemake jobs of the other toolchains: their compile jobs (`jobs`, from `jobs()`) grouped
+    and keyed (toolchain, target, batch). A toolchain that compiles the post's configurations (runs:
+    published) runs all of a target's jobs as one, "all": seconds of compiles each, less than starting
+    a job and its compile workers, which the batch shares (study.run_jobs). One that runs the study
+    keeps one job per (experiment, dtype), "<experiment>_<dtype>", as long and as parallel as the
+    pipeline's own."""
+    out: dict[tuple[str, str, str], tuple] = {}
+    for (name, target, experiment, dtype), job in jobs.items():
+        batch = ALL_JOBS if toolchains[name].runs == "published" else f"{experiment}_{dtype}"
+        out[(name, target, batch)] = out.get((name, target, batch), ()) + (job,)
+    return out
