@@ -1,13 +1,15 @@
 """Time the default pipeline run as a user meets it, and record the figures in benchmarks/default_run.md.
 
-    python3 benchmarks/default_run.py [--cores 1 2]
+    python3 benchmarks/default_run.py [--cores 1 2 2 1]
 
 From a clean clone of this checkout's HEAD, in the current Python environment:
-  1. cold, --cores 1: empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder) and no cut CJK font
-     for the Chinese figures (figures/style.py), no results;
-  2. cold, --cores 2: the same, in another clean clone with its own empty cache;
-  3. warm cache: results/ deleted, the compile cache of run 1 kept;
-  4. no-op: everything up to date.
+  1. a cold run for each --cores value, in order (default 1, 2, 2, 1): each in a clean clone with an
+     empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder) and no cut CJK font for the Chinese
+     figures (figures/style.py), no results. Each value twice, in mirrored order, so that a drift of
+     the machine's speed during the benchmark weighs on both alike: the speed-up is the ratio of the
+     mean times;
+  2. warm cache: results/ of the first run deleted, its compile cache kept;
+  3. no-op: everything up to date.
 Toolchain environments (if any) are not deleted: "cold" means no compiles cached, not no packages.
 Each figure is wall time of `python3 -m snakemake --cores N`; the file records the date, commit and
 machine. The targets (issue 14): cold <= 10 min with --cores 1 and <= 6 min with --cores 2, warm <= 2
@@ -66,7 +68,7 @@ def minutes(seconds: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cores", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--cores", type=int, nargs="+", default=[1, 2, 2, 1])
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "default_run.md")
     args = parser.parse_args()
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
@@ -77,14 +79,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         tmp = Path(tmp)
         first = None
-        for cores in args.cores:
-            checkout = clone(tmp / f"cores{cores}")
-            env = dict(os.environ, TPU_MATMUL_REPRO_CACHE=str(tmp / f"cache{cores}"))
+        for i, cores in enumerate(args.cores, 1):
+            checkout = clone(tmp / f"run{i}-cores{cores}")
+            env = dict(os.environ, TPU_MATMUL_REPRO_CACHE=str(tmp / f"cache{i}"))
             shutil.rmtree(FONT_CACHE, ignore_errors=True)  # the Chinese figures' cut font: cold too
             before = calibration()
             seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(cores)], checkout, env)
             rows.append((f"cold, --cores {cores}", seconds, jobs, (before, calibration())))
-            stages[cores] = job_time_by_rule(checkout)
+            stages[f"{cores} (run {i})"] = job_time_by_rule(checkout)
             print(rows[-1], flush=True)
             write()
             first = first or (checkout, env)
@@ -135,6 +137,20 @@ def job_time_by_rule(checkout: Path) -> dict[str, tuple[float, int, float]]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1][0]))
 
 
+def speed_up(rows, cores):
+    """((first cores value, its mean cold time), (the other, its mean)) once both have a cold run."""
+    values = list(dict.fromkeys(cores))
+    if len(values) < 2:
+        return None
+    means = []
+    for n in values[:2]:
+        times = [seconds for name, seconds, _, _ in rows if name == f"cold, --cores {n}"]
+        if not times:
+            return None
+        means.append((n, sum(times) / len(times)))
+    return tuple(means)
+
+
 def write_report(path: Path, commit: str, rows, stages, cores) -> None:
     lines = [
         "# Default run: wall time",
@@ -153,9 +169,11 @@ def write_report(path: Path, commit: str, rows, stages, cores) -> None:
         "similar yardsticks (a short yardstick can miss a drift within the run: compare also the figures",
         "job's time below, whose code rarely changes).",
     ]
-    if len(cores) > 1 and len(rows) > 1:
-        speedup = rows[0][1] / rows[1][1]
-        lines += ["", f"Speed-up of --cores {cores[1]} over --cores {cores[0]}: {speedup:.2f}."]
+    speedup = speed_up(rows, cores)
+    if speedup:
+        (a, mean_a), (b, mean_b) = speedup
+        lines += ["", f"Speed-up of --cores {b} over --cores {a}: {mean_a / mean_b:.2f} (mean cold times "
+                      f"{mean_a:.0f} s and {mean_b:.0f} s)."]
     for n, by_rule in stages.items():
         lines += ["", f"Cold run with --cores {n}, job wall time by rule (Snakemake's log, 1 s resolution):",
                   "",
