@@ -62,7 +62,8 @@ def machine() -> str:
 
 
 def minutes(seconds: float) -> str:
-    return f"{int(seconds // 60)} min {seconds % 60:.0f} s" if seconds >= 60 else f"{seconds:.1f} s"
+    whole = round(seconds)  # 299.8 s is "5 min 0 s", not "4 min 60 s"
+    return f"{whole // 60} min {whole % 60} s" if seconds >= 60 else f"{seconds:.1f} s"
 
 
 def main() -> None:
