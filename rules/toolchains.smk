@@ -17,6 +17,11 @@ rule toolchain_environment:
         toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
         code=code("scripts/toolchain_environment.py"),
+    # before its compile jobs' turn (priorities do not pass to the jobs a job waits for): at priority 0
+    # it ran after every compile job, and the post job then ran alone while correctness waited for
+    # two free cores (seen in a --cores 2 run: ~30 s with one core busy)
+    priority: lambda wc: 1 + sum(sum(map(expected_work, jobs)) for (t, _, _), jobs in TOOLCHAIN_BATCHES.items()
+                                 if t == wc.toolchain)
     conda:
         "../environment.yml"
     script:
