@@ -107,3 +107,8 @@ TOOLCHAIN_BATCHES = PLAN.toolchain_batches  # (toolchain, target, batch) -> Jobs
 TOOLCHAIN_NAMES = sorted({t for t, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_TARGETS = sorted({target for _, target, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_ESTIMATES = sorted({f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS})
+
+
+def toolchain_work(toolchain):
+    """A toolchain's compile work (expected_work, summed over its jobs): its environment's priority."""
+    return sum(sum(map(expected_work, jobs)) for (t, _, _), jobs in TOOLCHAIN_BATCHES.items() if t == toolchain)

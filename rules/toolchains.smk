@@ -20,8 +20,7 @@ rule toolchain_environment:
     # before its compile jobs' turn (priorities do not pass to the jobs a job waits for): at priority 0
     # it ran after every compile job, and the post job then ran alone while correctness waited for
     # two free cores (seen in a --cores 2 run: ~30 s with one core busy)
-    priority: lambda wc: 1 + sum(sum(map(expected_work, jobs)) for (t, _, _), jobs in TOOLCHAIN_BATCHES.items()
-                                 if t == wc.toolchain)
+    priority: lambda wc: 1 + toolchain_work(wc.toolchain)
     conda:
         "../environment.yml"
     script:
