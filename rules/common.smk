@@ -109,6 +109,11 @@ TOOLCHAIN_TARGETS = sorted({target for _, target, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_ESTIMATES = sorted({f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS})
 
 
+def batch_work(key):
+    """The compile work (expected_work) of a toolchain's Snakemake job: its priority."""
+    return sum(map(expected_work, TOOLCHAIN_BATCHES[key]))
+
+
 def toolchain_work(toolchain):
-    """A toolchain's compile work (expected_work, summed over its jobs): its environment's priority."""
-    return sum(sum(map(expected_work, jobs)) for (t, _, _), jobs in TOOLCHAIN_BATCHES.items() if t == toolchain)
+    """A toolchain's compile work, all its jobs: its environment's priority."""
+    return sum(batch_work(key) for key in TOOLCHAIN_BATCHES if key[0] == toolchain)

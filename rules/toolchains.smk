@@ -49,7 +49,7 @@ rule toolchain_study_job:
     # In the compile jobs' order (longest first by their work measure, which counts the post's
     # full-size v1 and XLA compiles large: its one job starts among the first, leaving the short gaps
     # at the end to correctness).
-    priority: lambda wc: 1 + sum(map(expected_work, TOOLCHAIN_BATCHES[(wc.toolchain, wc.target, wc.batch)]))
+    priority: lambda wc: 1 + batch_work((wc.toolchain, wc.target, wc.batch))
     conda:
         "../environment.yml"
     script:

@@ -269,17 +269,14 @@ def merge_baseline_jobs(parts: dict) -> dict:
     """study_parts' jobs with each target's XLA baseline jobs (one per dtype) merged into one, keyed
     (target, "xla", "all", "1of1"): a few seconds of compiles each, less than the start of a job and
     its compile workers. Its rows are theirs, in the same order (each row carries its case's dtype)."""
-    out, merged = {}, {}
-    for key, job in parts.items():
-        target, experiment, _, _ = key
-        if experiment != "xla":
-            out[key] = job
-            continue
-        merged_key = (target, "xla", MERGED_BASELINE_DTYPE, "1of1")
-        first = merged.get(merged_key)
-        merged[merged_key] = dataclasses.replace(first, cases=first.cases + job.cases) if first else job
-        out.setdefault(merged_key, None)  # keeps the baseline's place in the plan's order
-    return {key: job if job is not None else merged[key] for key, job in out.items()}
+    out = {}
+    for (target, experiment, dtype, part), job in parts.items():
+        key = (target, experiment, dtype, part)
+        if experiment == "xla":  # the first dtype's place in the plan's order; the others' cases added
+            key = (target, "xla", MERGED_BASELINE_DTYPE, "1of1")
+            job = dataclasses.replace(out[key], cases=out[key].cases + job.cases) if key in out else job
+        out[key] = job
+    return out
 
 
 def expected_work(job: Job) -> int:
