@@ -11,9 +11,11 @@ rule correctness_kernel:
         tolerance=lambda wc: settings(config["correctness"]["tolerance"]),
         num_cores=config["correctness"]["tpu_interpret"]["num_cores"],
         code=code("scripts/correctness_kernel.py"),
-    # XLA's CPU runtime and the TPU interpret mode's simulated cores run threads: a job keeps both cores
-    # busy (measured: 1.6 cores on average), so with --cores 2 it runs alone rather than slow another job.
-    threads: 2
+    # XLA's CPU runtime and the TPU interpret mode's simulated cores run threads: a job alone uses ~1.5
+    # cores. Declared as 1, so that with --cores 2 it runs beside another job and the two share both
+    # cores; declared as 2 it ran alone and left ~0.5 core idle for its ~25 s (benchmarks/runs/,
+    # 1f00f8f; /proc/stat sampled). On SLURM the profile still asks for 2 CPUs.
+    threads: 1
     conda:
         "../environment.yml"
     script:

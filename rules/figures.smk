@@ -12,8 +12,8 @@ rule figures:
         figures=lambda wc: settings(FIGURES),
         # CITATION.cff: the citation embedded in every file
         code=code("scripts/draw_figures.py", "figures/*.mplstyle", "CITATION.cff"),
-    # One job draws them all (figures/batch.py), in as many processes as it has threads: 2, as the
-    # correctness jobs (Snakemake gives a job no more than --cores; --set-threads figures=N for more).
+    # One job draws them all (figures/batch.py), in as many processes as it has threads: 2 (Snakemake
+    # gives a job no more than --cores; --set-threads figures=N for more).
     threads: 2
     conda:
         "../environment.yml"
