@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from experiments.core import output_cache
+from experiments.core.cache_dirs import CACHE_VARIABLE
 
 LOG = logging.getLogger("test")
 
@@ -18,7 +19,7 @@ class Params(dict):
 
 @pytest.fixture
 def job(tmp_path, monkeypatch):
-    monkeypatch.setenv(output_cache.CACHE_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_VARIABLE, str(tmp_path / "cache"))
     (tmp_path / "table.csv").write_text("a,b\n1,2\n")
     sm = SimpleNamespace(rule="figures", input=[str(tmp_path / "table.csv")],
                          output=[str(tmp_path / "out" / "f.png"), str(tmp_path / "out" / "f.pdf")],
@@ -74,7 +75,7 @@ def test_a_corrupt_entry_is_made_again_and_replaced(job):
 
 
 def test_disabled_cache_always_runs_and_stores_nothing(job, monkeypatch):
-    monkeypatch.setenv(output_cache.CACHE_VARIABLE, "off")
+    monkeypatch.setenv(CACHE_VARIABLE, "off")
     job.run(), job.run()
     assert len(job.runs) == 2 and not (job.tmp / "cache").exists()
 

@@ -20,11 +20,10 @@ import math
 import os
 from pathlib import Path
 
-from experiments.core.cache_dirs import user_cache
+from experiments.core.cache_dirs import cache_folder
 
 log = logging.getLogger(__name__)
 
-CACHE_VARIABLE = "TPU_MATMUL_REPRO_CACHE"
 FORMAT = 1  # bump when an entry's layout changes
 RESULT_FIELDS = ("status", "vmem_bytes", "oom_limit_bytes", "est_cycles", "error", "compile_s")
 # Deterministic outcomes only: a timeout or a crashed worker may not happen again.
@@ -33,10 +32,7 @@ CACHEABLE = ("ok", "vmem_oom", "compile_error")
 
 def cache_root() -> Path | None:
     """The cache folder, or None when disabled."""
-    configured = os.environ.get(CACHE_VARIABLE)
-    if configured is not None:
-        return None if configured.strip().lower() in ("", "off", "0", "false", "no") else Path(configured)
-    return user_cache("compile")
+    return cache_folder("compile")
 
 
 class CompileCache:

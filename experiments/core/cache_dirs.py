@@ -3,8 +3,23 @@ results/ (or a second checkout) reuses it. No pandas here: compile workers of ot
 import os
 from pathlib import Path
 
+# Names the compile cache's folder; the output cache is its outputs/ subfolder; "off" turns both off.
+CACHE_VARIABLE = "TPU_MATMUL_REPRO_CACHE"
+OFF_VALUES = ("", "off", "0", "false", "no")
+
 
 def user_cache(name: str) -> Path:
     """$XDG_CACHE_HOME/tpu-matmul-repro/<name>, ~/.cache/tpu-matmul-repro/<name> by default."""
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "tpu-matmul-repro" / name
+
+
+def cache_folder(name: str) -> Path | None:
+    """The folder of the compile ("compile") or output ("outputs") cache, or None when turned off:
+    under $TPU_MATMUL_REPRO_CACHE when that is set (see CACHE_VARIABLE), else user_cache(name)."""
+    configured = os.environ.get(CACHE_VARIABLE)
+    if configured is None:
+        return user_cache(name)
+    if configured.strip().lower() in OFF_VALUES:
+        return None
+    return Path(configured) if name == "compile" else Path(configured) / name

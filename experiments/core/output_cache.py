@@ -22,25 +22,17 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from experiments.core.cache_dirs import user_cache
+from experiments.core.cache_dirs import cache_folder
 
 log = logging.getLogger(__name__)
 
 FORMAT = 2  # bump when an entry's layout or the key's parts change
-# Read as experiments/compile_study/cache.py reads it, but not imported from there: that module's
-# imports reach the compile worker and the kernels, whose every edit would then rerun each figure,
-# correctness and report job (their code digests follow the imports).
-CACHE_VARIABLE = "TPU_MATMUL_REPRO_CACHE"
 
 
 def cache_root() -> Path | None:
     """$TPU_MATMUL_REPRO_CACHE/outputs, ~/.cache/tpu-matmul-repro/outputs, or None when that variable
     turns the caches off."""
-    configured = os.environ.get(CACHE_VARIABLE)
-    if configured is None:
-        return user_cache("outputs")
-    off = configured.strip().lower() in ("", "off", "0", "false", "no")
-    return None if off else Path(configured) / "outputs"
+    return cache_folder("outputs")
 
 
 def file_digest(path) -> str:
