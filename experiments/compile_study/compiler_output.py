@@ -5,6 +5,7 @@ FormatChanged error that says what it expected, never with a silent NaN.
 """
 import json
 import re
+from pathlib import Path
 
 VMEM_MEMORY_SPACE = "1"  # memory_space "1" is VMEM in used_scoped_memory_configs
 _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
@@ -17,6 +18,11 @@ _OOM_SIZES = (
     re.compile(r"Scoped allocation with size ([\d.]+)([KMG]?) and limit ([\d.]+)([KMG]?)"),
     re.compile(r"Ran out of memory in memory space vmem\. Used ([\d.]+)([KMG]?) of ([\d.]+)([KMG]?) vmem"),
 )
+# Older compilers quote the failing custom call whole: its Mosaic module as kilobytes of base64 and the
+# kernel's absolute source path (see readable_error).
+_MODULE_BODY = re.compile(r'("body": ?)"[A-Za-z0-9+/=]{100,}"')
+_REPOSITORY = str(Path(__file__).resolve().parents[2]) + "/"
+ERROR_CHARS = 1000  # what a row keeps of an error message
 
 
 class FormatChanged(RuntimeError):
@@ -80,11 +86,19 @@ def vmem_oom_sizes(message: str) -> tuple[int, int]:
     return round(float(size) * _UNITS[size_unit]), round(float(limit) * _UNITS[limit_unit])
 
 
+def readable_error(message: str) -> str:
+    """An error message as a row keeps it: the base64 of a quoted Mosaic module elided, so that the
+    sentence after it (jax 0.4's "Scoped allocation with size 48.82M and limit 16.00M ...") fits in
+    ERROR_CHARS, and paths in this checkout relative, so that the row (and a compile cache entry
+    reused by another checkout) does not depend on where the repository lies."""
+    return _MODULE_BODY.sub(r'\1"…"', message).replace(_REPOSITORY, "")[:ERROR_CHARS]
+
+
 def compile_failure(error: Exception) -> dict:
     """The row fields of a failed compile: status vmem_oom (with the compiler's sizes) or compile_error."""
     message = str(error)
     failure = dict(status="compile_error", vmem_bytes=None, oom_limit_bytes=None,
-                   error=f"{type(error).__name__}: {message}"[:1000])
+                   error=readable_error(f"{type(error).__name__}: {message}"))
     if is_vmem_oom(message):
         failure["status"] = "vmem_oom"
         failure["vmem_bytes"], failure["oom_limit_bytes"] = vmem_oom_sizes(message)
