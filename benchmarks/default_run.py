@@ -37,14 +37,29 @@ from experiments.core.cache_dirs import user_cache  # noqa: E402
 FONT_CACHE = user_cache("fonts")  # the Chinese figures' cut font (figures/style.py)
 
 
-def run(cmd, cwd, env) -> tuple[float, int]:
+def cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs since boot (/proc/stat; idle and iowait are not busy)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    return sum(fields) - fields[3] - fields[4], sum(fields)
+
+
+def run(cmd, cwd, env) -> tuple[float, int, float]:
+    """(wall seconds, jobs run, mean CPUs busy): the last tells idle cores (a scheduling loss) from
+    busy cores that work slower (contention), for a run on an otherwise idle machine."""
+    busy_before, total_before = cpu_times()
     start = time.monotonic()
     result = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.monotonic() - start
+    busy_after, total_after = cpu_times()
     if result.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed in {cwd}:\n{result.stderr[-3000:]}")
     jobs = result.stderr.count("Finished job") or result.stderr.count("Finished jobid")
-    return elapsed, jobs
+    cores_busy = os.cpu_count() * (busy_after - busy_before) / max(1, total_after - total_before)
+    return elapsed, jobs, cores_busy
+
+
+def snakemake(cores: int) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--cores", str(cores)]
 
 
 def clone(dest: Path) -> Path:
@@ -75,8 +90,9 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     rows, stages = [], {}
+    contention = slowdown_two_at_once()
     # written after every run, so that an interrupted benchmark keeps what it measured
-    write = functools.partial(write_report, args.out, commit, rows, stages, args.cores)
+    write = functools.partial(write_report, args.out, commit, rows, stages, args.cores, contention)
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         tmp = Path(tmp)
         first = None
@@ -85,20 +101,20 @@ def main() -> None:
             env = dict(os.environ, TPU_MATMUL_REPRO_CACHE=str(tmp / f"cache{i}"))
             shutil.rmtree(FONT_CACHE, ignore_errors=True)  # the Chinese figures' cut font: cold too
             before = calibration()
-            seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(cores)], checkout, env)
-            rows.append((f"cold, --cores {cores}", seconds, jobs, (before, calibration())))
+            seconds, jobs, busy = run(snakemake(cores), checkout, env)
+            rows.append((f"cold, --cores {cores}", seconds, jobs, busy, (before, calibration())))
             stages[f"{cores} (run {i})"] = job_time_by_rule(checkout)
             print(rows[-1], flush=True)
             write()
             first = first or (checkout, env)
         checkout, env = first
         subprocess.run(["rm", "-rf", str(checkout / "results")], check=True)
-        seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(args.cores[0])], checkout, env)
-        rows.append((f"warm cache (results/ deleted), --cores {args.cores[0]}", seconds, jobs, None))
+        seconds, jobs, busy = run(snakemake(args.cores[0]), checkout, env)
+        rows.append((f"warm cache (results/ deleted), --cores {args.cores[0]}", seconds, jobs, busy, None))
         print(rows[-1], flush=True)
         write()
-        seconds, jobs = run([sys.executable, "-m", "snakemake", "--cores", str(args.cores[0])], checkout, env)
-        rows.append(("no-op", seconds, jobs, None))
+        seconds, jobs, busy = run(snakemake(args.cores[0]), checkout, env)
+        rows.append(("no-op", seconds, jobs, busy, None))
         print(rows[-1], flush=True)
         write()
     print(args.out.read_text())
@@ -114,6 +130,18 @@ def calibration() -> float | None:
         print(f"yardstick failed:\n{result.stderr[-2000:]}", file=sys.stderr)
         return None
     return json.loads(result.stdout.strip().splitlines()[-1])["compiles_s"]
+
+
+def slowdown_two_at_once() -> dict | None:
+    """benchmarks/contention.py: how much slower a compute-bound and a memory-bound task run two at
+    once than alone, now. None if it fails."""
+    script = REPO / "benchmarks" / "contention.py"
+    result = subprocess.run([sys.executable, str(script), "--json", "--repeat", "3"],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"contention check failed:\n{result.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def yardsticks(pair) -> str:
@@ -145,14 +173,14 @@ def speed_up(rows, cores):
         return None
     means = []
     for n in values[:2]:
-        times = [seconds for name, seconds, _, _ in rows if name == f"cold, --cores {n}"]
+        times = [seconds for name, seconds, *_ in rows if name == f"cold, --cores {n}"]
         if not times:
             return None
         means.append((n, sum(times) / len(times)))
     return tuple(means)
 
 
-def write_report(path: Path, commit: str, rows, stages, cores) -> None:
+def write_report(path: Path, commit: str, rows, stages, cores, contention=None) -> None:
     lines = [
         "# Default run: wall time",
         "",
@@ -160,16 +188,21 @@ def write_report(path: Path, commit: str, rows, stages, cores) -> None:
         "by `python3 benchmarks/default_run.py`",
         f"on {machine()}.",
         "",
-        "| run | wall time | jobs run | yardstick before, after the run |",
-        "| --- | --- | --- | --- |",
-        *[f"| {name} | {minutes(seconds)} ({seconds:.0f} s) | {jobs} | {yardsticks(pair)} |"
-          for name, seconds, jobs, pair in rows],
+        "| run | wall time | jobs run | CPUs busy (mean) | yardstick before, after the run |",
+        "| --- | --- | --- | --- | --- |",
+        *[f"| {name} | {minutes(seconds)} ({seconds:.0f} s) | {jobs} | {busy:.2f} | {yardsticks(pair)} |"
+          for name, seconds, jobs, busy, pair in rows],
         "",
         "Yardstick: `benchmarks/calibrate.py`, nine fixed compiles (median of three), timed just before",
         "and just after the run: this VM's speed drifts, so a run's time compares with another's only at",
         "similar yardsticks (a short yardstick can miss a drift within the run: compare also the figures",
-        "job's time below, whose code rarely changes).",
+        "job's time below, whose code rarely changes). CPUs busy: the machine's, from /proc/stat over",
+        "the run (idle cores are a scheduling loss; busy ones that work slower are contention).",
     ]
+    if contention:
+        lines += ["", "Contention (`benchmarks/contention.py`, before the runs): with another copy beside",
+                  f"it, a compute-bound loop takes {contention['compute']:.2f}x as long, a memory-bound copy "
+                  f"{contention['memory']:.2f}x."]
     speedup = speed_up(rows, cores)
     if speedup:
         (a, mean_a), (b, mean_b) = speedup

@@ -1,0 +1,36 @@
+"""benchmarks/default_run.py's arithmetic and report (the runs themselves take half an hour)."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+import default_run  # noqa: E402
+
+ROWS = [("cold, --cores 1", 450.0, 36, 1.04, (5.5, 5.6)), ("cold, --cores 2", 260.0, 36, 1.91, (5.4, None)),
+        ("cold, --cores 2", 240.0, 36, 1.93, None), ("cold, --cores 1", 470.0, 36, 1.05, None),
+        ("no-op", 4.0, 0, 0.8, None)]
+
+
+def test_the_speed_up_is_the_ratio_of_the_mean_times():
+    assert default_run.speed_up(ROWS, [1, 2, 2, 1]) == ((1, 460.0), (2, 250.0))
+    assert default_run.speed_up(ROWS[:1], [1, 2]) is None  # no --cores 2 run yet
+
+
+def test_minutes_round_before_splitting():
+    assert default_run.minutes(299.8) == "5 min 0 s"
+    assert default_run.minutes(59.94) == "59.9 s"
+
+
+def test_the_report_has_cpus_busy_speed_up_and_contention(tmp_path):
+    out = tmp_path / "run.md"
+    default_run.write_report(out, "abc1234", ROWS, {"1 (run 1)": {"figures": (49.0, 1, 49.0)}}, [1, 2, 2, 1],
+                             {"compute": 1.01, "memory": 1.87})
+    text = out.read_text()
+    assert "| cold, --cores 2 | 4 min 20 s (260 s) | 36 | 1.91 | 5.40 s, failed |" in text
+    assert "Speed-up of --cores 2 over --cores 1: 1.84 (mean cold times 460 s and 250 s)." in text
+    assert "compute-bound loop takes 1.01x as long, a memory-bound copy 1.87x." in text
+    assert "| figures | 1 | 49 s | 49 s |" in text
+
+
+def test_cpu_times_count_busy_within_total():
+    busy, total = default_run.cpu_times()
+    assert 0 < busy < total
