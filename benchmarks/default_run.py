@@ -120,28 +120,27 @@ def main() -> None:
     print(args.out.read_text())
 
 
-def calibration() -> float | None:
-    """benchmarks/calibrate.py's fixed compiles, median of three, in seconds: the machine's speed now.
-    None (the table shows nothing) if it fails: the benchmark's own runs still count."""
-    script = REPO / "benchmarks" / "calibrate.py"
-    result = subprocess.run([sys.executable, str(script), "--json", "--repeat", "3"],
+def json_of(script: str, what: str):
+    """The last line of `python3 benchmarks/<script> --json --repeat 3`, parsed; None (the report shows
+    nothing) if it fails: the benchmark's own runs still count."""
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--json", "--repeat", "3"],
                             capture_output=True, text=True)
     if result.returncode != 0:
-        print(f"yardstick failed:\n{result.stderr[-2000:]}", file=sys.stderr)
+        print(f"{what} failed:\n{result.stderr[-2000:]}", file=sys.stderr)
         return None
-    return json.loads(result.stdout.strip().splitlines()[-1])["compiles_s"]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def calibration() -> float | None:
+    """benchmarks/calibrate.py's fixed compiles, median of three, in seconds: the machine's speed now."""
+    result = json_of("calibrate.py", "yardstick")
+    return None if result is None else result["compiles_s"]
 
 
 def slowdown_two_at_once() -> dict | None:
     """benchmarks/contention.py: how much slower a compute-bound and a memory-bound task run two at
-    once than alone, now. None if it fails."""
-    script = REPO / "benchmarks" / "contention.py"
-    result = subprocess.run([sys.executable, str(script), "--json", "--repeat", "3"],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        print(f"contention check failed:\n{result.stderr[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    once than alone, now."""
+    return json_of("contention.py", "contention check")
 
 
 def yardsticks(pair) -> str:
