@@ -13,8 +13,8 @@ rule correctness_kernel:
         code=code("scripts/correctness_kernel.py"),
     # XLA's CPU runtime and the TPU interpret mode's simulated cores run threads: a job alone uses ~1.5
     # cores. Declared as 1, so that with --cores 2 it runs beside another job and the two share both
-    # cores; declared as 2 it ran alone and left ~0.5 core idle for its ~25 s (benchmarks/runs/,
-    # 1f00f8f; /proc/stat sampled). On SLURM the profile still asks for 2 CPUs.
+    # cores; declared as 2 it ran alone and left ~0.5 core idle for its ~25 s (benchmarks/cpu_busy.md).
+    # The SLURM and Kubernetes profiles set 2 threads (and CPUs) for it.
     threads: 1
     conda:
         "../environment.yml"

@@ -4,6 +4,7 @@ None of these formats is documented or stable (seen with libtpu 0.0.42.1). Each 
 FormatChanged error that says what it expected, never with a silent NaN.
 """
 import json
+import os
 import re
 from pathlib import Path
 
@@ -18,10 +19,12 @@ _OOM_SIZES = (
     re.compile(r"Scoped allocation with size ([\d.]+)([KMG]?) and limit ([\d.]+)([KMG]?)"),
     re.compile(r"Ran out of memory in memory space vmem\. Used ([\d.]+)([KMG]?) of ([\d.]+)([KMG]?) vmem"),
 )
-# Older compilers quote the failing custom call whole: its Mosaic module as kilobytes of base64 and the
-# kernel's absolute source path (see readable_error).
-_MODULE_BODY = re.compile(r'("body": ?)"[A-Za-z0-9+/=]{100,}"')
-_REPOSITORY = str(Path(__file__).resolve().parents[2]) + "/"
+# Older compilers quote the failing custom call whole: its Mosaic module as kilobytes of base64 (in
+# whatever quoting) and the kernel's absolute source path (see readable_error).
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]{200,}")
+_CHECKOUT = Path(__file__).parents[2]
+_CHECKOUT_SPELLINGS = sorted({f"{os.path.abspath(_CHECKOUT)}/", f"{_CHECKOUT.resolve()}/"},
+                             key=len, reverse=True)  # the longer first: one may contain the other
 ERROR_CHARS = 1000  # what a row keeps of an error message
 
 
@@ -89,9 +92,13 @@ def vmem_oom_sizes(message: str) -> tuple[int, int]:
 def readable_error(message: str) -> str:
     """An error message as a row keeps it: the base64 of a quoted Mosaic module elided, so that the
     sentence after it (jax 0.4's "Scoped allocation with size 48.82M and limit 16.00M ...") fits in
-    ERROR_CHARS, and paths in this checkout relative, so that the row (and a compile cache entry
-    reused by another checkout) does not depend on where the repository lies."""
-    return _MODULE_BODY.sub(r'\1"…"', message).replace(_REPOSITORY, "")[:ERROR_CHARS]
+    ERROR_CHARS, and paths in this checkout relative (as imported and as resolved), so that the row
+    (and a compile cache entry reused by another checkout) does not depend on where the repository
+    lies."""
+    message = _BASE64_RUN.sub("…", message)
+    for checkout in _CHECKOUT_SPELLINGS:
+        message = message.replace(checkout, "")
+    return message[:ERROR_CHARS]
 
 
 def compile_failure(error: Exception) -> dict:

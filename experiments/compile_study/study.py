@@ -21,6 +21,7 @@ import logging
 import pandas as pd
 
 from experiments.compile_study import cache, extrapolate
+from experiments.compile_study.compiler_output import readable_error
 from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.cases import Case
 from experiments.core.chips import Chip, MiB, chip
@@ -286,7 +287,7 @@ def toolchain_error_rows(job: Job, error: str, versions: dict | None = None) -> 
                  m=case.m, k=case.k, n=case.n,
                  bm=case.bm, bk=case.bk, bn=case.bn, status="toolchain_error",
                  vmem_limit_bytes=c.default_vmem_limit_bytes, raised_limit=False,
-                 search=searched(case, job), error=error[:1000])
+                 search=searched(case, job), error=readable_error(error))
             for case in job.cases]
     return frame(rows, job_versions(versions or {}))
 

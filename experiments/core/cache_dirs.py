@@ -1,5 +1,8 @@
 """Where the project keeps what it can rebuild but would rather not: outside results/, so deleting
-results/ (or a second checkout) reuses it. No pandas here: compile workers of other toolchains use it."""
+results/ (or a second checkout) reuses it. No pandas here: compile workers of other toolchains use it.
+Both caches read their variable here, not in experiments/compile_study/: the figure, correctness and
+report jobs import the output cache, and their code digests follow their imports, so an edit of the
+compile code would otherwise rerun them all."""
 import os
 from pathlib import Path
 
@@ -22,4 +25,5 @@ def cache_folder(name: str) -> Path | None:
         return user_cache(name)
     if configured.strip().lower() in OFF_VALUES:
         return None
+    # the compile cache predates the output cache and keeps the variable's folder as its own
     return Path(configured) if name == "compile" else Path(configured) / name

@@ -147,7 +147,7 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
         batched = time_batched(compiled, inputs, settings.samples, calls, clock)
     except Exception as e:  # a kernel that fails at run time: a row, and the sweep goes on
         result["status"] = "runtime_error"
-        result["error"] = f"{type(e).__name__}: {e}"[:1000]
+        result["error"] = compiler_output.readable_error(f"{type(e).__name__}: {e}")
         return result
     result.update(samples_s=batched, wall_samples_s=wall, calls_per_sample=calls, timer=BATCHED)
     if settings.profile:
@@ -156,8 +156,8 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
                                                               timers.module_name(compiled))
             result["timer"] = PROFILER
         except Exception as e:  # the batched timer stands in, and the row says why
-            result["error"] = (f"profiler timing failed ({type(e).__name__}: {e}); "
-                               f"seconds from {BATCHED}")[:1000]
+            result["error"] = compiler_output.readable_error(
+                f"profiler timing failed ({type(e).__name__}: {e}); seconds from {BATCHED}")
     return result
 
 

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from experiments.compile_study.compiler_output import readable_error
 from experiments.measure.harness import WorkerFailed, empty_result
 
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -115,7 +116,8 @@ class Worker:
                 self.close()
                 return empty_result() | dict(
                     status="compile_error" if phase == "compiling" else "runtime_error",
-                    error=f"measuring worker exited with code {payload} while {phase}: {tail}"[:1000])
+                    error=readable_error(f"measuring worker exited with code {payload} while {phase}: "
+                                         f"{tail}"))
 
     def close(self):
         if self._proc is not None:
