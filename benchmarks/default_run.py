@@ -14,7 +14,9 @@ Toolchain environments (if any) are not deleted: "cold" means no compiles cached
 Each figure is wall time of `python3 -m snakemake --cores N`; the file records the date, commit and
 machine. The targets (issue 14): cold <= 10 min with --cores 1 and <= 6 min with --cores 2, warm <= 2
 min, no-op <= 10 s. Before and after each cold run, benchmarks/calibrate.py times nine fixed compiles:
-the machine's speed at the time, quoted beside the run (this VM's speed drifts by 10-25 %).
+the machine's speed at the time, quoted beside the run (this VM's speed drifts by 10-25 %). Each run's
+mean CPUs busy (from /proc/stat: Linux only) tells idle cores from slow ones, and before the runs
+benchmarks/contention.py measures how much slower a task runs with a copy beside it.
 """
 import argparse
 import datetime
@@ -38,9 +40,11 @@ FONT_CACHE = user_cache("fonts")  # the Chinese figures' cut font (figures/style
 
 
 def cpu_times() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs since boot (/proc/stat; idle and iowait are not busy)."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-    return sum(fields) - fields[3] - fields[4], sum(fields)
+    """(busy, total) jiffies of all CPUs since boot (/proc/stat, Linux): busy is user, nice, system,
+    irq and softirq; idle, iowait and steal (the hypervisor's, benchmarks/cpu_busy.py) are not."""
+    user, nice, system, idle, iowait, irq, softirq, steal = (
+        int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9])
+    return user + nice + system + irq + softirq, user + nice + system + idle + iowait + irq + softirq + steal
 
 
 def run(cmd, cwd, env) -> tuple[float, int, float]:
@@ -199,9 +203,9 @@ def write_report(path: Path, commit: str, rows, stages, cores, contention=None) 
         "the run (idle cores are a scheduling loss; busy ones that work slower are contention).",
     ]
     if contention:
-        lines += ["", "Contention (`benchmarks/contention.py`, before the runs): with another copy beside",
-                  f"it, a compute-bound loop takes {contention['compute']:.2f}x as long, a memory-bound copy "
-                  f"{contention['memory']:.2f}x."]
+        factors = ", ".join(f"{task} {factor:.2f}x" for task, factor in contention.items())
+        lines += ["", "Contention (`benchmarks/contention.py`, before the runs), time with a copy beside it",
+                  f"against alone: {factors} as long."]
     speedup = speed_up(rows, cores)
     if speedup:
         (a, mean_a), (b, mean_b) = speedup
