@@ -27,23 +27,19 @@ def record(path: Path) -> None:
             time.sleep(1)
 
 
+def jiffies(fields) -> tuple[int, int, int]:
+    """(busy, stolen, total) from the numbers of one /proc/stat cpu line."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(int, fields[:8])
+    busy = user + nice + system + irq + softirq
+    return busy, steal, busy + idle + iowait + steal
+
+
 def parse(path: Path) -> list[tuple[int, list[tuple[int, int, int]]]]:
     """[(epoch, [(busy, stolen, total) jiffies per CPU])]."""
-    rows = []
     text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else path.read_text()
-    for line in text.splitlines():
-        epoch, *rest = line.split()
-        cpus, fields = [], []
-        for token in rest + ["cpu"]:
-            if token.startswith("cpu"):
-                if fields:
-                    user, nice, system, idle, iowait, irq, softirq, steal = map(int, fields[:8])
-                    cpus.append((user + nice + system + irq + softirq, steal, sum(map(int, fields[:8]))))
-                fields = []
-            else:
-                fields.append(token)
-        rows.append((int(epoch), cpus))
-    return rows
+    per_cpu = re.compile(r"cpu\d+ ([\d ]+)")
+    return [(int(line.split()[0]), [jiffies(numbers.split()) for numbers in per_cpu.findall(line)])
+            for line in text.splitlines()]
 
 
 def cpus_busy(a, b) -> tuple[float, float]:

@@ -34,17 +34,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+import cpu_busy  # noqa: E402  (benchmarks/, this script's folder)
+
 from experiments.core.cache_dirs import user_cache  # noqa: E402
 
 FONT_CACHE = user_cache("fonts")  # the Chinese figures' cut font (figures/style.py)
 
 
 def cpu_times() -> tuple[int, int]:
-    """(busy, total) jiffies of all CPUs since boot (/proc/stat, Linux): busy is user, nice, system,
-    irq and softirq; idle, iowait and steal (the hypervisor's, benchmarks/cpu_busy.py) are not."""
-    user, nice, system, idle, iowait, irq, softirq, steal = (
-        int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:9])
-    return user + nice + system + irq + softirq, user + nice + system + idle + iowait + irq + softirq + steal
+    """(busy, total) jiffies of all CPUs since boot (/proc/stat, Linux), as benchmarks/cpu_busy.py
+    counts them: steal is not busy."""
+    busy, _, total = cpu_busy.jiffies(Path("/proc/stat").read_text().splitlines()[0].split()[1:])
+    return busy, total
 
 
 def run(cmd, cwd, env) -> tuple[float, int, float]:
@@ -142,8 +143,7 @@ def calibration() -> float | None:
 
 
 def slowdown_two_at_once() -> dict | None:
-    """benchmarks/contention.py: how much slower a compute-bound and a memory-bound task run two at
-    once than alone, now."""
+    """benchmarks/contention.py: {task: how much slower it runs with a copy beside it than alone}, now."""
     return json_of("contention.py", "contention check")
 
 
