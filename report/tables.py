@@ -1,10 +1,10 @@
 """Small tables for the report, built from the tidy table (cells are strings, ready to print)."""
 import pandas as pd
 
-from experiments.analysis.summaries import default_limit, post_configs
+from experiments.analysis.summaries import default_limit
 from experiments.core.schema import CONFIG
 from experiments.core.units import MiB, flops
-from figures.plots import config_label
+from figures.plots import config_label, experiment_rows
 
 
 def cell(est, pub, gettext) -> dict:
@@ -27,7 +27,8 @@ def cell(est, pub, gettext) -> dict:
 def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str, gettext) -> dict:
     """Rows: the post's configurations; columns: sizes; cells: estimated (published) TFLOP/s."""
     rows = default_limit(df[(df.experiment == experiment) & (df.dtype == dtype) & (df.target == target)])
-    rows = post_configs(rows)
+    # the column the figure beside it draws (figures/plots.py:experiment_rows): one estimator per view
+    rows, modelled = experiment_rows(rows)
     est = rows[rows.source == "estimate"]
     pub = rows[rows.source == "published"]
     sizes = sorted(set(rows.m))
@@ -45,7 +46,7 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
     for label in sorted(labels, key=labels.get):
         cells = [cell(found.get(("est", label, s)), found.get(("pub", label, s)), gettext) for s in sizes]
         body.append({"label": label, "cells": cells})
-    return {"sizes": sizes, "rows": body, "published": not pub.empty}
+    return {"sizes": sizes, "rows": body, "published": not pub.empty, "modelled": modelled}
 
 
 def provenance(df: pd.DataFrame, measured: pd.DataFrame | None = None) -> list[dict]:
@@ -161,6 +162,7 @@ def N_(message: str) -> str:
     return message
 
 
+TOOLCHAIN_NAMES = {"current": N_("today's compiler"), "post": N_("the post's compiler")}
 VERDICT_NAMES = {"holds": N_("holds"), "differs": N_("differs"), "not tested": N_("not tested")}
 ESTIMATOR_NAMES = {
     ("compiler", "none (libtpu's estimate)"): N_("libtpu's estimate (device time)"),
@@ -194,7 +196,9 @@ def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
                          verdict_class=r.verdict.replace(" ", "-"),
                          reason=gettext(REASONS[r.reason_id]) % values,
-                         source=gettext(SOURCES[r.source_kind]) % values, toolchain=r.toolchain))
+                         source=gettext(SOURCES[r.source_kind]) % values,
+                         toolchain=gettext(TOOLCHAIN_NAMES[r.toolchain]) if r.toolchain in TOOLCHAIN_NAMES
+                         else r.toolchain))
     return rows
 
 
@@ -205,7 +209,7 @@ def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
     for key, h in headline(fidelity).items():
         worst = max(h["per_experiment"], key=h["per_experiment"].get)
         rows.append(dict(estimator=gettext(ESTIMATOR_NAMES.get(key, key[0])), n=h["n"], all=f"{h['all']:.3f}",
-                         n_large=h["n_large"], large=f"{h['large']:.3f}", spearman=f"{h['spearman']:.3f}",
+                         n_large=h["n_large"], large=f"{h['large']:.3f}", spearman=f"{h['spearman']:.3f}" if pd.notna(h["spearman"]) else "–",
                          worst=f"{worst} {h['per_experiment'][worst]:.3f}",
                          per_experiment=", ".join(f"{e} {v:.2f}" for e, v in h["per_experiment"].items())))
     return rows
@@ -259,6 +263,7 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
                 notes.append(gettext("Not cross-validated (%(validation)s): a fold leaves too few points to "
                                      "fit the model.") % {"validation": name})
     return dict(notes=notes, claims=_claims_rows(claims, gettext) if len(claims) else [],
+                claims_table=claims, fidelity_table=fidelity, constants_table=constants,
                 fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
                 constants=_constant_rows(constants, gettext) if len(constants) else [],
                 left_out="; ".join(reasons))
