@@ -8,7 +8,8 @@ from pathlib import Path
 from experiments.core import codec
 from experiments.measure import device as measure_device
 from experiments.plan.code_inputs import code_digest
-from experiments.plan.config import ConfigError, checked, expected_work
+from experiments.plan.config import ConfigError, checked
+from experiments.plan.jobs import expected_work
 from experiments.plan.plan import make_plan
 
 REPO = Path(workflow.basedir)
