@@ -30,6 +30,8 @@ include: "rules/measure.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
+
+
 # Optional studies, one folder each; those the config's `studies` names add their outputs to `all`.
 STUDY_OUTPUTS = []
 

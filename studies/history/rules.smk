@@ -20,14 +20,14 @@ rule history_bisect:
         first_change="results/history/first_change.csv",
     log:
         "logs/history/bisect.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=4000,
     params:
         settings=settings(settings_of(config)),
         toolchains=settings(TOOLCHAINS),
         code=code("studies/history/scripts/bisect.py"),
-    resources:
-        mem_mb=4000,
-    conda:
-        "../../environment.yml"
     script:
         "scripts/bisect.py"
 
@@ -41,10 +41,10 @@ rule history_figure:
         multiext("results/figures/history_vmem", ".png", ".svg", ".pdf", ".zh.png", ".zh.svg", ".zh.pdf"),
     log:
         "logs/history/figure.log",
-    params:
-        code=code("studies/history/scripts/figure.py", "figures/*.mplstyle", "CITATION.cff"),
     conda:
         "../../environment.yml"
+    params:
+        code=code("studies/history/scripts/figure.py", "figures/*.mplstyle", "CITATION.cff"),
     script:
         "scripts/figure.py"
 
