@@ -46,12 +46,24 @@ rule summaries:
     input:
         "results/matmul.parquet",
     output:
-        fidelity=report("results/fidelity.csv", caption="../report/captions/fidelity.rst",
-                        category="Tables", labels={"table": "fidelity.csv"}),
-        constants=report("results/timing_model.csv", caption="../report/captions/timing_model.rst",
-                         category="Tables", labels={"table": "timing_model.csv"}),
-        best_vs_xla=report("results/best_vs_xla.csv", caption="../report/captions/best_vs_xla.rst",
-                           category="Tables", labels={"table": "best_vs_xla.csv"}),
+        fidelity=report(
+            "results/fidelity.csv",
+            caption="../report/captions/fidelity.rst",
+            category="Tables",
+            labels={"table": "fidelity.csv"},
+        ),
+        constants=report(
+            "results/timing_model.csv",
+            caption="../report/captions/timing_model.rst",
+            category="Tables",
+            labels={"table": "timing_model.csv"},
+        ),
+        best_vs_xla=report(
+            "results/best_vs_xla.csv",
+            caption="../report/captions/best_vs_xla.rst",
+            category="Tables",
+            labels={"table": "best_vs_xla.csv"},
+        ),
     log:
         "logs/aggregate/summaries.log",
     conda:
@@ -66,8 +78,12 @@ rule claims:
     input:
         "results/matmul.parquet",
     output:
-        report("results/claims.csv", caption="../report/captions/claims.rst", category="Tables",
-               labels={"table": "claims.csv"}),
+        report(
+            "results/claims.csv",
+            caption="../report/captions/claims.rst",
+            category="Tables",
+            labels={"table": "claims.csv"},
+        ),
     log:
         "logs/aggregate/claims.log",
     conda:

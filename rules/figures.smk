@@ -6,8 +6,13 @@ def reported(path):
     name = Path(path).stem
     if path.endswith(".png") and name in FIGURES:
         kind = FIGURES[name][0]
-        return report(path, caption="../report/captions/figure.rst", category="Figures",
-                      subcategory=kind, labels={"figure": name, "kind": kind})
+        return report(
+            path,
+            caption="../report/captions/figure.rst",
+            category="Figures",
+            subcategory=kind,
+            labels={"figure": name, "kind": kind},
+        )
     return path
 
 

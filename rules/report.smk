@@ -16,8 +16,12 @@ rule report:
         licence="results/LICENSE.md",
     output:
         html="results/report/report.{lang}.html",
-        pdf=report("results/report/report.{lang}.pdf", caption="../report/captions/report.rst",
-                   category="Report", subcategory="{lang}"),
+        pdf=report(
+            "results/report/report.{lang}.pdf",
+            caption="../report/captions/report.rst",
+            category="Report",
+            subcategory="{lang}",
+        ),
     log:
         "logs/report/report.{lang}.log",
     wildcard_constraints:
