@@ -17,7 +17,7 @@ LABELS = {
         "vmem": "VMEM (MiB)",
         "intensity": "Arithmetic intensity (FLOP per HBM byte)",
         "modelled_post": "timing model fitted to the post",
-        "flagged_xla": "XLA @ {sizes} not drawn: its estimate falls as size grows (flagged: a cost-model "
+        "flagged_xla": "XLA at {sizes} not drawn: its estimate falls as size grows (flagged, a cost-model "
                        "artefact)",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
@@ -101,7 +101,7 @@ LABELS = {
         "vmem": "VMEM (MiB)",
         "intensity": "算术强度（每 HBM 字节的 FLOP）",
         "modelled_post": "按原文数据拟合的计时模型",
-        "flagged_xla": "XLA @ {sizes} 未画出：其估计随尺寸增大反而下降（已标记：代价模型的假象）",
+        "flagged_xla": "XLA 在 {sizes} 处未画出：其估计随尺寸增大反而下降（已标记，属代价模型的假象）",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
         "kernel": "Pallas {kernel}",

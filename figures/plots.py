@@ -60,8 +60,9 @@ def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
     hit = rows[flagged(rows)]
     if hit.empty:
         return []
-    where = ", ".join(f"{t} @ {', '.join(str(int(m)) for m in sorted(set(g.m)))}"
-                      for t, g in sorted(hit.groupby("target"), key=lambda kv: generation_order(kv[0])))
+    groups = sorted(hit.groupby("target"), key=lambda kv: generation_order(kv[0]))
+    sizes = [", ".join(str(int(m)) for m in sorted(set(g.m))) for _, g in groups]
+    where = sizes[0] if len(groups) == 1 else "; ".join(f"{t} {s}" for (t, _), s in zip(groups, sizes))
     return [text(lang, "flagged_xla", sizes=where)]
 
 

@@ -324,7 +324,10 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     # generations, the main target's experiments, VMEM and roofline, then the appendix's.
     fidelity_figures = figures.many(sorted(n for n in specs if n.startswith("fidelity_")))
     then_and_now_figures = figures.many(sorted(n for n in specs if n.startswith("then_and_now_")))
-    generation_figures = figures.many(sorted(n for n in specs if n.startswith("generations_")))
+    # one experiment across generations in the story (the post's headline, v5 in bfloat16), the rest after
+    generations = sorted(n for n in specs if n.startswith("generations_"))
+    lead = [n for n in generations if n == "generations_v5_bfloat16"] or generations[:1]
+    generation_figures = figures.many(lead)
     kernels = kernel_sections(df, {main_target: summaries_by_target[main_target]}, gettext, figures, listings)
     vmem_figures = figures.many([f"vmem_{main_target}"])
     roofline_figures = figures.many([f"roofline_{main_target}"])
@@ -332,6 +335,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                                      listings) if other_targets else [])
     other_vmem_figures = figures.many(f"vmem_{t}" for t in other_targets)
     other_roofline_figures = figures.many(f"roofline_{t}" for t in other_targets)
+    more_generation_figures = figures.many(n for n in generations if n not in lead)
     c = citation()
     best = one_estimator(best_vs_xla)
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
@@ -350,7 +354,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         config_yaml=config_yaml, front=first_page, main_target=main_target, other_targets=other_targets,
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
-        other_roofline_figures=other_roofline_figures,
+        other_roofline_figures=other_roofline_figures, more_generation_figures=more_generation_figures,
         raised=raised, best=best, generation_figures=generation_figures,
         float32_note=float32_note(best, model["constants_table"], gettext),
         methods=estimate_methods(df).to_dict("records"),

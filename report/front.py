@@ -73,12 +73,12 @@ def best_at(best: pd.DataFrame | None, target: str = "v5e") -> list[dict]:
         rows = part[part.dtype == dtype]
         if rows.empty:
             continue
-        r = rows.sort_values("size").iloc[-1]
-        fraction = r.fraction_of_xla
-        post = r.get("fraction_of_post_xla", np.nan)
-        out.append(dict(dtype=dtype, size=int(r.size), blocks=f"({int(r.bm)}, {int(r.bk)}, {int(r.bn)})",
+        r = rows.sort_values("size").iloc[-1].to_dict()  # a dict: a Series' .size is its length
+        fraction, post = r["fraction_of_xla"], r.get("fraction_of_post_xla", np.nan)
+        out.append(dict(dtype=dtype, size=int(r["size"]),
+                        blocks=f"({int(r['bm'])}, {int(r['bk'])}, {int(r['bn'])})",
                         fraction=None if pd.isna(fraction) else float(fraction),
-                        post_fraction=None if pd.isna(post) else float(post), flagged=bool(r.xla_flagged)))
+                        post_fraction=None if pd.isna(post) else float(post), flagged=bool(r["xla_flagged"])))
     return out
 
 
@@ -94,9 +94,11 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
     rows = []
     for r in mine.itertuples():
         values = json.loads(r.values)
-        then = [dict(toolchain=toolchain_name(o.toolchain, gettext), verdict=gettext(VERDICT_NAMES[o.verdict]),
-                     verdict_class=o.verdict.replace(" ", "-"))
-                for o in others[others.claim_id == r.claim_id].itertuples()]
+        # one cell per other toolchain (claims.csv checks only feasibility claims under them)
+        mine_other = {o.toolchain: o for o in others[others.claim_id == r.claim_id].itertuples()}
+        then = [dict(verdict=gettext(VERDICT_NAMES[mine_other[t].verdict]),
+                     verdict_class=mine_other[t].verdict.replace(" ", "-")) if t in mine_other else None
+                for t in sorted(set(others.toolchain))]
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
                          verdict_class=r.verdict.replace(" ", "-"), evidence=gettext(REASONS[r.reason_id]) % values,
                          source=gettext(SOURCE_KINDS.get(r.source_kind, "none")), then=then))
@@ -115,6 +117,11 @@ def front_page(*, claims, fidelity, then_and_now, best, primary, gettext) -> dic
     agreement = toolchain_agreement(then_and_now, primary)
     for a in agreement:
         a["label"] = toolchain_name(a["name"], gettext)
-    return dict(claims=rows, n_claims=sum(counts.values()), holds=counts["holds"], differs=counts["differs"],
+    other_toolchains = []
+    if claims is not None and len(claims) and rows:
+        first = claims[claims.toolchain == primary] if primary in set(claims.toolchain) else claims
+        other_toolchains = [toolchain_name(t, gettext)
+                            for t in sorted(set(claims.toolchain) - {first.toolchain.iloc[0]})]
+    return dict(claims=rows, other_toolchains=other_toolchains, n_claims=sum(counts.values()), holds=counts["holds"], differs=counts["differs"],
                 untested=counts["not tested"], model=fidelity_score(fidelity, OUT_OF_SAMPLE),
                 raw=fidelity_score(fidelity, RAW), agreement=agreement, best=best_at(best))

@@ -7,11 +7,19 @@ from experiments.core.units import MiB, flops
 from figures.plots import config_label, experiment_rows
 
 
+def flagged_row(row) -> bool:
+    """An estimate flagged as falling with size (figures.plots.flagged): no number is shown for it."""
+    flag = getattr(row, "estimate_nonmonotonic", False)
+    return row.source == "estimate" and pd.notna(flag) and bool(flag)
+
+
 def cell(est, pub, gettext) -> dict:
     """The estimate for one configuration and size, and the post's number if it published one (shown
     under it, so no cell stacks parentheses)."""
     if est is None:
         text = "–"
+    elif flagged_row(est):  # not drawn in the figure either
+        text = gettext("flagged")
     elif est.status == "ok" and pd.notna(est.tflops):
         text = f"{est.tflops:.1f}"
     elif est.status == "vmem_oom":

@@ -22,16 +22,16 @@ def render(df, lang="en", **kwargs):
 
 
 def test_catalog_is_complete():
-    assert build.translations("zh").gettext("Introduction") == "简介"
+    assert build.translations("zh").gettext("Abstract") == "摘要"
 
 
 def test_missing_translation_fails_the_build(tmp_path, monkeypatch):
     catalog = tmp_path / "zh" / "LC_MESSAGES" / "messages.po"
     catalog.parent.mkdir(parents=True)
     text = (build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po").read_text()
-    catalog.write_text(text.replace('msgstr "简介"', 'msgstr ""'))
+    catalog.write_text(text.replace('msgstr "摘要"', 'msgstr ""'))
     monkeypatch.setattr(build, "LOCALE", tmp_path)
-    with pytest.raises(build.CatalogError, match="Introduction"):
+    with pytest.raises(build.CatalogError, match="Abstract"):
         build.translations("zh")
 
 
@@ -65,11 +65,77 @@ def test_findings_state_the_fixture_numbers(table):
     assert 'lang="zh-Hans"' in zh and 'href="report.en.html"' in zh
 
 
-def test_agreement_sentence_uses_the_table(table):
-    html = render(table, "en")
-    # fixture: one v5 configuration at 2048 with both numbers, 170 estimated against 78.4 published
-    assert "1 configurations have both an estimate and a published number" in html
-    assert "The median ratio estimate / published is 2.17" in html
+def result_files():
+    """claims.csv, fidelity.csv, then_and_now.csv and best_vs_xla.csv of a run, as the report reads them."""
+    import json
+
+    claims = pd.DataFrame([
+        dict(claim_id="v1_fails_above_1024", claim="", post_value="", this_value="", source="",
+             source_kind="compile", toolchain="current", verdict="holds", reason="", reason_id="feasible_same",
+             values=json.dumps(dict(ok=1024, fail=2048, limit=16, libtpu="0.0.42.1", target="v5e"))),
+        dict(claim_id="v2_up_to_2048", claim="", post_value="", this_value="", source="", source_kind="compile",
+             toolchain="current", verdict="differs", reason="", reason_id="feasible_differs",
+             values=json.dumps(dict(ok=1024, fail=2048, limit=16, post_ok=2048, libtpu="0.0.42.1",
+                                    target="v5e"))),
+        dict(claim_id="v2_up_to_2048", claim="", post_value="", this_value="", source="", source_kind="compile",
+             toolchain="post", verdict="holds", reason="", reason_id="feasible_same",
+             values=json.dumps(dict(ok=2048, fail=4096, limit=16, libtpu="0.0.5", target="v5e"))),
+    ])
+    fidelity = pd.DataFrame([
+        dict(estimator=e, validation=v, scope=scope, group=group, n=n, median_abs_log_ratio=mal,
+             median_ratio=1.0, spearman=rho, note="", left_out="the post's run failed: 8")
+        for e, v, mal in (("compiler", "none (libtpu's estimate)", 0.356),
+                          ("model", "leave one experiment out", 0.0701))
+        for scope, group, n, rho in (("all", "all", 61, 0.99), ("size >= 2048", "all", 44, 0.98),
+                                     ("experiment", "v5", 4, float("nan")))])
+    then_and_now = pd.DataFrame([
+        dict(experiment="v2", kernel="v2", dtype="float32", m=2048, published_status="ok", post_status="ok",
+             post_agrees=True, post_libtpu="0.0.5", current_status="vmem_oom", current_agrees=False,
+             current_libtpu="0.0.42.1"),
+        dict(experiment="v1", kernel="v1", dtype="float32", m=1024, published_status="ok", post_status="ok",
+             post_agrees=True, post_libtpu="0.0.5", current_status="ok", current_agrees=True,
+             current_libtpu="0.0.42.1")])
+    best = pd.DataFrame([dict(target="v5e", dtype="bfloat16", size=8192, estimator=e, bm=512, bk=1024, bn=1024,
+                              fraction_of_xla=f, fraction_of_post_xla=0.97, xla_flagged=False, best_tflops=180.0,
+                              xla_tflops=190.0, configurations=5) for e, f in (("compiler", 0.5), ("model", 0.93))])
+    return dict(claims=claims, fidelity=fidelity, then_and_now=then_and_now, best_vs_xla=best)
+
+
+def first_page(html: str) -> str:
+    import html as entities
+
+    return entities.unescape(html[html.index('id="abstract"'):html.index('<nav id="contents">')])
+
+
+def test_first_page_states_the_result_files(table):
+    """The abstract and the key findings come from the four result files, claim by claim."""
+    en = first_page(render(table, "en", primary_toolchain="current", **result_files()))
+    assert "Of the post's 2 claims, 1 hold, 1 differ and 0 could not be tested" in en
+    # the timing model out of sample (leave one experiment out, scope all): 0.0701 is exp(0.0701) - 1 = 7 %
+    assert "off by a median of 7 % (61 points), where libtpu's raw estimate is off by 43 %" in en
+    assert "median absolute log error 0.07 over 61 points" in en
+    assert "gives the post's VMEM verdict for 1 of 2 of its configurations; the post's own (libtpu 0.0.5) for 2 of 2" in en
+    assert "changed with the compiler, not with the kernels" in en
+    # one estimator: the model's fraction, not libtpu's 0.5
+    assert "(512, 1024, 1024) at 93 % of XLA (timing model, device time)" in en and "50 %" not in en
+    # each claim with its verdict, its number and, for the post's compiler, that one's verdict
+    assert en.count('<td class="verdict') == 2
+    assert "Compiles up to 1024 and fails from 2048 at the default 16 MiB limit; the post: up to 2048." in en
+    assert "<th>The post's compiler</th>" in en and "<td><span class=\"verdict holds\">holds</span></td>" in en
+    zh = first_page(render(table, "zh", primary_toolchain="current", **result_files()))
+    assert "原文的 2 条结论中，1 条成立，1 条不符" in zh and "原文当年的编译器" in zh
+
+
+def test_statistics_name_their_file_and_no_rank_correlation_below_five_points(table):
+    from experiments.analysis import summaries
+
+    html = render(table, "en", **result_files())
+    model = html[html.index('<section id="timing-model">'):html.index('<section id="then-and-now">')]
+    assert "0.070" in model and "61" in model and "44" in model  # fidelity.csv's numbers
+    assert "0.979" not in model and "1 configurations have both" not in html  # no second source
+    # the fixture's one v5 point: no Spearman (summaries.fidelity is what the figure and the old text used)
+    assert summaries.MIN_RANK_POINTS == 5
+    assert pd.isna(summaries.fidelity(table).set_index("experiment").loc["all"].spearman)
 
 
 @pytest.mark.parametrize("part", ["published_only", "estimates_only", "other_target"])
@@ -96,7 +162,7 @@ def test_pdf_embeds_the_cjk_font(table, tmp_path):
     cjk = [line for line in fonts.splitlines() if "Noto-Sans-CJK-SC" in line]
     assert cjk and all(" yes yes yes " in line for line in cjk), fonts  # embedded, subset, unicode
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
-    assert "简介" in text and "如何引用" in text and "环境与数据来源" in text
+    assert "摘要" in text and "如何引用" in text and "环境与数据来源" in text
 
 
 def test_embedded_font_covers_the_page(table):
@@ -130,7 +196,7 @@ def test_each_listing_once_in_the_appendix(table):
     appendix = html[html.index('id="appendix"'):]
     # one section per experiment the table holds (v1, v5 here), each kernel's listing once
     for module in ("v1_naive", "v5_accumulator"):
-        assert html.count(f'<h3 id="code-{module}">') == 1 and f'href="#code-{module}"' in html
+        assert html.count(f'<h4 id="code-{module}">') == 1 and f'href="#code-{module}"' in html
     assert 'id="code-v3_block"' not in html  # no v3 or v4 rows: no section, no listing
     assert '<h3 id="config">' in appendix and "targets: [v5e]" in appendix
     assert html.index('id="v5"') < html.index('id="appendix"')
