@@ -156,19 +156,19 @@ CATALOG = {
             "en": "VMEM that the post's configurations need on {target} under each toolchain (the compiler "
                   "of the post's time and today's), against the default scoped-VMEM limit: the "
                   "configurations on which a toolchain disagrees with the post, drawn; the others, on which "
-                  "every toolchain agrees, counted under the plot; estimated by each toolchain's libtpu "
-                  "without a TPU; {sources}.",
+                  "every toolchain agrees, counted above the bars; estimated by each toolchain's libtpu "
+                  "without a TPU.",
             "zh": "原文配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，与默认 "
                   "scoped VMEM 上限对比：画出有工具链与原文结论不一致的配置；其余各工具链都与原文一致的配置只在"
-                  "图下计数；由各工具链的 libtpu 在无 TPU 的机器上估计；{sources}。",
+                  "条形上方计数；由各工具链的 libtpu 在无 TPU 的机器上估计。",
         },
         alt={
             "en": "Horizontal bars, one row per configuration of the post on which some toolchain disagrees "
                   "with the post's verdict, one bar per toolchain: filled where it compiles at the default "
                   "limit, hatched where it runs out of VMEM, edged in red where it disagrees; a line marks "
-                  "the default limit; a line of text under the plot counts the configurations not drawn.",
+                  "the default limit; a line of text above the bars counts the configurations not drawn.",
             "zh": "横向条形图：每行是一个有工具链与原文结论不一致的原文配置，每个工具链一根条；在默认上限内"
-                  "可编译为实心，VMEM 不足为斜线填充，不一致的加红边；竖线为默认上限；图下一行文字给出未画出"
+                  "可编译为实心，VMEM 不足为斜线填充，不一致的加红边；竖线为默认上限；条形上方一行文字给出未画出"
                   "的配置个数。",
         },
     ),

@@ -62,7 +62,8 @@ def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
         return []
     groups = sorted(hit.groupby("target"), key=lambda kv: generation_order(kv[0]))
     sizes = [", ".join(str(int(m)) for m in sorted(set(g.m))) for _, g in groups]
-    where = sizes[0] if len(groups) == 1 else "; ".join(f"{t} {s}" for (t, _), s in zip(groups, sizes))
+    where = sizes[0] if len(groups) == 1 else ("；" if lang == "zh" else "; ").join(
+        f"{t} {s}" for (t, _), s in zip(groups, sizes, strict=True))
     return [text(lang, "flagged_xla", sizes=where)]
 
 
@@ -294,6 +295,8 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
             if len(ok):
                 x = ok.m * np.exp2([offsets.get(i, 0.0) for i in ok.index]) if source == "published" else ok.m
                 ax.plot(x, ok.tflops, color=colors[key], **SOURCE_STYLE[source])
+                if source == "estimate":
+                    band(ax, ok, colors[key])
             for r in part[part.status != "ok"].itertuples():
                 ax.plot([r.m], [0], marker="x", color=colors[key], markersize=8, clip_on=False, zorder=5)
     size_axis(ax, rows.m, lang)
@@ -317,6 +320,15 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     info.legend(handles=handles + styles, loc="upper left", ncol=ncol, fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
+
+
+def band(ax, rows: pd.DataFrame, color) -> None:
+    """The timing model's interval around a modelled curve, where the table has one: columns
+    `<column>_lo` and `<column>_hi` beside the column drawn (model_post_tflops_lo/_hi for these
+    figures, from the model's uncertainty). Tables without them draw the curve alone."""
+    low, high = "model_post_tflops_lo", "model_post_tflops_hi"
+    if low in rows and high in rows and rows[[low, high]].notna().all(axis=None):
+        ax.fill_between(rows.m, rows[low], rows[high], color=color, alpha=0.15, linewidth=0)
 
 
 def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):

@@ -107,7 +107,8 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     ax.set_xlabel(t["axis"])
     ax.grid(axis="x", which="both", alpha=0.3)
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8.5)
-    notes.append(t["agreed" if len(table) else "all_agree"].format(n=agreed))
+    # above the bars: the configurations not drawn (under them the legend, which a note would overprint)
+    ax.set_title(t["agreed"].format(n=agreed), fontsize=8.5, color="#333333")
     for j, note in enumerate(notes[:3]):
-        fig.text(0.01, -0.02 - 0.035 * j, note, fontsize=8.5, color="#D55E00" if j < len(notes) - 1 else "#333333")
+        fig.text(0.01, -0.02 - 0.035 * j, note, fontsize=8.5, color="#D55E00")
     return fig

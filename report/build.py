@@ -351,6 +351,8 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         provenance=tables.provenance(df, measured),
         source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),
                       "published": gettext("published")},
+        # between sentences and after a label: Chinese runs on without a space and has its own colon
+        sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":",
         config_yaml=config_yaml, front=first_page, main_target=main_target, other_targets=other_targets,
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,

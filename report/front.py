@@ -26,6 +26,7 @@ SOURCE_KINDS = {"compile": N_("compiler's VMEM verdict"), "model": N_("timing mo
 
 
 def toolchain_name(name: str, gettext) -> str:
+    """"today's compiler" for the config's `current`, "the post's compiler" for `post`, else the name."""
     return gettext(TOOLCHAIN_NAMES[name]) if name in TOOLCHAIN_NAMES else name
 
 

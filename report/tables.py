@@ -223,12 +223,23 @@ def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
     return rows
 
 
+def fit_name(fit: str, gettext) -> str:
+    """A fit's name (experiments/analysis/model_columns.fits) in words: "published v5e" or
+    "measured <target> <run>"."""
+    if fit == "published v5e":
+        return gettext("the post's v5e numbers")
+    parts = str(fit).split(" ", 2)
+    if len(parts) == 3 and parts[0] == "measured":
+        return gettext("measured on %(target)s, run %(label)s") % {"target": parts[1], "label": parts[2]}
+    return str(fit)
+
+
 def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
     rows = []
     for r in constants.itertuples():
         scale = 1e6 if r.constant == "call_seconds" else 1.0  # shown in microseconds
         digits = 0 if r.constant in ("step_cycles", "call_seconds") else 2
-        rows.append(dict(fit=r.fit, constant=gettext(CONSTANT_NAMES[r.constant]), name=r.constant,
+        rows.append(dict(fit=fit_name(r.fit, gettext), constant=gettext(CONSTANT_NAMES[r.constant]), name=r.constant,
                          value=f"{r.value * scale:.{digits}f}", error=f"{r.std_error * scale:.{digits}f}",
                          range=f"{r.lower * scale:g} – {r.upper * scale:g}", at_bound=bool(r.at_bound),
                          n=int(r.n_points)))
@@ -262,7 +273,7 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
         if part:
             reason, count = part.rsplit(": ", 1)
             name = gettext(LEFT_OUT_NAMES[reason]) if reason in LEFT_OUT_NAMES else reason
-            reasons.append(f"{name}: {count}")
+            reasons.append(gettext("%(reason)s: %(count)s") % {"reason": name, "count": count})
     notes = []
     if "note" in fidelity and "estimator" in fidelity:  # a run too small to fit has a note only
         for (estimator, validation_name), part in fidelity.groupby(["estimator", "validation"], sort=False):
@@ -274,4 +285,4 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
                 claims_table=claims, fidelity_table=fidelity, constants_table=constants,
                 fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
                 constants=_constant_rows(constants, gettext) if len(constants) else [],
-                left_out="; ".join(reasons))
+                left_out=gettext("; ").join(reasons))
