@@ -4,6 +4,7 @@
 LABELS = {
     "en": {
         "more_notes": "… more notes in the figure's caption and file metadata",
+        "out_of_sample": "left out of the fit, off by a median {pct:.0f} % ({n} points)",
         "axis_post": "{unit}, as the post timed it",
         "axis_device": "{unit}, device time",
         "axis_estimate": "{unit}, libtpu's estimate",
@@ -88,6 +89,7 @@ LABELS = {
     },
     "zh": {
         "more_notes": "… 其余说明见图注与文件元数据",
+        "out_of_sample": "不参与拟合时误差中位数为 {pct:.0f} %（{n} 个点）",
         "axis_post": "{unit}，按原文方式计时",
         "axis_device": "{unit}，设备时间",
         "axis_estimate": "{unit}，libtpu 估计",

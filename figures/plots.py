@@ -302,6 +302,10 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     peak_line(ax, rows, lang)
+    score = out_of_sample(df, experiment, dtype, target) if post_method else None
+    if score:  # the curves were fitted to these points: a third title line says how far off they are left out
+        ax.set_title(ax.get_title() + "\n" + text(lang, "out_of_sample", n=score["n"],
+                                                   pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1)))
     ax.set_ylabel(axis_label(lang, dtype, "post" if post_method else "estimate"
                              if set(rows.source) == {"estimate"} else "mixed"))
     # post_method: the estimates drawn are the timing model's, timed as the post timed its calls
@@ -329,6 +333,32 @@ def band(ax, rows: pd.DataFrame, color) -> None:
     low, high = "model_post_tflops_lo", "model_post_tflops_hi"
     if low in rows and high in rows and rows[[low, high]].notna().all(axis=None):
         ax.fill_between(rows.m, rows[low], rows[high], color=color, alpha=0.15, linewidth=0)
+
+
+_FOLDS = {}  # (id, length) of the table -> its leave-one-figure-out predictions: one per process
+
+
+def out_of_sample(df: pd.DataFrame, experiment: str, dtype: str, target: str) -> dict | None:
+    """The scores (experiments/analysis/validation.scores) of this figure's points predicted by fits
+    that left the post's figure out, as results/fidelity.csv has them; None where there are none."""
+    from experiments.analysis import timing_model as tm
+    from experiments.analysis import validation
+
+    if "est_cycles" not in df or not ((df.source == "published") & (df.target == target)).any():
+        return None
+    key = (id(df), len(df))
+    if key not in _FOLDS:
+        _FOLDS.clear()
+        points, _ = tm.reference_points(df, target=target)
+        try:
+            _FOLDS[key] = validation.cross_validate(points, "experiment") if len(points) else None
+        except tm.TooFewPoints:
+            _FOLDS[key] = None
+    folds = _FOLDS[key]
+    if folds is None:
+        return None
+    mine = folds[(folds.experiment == experiment) & (folds.dtype == dtype)]
+    return validation.scores(mine, mine.model_post_seconds) if len(mine) else None
 
 
 def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
@@ -574,6 +604,7 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     panels = fidelity_panels(df, target)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(min(7.2, 3.8 * max(1, len(panels))), 4.2),
                              squeeze=False, sharey=True)
+    fig.suptitle(text(lang, "title_fidelity", source=SOURCE_NAMES[lang]["published"], target=target))
     if not panels:
         no_data(axes[0][0], lang)
         return fig

@@ -303,7 +303,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                                   gettext=gettext)
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
-    commit = ", ".join(git_shas) or "unknown"
+    commit = ", ".join(git_shas) or gettext("unknown")
     specs = figure_specs_of(figure_names)
     figures = Figures(df, specs, lang, gettext, figures_href, commit)
     listings = {}
@@ -435,14 +435,26 @@ def embed_cjk_font(html: str, font_path) -> str:
     return html.replace("</head>", face + "\n</head>", 1)
 
 
+# The CJK blocks (punctuation, ideographs, full-width forms): Latin text keeps DejaVu Sans.
+CJK_RANGES = "U+2E80-2FFF, U+3000-303F, U+3040-9FFF, U+F900-FAFF, U+FE30-FE4F, U+FF00-FFEF"
+
+
 def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
     """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset)."""
     import weasyprint
     from weasyprint.text.fonts import FontConfiguration
 
     fonts = FontConfiguration()  # @font-face rules only load through a shared FontConfiguration
-    font_css = weasyprint.CSS(string=(
-        f'@font-face {{ font-family: "Noto Sans CJK SC"; src: url("{Path(font_path).as_uri()}"); }}'
-        'html { font-family: "Noto Sans CJK SC", "DejaVu Sans", sans-serif; }'), font_config=fonts)
+    # "Report CJK", the family the page's own stylesheet names first (a user stylesheet's html rule loses
+    # to it), from the files: a system font of the same family (fonts-noto-cjk) is never picked by chance.
+    regular = Path(font_path)
+    bold = regular.with_name(regular.name.replace("Regular", "Bold"))
+    faces = [(regular, "normal")] + ([(bold, "bold")] if bold.is_file() and bold != regular else [])
+    font_css = weasyprint.CSS(string="".join(
+        f'@font-face {{ font-family: "Report CJK"; font-weight: {weight}; src: url("{path.as_uri()}"); '
+        f'unicode-range: {CJK_RANGES}; }}' for path, weight in faces)
+        + 'html { font-family: "Report CJK", "DejaVu Sans", sans-serif; } '
+        'pre, code, .highlight { font-family: "DejaVu Sans Mono", "Report CJK", monospace; }',
+        font_config=fonts)
     document = weasyprint.HTML(string=html, base_url=base_url)
     write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=[font_css], font_config=fonts))
