@@ -118,8 +118,9 @@ CATALOG = {
                   "predicted by a fit that left it out) against {others} on {target}: the points "
                   "results/fidelity.csv scores at sizes from 2048 up (one per configuration in each of the "
                   "post's figures, so XLA's baseline once per figure), log-log with the line y = x.",
-            "zh": "libtpu 的原始估计与样本外的计时模型（原文每幅图都由不含该图的拟合来预测），对比 {target} 上的"
-                  "{others}：即 results/fidelity.csv 在大小 2048 及以上所评分的点（原文每幅图中每个配置一个点，"
+            "zh": "libtpu 的原始估计与样本外的计时模型（原文每幅图都由不含该图的拟合来预测），"
+                  "对比 {target} 上的{others}：即 results/fidelity.csv 在大小 2048 及以上所评分的点"
+                  "（原文每幅图中每个配置一个点，"
                   "XLA 基线在每幅图中各计一次），双对数坐标，并画出 y = x。",
         },
         alt={
@@ -127,7 +128,8 @@ CATALOG = {
                   "(x), one colour per experiment and black diamonds for XLA, with the diagonal y = x; the "
                   "number of points, the median ratio, the median absolute log ratio and (from 5 points up) "
                   "the Spearman correlation are written in the corner.",
-            "zh": "双对数散点图，每个估计方法一格：纵轴为其 TFLOP/s，横轴为{others} TFLOP/s，每个实验一种颜色，"
+            "zh": "双对数散点图，每个估计方法一格：纵轴为其 TFLOP/s，横轴为{others} TFLOP/s，"
+                  "每个实验一种颜色，"
                   "XLA 为黑色菱形，并画出对角线 y = x；左上角写有点数、比值中位数、对数比绝对值的中位数，"
                   "以及（点数不少于 5 时）Spearman 相关系数。",
         },
@@ -159,7 +161,8 @@ CATALOG = {
                   "every toolchain agrees, counted above the bars; estimated by each toolchain's libtpu "
                   "without a TPU.",
             "zh": "原文配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，与默认 "
-                  "scoped VMEM 上限对比：画出有工具链与原文结论不一致的配置；其余各工具链都与原文一致的配置只在"
+                  "scoped VMEM 上限对比：画出有工具链与原文结论不一致的配置；"
+                  "其余各工具链都与原文一致的配置只在"
                   "条形上方计数；由各工具链的 libtpu 在无 TPU 的机器上估计。",
         },
         alt={
@@ -168,7 +171,8 @@ CATALOG = {
                   "limit, hatched where it runs out of VMEM, edged in red where it disagrees; a line marks "
                   "the default limit; a line of text above the bars counts the configurations not drawn.",
             "zh": "横向条形图：每行是一个有工具链与原文结论不一致的原文配置，每个工具链一根条；在默认上限内"
-                  "可编译为实心，VMEM 不足为斜线填充，不一致的加红边；竖线为默认上限；条形上方一行文字给出未画出"
+                  "可编译为实心，VMEM 不足为斜线填充，不一致的加红边；竖线为默认上限；"
+                  "条形上方一行文字给出未画出"
                   "的配置个数。",
         },
     ),

@@ -140,7 +140,8 @@ LABELS = {
         "best_pallas_model_only": "最优 Pallas {target}，仅模型",
         "xla_target": "XLA {target}",
         "generations_note": "实心：libtpu 的周期估计（静态性能剖析）经计时模型换算；空心、点线：仅模型"
-                            "（无编译器周期：libtpu 的静态性能剖析器在此代芯片上崩溃），只由芯片峰值、HBM 带宽"
+                            "（无编译器周期：libtpu 的静态性能剖析器在此代芯片上崩溃），"
+                            "只由芯片峰值、HBM 带宽"
                             "和模型常数得出，可信度较低",
         "missing_cycles": "{sizes} 处未画出估计：{label}。原因：{reason}",
         "reason_profiler_crashed": "libtpu 的静态性能剖析器崩溃（可以编译：保留 VMEM 结论）",

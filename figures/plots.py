@@ -288,7 +288,8 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
         series = drawn[[config_key(r) == key for r in drawn.itertuples()]]
         if series.empty:
             continue
-        handles.append(Line2D([], [], color=colors[key], label=config_label(series.iloc[0], lang), **key_style))
+        label = config_label(series.iloc[0], lang)
+        handles.append(Line2D([], [], color=colors[key], label=label, **key_style))
         for source in SOURCES:
             part = series[series.source == source].sort_values("m")
             ok = part[(part.status == "ok") & part.tflops.notna()]
@@ -588,7 +589,8 @@ def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.Da
         predictions = [("compiler", points.seconds)]
         if other == "published":
             try:
-                predictions.append(("model", validation.cross_validate(points, "experiment").model_post_seconds))
+                folds = validation.cross_validate(points, "experiment")
+                predictions.append(("model", folds.model_post_seconds))
             except tm.TooFewPoints:
                 pass
         large = points.m >= validation.LARGE
@@ -612,8 +614,8 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     hi = max(max(p.y.max(), p.ref_tflops.max()) for _, _, p, _ in panels) * 1.5
     experiments = sorted(set().union(*(set(p[p.kernel != "xla"].experiment) for _, _, p, _ in panels)))
     for ax, (other, estimator, points, score) in zip(axes[0], panels, strict=True):
-        ax.set_title(text(lang, f"title_fidelity_{estimator}", source=SOURCE_NAMES[lang][other], target=target),
-                     fontsize=10)
+        source = SOURCE_NAMES[lang][other]
+        ax.set_title(text(lang, f"title_fidelity_{estimator}", source=source, target=target), fontsize=10)
         for experiment in experiments:
             group = points[(points.kernel != "xla") & (points.experiment == experiment)]
             ax.scatter(group.ref_tflops, group.y, s=18, label=experiment,
@@ -627,8 +629,9 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         ax.set_ylim(lo, hi)
         ax.set_xlabel(text(lang, "reference_axis", source=SOURCE_NAMES[lang][other]))
         # a rank correlation only on MIN_RANK_POINTS points or more (summaries.MIN_RANK_POINTS)
-        key = "agreement" if score["n"] >= MIN_RANK_POINTS and pd.notna(score["spearman"]) else "agreement_few"
-        ax.text(0.03, 0.97, text(lang, key, n=score["n"], ratio=score["median_ratio"], spearman=score["spearman"],
+        ranked = score["n"] >= MIN_RANK_POINTS and pd.notna(score["spearman"])
+        ax.text(0.03, 0.97, text(lang, "agreement" if ranked else "agreement_few", n=score["n"],
+                                 ratio=score["median_ratio"], spearman=score["spearman"],
                                  mal=score["median_abs_log_ratio"]),
                 transform=ax.transAxes, va="top", fontsize=NOTE_SIZE)
     axes[0][0].set_ylabel(text(lang, "fidelity_axis"))

@@ -158,6 +158,20 @@ class Figures:
         return [f for f in (self(n) for n in names) if f]
 
 
+# An experiment's table caption, by whether the post published numbers for it (they are under each cell).
+MODELLED_CAPTIONS = {
+    True: N_("%(experiment)s, %(dtype)s on %(target)s: %(unit)s modelled as the post timed it (timing model "
+             "fitted to the post); under each, in grey, the post's published number"),
+    False: N_("%(experiment)s, %(dtype)s on %(target)s: %(unit)s modelled as the post timed it (timing model "
+              "fitted to the post)"),
+}
+ESTIMATED_CAPTIONS = {
+    True: N_("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s; under each, in grey, the post's "
+             "published number"),
+    False: N_("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s"),
+}
+
+
 def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings: dict) -> list[dict]:
     titles = {"v1": N_("v1: naive, whole arrays in VMEM"), "v2": N_("v2: a row/column split grid"),
               "v3": N_("v3: a 3-D block grid"), "v4": N_("v4: searching block sizes"),
@@ -185,15 +199,10 @@ def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings
                     values = {"experiment": experiment, "dtype": dtype, "target": target,
                               "unit": "TOP/s" if dtype == "int8" else "TFLOP/s"}
                     if t["modelled"]:  # the figure beside it draws the same column
-                        caption = (gettext("%(experiment)s, %(dtype)s on %(target)s: %(unit)s modelled as the "
-                                           "post timed it (timing model fitted to the post); under each, in "
-                                           "grey, the post's published number") if t["published"]
-                                   else gettext("%(experiment)s, %(dtype)s on %(target)s: %(unit)s modelled as "
-                                                "the post timed it (timing model fitted to the post)"))
+                        caption = MODELLED_CAPTIONS[t["published"]]
                     else:
-                        caption = (gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s; under "
-                                           "each, in grey, the post's published number") if t["published"]
-                                   else gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s"))
+                        caption = ESTIMATED_CAPTIONS[t["published"]]
+                    caption = gettext(caption)
                     t["caption"] = caption % values
                 group = dict(figures=figures.many([f"{experiment}_{dtype}_{target}"]),
                              table=t if t["rows"] else None,
@@ -235,8 +244,8 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
         frac = s[f"{experiment}_post_best_fraction_8192"]
         blocks = s[f"{experiment}_post_best_blocks"]
         if frac is not None:
-            message = (N_("On %(target)s, the post's best block %(blocks)s is modelled at %(pct).0f %% of XLA "
-                          "at 8192, both as the post timed them.") if s["modelled"]
+            message = (N_("On %(target)s, the post's best block %(blocks)s is modelled at %(pct).0f %% of "
+                          "XLA at 8192, both as the post timed them.") if s["modelled"]
                        else N_("On %(target)s, the post's best block %(blocks)s reaches %(pct).0f %% of "
                                "XLA's estimate at 8192."))
             out.append(gettext(message) % {
@@ -387,7 +396,8 @@ def one_estimator(best: pd.DataFrame) -> list[dict]:
     if best is None or best.empty:
         return []
     rank = {"model": 0, "model_only": 1, "compiler": 2}
-    best = best.assign(_rank=best.estimator.map(rank).fillna(9)).sort_values(["target", "dtype", "size", "_rank"])
+    best = best.assign(_rank=best.estimator.map(rank).fillna(9))
+    best = best.sort_values(["target", "dtype", "size", "_rank"])
     return best.drop_duplicates(["target", "dtype", "size"]).drop(columns="_rank").to_dict("records")
 
 
@@ -399,8 +409,9 @@ def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
     if not rows or factor is None or factor.empty:
         return ""
     r = max(rows, key=lambda b: b["size"])
-    return gettext("float32: by the timing model, the best Pallas blocks reach %(pct).0f %% of XLA at %(size)s. "
-                   "libtpu's static profile charges a Pallas float32 dot as one bfloat16 MXU pass; the post's "
+    return gettext("float32: by the timing model, the best Pallas blocks reach %(pct).0f %% of XLA at "
+                   "%(size)s. libtpu's static profile charges a Pallas float32 dot as one bfloat16 MXU pass; "
+                   "the post's "
                    "float32 Pallas times fit a dot %(factor).2f times slower than that (the fitted "
                    "float32_factor, results/timing_model.csv), so libtpu's raw fraction is too high by about "
                    "that factor and this report gives the model's only.") % {

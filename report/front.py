@@ -101,7 +101,8 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
                      verdict_class=mine_other[t].verdict.replace(" ", "-")) if t in mine_other else None
                 for t in sorted(set(others.toolchain))]
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
-                         verdict_class=r.verdict.replace(" ", "-"), evidence=gettext(REASONS[r.reason_id]) % values,
+                         verdict_class=r.verdict.replace(" ", "-"),
+                         evidence=gettext(REASONS[r.reason_id]) % values,
                          source=gettext(SOURCE_KINDS.get(r.source_kind, "none")), then=then))
     return rows
 
@@ -123,6 +124,7 @@ def front_page(*, claims, fidelity, then_and_now, best, primary, gettext) -> dic
         first = claims[claims.toolchain == primary] if primary in set(claims.toolchain) else claims
         other_toolchains = [toolchain_name(t, gettext)
                             for t in sorted(set(claims.toolchain) - {first.toolchain.iloc[0]})]
-    return dict(claims=rows, other_toolchains=other_toolchains, n_claims=sum(counts.values()), holds=counts["holds"], differs=counts["differs"],
+    return dict(claims=rows, other_toolchains=other_toolchains, n_claims=sum(counts.values()),
+                holds=counts["holds"], differs=counts["differs"],
                 untested=counts["not tested"], model=fidelity_score(fidelity, OUT_OF_SAMPLE),
                 raw=fidelity_score(fidelity, RAW), agreement=agreement, best=best_at(best))

@@ -217,7 +217,8 @@ def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
     for key, h in headline(fidelity).items():
         worst = max(h["per_experiment"], key=h["per_experiment"].get)
         rows.append(dict(estimator=gettext(ESTIMATOR_NAMES.get(key, key[0])), n=h["n"], all=f"{h['all']:.3f}",
-                         n_large=h["n_large"], large=f"{h['large']:.3f}", spearman=f"{h['spearman']:.3f}" if pd.notna(h["spearman"]) else "–",
+                         n_large=h["n_large"], large=f"{h['large']:.3f}",
+                         spearman=f"{h['spearman']:.3f}" if pd.notna(h["spearman"]) else "–",
                          worst=f"{worst} {h['per_experiment'][worst]:.3f}",
                          per_experiment=", ".join(f"{e} {v:.2f}" for e, v in h["per_experiment"].items())))
     return rows
@@ -239,7 +240,8 @@ def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
     for r in constants.itertuples():
         scale = 1e6 if r.constant == "call_seconds" else 1.0  # shown in microseconds
         digits = 0 if r.constant in ("step_cycles", "call_seconds") else 2
-        rows.append(dict(fit=fit_name(r.fit, gettext), constant=gettext(CONSTANT_NAMES[r.constant]), name=r.constant,
+        rows.append(dict(fit=fit_name(r.fit, gettext), constant=gettext(CONSTANT_NAMES[r.constant]),
+                         name=r.constant,
                          value=f"{r.value * scale:.{digits}f}", error=f"{r.std_error * scale:.{digits}f}",
                          range=f"{r.lower * scale:g} – {r.upper * scale:g}", at_bound=bool(r.at_bound),
                          n=int(r.n_points)))

@@ -57,7 +57,8 @@ def section(df: pd.DataFrame, primary: str | None, gettext) -> dict | None:
             missing.append(dict(name=toolchain_name(name, gettext), reason=reason))
             continue
         no_cycles = est[(est.toolchain == name) & (est.cycles_method == "no_static_profile")]
-        summaries.append(dict(name=toolchain_name(name, gettext), jax=first.jax_version, libtpu=first.libtpu_version, agree=a["agree"],
+        summaries.append(dict(name=toolchain_name(name, gettext), jax=first.jax_version,
+                              libtpu=first.libtpu_version, agree=a["agree"],
                               n=a["n"], total=a["total"], pct=100 * a["fraction"] if a["n"] else 0.0,
                               no_cycles=len(no_cycles) > 0))
     verdicts = {"ok": gettext("ok"), "failed": gettext("failed")}

@@ -349,8 +349,9 @@ def test_at_most_three_lines_of_notes_under_a_plot_and_all_of_them_in_the_captio
     from figures import plots
 
     many = table.copy()
-    failed = many[(many.source == "estimate") & (many.kernel == "v5") & (many.m == 2048) & ~many.search].iloc[[0]]
-    extra = pd.concat([failed.assign(bm=b, bk=b, bn=b, status="vmem_oom", vmem_bytes=(20 + i) << 20, m=s, k=s, n=s)
+    v5 = many[(many.source == "estimate") & (many.kernel == "v5") & (many.m == 2048) & ~many.search]
+    extra = pd.concat([v5.iloc[[0]].assign(bm=b, bk=b, bn=b, status="vmem_oom", vmem_bytes=(20 + i) << 20,
+                                          m=s, k=s, n=s)
                        for i, (b, s) in enumerate([(128, 1024), (256, 1024), (128, 2048), (256, 2048)])])
     many = pd.concat([many, extra], ignore_index=True)
     fig = plots.plot_experiment(many, "v5", "bfloat16", "v5e", "en")
@@ -379,7 +380,7 @@ def test_flagged_estimates_are_not_drawn_in_any_figure(table):
                if line.get_color() == plots.XLA_COLOR or "XLA" in str(line.get_label())]
         estimated = [line for line in xla if line.get_linestyle() == "--"]
         assert estimated and all(2048 not in set(line.get_xdata()) for line in estimated)
-        text = " ".join(t.get_text() for f in [fig] for t in f.texts + [t for ax in fig.axes for t in ax.texts])
+        text = " ".join(t.get_text() for t in fig.texts + [t for ax in fig.axes for t in ax.texts])
         assert "not drawn" in text, text
         plt.close(fig)
 
@@ -391,7 +392,8 @@ def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
 
     df = table.copy()
     df.loc[df.source == "estimate", "toolchain"] = "current"
-    post = df[(df.source == "estimate") & (df.kernel != "xla")].assign(toolchain="post", libtpu_version="0.0.5")
+    post = df[(df.source == "estimate") & (df.kernel != "xla")]
+    post = post.assign(toolchain="post", libtpu_version="0.0.5")
     post.loc[post.kernel == "v1", "status"] = "ok"  # the post's compiler: v1 fits at 2048 too
     fig = plot_then_and_now(pd.concat([df, post], ignore_index=True), "en", primary="current")
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]

@@ -70,16 +70,16 @@ def result_files():
     """claims.csv, fidelity.csv, then_and_now.csv and best_vs_xla.csv of a run, as the report reads them."""
     import json
 
+    blank = dict(claim="", post_value="", this_value="", source="", reason="", source_kind="compile")
     claims = pd.DataFrame([
-        dict(claim_id="v1_fails_above_1024", claim="", post_value="", this_value="", source="",
-             source_kind="compile", toolchain="current", verdict="holds", reason="", reason_id="feasible_same",
+        dict(blank, claim_id="v1_fails_above_1024", toolchain="current", verdict="holds",
+             reason_id="feasible_same",
              values=json.dumps(dict(ok=1024, fail=2048, limit=16, libtpu="0.0.42.1", target="v5e"))),
-        dict(claim_id="v2_up_to_2048", claim="", post_value="", this_value="", source="", source_kind="compile",
-             toolchain="current", verdict="differs", reason="", reason_id="feasible_differs",
+        dict(blank, claim_id="v2_up_to_2048", toolchain="current", verdict="differs",
+             reason_id="feasible_differs",
              values=json.dumps(dict(ok=1024, fail=2048, limit=16, post_ok=2048, libtpu="0.0.42.1",
                                     target="v5e"))),
-        dict(claim_id="v2_up_to_2048", claim="", post_value="", this_value="", source="", source_kind="compile",
-             toolchain="post", verdict="holds", reason="", reason_id="feasible_same",
+        dict(blank, claim_id="v2_up_to_2048", toolchain="post", verdict="holds", reason_id="feasible_same",
              values=json.dumps(dict(ok=2048, fail=4096, limit=16, libtpu="0.0.5", target="v5e"))),
     ])
     fidelity = pd.DataFrame([
@@ -96,9 +96,10 @@ def result_files():
         dict(experiment="v1", kernel="v1", dtype="float32", m=1024, published_status="ok", post_status="ok",
              post_agrees=True, post_libtpu="0.0.5", current_status="ok", current_agrees=True,
              current_libtpu="0.0.42.1")])
-    best = pd.DataFrame([dict(target="v5e", dtype="bfloat16", size=8192, estimator=e, bm=512, bk=1024, bn=1024,
-                              fraction_of_xla=f, fraction_of_post_xla=0.97, xla_flagged=False, best_tflops=180.0,
-                              xla_tflops=190.0, configurations=5) for e, f in (("compiler", 0.5), ("model", 0.93))])
+    best = pd.DataFrame([dict(target="v5e", dtype="bfloat16", size=8192, estimator=e, bm=512, bk=1024,
+                              bn=1024, fraction_of_xla=f, fraction_of_post_xla=0.97, xla_flagged=False,
+                              best_tflops=180.0, xla_tflops=190.0, configurations=5)
+                         for e, f in (("compiler", 0.5), ("model", 0.93))])
     return dict(claims=claims, fidelity=fidelity, then_and_now=then_and_now, best_vs_xla=best)
 
 
@@ -115,7 +116,8 @@ def test_first_page_states_the_result_files(table):
     # the timing model out of sample (leave one experiment out, scope all): 0.0701 is exp(0.0701) - 1 = 7 %
     assert "off by a median of 7 % (61 points), where libtpu's raw estimate is off by 43 %" in en
     assert "median absolute log error 0.07 over 61 points" in en
-    assert "gives the post's VMEM verdict for 1 of 2 of its configurations; the post's own (libtpu 0.0.5) for 2 of 2" in en
+    assert ("gives the post's VMEM verdict for 1 of 2 of its configurations; the post's own (libtpu 0.0.5) "
+            "for 2 of 2") in en
     assert "changed with the compiler, not with the kernels" in en
     # one estimator: the model's fraction, not libtpu's 0.5
     assert "(512, 1024, 1024) at 93 % of XLA (timing model, device time)" in en and "50 %" not in en
@@ -324,7 +326,8 @@ def test_each_table_prints_the_column_of_the_figure_beside_it(table):
     plt.close(fig)
     t = tables.experiment_table(df, "v5", "bfloat16", "v5e", lambda m: m)
     assert t["modelled"]
-    printed = {float(c["est"]) for row in t["rows"] for c in row["cells"] if c["est"].replace(".", "").isdigit()}
+    cells = [c["est"] for row in t["rows"] for c in row["cells"]]
+    printed = {float(c) for c in cells if c.replace(".", "").isdigit()}
     assert printed and printed == set(drawn)  # 90, 153 (v5's blocks) and 108 (XLA at 1024)
     assert 170.0 not in printed and 153.0 in printed  # the model's, not libtpu's raw 170
     xla = next(row for row in t["rows"] if row["label"] == "XLA jnp.matmul")
@@ -353,8 +356,9 @@ def test_chinese_running_text_has_no_english(table):
     zh = re.sub(r"<(pre|code|style|a|title)\b.*?</\1>", " ", zh, flags=re.S)
     zh = re.sub(r'<span class="cite">.*?</span>|<table class="glossary">.*?</table>', " ", zh, flags=re.S)
     text = entities.unescape(re.sub(r"<[^>]+>", " ", zh))
-    names = set("""TPU XLA VMEM HBM MXU DMA Pallas JAX jax libtpu jaxlib jnp matmul TFLOP TOP MiB float32 bfloat16
-        int8 int32 float64 NumPy Spearman n ok PDF SVG PNG BibTeX CC BY MIT Tian Shanquan MatMul Kernel v1 v2 v3
+    names = set("""TPU XLA VMEM HBM MXU DMA Pallas JAX jax libtpu jaxlib jnp matmul TFLOP TOP MiB float32
+        bfloat16 int8 int32 float64 NumPy Spearman n ok PDF SVG PNG BibTeX CC BY MIT Tian Shanquan MatMul
+        Kernel v1 v2 v3
         v4 v5 v5e v6e TPU v5 lite Roofline FLOP bm bk bn M K N k A B C scoped Jacobian HIGHEST NaN Inf pip jit
         cycles_method no_static_profile float32_factor x CPU https toolchains""".split())
     words = {w for w in re.findall(r"[A-Za-z][A-Za-z0-9'’]*", text)
