@@ -93,3 +93,11 @@ def test_the_core_reads_without_the_studies():
             for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".smk")]
     naming = [str(p.relative_to(ROOT)) for p in core if "studies." in p.read_text()]
     assert naming == []
+
+
+def test_every_column_is_declared_once_with_its_meaning():
+    from experiments.core.schema import COLUMN_SPECS, COLUMNS, SOURCES
+
+    assert len(COLUMNS) == len(set(COLUMNS))
+    for column in COLUMN_SPECS:
+        assert column.meaning and column.sources and set(column.sources) <= set(SOURCES), column.name
