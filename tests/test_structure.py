@@ -1,6 +1,7 @@
 """The structure the layout promises, read from the code's own import statements (nothing is run):
 no import cycle among the project's modules, and no lower layer importing a higher one."""
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {"kernels": 0, "experiments": 1, "figures": 2, "report": 3, "studies": 4, "advise": 4}
 
 
+@functools.cache
 def modules() -> dict[str, Path]:
     found = {}
     for package in LAYERS:
@@ -19,6 +21,7 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     """module -> the project's modules it imports (at top level or inside functions)."""
     known = modules()
