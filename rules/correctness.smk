@@ -10,7 +10,7 @@ rule correctness_kernel:
         "../environment.yml"
     # XLA's CPU runtime and the TPU interpret mode's simulated cores run threads: a job alone uses ~1.5
     # cores. Declared as 1, so that with --cores 2 it runs beside another job and the two share both
-    # cores; declared as 2 it ran alone and left ~0.5 core idle for its ~25 s (benchmarks/cpu_busy.md).
+    # cores; declared as 2 it would run alone.
     # The SLURM and Kubernetes profiles set 2 threads (and CPUs) for it.
     threads: 1
     params:

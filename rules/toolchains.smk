@@ -13,9 +13,8 @@ rule toolchain_environment:
         "results/toolchains/{toolchain}/environment.json",
     log:
         "logs/toolchains/{toolchain}/environment.log",
-    # before its compile jobs' turn (priorities do not pass to the jobs a job waits for): at priority 0
-    # it ran after every compile job, and the post job then ran alone while correctness waited for
-    # two free cores (seen in a --cores 2 run: ~30 s with one core busy)
+    # before its compile jobs' turn: priorities do not pass to the jobs a job waits for, so at 0 it
+    # would run after every compile job and its own compile job last, alone
     priority: lambda wc: 1 + toolchain_work(wc.toolchain)
     conda:
         "../environment.yml"

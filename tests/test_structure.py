@@ -1,6 +1,7 @@
 """The structure the layout promises, read from the code's own import statements (nothing is run):
 no import cycle among the project's modules, and no lower layer importing a higher one."""
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {"kernels": 0, "experiments": 1, "figures": 2, "report": 3, "studies": 4, "advise": 4}
 
 
+@functools.cache
 def modules() -> dict[str, Path]:
     found = {}
     for package in LAYERS:
@@ -19,6 +21,7 @@ def modules() -> dict[str, Path]:
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     """module -> the project's modules it imports (at top level or inside functions)."""
     known = modules()
@@ -93,3 +96,11 @@ def test_the_core_reads_without_the_studies():
             for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".smk")]
     naming = [str(p.relative_to(ROOT)) for p in core if "studies." in p.read_text()]
     assert naming == []
+
+
+def test_every_column_is_declared_once_with_its_meaning():
+    from experiments.core.schema import COLUMN_SPECS, COLUMNS, SOURCES
+
+    assert len(COLUMNS) == len(set(COLUMNS))
+    for column in COLUMN_SPECS:
+        assert column.meaning and column.sources and set(column.sources) <= set(SOURCES), column.name
