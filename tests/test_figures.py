@@ -352,6 +352,7 @@ def test_generations_compare_the_posts_configurations_on_every_target(table):
     assert drawn and max(drawn) == 170.0
 
 
+@pytest.mark.slow
 def test_at_most_three_lines_of_notes_under_a_plot_and_all_of_them_in_the_caption(table):
     """Notes under the plot are capped (issue 26: eight lines took a third of the figure); the caption,
     and so the file's metadata, keeps every one."""
@@ -375,6 +376,7 @@ def test_at_most_three_lines_of_notes_under_a_plot_and_all_of_them_in_the_captio
     assert all(f"VMEM {20 + i}.0 MiB > 16 MiB" in caption for i in range(4)), caption
 
 
+@pytest.mark.slow
 def test_flagged_estimates_are_not_drawn_in_any_figure(table):
     """The same rule everywhere: an estimate flagged as falling with size is left out and said so."""
     import matplotlib.pyplot as plt
@@ -396,6 +398,7 @@ def test_flagged_estimates_are_not_drawn_in_any_figure(table):
         plt.close(fig)
 
 
+@pytest.mark.slow
 def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
     import matplotlib.pyplot as plt
 

@@ -111,6 +111,7 @@ def first_page(html: str) -> str:
     return entities.unescape(html[html.index('id="abstract"'):html.index('<nav id="contents">')])
 
 
+@pytest.mark.slow
 def test_first_page_states_the_result_files(table):
     """The abstract and the key findings come from the four result files, claim by claim."""
     en = first_page(render(table, "en", primary_toolchain="current", **result_files()))
@@ -132,6 +133,7 @@ def test_first_page_states_the_result_files(table):
     assert "。 " not in zh.split("</p>")[0]  # Chinese sentences run on without a space
 
 
+@pytest.mark.slow
 def test_statistics_name_their_file_and_no_rank_correlation_below_five_points(table):
     from experiments.analysis import summaries
 
@@ -320,6 +322,7 @@ def modelled_table(table):
     return df
 
 
+@pytest.mark.slow
 def test_each_table_prints_the_column_of_the_figure_beside_it(table):
     """One estimator per view: the experiment table's cells are the numbers its figure draws, read
     from the same table (flagged estimates: neither drawn nor printed)."""
@@ -356,6 +359,7 @@ def test_float32_gets_one_sentence_and_the_models_number():
     assert float32_note(best, pd.DataFrame(), lambda m: m) == ""  # no fit: no sentence
 
 
+@pytest.mark.slow
 def test_chinese_running_text_has_no_english(table):
     """Apart from code, file names, units and names, the Chinese report's running text is Chinese."""
     import html as entities
