@@ -1,21 +1,6 @@
 # Figures: all read results/matmul.parquet only, and each is drawn in every language and format.
 
 
-# Snakemake's own report (`snakemake --report report.zip`) shows each figure's English PNG, by kind.
-def reported(path):
-    name = Path(path).stem
-    if path.endswith(".png") and name in FIGURES:
-        kind = FIGURES[name][0]
-        return report(
-            path,
-            caption="../report/captions/figure.rst",
-            category="Figures",
-            subcategory=kind,
-            labels={"figure": name, "kind": kind},
-        )
-    return path
-
-
 rule figures:
     input:
         "results/matmul.parquet",
