@@ -19,7 +19,7 @@ from babel.messages.extract import extract_from_file
 from babel.support import Translations
 from markupsafe import Markup
 
-from experiments.analysis.summaries import estimate_methods
+from experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
 from experiments.analysis.toolchains import primary_rows
 from experiments.core.provenance import build_date
 from experiments.core.tables import write_atomic
@@ -361,7 +361,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),
                       "published": gettext("published")},
         # between sentences and after a label: Chinese runs on without a space and has its own colon
-        sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":",
+        sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":", min_rank_points=MIN_RANK_POINTS,
         config_yaml=config_yaml, front=first_page, main_target=main_target, other_targets=other_targets,
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
