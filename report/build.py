@@ -126,13 +126,41 @@ def highlight(path: str) -> str:
 WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figures/plots.py)
 
 
+def report_order(specs: dict) -> list[str]:
+    """The figures' names in the order the report places them (render_pages numbers them so): the
+    timing model's, then and now, one experiment across generations, the post's chip's experiments
+    (each figure, then its block search), VMEM and roofline, then the appendix's (the other targets',
+    the other generations'). The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
+    targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
+    main = "v5e" if "v5e" in targets else (targets[0] if targets else "")
+    generations = sorted(n for n, (k, _) in specs.items() if k == "generations")
+    lead = [n for n in generations if n == "generations_v5_bfloat16"] or generations[:1]
+    experiments = sorted({a["experiment"] for k, a in specs.values() if k == "experiment"})
+
+    def kernels(of_targets):
+        return [n for e in experiments for t in of_targets for d in DTYPE_ORDER
+                for n in (f"{e}_{d}_{t}", f"search_{e}_{d}_{t}")]
+
+    others = [t for t in targets if t != main]
+    order = (sorted(n for n in specs if n.startswith("fidelity_"))
+             + sorted(n for n in specs if n.startswith("then_and_now_")) + lead
+             + kernels([main]) + [f"vmem_{main}", f"roofline_{main}"]
+             + kernels(others) + [f"vmem_{t}" for t in others] + [f"roofline_{t}" for t in others]
+             + [n for n in generations if n not in lead])
+    placed = [n for n in order if n in specs]
+    return placed + [n for n in specs if n not in placed]  # a kind the report does not place: last
+
+
 class Figures:
-    """Numbers the report's figures in the order they are placed, each with its caption and alt text
+    """Numbers the report's figures by report_order (as the gallery does), each with its caption and alt text
     from the figure catalog and a line to cite it by."""
 
     def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str):
         self.df, self.specs, self.lang, self.gettext = df, specs, lang, gettext
         self.href, self.commit, self.count = figures_href, commit, 0
+        # numbers from the report's order of every figure, which the gallery uses too; a figure whose
+        # section has no rows in this table is not placed, and its number is not reused
+        self.numbers = {name: i for i, name in enumerate(report_order(specs), start=1)}
 
     def __call__(self, name: str) -> dict | None:
         if name not in self.specs:
@@ -147,7 +175,7 @@ class Figures:
                   "commit": self.commit}
         cite = self.gettext("%(authors)s (%(year)s). Figure %(name)s, in %(title)s v%(version)s, commit "
                             "%(commit)s.") % values + where
-        return {"number": self.count, "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
+        return {"number": self.numbers[name], "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
                 "src": f"{self.href}/{name}{suffix}.png",
                 "files": {fmt: f"{self.href}/{name}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],

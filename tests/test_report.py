@@ -382,3 +382,27 @@ def test_chinese_running_text_has_no_english(table):
     paths = set(re.findall(r"[\w./-]*[_./][\w./-]+", text))
     left = {w for w in words if not any(w in p for p in paths)}
     assert not left, sorted(left)
+
+
+@pytest.mark.slow
+def test_the_gallery_numbers_the_figures_as_the_report_does(table, tmp_path):
+    """Figure N is the same figure in the report and in the gallery (issue 26)."""
+    from figures.catalog import figure_specs
+    from figures.catalog import render as draw
+    from report.gallery import page
+
+    config = {"targets": ["v5e", "v6e"], "compile_study": {"experiments": {
+        "v1": {"dtypes": ["float32"]},
+        "v5": {"dtypes": ["bfloat16", "int8"], "search": {"targets": ["v5e"], "dtypes": ["bfloat16"]}}}},
+        "toolchains": {"current": {"pipeline": True}}}
+    specs = figure_specs(config)
+    df = pd.concat([table, table[table.source == "estimate"].assign(target="v6e")], ignore_index=True)
+    html = render(df, "en", targets=["v5e", "v6e"], figure_names=specs)
+    in_report = {name: int(n) for name, n in
+                 re.findall(r'<a class="fignum" href="#fig-([^"]+)">Figure (\d+)\.</a>', html)}
+    for name, (kind, args) in specs.items():
+        draw(df, name, kind, args, tmp_path)
+    gallery = page(df, specs, "en", tmp_path)
+    in_gallery = {name: int(n) for name, n in
+                  re.findall(r'<section class="card" id="([^"]+)">\n<h2>Figure (\d+)\.', gallery)}
+    assert len(in_report) >= 8 and in_report == {n: i for n, i in in_gallery.items() if n in in_report}
