@@ -69,7 +69,7 @@ class CompileCache:
                 return None
             entry = json.loads(path.read_text(encoding="utf-8"))
             result = entry.get("result") if isinstance(entry, dict) else None
-            if entry.get("key") != key or not isinstance(result, dict):
+            if not isinstance(result, dict) or entry.get("key") != key:  # a list, a number, another key
                 raise ValueError("not an entry of this key")
             why = problem(result, case, self.context.get("target"))
             if why:
