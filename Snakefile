@@ -1,7 +1,9 @@
 # tpu-matmul-repro: reproduces "TPU MatMul Kernel" (Pallas MatMul kernels v1-v5 against XLA).
 # Rules live in rules/*.smk; experiments are data in config/config.yaml.
 import os
+import signal
 import sys
+import threading
 
 from snakemake.utils import min_version
 
@@ -20,6 +22,26 @@ except ConfigError as e:
 
 
 configfile: "config/config.yaml"
+
+
+# Ctrl-C: Snakemake stops the jobs and each job exits without a traceback (scripts/_repo.py); this run
+# says once that it was interrupted and how to resume (onerror below).
+INTERRUPTED = []
+
+
+def _note_interrupt(signum, frame):
+    INTERRUPTED.append(signum)
+    signal.default_int_handler(signum, frame)
+
+
+if threading.current_thread() is threading.main_thread() and (
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+    signal.signal(signal.SIGINT, _note_interrupt)
+
+
+onerror:
+    if INTERRUPTED:
+        logger.error("Interrupted: the jobs that finished are kept; run the same command again to resume.")
 
 
 include: "rules/common.smk"

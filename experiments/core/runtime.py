@@ -1,5 +1,6 @@
 """Process set-up shared by the Snakemake scripts: JAX platform choice and logging to the job's log."""
 import contextlib
+import errno
 import logging
 import os
 import sys
@@ -45,9 +46,29 @@ def logged(log_path):
         except UserError as e:  # bad input, not a bug: its one-line message is the whole story
             logger.error("%s", e)
             raise SystemExit(1) from None
+        except KeyboardInterrupt:  # Ctrl-C: the workflow says so once (Snakefile, onerror)
+            logger.error("interrupted")
+            raise SystemExit(130) from None
+        except OSError as e:
+            if not disk_full(e):
+                logger.exception("job failed")
+                raise
+            logger.error("%s", disk_full_message(e))
+            raise SystemExit(1) from None
         except BaseException:  # the reason a job failed belongs in its log (show-failed-logs prints it)
             logger.exception("job failed")
             raise
+
+
+def disk_full(e: OSError) -> bool:
+    """A full disk, as the OS says it (errno 28) or as pyarrow does (errno only in the message)."""
+    return e.errno == errno.ENOSPC or "No space left on device" in str(e) or "[errno 28]" in str(e).lower()
+
+
+def disk_full_message(e: OSError) -> str:
+    where = f" writing {e.filename}" if getattr(e, "filename", None) else ""
+    return (f"no space left on the device{where}: free some space (or point TMPDIR and "
+            "TPU_MATMUL_REPRO_CACHE elsewhere) and run the same command again; what is finished is kept")
 
 
 class Progress:
