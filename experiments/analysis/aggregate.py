@@ -8,7 +8,7 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 import pandas as pd
 
 from experiments.analysis.toolchains import primary_rows
-from experiments.core.schema import COLUMNS, DERIVED, INT_COLUMNS, KEY, SOURCES, DataError
+from experiments.core.schema import COLUMNS, DERIVED, INT_COLUMNS, KEY, SOURCES, DataError, conform
 from experiments.measure.statistics import derive
 
 SOURCE_ORDER = {source: i for i, source in enumerate(SOURCES)}
@@ -47,7 +47,8 @@ def load_measured(paths) -> pd.DataFrame:
         if missing or not (df.source == "measured").all():
             raise DataError(f"{path}: not a measurement file of tpu-matmul-repro (missing columns "
                              f"{sorted(missing)} or rows whose source is not 'measured')")
-        frames.append(df.drop(columns=list(DERIVED), errors="ignore").assign(_file=str(path)))
+        # the table's columns and types: a column a file holds empty (all NaN) reads as float otherwise
+        frames.append(conform(df.drop(columns=list(DERIVED), errors="ignore")).assign(_file=str(path)))
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
     df = pd.concat(frames, ignore_index=True)

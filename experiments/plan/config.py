@@ -157,12 +157,11 @@ Validator = jsonschema.validators.extend(
 
 
 def check_schema(config: dict) -> None:
-    """ConfigError with one line per error, each naming the key as the user wrote it (sizes[0])."""
+    """ConfigError in one line, each error naming the key as the user wrote it (sizes[0])."""
     errors = sorted(Validator(schema()).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [f"{_key(e.absolute_path) or '<root>'}: {e.message}" for e in errors]
-        raise ConfigError("invalid config: " + lines[0] if len(lines) == 1
-                          else "invalid config:\n  " + "\n  ".join(lines))
+        raise ConfigError("invalid config: " + "; ".join(lines))
 
 
 def _key(path) -> str:
