@@ -52,7 +52,13 @@ include: "rules/measure.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
-include: "rules/history.smk"  # opt-in: `snakemake history`, not part of `all`
+
+
+# Optional studies, one folder each; those the config's `studies` names add their outputs to `all`.
+STUDY_OUTPUTS = []
+
+
+include: "studies/history/rules.smk"
 
 
 rule all:
@@ -66,3 +72,4 @@ rule all:
         "results/claims.csv",
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=LANGUAGES, ext=["html", "pdf"]),
+        STUDY_OUTPUTS,

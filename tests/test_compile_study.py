@@ -368,3 +368,39 @@ def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominate
     df = run_job(Job("v5e", "v5", (small, huge), timeout_s=300, profile_max_steps=16, skip_dominated=True))
     assert list(df.vmem_method) == ["representative", "block_bound"]
     assert df.vmem_bytes.iloc[1] > chip("v5e").vmem_bytes
+
+
+def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
+    """Editing the cache, the parent's process code, planning or table code keeps every cached compile;
+    editing a kernel, the compile worker or a compiler-output parser misses."""
+    import shutil
+
+    from experiments.compile_study.cache import compile_code_digest
+    from experiments.plan.code_inputs import ROOT
+
+    root = tmp_path / "repo"
+    for package in ("kernels", "experiments"):
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = compile_code_digest(root)
+
+    def edited(relative: str) -> str:
+        path = root / relative
+        original = path.read_text()
+        path.write_text(original + "\n\ndef _an_edit():\n    return 1\n")
+        try:
+            return compile_code_digest(root)
+        finally:
+            path.write_text(original)
+
+    for kept in ("experiments/compile_study/cache.py", "experiments/compile_study/tpu_compile.py",
+                 "experiments/compile_study/study.py", "experiments/plan/jobs.py",
+                 "experiments/plan/config.py", "experiments/core/tables.py", "experiments/core/cache_dirs.py",
+                 "experiments/plan/code_inputs.py"):
+        assert edited(kept) == before, f"an edit of {kept} would throw away every cached compile"
+    for missed in ("kernels/v3_block.py", "kernels/v5_accumulator.py", "kernels/spec.py",
+                   "experiments/compile_study/worker.py", "experiments/compile_study/compiler_output.py",
+                   "experiments/core/cases.py"):
+        assert edited(missed) != before, f"an edit of {missed} must recompile"
+    path = root / "kernels" / "v3_block.py"
+    path.write_text("# a comment only\n" + path.read_text())
+    assert compile_code_digest(root) == before  # comments do not change a compile

@@ -259,7 +259,7 @@ def test_published_points_that_coincide_are_spread():
 def test_gallery_lists_every_figure_offline(table, tmp_path):
     import re
 
-    from figures.gallery import pages, results_files
+    from report.gallery import pages, results_files
 
     specs = {n: SPECS[n] for n in ("v5_bfloat16_v5e", "vmem_v5e", "search_v5_bfloat16_v5e")}
     for name, (kind, args) in specs.items():

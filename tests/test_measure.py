@@ -36,9 +36,10 @@ from experiments.measure.harness import (
     run_measure_job,
     time_batched,
 )
+from experiments.measure.process import Worker, worker_env
 from experiments.measure.statistics import derive, summarize
-from experiments.measure.worker import Worker, worker_env
-from experiments.plan.config import measure_settings, with_defaults
+from experiments.plan.config import with_defaults
+from experiments.plan.jobs import measure_settings
 
 CPU = Device("cpu", "cpu", "cpu", 1)
 FAST = measure_settings(with_defaults({}), warmup=1, samples=5, input_sets=2, min_sample_s=0.002,
@@ -516,7 +517,7 @@ def test_messages_arriving_together_are_all_read_without_waiting():
     import os
     import pickle
 
-    from experiments.measure.worker import HEADER
+    from experiments.measure.process import HEADER
 
     read_end, write_end = os.pipe()
     payload = b"".join(HEADER.pack(len(m)) + m for m in (pickle.dumps(("phase", "timing")),

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from experiments.measure.device import CACHE_VARIABLE, Device
-from experiments.plan.config import measure_settings, with_defaults
+from experiments.plan.config import with_defaults
+from experiments.plan.jobs import measure_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")

@@ -18,7 +18,7 @@ from experiments.analysis import timing_model as tm
 from experiments.analysis import validation
 from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import default_limit, post_configs
-from experiments.core.units import MiB, flops
+from experiments.core.units import MiB, flops, tflops
 
 TARGET = "v5e"  # the post's chip
 ABOUT = 0.2  # "about" a number: within |ln(ours / post's)| <= 0.2 (about 20 %)
@@ -110,14 +110,14 @@ class Speeds:
                                 & (self.measured.m == size)]
             if blocks is not None:
                 hit = hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
-            return work / float(hit.wall_seconds.iloc[0]) / 1e12 if len(hit) else None
+            return tflops(work, float(hit.wall_seconds.iloc[0])) if len(hit) else None
         if self.predicted is None:
             return None
         p = self.predicted
         hit = p[(p.experiment == experiment) & (p.kernel == kernel) & (p.dtype == dtype) & (p.m == size)]
         if blocks is not None:
             hit = hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
-        return work / float(hit.model_post_seconds.iloc[0]) / 1e12 if len(hit) else None
+        return tflops(work, float(hit.model_post_seconds.iloc[0])) if len(hit) else None
 
 
 def _published(df, experiment, dtype, kernel, size, blocks=None) -> float | None:
