@@ -1,15 +1,14 @@
 # tpu-matmul-repro: reproduces "TPU MatMul Kernel" (Pallas MatMul kernels v1-v5 against XLA).
 # Rules live in rules/*.smk; experiments are data in config/config.yaml.
 import os
-import signal
 import sys
-import threading
 
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
+from experiments.core.runtime import record_interrupts
 from experiments.plan.config import ConfigError, load_yaml
 
 # Read strictly first (file and line of a YAML error, a key given twice), then as Snakemake does.
@@ -26,22 +25,14 @@ configfile: "config/config.yaml"
 
 # Ctrl-C: Snakemake stops the jobs and each job exits without a traceback (scripts/_repo.py); this run
 # says once that it was interrupted and how to resume (onerror below).
-INTERRUPTED = []
-
-
-def _note_interrupt(signum, frame):
-    INTERRUPTED.append(signum)
-    signal.default_int_handler(signum, frame)
-
-
-if threading.current_thread() is threading.main_thread() and (
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-    signal.signal(signal.SIGINT, _note_interrupt)
+INTERRUPTED = record_interrupts()
 
 
 onerror:
     if INTERRUPTED:
-        logger.error("Interrupted: the jobs that finished are kept; run the same command again to resume.")
+        logger.error(
+            "Interrupted: the jobs that finished are kept; run the same command again to resume."
+        )
 
 
 include: "rules/common.smk"

@@ -28,10 +28,10 @@ rule check_carried_files:
         "results/carried/all-files.unique",
     log:
         "logs/carried/all-files.log",
-    params:
-        code=code("scripts/check_carried_files.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/check_carried_files.py"),
     script:
         "../scripts/check_carried_files.py"
 

@@ -37,8 +37,11 @@ config.update(PLAN.config)  # the config every job sees, with the schema's defau
 
 if DEVICE is None:
     logger.info(
-        ("measure.device=off: this run" if _requested == "off" else "No TPU found (measure.device=%s): this run"
-         % _requested)
+        (
+            "measure.device=off: this run"
+            if _requested == "off"
+            else "No TPU found (measure.device=%s): this run" % _requested
+        )
         + " compiles and estimates; it measures nothing, and every TFLOP/s it reports is an estimate (or the "
         "post's published number)."
     )

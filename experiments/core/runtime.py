@@ -3,7 +3,9 @@ import contextlib
 import errno
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 
 
@@ -58,6 +60,22 @@ def logged(log_path):
         except BaseException:  # the reason a job failed belongs in its log (show-failed-logs prints it)
             logger.exception("job failed")
             raise
+
+
+def record_interrupts() -> list:
+    """A list that gets an entry for each Ctrl-C (SIGINT) this process receives, which is then handled
+    as before (KeyboardInterrupt): the Snakefile's onerror tells an interrupted run from a failed one.
+    Left as it is where SIGINT is ignored (a shell's background job) or handled otherwise."""
+    received = []
+
+    def note(signum, frame):
+        received.append(signum)
+        signal.default_int_handler(signum, frame)
+
+    if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        signal.signal(signal.SIGINT, note)
+    return received
 
 
 def disk_full(e: OSError) -> bool:
