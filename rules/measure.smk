@@ -15,7 +15,8 @@ rule measure_job:
     threads: workflow.resource_settings.cores or 1
     params:
         job=lambda wc: settings(PLAN.measure[(wc.experiment, wc.dtype)]),
-        code=code("scripts/measure_job.py"),
+        # the worker runs as `python -m`, outside the script's imports
+        code=code("scripts/measure_job.py", "experiments/measure/worker.py"),
     script:
         "../scripts/measure_job.py"
 

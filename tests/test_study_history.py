@@ -201,6 +201,7 @@ def test_run_bisects_only_what_changed_and_compiles_each_pair_once():
 
 # --- the figure ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_figure_draws_probed_releases_only_in_both_languages(tmp_path):
     from figures.style import save, use_style
     from studies.history.figure import TEXT, plot_history, provenance
@@ -237,6 +238,7 @@ def planned_rules(workdir: Path, *targets: str) -> set[str]:
     return set(re.findall(r"^(?:local)?rule (\w+):$", result.stdout, re.MULTILINE))
 
 
+@pytest.mark.compiler
 def test_history_is_opt_in(tmp_path):
     import shutil
 

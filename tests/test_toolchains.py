@@ -62,6 +62,7 @@ def test_compiler_params_fall_back_to_the_old_name(monkeypatch):
         compat.compiler_params()
 
 
+@pytest.mark.compiler
 def test_worker_runs_with_the_toolchain_s_python_and_environment(tmp_path):
     """A toolchain's Python (here a wrapper around this one that records its environment) runs the
     worker, with the toolchain's variables set and this process's TPU_LIBRARY_PATH removed (jax sets
@@ -173,6 +174,7 @@ BROKEN = toolchains.Toolchain(name="broken",
                               runs="published", targets=("v5e",), static_profile=False)
 
 
+@pytest.mark.compiler
 def test_uninstallable_toolchain_is_a_clear_error_and_leaves_no_environment(tmp_path):
     path = tmp_path / "cache" / "broken-abc"
     path.mkdir(parents=True)
@@ -185,6 +187,7 @@ def test_uninstallable_toolchain_is_a_clear_error_and_leaves_no_environment(tmp_
     assert "jax==0.0.0" in message and not path.exists()
 
 
+@pytest.mark.compiler
 def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_path, table, capfd):
     import logging
 
@@ -237,6 +240,7 @@ def test_then_and_now_compares_each_toolchain_with_the_post(table):
     assert agreement(result, "current")["agree"] == agreement(result, "post")["agree"] + 1
 
 
+@pytest.mark.compiler
 def test_the_compile_worker_imports_nothing_a_toolchain_lacks():
     """A toolchain's environment has jax, jaxlib, libtpu and their dependencies only: the worker side of
     the compile code must import without pandas or pyarrow (a module-level pandas import once made every

@@ -14,13 +14,13 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from experiments.compile_study import worker
 from experiments.core.chips import chip
 
 if TYPE_CHECKING:
     from experiments.compile_study.cache import CompileCache
     from experiments.core.cases import Case
 
-WORKER = "experiments.compile_study.worker"  # run as a module by the worker's own Python
 
 ROOT = str(Path(__file__).resolve().parents[2])
 
@@ -65,7 +65,7 @@ class Compiler:
                 env.pop("TPU_LIBRARY_PATH", None)
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             self._proc = subprocess.Popen(
-                [self.python, "-m", WORKER, self.target, profile_dir],
+                [self.python, "-m", worker.__name__, self.target, profile_dir],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 
