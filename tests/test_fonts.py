@@ -37,6 +37,7 @@ def system_cjk():
     return fonts
 
 
+@pytest.mark.slow  # renders a PDF
 def test_the_pdf_embeds_the_bundled_font_beside_a_system_cjk_font(system_cjk, tmp_path):
     from report import build
 
@@ -54,6 +55,7 @@ def test_the_pdf_embeds_the_bundled_font_beside_a_system_cjk_font(system_cjk, tm
     assert cjk and all(name.split("+")[-1].startswith(bundled) for name in cjk), fonts
 
 
+@pytest.mark.slow  # copies a system font's face to a file of its own
 def test_the_figures_find_the_bundled_font_beside_a_system_copy_of_it(system_cjk, tmp_path):
     """A distribution may ship Noto Sans CJK SC itself (another version, another file): the figures'
     font list must still name the bundled copy, which the figures' check of glyphs is made against."""
