@@ -26,8 +26,8 @@ from experiments.plan.plan import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 _quiet = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
-# default: the whole file in about ten seconds on a 2-core machine; ci: ten times the examples
-settings.register_profile("default", max_examples=20, deadline=None, suppress_health_check=_quiet)
+# default: the whole file in about ten seconds on a busy 2-core machine; ci: many times the examples
+settings.register_profile("default", max_examples=12, deadline=None, suppress_health_check=_quiet)
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=_quiet)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
