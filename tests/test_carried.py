@@ -122,3 +122,13 @@ def test_the_same_rows_in_two_files_are_refused_naming_both(tmp_path):
                                         rf"and run label as row 0 of {first}; keep one of the files"):
         check_unique_files([first, second])
     check_unique_files([first, write(measured_rows().assign(run_label="vm2"), tmp_path, "c.parquet")])
+
+
+def test_every_number_a_measured_row_carries_has_a_range_in_the_check():
+    """A column added to the registry (COLUMN_SPECS) that measured rows fill cannot pass the gate
+    unchecked: its kind is checked from the registry, its range must be one of check_measured's."""
+    from experiments.core import schema
+
+    carried = [c for c in schema.COLUMN_SPECS if "measured" in c.sources and c.name not in schema.DERIVED]
+    assert {c.name for c in carried if c.kind in ("int", "dim")} <= {*schema._INTEGER, *schema._COUNTS}
+    assert {c.name for c in carried if c.kind == "float"} <= {*schema._QUANTITIES, *schema._ERRORS}

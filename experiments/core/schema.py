@@ -178,17 +178,15 @@ _TEXT = ("source", "target", "experiment", "kernel", "dtype", "status", "run_lab
 _INTEGER = ("m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes")
 MAX_DIM = 32768  # as config/schema.yaml's `dim`: no TPU holds larger operands
 MAX_SAMPLE_S = 7200.0  # as config/schema.yaml's measure.timeout_s: no sample outlasts its job
-# Every other column of a carried file that a later step reads, by what it may hold (absent, or empty
-# where a row has nothing to say, is fine). The statistics the aggregate derives from the samples and
-# the modelled columns are recomputed (DERIVED): what a file holds there is dropped, never read.
-_OPTIONAL_TEXT = ("toolchain", "device_kind", "error", "precision", "timer", "vmem_method", "cycles_method",
-                  "jax_version", "jaxlib_version", "libtpu_version", "git_sha")
+# Every column of a carried file holds its kind (COLUMN_SPECS; absent, or empty where a row has nothing
+# to say, is fine), and every number a measured row carries has a range below (tests/test_carried.py
+# keeps it so). The statistics the aggregate derives from the samples and the modelled columns are
+# recomputed (DERIVED): what a file holds there is dropped, never read.
 _COUNTS = {"vmem_bytes": 0, "oom_limit_bytes": 1, "est_cycles": 1, "hbm_bytes": 0, "calls_per_sample": 1,
            "num_chips": 1, "num_devices": 1}  # whole numbers, at least this
 _QUANTITIES = ("dispatch_floor_s", "compile_s", "compute_seconds", "hbm_seconds", "peak_tflops",
                "hbm_bytes_per_s", "roofline_tflops")  # finite and not negative
 _ERRORS = ("rel_error", "max_tile_error")  # not negative; infinite only in a row that is not ok
-_FLAGS = ("raised_limit", "search")
 _SAMPLES = ("samples_s", "wall_samples_s", "device_samples_s")  # the last one optional
 DERIVED = ("seconds", "tflops", "p25_seconds", "p75_seconds", "n_samples", "batched_seconds", "wall_seconds",
            "near_dispatch_floor", "measured_over_estimate", "model_device_seconds", "model_device_tflops",
@@ -256,14 +254,15 @@ def _check_types(path, table, pa) -> None:
     lists = (pa.types.is_list, pa.types.is_large_list)
     kinds_named = {text: "text", whole: "whole numbers", number: "numbers", flag: "true/false",
                    lists: "lists of seconds"}
+    of_kind = {"text": text, "int": whole, "dim": whole, "float": number, "bool": flag, "boolean": flag,
+               "samples": lists}
     present = set(table.column_names)
     for col in _TEXT:
         if table[col].null_count == 0:
             holds(col, *text)  # else each empty row is named below
-    for cols, kinds in ((_OPTIONAL_TEXT, text), ((*_INTEGER, *_COUNTS), whole),
-                        ((*_QUANTITIES, *_ERRORS), number), (_FLAGS, flag), (_SAMPLES, lists)):
-        for col in present.intersection(cols):
-            holds(col, *kinds)
+    for spec in COLUMN_SPECS:
+        if spec.name in present and spec.name not in (*_TEXT, *DERIVED):
+            holds(spec.name, *of_kind[spec.kind])
     for col in present.intersection(_SAMPLES):
         kind = table[col].type
         element = (*number, pa.types.is_null)
