@@ -10,6 +10,13 @@ import pandas as pd
 
 from experiments.core.runtime import UserError
 
+# Prediction intervals of the modelled columns (experiments/analysis/intervals.py): at these levels (%),
+# <column>_lo<level> and <column>_hi<level> beside each of them.
+MODELLED_COLUMNS = ("model_device_seconds", "model_post_seconds", "model_device_tflops", "model_post_tflops")
+INTERVAL_LEVELS = (80, 95)
+INTERVAL_COLUMNS = [f"{col}_{side}{level}" for col in MODELLED_COLUMNS for level in INTERVAL_LEVELS
+                    for side in ("lo", "hi")]
+
 COLUMNS = [
     "source", "toolchain", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n",
     "bm", "bk", "bn", "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit",
@@ -19,6 +26,9 @@ COLUMNS = [
     # the timing model (experiments/analysis/timing_model.py): estimate rows, and measured rows beside them
     "model_device_seconds", "model_device_tflops", "model_post_seconds", "model_post_tflops", "model_fit",
     "estimate_nonmonotonic", "measured_over_model", "wall_over_model",
+    # xla_estimate_method: cost_model, or monotone_envelope where the modelled columns replace a dip
+    # of libtpu's cost model by the best smaller problem's rate; model_interval: how the bands were made
+    "xla_estimate_method", *INTERVAL_COLUMNS, "model_interval",
     # measured rows only (experiments/measure/harness.py, experiments/measure/statistics.py)
     "rel_error", "max_tile_error", "precision", "timer", "calls_per_sample",
     "device_samples_s", "samples_s", "wall_samples_s", "dispatch_floor_s",
@@ -32,7 +42,7 @@ FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "rooflin
                  "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
                  "measured_over_estimate", "max_tile_error", "dispatch_floor_s", "batched_seconds",
                  "model_device_seconds", "model_device_tflops", "model_post_seconds", "model_post_tflops",
-                 "measured_over_model", "wall_over_model")
+                 "measured_over_model", "wall_over_model", *INTERVAL_COLUMNS)
 # A measured row's raw samples (lists of seconds): the table keeps them, and the statistics derived
 # from them (experiments/measure/statistics.py) are columns of their own, so readers of the table
 # after the aggregate leave them out (experiments/analysis/runs.py).
@@ -41,7 +51,8 @@ BOOL_COLUMNS = ("raised_limit", "search", "estimate_nonmonotonic")  # near_dispa
 # where not derived
 # never missing: "" when there is nothing to say. toolchain: the compiler environment an estimate came
 # from (config `toolchains`, experiments/plan/toolchains.py); "" for published and measured rows.
-TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain", "model_fit")
+TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain", "model_fit",
+                "xla_estimate_method", "model_interval")
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
 # toolchain_error: the toolchain's environment could not be installed (or its compiler not started);
