@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.analysis import intervals, model_columns, validation
+from experiments.analysis import claims, intervals, model_columns, validation
 from experiments.analysis import timing_model as tm
 from experiments.core.schema import INTERVAL_COLUMNS
 from test_timing_model import synthetic_table
@@ -107,3 +107,29 @@ def test_the_envelope_follows_aspect_for_non_square_problems():
     df = pd.DataFrame(rows)
     assert tm.flag_nonmonotonic(df).tolist() == [False, False, True, False]
     assert tm.best_smaller_rate(df).tolist()[2] == 150.0
+
+
+def test_a_claim_whose_difference_lies_inside_the_interval_is_inconclusive(noisy, monkeypatch):
+    """The issue's v4 case: (1024, 1024, 1024) 81.2 against (512, 512, 512) 75.1 TFLOP/s, an 8 % gap,
+    inside an interval of x/1.16: inconclusive, not "differs"; the same gap outside x/1.02 differs."""
+    speeds = {(1024, 1024, 1024): 81.2, (512, 512, 512): 75.1, (512, 1024, 1024): 70.0,
+              (256, 256, 256): 50.0, (128, 128, 128): 10.0}
+
+    def fake(self, experiment, dtype, kernel, size, blocks=None):
+        return speeds.get(blocks) if experiment == "v4" else 100.0
+
+    monkeypatch.setattr(claims.Speeds, "tflops", fake)
+    for band, verdict in ((np.log(1.16), "inconclusive"), (np.log(1.02), "differs")):
+        monkeypatch.setattr(claims.intervals, "conformal_quantile", lambda errors, level, b=band: b)
+        row = claims.claims_table(noisy, only=["v4_best_512"]).iloc[0]
+        assert row.verdict == verdict, row.reason
+        assert row.note_id == ("band_inside" if verdict == "inconclusive" else "band_outside")
+        # the VMEM limit each compared configuration was compiled at is in the reason
+        assert "(512, 512, 512) 16 MiB" in row.reason and "(1024, 1024, 1024) 16 MiB" in row.reason
+        assert "80 % prediction interval (x/" in row.reason
+
+
+def test_decided_uses_the_whole_interval():
+    assert claims.decided(0.2, 0.1) == "holds"
+    assert claims.decided(-0.2, 0.1) == "differs"
+    assert claims.decided(0.05, 0.1) == claims.decided(-0.05, 0.1) == "inconclusive"
