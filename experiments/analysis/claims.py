@@ -78,7 +78,8 @@ SOURCES = {
 NOTES = {
     "band_outside": N_("Decided with the timing model's 80 %% prediction interval (x/%(band_factor).2f, "
                        "leave one experiment out): the difference lies outside it. Scoped VMEM limit "
-                       "each compared configuration needs: %(limits)s (* above the default %(default)s MiB)."),
+                       "each compared configuration needs: %(limits)s (* above the default "
+                       "%(default)s MiB)."),
     "band_inside": N_("Inconclusive: the difference lies inside the timing model's 80 %% prediction "
                       "interval (x/%(band_factor).2f, leave one experiment out). Scoped VMEM limit each "
                       "compared configuration needs: %(limits)s (* above the default %(default)s MiB)."),

@@ -12,13 +12,13 @@ from experiments.analysis.runs import latest_labels
 from experiments.analysis.summaries import MODEL_ONLY
 from experiments.analysis.timing_model import (
     CONFIG,
+    COST_MODEL,
     LOWER,
+    MONOTONE_ENVELOPE,
     PARAMS,
     UNITS,
     UPPER,
     Fit,
-    COST_MODEL,
-    MONOTONE_ENVELOPE,
     TooFewPoints,
     device_seconds,
     envelope_cycles,

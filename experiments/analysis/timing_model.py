@@ -193,8 +193,9 @@ def best_smaller_rate(df: pd.DataFrame) -> pd.Series:
         shapes = group.drop_duplicates(["m", "k", "n"])
         shapes = shapes.assign(_work=flop_count(shapes.m.astype(float), shapes.k.astype(float),
                                                 shapes.n.astype(float))).sort_values("_work")
-        prior = dict(zip(zip(shapes.m, shapes.k, shapes.n), shapes.tflops.cummax().shift(1), strict=True))
-        best[group.index] = [prior[s] for s in zip(group.m, group.k, group.n)]
+        keys = zip(shapes.m, shapes.k, shapes.n, strict=True)
+        prior = dict(zip(keys, shapes.tflops.cummax().shift(1), strict=True))
+        best[group.index] = [prior[s] for s in zip(group.m, group.k, group.n, strict=True)]
     return best
 
 
