@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from test_timing_model import TRUE, VERSIONS, estimate_row, published_row, synthetic_table
 
 from experiments.analysis import model_columns
 from experiments.analysis import timing_model as tm
@@ -15,7 +16,6 @@ from experiments.core.cases import Case
 from experiments.core.schema import frame as to_frame
 from experiments.core.traffic import hbm_bytes
 from experiments.plan import config as experiment_config
-from test_timing_model import TRUE, VERSIONS, estimate_row, published_row, synthetic_table
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYER = (1024, 512, 2048)
@@ -90,7 +90,8 @@ def test_the_fit_recovers_known_constants_from_non_square_problems():
 def test_a_non_square_problem_through_the_compile_study():
     from experiments.compile_study.study import Job, run_job
 
-    cases = (Case("v5", "bfloat16", 2048, 1024, 4096, 512, 512, 1024), Case("xla", "bfloat16", 2048, 1024, 4096))
+    cases = (Case("v5", "bfloat16", 2048, 1024, 4096, 512, 512, 1024),
+             Case("xla", "bfloat16", 2048, 1024, 4096))
     df = run_job(Job("v5e", "layers", cases, timeout_s=300, profile_max_steps=16))
     assert (df.status == "ok").all(), df.error.tolist()
     pallas = df[df.kernel == "v5"].iloc[0]

@@ -236,8 +236,8 @@ def experiment_problems(spec: dict, section: dict, key: str) -> list[tuple[int, 
     for i, shape in enumerate(shapes):
         for dim, value in zip("mkn", shape, strict=True):
             if value % checks.LANE:
-                raise ConfigError(f"{key}.shapes[{i}]: {dim}={value} of shape {list(shape)} is not a multiple "
-                                  f"of {checks.LANE} (the TPU lane width)")
+                raise ConfigError(f"{key}.shapes[{i}]: {dim}={value} of shape {list(shape)} is not a "
+                                  f"multiple of {checks.LANE} (the TPU lane width)")
     sizes = spec.get("sizes", [] if shapes else section["sizes"])
     return [(s, s, s) for s in sizes] + [shape for shape in shapes if shape not in {(s, s, s) for s in sizes}]
 
