@@ -78,11 +78,12 @@ SOURCES = {
 NOTES = {
     "band_outside": N_("Decided with the timing model's 80 %% prediction interval (x/%(band_factor).2f, "
                        "leave one experiment out): the difference lies outside it. Scoped VMEM limit "
-                       "each compared configuration needs: %(limits)s (* above the default "
-                       "%(default)s MiB)."),
+                       "each compared configuration was compiled at: %(limits)s (the default is "
+                       "%(default)s MiB; * marks a raised limit)."),
     "band_inside": N_("Inconclusive: the difference lies inside the timing model's 80 %% prediction "
                       "interval (x/%(band_factor).2f, leave one experiment out). Scoped VMEM limit each "
-                      "compared configuration needs: %(limits)s (* above the default %(default)s MiB)."),
+                      "compared configuration was compiled at: %(limits)s (the default is %(default)s "
+                      "MiB; * marks a raised limit)."),
 }
 VERDICTS = ("holds", "differs", "inconclusive", "not tested")
 
