@@ -26,7 +26,8 @@ from experiments.analysis.summaries import model_only
 from experiments.core.schema import INTERVAL_COLUMNS, INTERVAL_LEVELS
 
 LEVELS = tuple(level / 100 for level in INTERVAL_LEVELS)
-HELD_OUT = "experiment"  # the cross-validation whose errors size the bands
+HELD_OUT = "experiment"  # the cross-validation whose errors size the bands ...
+VALIDATION = "leave one experiment out"  # ... as fidelity.csv names it
 
 
 def suffix(level: float) -> str:
