@@ -71,9 +71,9 @@ def cached(versions: dict) -> tuple[Model | None, Path | None]:
     path = folder / f"model-{cache_key(versions)}.json"
     try:
         entry = json.loads(path.read_text())
-        return Model(tm.Constants(**entry["constants"]),
-                     intervals.Band({float(k): v for k, v in entry["halfwidth"].items()}, entry["n"]),
-                     f"fitted on the post's published v5e numbers; from the advisor's cache, {path.name}"), path
+        band = intervals.Band({float(k): v for k, v in entry["halfwidth"].items()}, entry["n"])
+        source = f"fitted on the post's published v5e numbers; from the advisor's cache, {path.name}"
+        return Model(tm.Constants(**entry["constants"]), band, source), path
     except (OSError, ValueError, KeyError, TypeError):
         return None, path
 

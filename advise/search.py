@@ -57,7 +57,8 @@ def modelled(rows: pd.DataFrame, k: tm.Constants) -> pd.DataFrame:
     envelope = tm.envelope_cycles(rows)
     rows["xla_estimate_method"] = ""
     xla = (rows.kernel == "xla") & (rows.status == "ok")
-    rows.loc[xla, "xla_estimate_method"] = np.where(envelope[xla].notna(), tm.MONOTONE_ENVELOPE, tm.COST_MODEL)
+    rows.loc[xla, "xla_estimate_method"] = np.where(envelope[xla].notna(), tm.MONOTONE_ENVELOPE,
+                                                    tm.COST_MODEL)
     device, basis = [], []
     for index, row in rows.iterrows():
         if row.status != "ok":

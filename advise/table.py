@@ -40,7 +40,8 @@ def ranked(rows: pd.DataFrame, xla: pd.DataFrame, model, target: str) -> pd.Data
     best = pallas.model_device_seconds.min()
     table["tie"] = ""
     if len(order):
-        within = (~table._xla) & (table.model_device_seconds <= best * math.exp(q[LEVEL])) & (table["rank"] > 1)
+        close = table.model_device_seconds <= best * math.exp(q[LEVEL])
+        within = (~table._xla) & close & (table["rank"] > 1)
         table.loc[within, "tie"] = f"tie with #1 (within the {round(100 * LEVEL)} % interval)"
     table["note"] = [note(r) for r in table.itertuples()]
     table["interval"] = model.band.describe(target, "published v5e")
@@ -88,7 +89,8 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
             times = f"{device:<26} {tflops:<22} {r.model_post_ms:>8.3f}"
         extra = "; ".join(x for x in (r.tie, r.note) if x)
         if r.kernel == "xla" and not pd.isna(r.xla_raw_tflops):
-            extra = "; ".join(x for x in (f"libtpu's raw estimate {r.xla_raw_tflops:.0f} TFLOP/s", r.note) if x)
+            raw = f"libtpu's raw estimate {r.xla_raw_tflops:.0f} TFLOP/s"
+            extra = "; ".join(x for x in (raw, r.note) if x)
         lines.append(f"{rank:>4}  {blocks:<18} {vmem:>15}  {times}  {extra}".rstrip())
     if len(pruned):
         lines.append(f"{len(pruned)} more candidates not compiled: even without compiler cycles the model "

@@ -1,0 +1,79 @@
+"""The advisor: bad requests are one clear line before any work, ties within the interval are said to
+be ties, and (compiler) a small non-square problem ranked end to end."""
+import math
+
+import pandas as pd
+import pytest
+from test_timing_model import TRUE
+
+from advise import candidates, cli, search, table
+from advise.model import Model
+from experiments.analysis import intervals
+
+BAND = intervals.Band({0.8: math.log(1.15), 0.95: math.log(1.23)}, 61)
+MODEL = Model(TRUE, BAND, "test constants")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["8192x4096"], "shape '8192x4096': expected MxKxN in whole numbers"),
+    (["8192x4000x14336"], "shape '8192x4000x14336': k=4000 is not a multiple of 128"),
+    (["0x128x128"], "m=0 is not from 1 to 32768"),
+    (["1024x1024x1024", "--dtype", "float8"], "--dtype 'float8': kernel v5 takes one of"),
+    (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v6e, v5p, 7x"),
+    (["1024x1024x1024", "--target", "v4"], "--target 'v4': expected one of"),
+    (["1024x1024x1024", "--kernel", "v2"], "--kernel 'v2': expected a blocked kernel"),
+])
+def test_a_bad_request_is_one_clear_line(argv, message, capsys, monkeypatch):
+    monkeypatch.setattr(search, "search", lambda *a, **k: pytest.fail("work started"))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+def row(bm, seconds, status="ok"):
+    return dict(target="v5e", kernel="v5", dtype="bfloat16", m=4096, k=4096, n=4096, bm=bm, bk=512, bn=512,
+                status=status, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20, oom_limit_bytes=None,
+                model_device_seconds=seconds, model_post_seconds=None if seconds is None else seconds + 1e-4,
+                model_device_tflops=None, model_post_tflops=None, est_cycles=1, tflops=None, error="",
+                vmem_method="compiled", model_basis="compiler cycles", xla_estimate_method="")
+
+
+def test_ties_within_the_interval_are_said_to_be_ties():
+    rows = pd.DataFrame([row(512, 1.00e-3), row(256, 1.14e-3), row(1024, 1.16e-3),
+                         row(2048, None, "vmem_oom")])
+    rows["model_device_tflops"] = 1.0 / rows.model_device_seconds
+    rows["model_post_tflops"] = 1.0 / rows.model_post_seconds
+    ranked = table.ranked(rows, pd.DataFrame(columns=rows.columns), MODEL, "v5e").set_index("bm")
+    assert ranked["rank"].dropna().to_dict() == {512: 1, 256: 2, 1024: 3}
+    assert pd.isna(ranked.loc[2048, "rank"])
+    assert ranked.loc[256, "tie"].startswith("tie with #1")  # x1.14 < x1.15
+    assert ranked.loc[1024, "tie"] == ""  # x1.16 > x1.15
+    assert ranked.loc[512, "tie"] == ""
+    assert ranked.loc[512, "model_device_ms_lo80"] < 1.0 < ranked.loc[512, "model_device_ms_hi80"]
+    assert "out of VMEM" in ranked.loc[2048, "note"]
+
+
+def test_candidates_follow_the_mxu_width_and_divide_the_shape():
+    v6e = candidates.candidates("v5", "bfloat16", (8192, 4096, 14336), "v6e")
+    assert {c.bm for c in v6e} == {256, 512, 1024, 2048}
+    assert all(14336 % c.bn == 0 and c.bn % 256 == 0 for c in v6e)
+    assert candidates.edges(384, 256) == [128]  # no MXU-wide block divides it: lane-wide ones
+    assert candidates.edges(128, 256) == [128]
+
+
+@pytest.mark.compiler
+def test_a_small_non_square_problem_is_ranked_end_to_end():
+    rows, xla = search.search((1024, 512, 2048), "bfloat16", "v5e", "v5", MODEL,
+                              dict(toolchain="current", static_profile=True),
+                              dict(timeout_s=300, profile_max_steps=16))
+    ranked = table.ranked(rows, xla, MODEL, "v5e")
+    ok = ranked[(ranked.kernel == "v5") & (ranked.status == "ok")]
+    assert len(ok) and list(ok["rank"]) == list(range(1, len(ok) + 1))
+    assert (ok.model_device_ms.diff().dropna() >= 0).all()
+    assert (ok.model_device_ms_lo80 < ok.model_device_ms).all()
+    assert (ok.model_device_ms < ok.model_device_ms_hi80).all()
+    xla = ranked[ranked.kernel == "xla"]
+    assert len(xla) == 1 and xla.model_device_ms.notna().all()
+    assert set(ranked.status) <= {"ok", "vmem_oom", search.PRUNED}
+    text = table.text(ranked, ["header"])
+    assert "XLA jnp.matmul" in text and "(" in text
