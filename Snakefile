@@ -30,6 +30,7 @@ include: "rules/measure.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
+include: "rules/advice.smk"
 include: "rules/history.smk"  # opt-in: `snakemake history`, not part of `all`
 
 
@@ -44,3 +45,4 @@ rule all:
         "results/claims.csv",
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=LANGUAGES, ext=["html", "pdf"]),
+        expand("results/advice/{shape}.{ext}", shape=ADVICE, ext=["csv", "png"]),

@@ -74,10 +74,22 @@ def main(argv=None) -> int:
     except AdviceError as e:
         print(f"advise: {e}", file=sys.stderr)
         return 2
+    parts, texts = advice(asked, config, compilers, args.results)
+    if args.csv:
+        pd.concat(parts, ignore_index=True).to_csv(sys.stdout, index=False)
+    elif args.json:
+        print(table.as_json(pd.concat(parts, ignore_index=True)))
+    else:
+        print("\n\n".join(texts))
+    return 0
+
+
+def advice(asked: request.Request, config: dict, compilers: dict, results: Path):
+    """The ranked table (one frame per target and shape) and its text, for a checked request."""
     from experiments.core.provenance import provenance
 
     versions = {k: v for k, v in provenance().items() if k.endswith("_version")}
-    fitted = advisor_model.load(config, args.results, versions)
+    fitted = advisor_model.load(config, results, versions)
     section = config["compile_study"]
     settings = dict(timeout_s=section["timeout_s"], profile_max_steps=section["profile_max_steps"])
     parts, texts = [], []
@@ -88,13 +100,7 @@ def main(argv=None) -> int:
             ranked = table.ranked(rows, xla, fitted, target)
             parts.append(ranked)
             texts.append(table.text(ranked, header(ranked, shape, asked, target, fitted)))
-    if args.csv:
-        pd.concat(parts, ignore_index=True).to_csv(sys.stdout, index=False)
-    elif args.json:
-        print(table.as_json(pd.concat(parts, ignore_index=True)))
-    else:
-        print("\n\n".join(texts))
-    return 0
+    return parts, texts
 
 
 def header(ranked: pd.DataFrame, shape, asked, target: str, fitted) -> list[str]:

@@ -86,6 +86,15 @@ FIGURE_PNGS = [f"{stem('results/figures', name, lang)}.png" for name in FIGURES 
 FIGURE_FILES = [f"{stem('results/figures', name, lang)}.{ext}" for name in FIGURES for lang in LANGUAGES
                 for ext in FIGURE_FORMATS]
 
+# Block-size advice (rules/advice.smk): one job per shape of advice.shapes, named "<m>x<k>x<n>".
+ADVICE = {"x".join(str(d) for d in shape): shape for shape in config["advice"]["shapes"]}
+
+
+def advice_request(shape):
+    section = config["advice"]
+    return dict(shape=shape, dtype=section["dtype"], kernel=section["kernel"],
+                targets=list(section.get("targets") or [t for t in TARGETS if t != "v4"]))
+
 
 wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),

@@ -41,8 +41,9 @@ def row(bm, seconds, status="ok"):
 def test_ties_within_the_interval_are_said_to_be_ties():
     rows = pd.DataFrame([row(512, 1.00e-3), row(256, 1.14e-3), row(1024, 1.16e-3),
                          row(2048, None, "vmem_oom")])
-    rows["model_device_tflops"] = 1.0 / rows.model_device_seconds
-    rows["model_post_tflops"] = 1.0 / rows.model_post_seconds
+    work = 2 * 4096**3
+    rows["model_device_tflops"] = work / rows.model_device_seconds / 1e12
+    rows["model_post_tflops"] = work / rows.model_post_seconds / 1e12
     ranked = table.ranked(rows, pd.DataFrame(columns=rows.columns), MODEL, "v5e").set_index("bm")
     assert ranked["rank"].dropna().to_dict() == {512: 1, 256: 2, 1024: 3}
     assert pd.isna(ranked.loc[2048, "rank"])
@@ -51,6 +52,7 @@ def test_ties_within_the_interval_are_said_to_be_ties():
     assert ranked.loc[512, "tie"] == ""
     assert ranked.loc[512, "model_device_ms_lo80"] < 1.0 < ranked.loc[512, "model_device_ms_hi80"]
     assert "out of VMEM" in ranked.loc[2048, "note"]
+    assert (ranked.model_device_tflops_hi95.dropna() <= 197.0).all()  # the band stops at v5e's peak
 
 
 def test_candidates_follow_the_mxu_width_and_divide_the_shape():

@@ -20,7 +20,8 @@ def test_intervals_bracket_every_modelled_number(noisy):
     assert len(rows) and set(INTERVAL_COLUMNS) <= set(noisy.columns)
     for col in ("model_device_seconds", "model_post_seconds", "model_device_tflops", "model_post_tflops"):
         lo95, lo80, hi80, hi95 = (rows[f"{col}_{s}"] for s in ("lo95", "lo80", "hi80", "hi95"))
-        assert (lo95 <= lo80).all() and (lo80 < rows[col]).all() and (rows[col] < hi80).all()
+        assert (lo95 <= lo80).all() and (lo80 <= rows[col]).all() and (rows[col] <= hi80).all()
+        assert (lo80 < hi80).all()
         assert (hi80 <= hi95).all()
     assert rows.model_interval.str.contains("split conformal").all()
     # rows without modelled times get no band

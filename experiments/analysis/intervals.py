@@ -4,8 +4,8 @@ The errors: |ln(modelled / published)| of every published v5e point, each predic
 left its figure out (leave one experiment out, validation.cross_validate): errors of points no fit
 had seen. The half-width of the level-L band is their split-conformal quantile, the
 ceil((n + 1) L)-th smallest (infinite when n is too small for L), and a modelled time t gets the band
-[t exp(-q), t exp(q)]. Under exchangeability a new point of the same kind falls inside it with
-probability at least L.
+[t exp(-q), t exp(q)], cut at the chip's peak (no time below FLOPs / peak). Under exchangeability a
+new point of the same kind falls inside it with probability at least L.
 
 Only the post-method time (one blocked call) has reference numbers; device time gets the same
 half-width in ln (the model's two times differ by the constant call_seconds). Off v5e the band is
@@ -24,6 +24,7 @@ from experiments.analysis import timing_model as tm
 from experiments.analysis import validation
 from experiments.analysis.summaries import model_only
 from experiments.core.schema import INTERVAL_COLUMNS, INTERVAL_LEVELS
+from experiments.core.units import flops
 
 LEVELS = tuple(level / 100 for level in INTERVAL_LEVELS)
 HELD_OUT = "experiment"  # the cross-validation whose errors size the bands ...
@@ -100,15 +101,18 @@ def add_columns(out: pd.DataFrame, b: Band | None) -> None:
     if b is None:
         return
     has = out.model_device_seconds.notna()
+    # no chip computes faster than its peak: the band stops there (peak_tflops travels with each row)
+    peak = (out.peak_tflops if "peak_tflops" in out else pd.Series(np.inf, index=out.index)).fillna(np.inf)
+    fastest = flops(out.m.astype(float), out.k.astype(float), out.n.astype(float)) / (peak * 1e12)
     for level, q in b.halfwidth.items():
         s = suffix(level)
         for time in ("device", "post"):
             seconds = out[f"model_{time}_seconds"]
             tflops = out[f"model_{time}_tflops"]
-            out[f"model_{time}_seconds_lo{s}"] = seconds * math.exp(-q)
+            out[f"model_{time}_seconds_lo{s}"] = np.maximum(seconds * math.exp(-q), fastest).where(has)
             out[f"model_{time}_seconds_hi{s}"] = seconds * math.exp(q)
             out[f"model_{time}_tflops_lo{s}"] = tflops * math.exp(-q)
-            out[f"model_{time}_tflops_hi{s}"] = tflops * math.exp(q)
+            out[f"model_{time}_tflops_hi{s}"] = np.minimum(tflops * math.exp(q), peak).where(has)
     fit = out.model_fit.fillna("").str.split(",").str[0]
     only = model_only(out)
     for (target, name, bare), rows in out[has].groupby([out.target[has], fit[has], only[has]]):
