@@ -58,6 +58,9 @@ def ranked(rows: pd.DataFrame, xla: pd.DataFrame, model, target: str) -> pd.Data
 
 
 def note(r) -> str:
+    if r.status == "vmem_oom" and r.vmem_method == "block_bound":
+        return f"out of VMEM, not compiled: its blocks alone need {r.vmem_bytes / MiB:.1f} MiB, more than " \
+               f"the {r.oom_limit_bytes / MiB:.0f} MiB limit"
     if r.status == "vmem_oom":
         asks = f"asks {r.vmem_bytes / MiB:.1f} MiB, " if not pd.isna(r.vmem_bytes) else ""
         limit = r.oom_limit_bytes / MiB if not pd.isna(r.oom_limit_bytes) else float("nan")
