@@ -31,7 +31,13 @@ include: "rules/aggregate.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
 include: "rules/advice.smk"
-include: "rules/history.smk"  # opt-in: `snakemake history`, not part of `all`
+
+
+# Optional studies, one folder each; those the config's `studies` names add their outputs to `all`.
+STUDY_OUTPUTS = []
+
+
+include: "studies/history/rules.smk"
 
 
 rule all:
@@ -46,3 +52,4 @@ rule all:
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=LANGUAGES, ext=["html", "pdf"]),
         expand("results/advice/{shape}.{ext}", shape=ADVICE, ext=["csv", "png"]),
+        STUDY_OUTPUTS,

@@ -82,7 +82,7 @@ def fitted(config: dict) -> Model:
     """Compile the post's configurations for v5e, fit the model on the published numbers, size the band."""
     from experiments.analysis.aggregate import combine, load_published
     from experiments.compile_study.study import Job, run_jobs
-    from experiments.plan.toolchains import published_cases
+    from experiments.plan.jobs import published_cases
 
     section = config["compile_study"]
     jobs = [Job(target="v5e", experiment=experiment, cases=tuple(cases), raise_limits_for=tuple(cases),

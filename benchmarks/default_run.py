@@ -15,8 +15,7 @@ Each figure is wall time of `python3 -m snakemake --cores N`; the file records t
 machine. The targets (issue 14): cold <= 10 min with --cores 1 and <= 6 min with --cores 2, warm <= 2
 min, no-op <= 10 s. Before and after each cold run, benchmarks/calibrate.py times nine fixed compiles:
 the machine's speed at the time, quoted beside the run (this VM's speed drifts by 10-25 %). Each run's
-mean CPUs busy (from /proc/stat: Linux only) tells idle cores from slow ones, and before the runs
-benchmarks/contention.py measures how much slower a task runs with a copy beside it.
+mean CPUs busy (from /proc/stat: Linux only) tells idle cores from slow ones.
 """
 import argparse
 import datetime
@@ -95,9 +94,8 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     rows, stages = [], {}
-    contention = slowdown_two_at_once()
     # written after every run, so that an interrupted benchmark keeps what it measured
-    write = functools.partial(write_report, args.out, commit, rows, stages, args.cores, contention)
+    write = functools.partial(write_report, args.out, commit, rows, stages, args.cores)
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         tmp = Path(tmp)
         first = None
@@ -142,11 +140,6 @@ def calibration() -> float | None:
     return None if result is None else result["compiles_s"]
 
 
-def slowdown_two_at_once() -> dict | None:
-    """benchmarks/contention.py: {task: how much slower it runs with a copy beside it than alone}, now."""
-    return json_of("contention.py", "contention check")
-
-
 def yardsticks(pair) -> str:
     return "" if pair is None else ", ".join("failed" if s is None else f"{s:.2f} s" for s in pair)
 
@@ -183,7 +176,7 @@ def speed_up(rows, cores):
     return tuple(means)
 
 
-def write_report(path: Path, commit: str, rows, stages, cores, contention=None) -> None:
+def write_report(path: Path, commit: str, rows, stages, cores) -> None:
     lines = [
         "# Default run: wall time",
         "",
@@ -202,10 +195,6 @@ def write_report(path: Path, commit: str, rows, stages, cores, contention=None) 
         "job's time below, whose code rarely changes). CPUs busy: the machine's, from /proc/stat over",
         "the run (idle cores are a scheduling loss; busy ones that work slower are contention).",
     ]
-    if contention:
-        factors = ", ".join(f"{task} {factor:.2f}x" for task, factor in contention.items())
-        lines += ["", "Contention (`benchmarks/contention.py`, before the runs), time with a copy beside it",
-                  f"against alone: {factors} as long."]
     speedup = speed_up(rows, cores)
     if speedup:
         (a, mean_a), (b, mean_b) = speedup

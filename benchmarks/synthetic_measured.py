@@ -26,7 +26,8 @@ from experiments.core.traffic import hbm_bytes
 from experiments.core.units import flops
 from experiments.measure.device import Device
 from experiments.measure.harness import empty_result, measured_row
-from experiments.plan.config import checked, measure_jobs
+from experiments.plan.config import checked
+from experiments.plan.jobs import measure_jobs
 
 TARGET = "v5e"
 DEVICE = Device(TARGET, "tpu", "TPU v5 lite", 1)

@@ -15,6 +15,16 @@ GRID_KINDS = (WHOLE, SPLIT, BLOCKS)
 
 
 @dataclasses.dataclass(frozen=True)
+class Tiling:
+    """A Pallas kernel's grid and BlockSpecs, as its pallas_call uses them: HBM-traffic counting
+    (experiments/core/traffic.py) evaluates these index maps, so it cannot drift from the kernel."""
+
+    grid: tuple[int, ...]
+    in_specs: tuple  # pl.BlockSpec of A, then of B
+    out_spec: object  # pl.BlockSpec of the output
+
+
+@dataclasses.dataclass(frozen=True)
 class KernelSpec:
     name: str  # as written in configs and result tables
     wrapper: Callable  # the public, validating wrapper: wrapper(a, b, **kwargs, interpret=...)
@@ -23,10 +33,15 @@ class KernelSpec:
     description: str  # one line, for labels and the report
     pallas: bool = True  # False for XLA's own matmul (no VMEM blocks of ours, no static profile)
     accumulator: bool = False  # holds a (bm, bn) float32/int32 VMEM scratch accumulator
+    # (m, k, n, **the wrapper's block arguments) -> Tiling, for kernels with a grid (SPLIT, BLOCKS)
+    tiling: Callable | None = None
 
     def __post_init__(self):
         if self.grid not in GRID_KINDS:
             raise ValueError(f"{self.name}: grid={self.grid!r} is not one of {GRID_KINDS}")
+        if (self.grid != WHOLE) != (self.tiling is not None):
+            raise ValueError(f"{self.name}: a kernel with grid={self.grid!r} declares its tiling if and only "
+                             "if it has a grid")
 
     @property
     def module_path(self) -> str:

@@ -10,13 +10,22 @@ from jax.experimental import pallas as pl
 
 from kernels import compat
 from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit, split_blocks
-from kernels.spec import SPLIT, KernelSpec
+from kernels.spec import SPLIT, KernelSpec, Tiling
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
 
 
 def matmul_v2_parallel_kernel(a_ref, b_ref, o_ref):
     o_ref[...] = a_ref[...] @ b_ref[...]
+
+
+def tiling(m: int, k: int, n: int, *, splits: int) -> Tiling:
+    """An (N, N) grid of (m/N, k) row slabs times (k, n/N) column slabs: the full k resident."""
+    bm, bn = m // splits, n // splits
+    return Tiling(grid=(splits, splits),
+                  in_specs=(pl.BlockSpec((bm, k), lambda i, j: (i, 0)),
+                            pl.BlockSpec((k, bn), lambda i, j: (0, j))),
+                  out_spec=pl.BlockSpec((bm, bn), lambda i, j: (i, j)))
 
 
 def matmul_v2(a: jax.Array, b: jax.Array, *, splits: int = 4, vmem_limit_bytes: int | None = None,
@@ -30,21 +39,18 @@ def matmul_v2(a: jax.Array, b: jax.Array, *, splits: int = 4, vmem_limit_bytes: 
                       interpret=interpret)
 
 
-SPEC = KernelSpec(name="v2", wrapper=matmul_v2, dtypes=SUPPORTED_DTYPES, grid=SPLIT,
+SPEC = KernelSpec(name="v2", wrapper=matmul_v2, dtypes=SUPPORTED_DTYPES, grid=SPLIT, tiling=tiling,
                   description="an (N, N) grid of row and column slabs")
 
 @functools.partial(jax.jit, static_argnames=["splits", "vmem_limit_bytes", "interpret"])
 def _matmul_v2(a, b, *, splits, vmem_limit_bytes, interpret):
     (m, k), n = a.shape, b.shape[1]
-    bm, bn = m // splits, n // splits
+    t = tiling(m, k, n, splits=splits)
     return pl.pallas_call(
         matmul_v2_parallel_kernel,
-        grid=(splits, splits),
-        in_specs=[
-            pl.BlockSpec((bm, k), lambda i, j: (i, 0)),
-            pl.BlockSpec((k, bn), lambda i, j: (0, j)),
-        ],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
+        grid=t.grid,
+        in_specs=list(t.in_specs),
+        out_specs=t.out_spec,
         out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
         # independent output blocks: megacore chips (v4, v5p) split them over both TensorCores
         compiler_params=compat.compiler_params(dimension_semantics=("parallel", "parallel"),

@@ -12,7 +12,7 @@ from jax.experimental import pallas as pl
 
 from kernels import compat
 from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
-from kernels.spec import BLOCKS, KernelSpec
+from kernels.spec import BLOCKS, KernelSpec, Tiling
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
 
@@ -23,6 +23,15 @@ def matmul_v3_block_kernel(a_ref, b_ref, o_ref):
         o_ref[...] = jnp.zeros_like(o_ref)
 
     o_ref[...] += a_ref[...] @ b_ref[...]
+
+
+def tiling(m: int, k: int, n: int, *, bm: int, bk: int, bn: int) -> Tiling:
+    """The (m/bm, n/bn, k/bk) grid, k innermost: the output block's index ignores kk, so it stays
+    resident across the k loop."""
+    return Tiling(grid=(m // bm, n // bn, k // bk),
+                  in_specs=(pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
+                            pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j))),
+                  out_spec=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)))
 
 
 def matmul_v3(
@@ -37,21 +46,19 @@ def matmul_v3(
                       interpret=interpret)
 
 
-SPEC = KernelSpec(name="v3", wrapper=matmul_v3, dtypes=SUPPORTED_DTYPES, grid=BLOCKS,
+SPEC = KernelSpec(name="v3", wrapper=matmul_v3, dtypes=SUPPORTED_DTYPES, grid=BLOCKS, tiling=tiling,
                   description="a 3-D block grid, accumulating in the output block")
 
 
 @functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])
 def _matmul_v3(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):
     (m, k), n = a.shape, b.shape[1]
+    t = tiling(m, k, n, bm=bm, bk=bk, bn=bn)
     return pl.pallas_call(
         matmul_v3_block_kernel,
-        grid=(m // bm, n // bn, k // bk),
-        in_specs=[
-            pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
-            pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
-        ],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        grid=t.grid,
+        in_specs=list(t.in_specs),
+        out_specs=t.out_spec,
         out_shape=jax.ShapeDtypeStruct((m, n), a.dtype),
         # output blocks independent; k carries the sum in the output block, so it stays sequential
         compiler_params=compat.compiler_params(dimension_semantics=("parallel", "parallel", "arbitrary"),

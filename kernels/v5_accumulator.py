@@ -22,6 +22,7 @@ from kernels.checks import (
     check_vmem_limit,
 )
 from kernels.spec import BLOCKS, KernelSpec
+from kernels.v3_block import tiling  # v3's grid and BlockSpecs: v5 changes only where the sum is kept
 
 SUPPORTED_DTYPES = FLOAT_DTYPES + INT_DTYPES
 
@@ -63,19 +64,18 @@ def matmul_v5(
 
 
 SPEC = KernelSpec(name="v5", wrapper=matmul_v5, dtypes=SUPPORTED_DTYPES, grid=BLOCKS, accumulator=True,
+                  tiling=tiling,
                   description="v3's grid with a float32 (int32) VMEM accumulator")
 
 @functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])
 def _matmul_v5(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):
     (m, k), n = a.shape, b.shape[1]
+    t = tiling(m, k, n, bm=bm, bk=bk, bn=bn)
     return pl.pallas_call(
         matmul_v5_kernel,
-        grid=(m // bm, n // bn, k // bk),
-        in_specs=[
-            pl.BlockSpec((bm, bk), lambda i, j, kk: (i, kk)),
-            pl.BlockSpec((bk, bn), lambda i, j, kk: (kk, j)),
-        ],
-        out_specs=pl.BlockSpec((bm, bn), lambda i, j, kk: (i, j)),
+        grid=t.grid,
+        in_specs=list(t.in_specs),
+        out_specs=t.out_spec,
         out_shape=jax.ShapeDtypeStruct((m, n), v5_out_dtype(a.dtype)),
         scratch_shapes=[pltpu.VMEM((bm, bn), accumulator_dtype(a.dtype))],
         compiler_params=compat.compiler_params(

@@ -10,11 +10,11 @@ rule advice:
         figure="results/advice/{shape}.png",
     log:
         "logs/advice/{shape}.log",
+    conda:
+        "../environment.yml"
     params:
         request=lambda wc: settings(advice_request(wc.shape)),
         code=code("scripts/advice.py"),
-    conda:
-        "../environment.yml"
     script:
         "../scripts/advice.py"
 

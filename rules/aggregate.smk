@@ -8,12 +8,12 @@ rule check_carried:
         "results/carried/{carried}.checked",
     log:
         "logs/carried/{carried}.log",
+    conda:
+        "../environment.yml"
     params:
         min_samples=config["measure"]["samples"],
         max_rows=config["measure"]["max_carried_rows"],
         code=code("scripts/check_carried.py"),
-    conda:
-        "../environment.yml"
     script:
         "../scripts/check_carried.py"
 
@@ -21,7 +21,9 @@ rule check_carried:
 rule aggregate:
     input:
         # the pipeline toolchain's, then the other toolchains' (rules/toolchains.smk)
-        estimates=expand("results/estimates/{target}.parquet", target=[t for t in TARGETS if t not in PLAN.served])
+        estimates=expand(
+            "results/estimates/{target}.parquet", target=[t for t in TARGETS if t not in PLAN.served]
+        )
         + TOOLCHAIN_ESTIMATES,
         published=PUBLISHED,
         # this run's measurements, and those carried here from other machines
@@ -32,10 +34,10 @@ rule aggregate:
         "results/matmul.parquet",
     log:
         "logs/aggregate/matmul.log",
-    params:
-        code=code("scripts/aggregate.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/aggregate.py"),
     script:
         "../scripts/aggregate.py"
 
@@ -49,10 +51,10 @@ rule summaries:
         best_vs_xla="results/best_vs_xla.csv",
     log:
         "logs/aggregate/summaries.log",
-    params:
-        code=code("scripts/summaries.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/summaries.py"),
     script:
         "../scripts/summaries.py"
 
@@ -64,9 +66,9 @@ rule claims:
         "results/claims.csv",
     log:
         "logs/aggregate/claims.log",
-    params:
-        code=code("scripts/claims.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/claims.py"),
     script:
         "../scripts/claims.py"

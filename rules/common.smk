@@ -8,7 +8,8 @@ from pathlib import Path
 from experiments.core import codec
 from experiments.measure import device as measure_device
 from experiments.plan.code_inputs import code_digest
-from experiments.plan.config import ConfigError, checked, expected_work
+from experiments.plan.config import ConfigError, checked
+from experiments.plan.jobs import expected_work
 from experiments.plan.plan import make_plan
 
 REPO = Path(workflow.basedir)
@@ -22,8 +23,13 @@ try:
     MEASURE_LABEL = _checked["measure"]["label"] or measure_device.host_label()
     # Measurements carried from other machines: data/measured/*.parquet of the working directory (the
     # checkout, unless --directory says otherwise; see the README).
-    PLAN = make_plan(config, device=DEVICE, label=MEASURE_LABEL, imported=Path("data/measured").glob("*.parquet"),
-                     published=REPO / "data" / "published_v5e.csv")
+    PLAN = make_plan(
+        config,
+        device=DEVICE,
+        label=MEASURE_LABEL,
+        imported=Path("data/measured").glob("*.parquet"),
+        published=REPO / "data" / "published_v5e.csv",
+    )
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
 _requested = PLAN.config["measure"]["device"]
@@ -35,8 +41,10 @@ if DEVICE is None:
         "every TFLOP/s it reports is an estimate (or the post's published number)." % _requested
     )
 else:
-    logger.info("Measuring on %s (%s, %d chips) as %s"
-                % (DEVICE.name, DEVICE.device_kind, DEVICE.num_chips, PLAN.measured_file))
+    logger.info(
+        "Measuring on %s (%s, %d chips) as %s"
+        % (DEVICE.name, DEVICE.device_kind, DEVICE.num_chips, PLAN.measured_file)
+    )
 
 CORRECTNESS_KERNELS = list(PLAN.correctness)
 TARGETS = PLAN.targets
@@ -83,8 +91,12 @@ FIGURES = figure_specs(config, TARGETS)
 # Every figure's PNG in every language (English keeps the plain name): the gallery shows them all and
 # each language's report embeds its own.
 FIGURE_PNGS = [f"{stem('results/figures', name, lang)}.png" for name in FIGURES for lang in LANGUAGES]
-FIGURE_FILES = [f"{stem('results/figures', name, lang)}.{ext}" for name in FIGURES for lang in LANGUAGES
-                for ext in FIGURE_FORMATS]
+FIGURE_FILES = [
+    f"{stem('results/figures', name, lang)}.{ext}"
+    for name in FIGURES
+    for lang in LANGUAGES
+    for ext in FIGURE_FORMATS
+]
 
 # Block-size advice (rules/advice.smk): one job per shape of advice.shapes, named "<m>x<k>x<n>".
 ADVICE = {"x".join(str(d) for d in shape): shape for shape in config["advice"]["shapes"]}
@@ -92,8 +104,12 @@ ADVICE = {"x".join(str(d) for d in shape): shape for shape in config["advice"]["
 
 def advice_request(shape):
     section = config["advice"]
-    return dict(shape=shape, dtype=section["dtype"], kernel=section["kernel"],
-                targets=list(section.get("targets") or [t for t in TARGETS if t != "v4"]))
+    return dict(
+        shape=shape,
+        dtype=section["dtype"],
+        kernel=section["kernel"],
+        targets=list(section.get("targets") or [t for t in TARGETS if t != "v4"]),
+    )
 
 
 wildcard_constraints:
@@ -106,6 +122,7 @@ wildcard_constraints:
     device=re.escape(DEVICE.name) if DEVICE else "[^/]+",
     label=re.escape(MEASURE_LABEL),
 
+
 # Toolchains (experiments/plan/toolchains.py): the pipeline's own runs PLAN.study above; the others
 # run in environments of their own (rules/toolchains.smk).
 from experiments.plan import toolchains as toolchain_plan
@@ -115,7 +132,9 @@ TOOLCHAIN_JOBS = PLAN.toolchain_jobs
 TOOLCHAIN_BATCHES = PLAN.toolchain_batches  # (toolchain, target, batch) -> Jobs of one Snakemake job
 TOOLCHAIN_NAMES = sorted({t for t, *_ in TOOLCHAIN_JOBS})
 TOOLCHAIN_TARGETS = sorted({target for _, target, *_ in TOOLCHAIN_JOBS})
-TOOLCHAIN_ESTIMATES = sorted({f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS})
+TOOLCHAIN_ESTIMATES = sorted(
+    {f"results/toolchains/{t}/estimates/{target}.parquet" for t, target, *_ in TOOLCHAIN_JOBS}
+)
 
 
 def batch_work(key):

@@ -10,17 +10,17 @@ rule compile_study_job:
         "logs/estimates/{target}/{experiment}_{dtype}.{part}.log",
     wildcard_constraints:
         dtype="float32|bfloat16|int8|all",  # all: XLA's baseline, one job per target (plan/config.py)
-    params:
-        job=lambda wc: settings(PLAN.study[(wc.target, wc.experiment, wc.dtype, wc.part)]),
-        code=code("scripts/compile_study_job.py"),
-    resources:
-        # Two libtpu processes per job; the profiling one grows with the grids it walks.
-        mem_mb=4000,
     # Longest first by expected_work (the elements of the blocks; it counts full-size v1 and XLA compiles
     # large, so those start early too): the short jobs (correctness, priority 0) fill the last gaps.
     priority: lambda wc: 1 + expected_work(PLAN.study[(wc.target, wc.experiment, wc.dtype, wc.part)])
     conda:
         "../environment.yml"
+    resources:
+        # Two libtpu processes per job; the profiling one grows with the grids it walks.
+        mem_mb=4000,
+    params:
+        job=lambda wc: settings(PLAN.study[(wc.target, wc.experiment, wc.dtype, wc.part)]),
+        code=code("scripts/compile_study_job.py"),
     script:
         "../scripts/compile_study_job.py"
 
@@ -32,9 +32,9 @@ rule compile_study_target:
         "results/estimates/{target}.parquet",
     log:
         "logs/estimates/{target}.log",
-    params:
-        code=code("scripts/concat_tables.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/concat_tables.py"),
     script:
         "../scripts/concat_tables.py"

@@ -6,18 +6,18 @@ rule correctness_kernel:
         "results/correctness/{kernel}.parquet",
     log:
         "logs/correctness/{kernel}.log",
+    conda:
+        "../environment.yml"
+    # XLA's CPU runtime and the TPU interpret mode's simulated cores run threads: a job alone uses ~1.5
+    # cores. Declared as 1, so that with --cores 2 it runs beside another job and the two share both
+    # cores; declared as 2 it would run alone.
+    # The SLURM and Kubernetes profiles set 2 threads (and CPUs) for it.
+    threads: 1
     params:
         cases=lambda wc: settings(PLAN.correctness[wc.kernel]),
         tolerance=lambda wc: settings(config["correctness"]["tolerance"]),
         num_cores=config["correctness"]["tpu_interpret"]["num_cores"],
         code=code("scripts/correctness_kernel.py"),
-    # XLA's CPU runtime and the TPU interpret mode's simulated cores run threads: a job alone uses ~1.5
-    # cores. Declared as 1, so that with --cores 2 it runs beside another job and the two share both
-    # cores; declared as 2 it ran alone and left ~0.5 core idle for its ~25 s (benchmarks/cpu_busy.md).
-    # The SLURM and Kubernetes profiles set 2 threads (and CPUs) for it.
-    threads: 1
-    conda:
-        "../environment.yml"
     script:
         "../scripts/correctness_kernel.py"
 
@@ -29,9 +29,9 @@ rule correctness_table:
         "results/correctness.parquet",
     log:
         "logs/correctness/table.log",
-    params:
-        code=code("scripts/correctness_table.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/correctness_table.py"),
     script:
         "../scripts/correctness_table.py"

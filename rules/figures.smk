@@ -8,15 +8,15 @@ rule figures:
         FIGURE_FILES,
     log:
         "logs/figures/figures.log",
+    conda:
+        "../environment.yml"
+    # One job draws them all (figures/batch.py), in as many processes as it has threads: 2 (Snakemake
+    # gives a job no more than --cores; --set-threads figures=N for more).
+    threads: 2
     params:
         figures=lambda wc: settings(FIGURES),
         # CITATION.cff: the citation embedded in every file
         code=code("scripts/draw_figures.py", "figures/*.mplstyle", "CITATION.cff"),
-    # One job draws them all (figures/batch.py), in as many processes as it has threads: 2 (Snakemake
-    # gives a job no more than --cores; --set-threads figures=N for more).
-    threads: 2
-    conda:
-        "../environment.yml"
     script:
         "../scripts/draw_figures.py"
 
@@ -36,10 +36,10 @@ rule gallery:
         citation="results/CITATION.cff",
     log:
         "logs/figures/gallery.log",
+    conda:
+        "../environment.yml"
     params:
         figures=lambda wc: settings(FIGURES),
         code=code("scripts/gallery.py"),
-    conda:
-        "../environment.yml"
     script:
         "../scripts/gallery.py"

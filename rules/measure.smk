@@ -7,15 +7,16 @@ rule measure_job:
         "results/measured/{device}-{label}/{experiment}_{dtype}.parquet",
     log:
         "logs/measured/{device}-{label}/{experiment}_{dtype}.log",
-    params:
-        job=lambda wc: settings(PLAN.measure[(wc.experiment, wc.dtype)]),
-        code=code("scripts/measure_job.py"),
+    conda:
+        "../environment.yml"
     # All cores: a measuring job runs alone, so its timings share the host with no other job, and
     # only one process at a time opens the TPU. A cluster run has no --cores (workflow.cores would
     # raise): there the profile gives the job a node of its own (profiles/slurm: --exclusive).
     threads: workflow.resource_settings.cores or 1
-    conda:
-        "../environment.yml"
+    params:
+        job=lambda wc: settings(PLAN.measure[(wc.experiment, wc.dtype)]),
+        # the worker runs as `python -m`, outside the script's imports
+        code=code("scripts/measure_job.py", "experiments/measure/worker.py"),
     script:
         "../scripts/measure_job.py"
 
@@ -27,10 +28,10 @@ rule measure_device:
         "results/measured/{device}-{label}.parquet",
     log:
         "logs/measured/{device}-{label}.log",
-    params:
-        code=code("scripts/concat_tables.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/concat_tables.py"),
     script:
         "../scripts/concat_tables.py"
 

@@ -3,8 +3,6 @@
 
 
 rule report:
-    wildcard_constraints:
-        lang="|".join(LANGUAGES),
     input:
         table="results/matmul.parquet",
         correctness="results/correctness.parquet",
@@ -19,15 +17,23 @@ rule report:
         pdf="results/report/report.{lang}.pdf",
     log:
         "logs/report/report.{lang}.log",
+    wildcard_constraints:
+        lang="|".join(LANGUAGES),
+    conda:
+        "../environment.yml"
     params:
         targets=TARGETS,
         figures=lambda wc: settings(FIGURES),
         # the config the report prints under "Configuration used"
         config=lambda wc: settings(config),
         # the report quotes the kernels' code: every kernel module is part of its code
-        code=code("scripts/report.py", "report/templates/*", "report/locale/*/LC_MESSAGES/*.po",
-                  "kernels/*.py", "figures/*.mplstyle", "CITATION.cff"),
-    conda:
-        "../environment.yml"
+        code=code(
+            "scripts/report.py",
+            "report/templates/*",
+            "report/locale/*/LC_MESSAGES/*.po",
+            "kernels/*.py",
+            "figures/*.mplstyle",
+            "CITATION.cff",
+        ),
     script:
         "../scripts/report.py"

@@ -13,16 +13,15 @@ rule toolchain_environment:
         "results/toolchains/{toolchain}/environment.json",
     log:
         "logs/toolchains/{toolchain}/environment.log",
+    # before its compile jobs' turn: priorities do not pass to the jobs a job waits for, so at 0 it
+    # would run after every compile job and its own compile job last, alone
+    priority: lambda wc: 1 + toolchain_work(wc.toolchain)
+    conda:
+        "../environment.yml"
     params:
         toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
         code=code("scripts/toolchain_environment.py"),
-    # before its compile jobs' turn (priorities do not pass to the jobs a job waits for): at priority 0
-    # it ran after every compile job, and the post job then ran alone while correctness waited for
-    # two free cores (seen in a --cores 2 run: ~30 s with one core busy)
-    priority: lambda wc: 1 + toolchain_work(wc.toolchain)
-    conda:
-        "../environment.yml"
     script:
         "../scripts/toolchain_environment.py"
 
@@ -37,6 +36,14 @@ rule toolchain_study_job:
     wildcard_constraints:
         target="|".join(TOOLCHAIN_TARGETS) or "^$",
         batch="|".join(sorted({b for _, _, b in TOOLCHAIN_BATCHES})) or "^$",
+    # In the compile jobs' order (longest first by their work measure, which counts the post's
+    # full-size v1 and XLA compiles large: its one job starts among the first, leaving the short gaps
+    # at the end to correctness).
+    priority: lambda wc: 1 + batch_work((wc.toolchain, wc.target, wc.batch))
+    conda:
+        "../environment.yml"
+    resources:
+        mem_mb=4000,
     params:
         # "all" (runs: published): every job of the toolchain for the target, sharing compile workers;
         # else one (experiment, dtype) (experiments/plan/toolchains.py: batches)
@@ -44,32 +51,27 @@ rule toolchain_study_job:
         toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
         code=code("scripts/toolchain_study_job.py"),
-    resources:
-        mem_mb=4000,
-    # In the compile jobs' order (longest first by their work measure, which counts the post's
-    # full-size v1 and XLA compiles large: its one job starts among the first, leaving the short gaps
-    # at the end to correctness).
-    priority: lambda wc: 1 + batch_work((wc.toolchain, wc.target, wc.batch))
-    conda:
-        "../environment.yml"
     script:
         "../scripts/toolchain_study_job.py"
 
 
 rule toolchain_target:
     input:
-        lambda wc: [f"results/toolchains/{wc.toolchain}/estimates/{wc.target}/{batch}.parquet"
-                    for t, target, batch in TOOLCHAIN_BATCHES if (t, target) == (wc.toolchain, wc.target)],
+        lambda wc: [
+            f"results/toolchains/{wc.toolchain}/estimates/{wc.target}/{batch}.parquet"
+            for t, target, batch in TOOLCHAIN_BATCHES
+            if (t, target) == (wc.toolchain, wc.target)
+        ],
     output:
         "results/toolchains/{toolchain}/estimates/{target}.parquet",
     log:
         "logs/toolchains/{toolchain}/estimates/{target}.log",
     wildcard_constraints:
         target="|".join(TOOLCHAIN_TARGETS) or "^$",
-    params:
-        code=code("scripts/concat_tables.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/concat_tables.py"),
     script:
         "../scripts/concat_tables.py"
 
@@ -81,9 +83,9 @@ rule then_and_now:
         "results/then_and_now.csv",
     log:
         "logs/aggregate/then_and_now.log",
-    params:
-        code=code("scripts/then_and_now.py"),
     conda:
         "../environment.yml"
+    params:
+        code=code("scripts/then_and_now.py"),
     script:
         "../scripts/then_and_now.py"

@@ -8,7 +8,7 @@ from experiments.analysis.runs import read_results
 from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.core.tables import write_text_atomic
-from figures.gallery import pages, results_files
+from report.gallery import pages, results_files
 
 with logged(snakemake.log[0]) as log:
     figures = codec.decode(snakemake.params.figures)

@@ -29,6 +29,7 @@ def v5e_profiler():
         yield compiler
 
 
+@pytest.mark.compiler
 def test_vmem_used_is_parsed_from_real_output(v5e):
     result = v5e.compile(V1_1024)
     assert result["status"] == "ok"
@@ -36,6 +37,7 @@ def test_vmem_used_is_parsed_from_real_output(v5e):
     assert 12 * MiB <= result["vmem_bytes"] < 16 * MiB
 
 
+@pytest.mark.compiler
 def test_out_of_vmem_is_a_result_with_sizes(v5e):
     result = v5e.compile(V1_2048)
     assert result["status"] == "vmem_oom"
@@ -44,11 +46,13 @@ def test_out_of_vmem_is_a_result_with_sizes(v5e):
     assert result["oom_limit_bytes"] == chip("v5e").default_vmem_limit_bytes == 16 * MiB
 
 
+@pytest.mark.compiler
 def test_raised_vmem_limit_makes_v1_2048_compile(v5e):
     result = v5e.compile(V1_2048, 64 * MiB)
     assert result["status"] == "ok" and 48 * MiB < result["vmem_bytes"] < 64 * MiB
 
 
+@pytest.mark.compiler
 def test_default_limits_in_chip_table_match_the_compiler():
     with Compiler("v6e") as v6e:
         result = v6e.compile(V1_2048)
@@ -56,6 +60,7 @@ def test_default_limits_in_chip_table_match_the_compiler():
     assert result["oom_limit_bytes"] == chip("v6e").default_vmem_limit_bytes == 32 * MiB
 
 
+@pytest.mark.compiler
 def test_xla_cycles_are_parsed(v5e):
     result = v5e.compile(Case("xla", "bfloat16", 4096, 4096, 4096))
     assert result["status"] == "ok" and result["vmem_bytes"] is None
@@ -63,6 +68,7 @@ def test_xla_cycles_are_parsed(v5e):
     assert 1.0e6 < result["est_cycles"] < 2.0e6
 
 
+@pytest.mark.compiler
 def test_pallas_cycles_need_the_profile_flag(v5e, v5e_profiler):
     case = Case("v3", "float32", 512, 512, 512, 128, 128, 128)
     assert v5e.compile(case)["est_cycles"] is None
@@ -70,12 +76,14 @@ def test_pallas_cycles_need_the_profile_flag(v5e, v5e_profiler):
     assert 64 * 500 < cycles < 64 * 1500  # 64 grid steps of a few hundred cycles each
 
 
+@pytest.mark.compiler
 def test_unknown_target_is_a_clear_error():
     with pytest.raises(ValueError,
                        match=r"target='v9' unknown; expected one of \['7x', 'v4', 'v5e', 'v5p', 'v6e'\]"):
         Compiler("v9")
 
 
+@pytest.mark.compiler
 def test_hung_compile_becomes_a_timeout_row():
     with Compiler("v5e", timeout_s=0.01) as compiler:  # less than libtpu takes to load
         result = compiler.compile(V1_1024)
@@ -84,6 +92,7 @@ def test_hung_compile_becomes_a_timeout_row():
         assert compiler.compile(V1_1024)["status"] == "ok"
 
 
+@pytest.mark.compiler
 @pytest.mark.parametrize("case", [
     Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128),    # 512 steps
     Case("v3", "float32", 2048, 2048, 2048, 256, 256, 256),    # 512 steps
@@ -98,6 +107,7 @@ def test_extrapolation_matches_full_profile_within_2_percent(v5e_profiler, case)
     assert abs(predicted / full - 1) < 0.02, (predicted, full)
 
 
+@pytest.mark.compiler
 def test_run_job_rows_and_raised_limits():
     cases = (V1_1024, V1_2048, Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128))
     job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(32, 64, 96, 256),
@@ -122,6 +132,7 @@ def test_run_job_rows_and_raised_limits():
     assert set(df.status) <= set(ESTIMATE_STATUSES)
 
 
+@pytest.mark.compiler
 @pytest.mark.parametrize("target, case, limits_mib", [
     ("v5e", V1_2048, (64, 96)),
     ("v5e", Case("v5", "bfloat16", 2048, 4096, 2048, 1024, 1024, 1024), (32, 64, 96)),
@@ -199,6 +210,7 @@ def test_reduced_cases_keep_blocks_and_cap_grid():
     assert dataclasses.replace(case) == case
 
 
+@pytest.mark.compiler
 @pytest.mark.parametrize("target, case", [
     ("v5e", Case("v3", "float32", 2048, 2048, 2048, 512, 1024, 1024)),    # out of VMEM today
     ("v5e", Case("v3", "float32", 4096, 4096, 4096, 256, 256, 256)),
@@ -220,6 +232,7 @@ def test_blocked_vmem_from_a_small_grid_matches_the_full_compile(target, case):
         full["status"], full["vmem_bytes"], full["oom_limit_bytes"]), (small, full)
 
 
+@pytest.mark.compiler
 def test_run_job_derives_blocked_vmem_and_reuses_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
     cases = (Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024),
@@ -242,6 +255,7 @@ def test_run_job_derives_blocked_vmem_and_reuses_the_cache(tmp_path, monkeypatch
                                   third.drop(columns=["git_sha", "compile_s"]))
 
 
+@pytest.mark.compiler
 def test_run_jobs_shares_its_compile_workers_and_gives_each_job_s_rows(monkeypatch):
     """Several small jobs of one target in one Snakemake job start the compile workers once, and give
     the rows each job gives on its own, in order; jobs for different targets are refused up front."""
@@ -264,6 +278,7 @@ def test_run_jobs_shares_its_compile_workers_and_gives_each_job_s_rows(monkeypat
     assert list(together.dtype) == ["float32", "bfloat16"]
 
 
+@pytest.mark.compiler
 def test_a_crashing_static_profiler_leaves_the_vmem_verdict_and_says_why():
     """v4: libtpu's static profiler aborts (exit -6) on every kernel. Each row keeps the plain
     compile's VMEM verdict, says why it has no cycles, and after the first crash the job stops trying
@@ -307,6 +322,7 @@ def test_dominated_result_needs_the_same_bk_no_smaller_bm_and_bn_and_the_same_si
     assert dominated_result(small, []) is None
 
 
+@pytest.mark.compiler
 def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_one(tmp_path, monkeypatch):
     """A searched configuration whose blocks are at least as large as one out of VMEM (same bk and
     problem, single steps along the same axes) gets a vmem_oom row without a compile, in either job
@@ -350,6 +366,7 @@ def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_on
     assert "dominated" not in set(history_style.vmem_method)
 
 
+@pytest.mark.compiler
 def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominated(monkeypatch):
     """A searched configuration whose blocks alone exceed the core's VMEM keeps its block_bound row (with
     the lower bound) even when a smaller one of the same bk ran out of VMEM. The smaller one's compile is
@@ -368,3 +385,39 @@ def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominate
     df = run_job(Job("v5e", "v5", (small, huge), timeout_s=300, profile_max_steps=16, skip_dominated=True))
     assert list(df.vmem_method) == ["representative", "block_bound"]
     assert df.vmem_bytes.iloc[1] > chip("v5e").vmem_bytes
+
+
+def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
+    """Editing the cache, the parent's process code, planning or table code keeps every cached compile;
+    editing a kernel, the compile worker or a compiler-output parser misses."""
+    import shutil
+
+    from experiments.compile_study.cache import compile_code_digest
+    from experiments.plan.code_inputs import ROOT
+
+    root = tmp_path / "repo"
+    for package in ("kernels", "experiments"):
+        shutil.copytree(ROOT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = compile_code_digest(root)
+
+    def edited(relative: str) -> str:
+        path = root / relative
+        original = path.read_text()
+        path.write_text(original + "\n\ndef _an_edit():\n    return 1\n")
+        try:
+            return compile_code_digest(root)
+        finally:
+            path.write_text(original)
+
+    for kept in ("experiments/compile_study/cache.py", "experiments/compile_study/tpu_compile.py",
+                 "experiments/compile_study/study.py", "experiments/plan/jobs.py",
+                 "experiments/plan/config.py", "experiments/core/tables.py", "experiments/core/cache_dirs.py",
+                 "experiments/plan/code_inputs.py"):
+        assert edited(kept) == before, f"an edit of {kept} would throw away every cached compile"
+    for missed in ("kernels/v3_block.py", "kernels/v5_accumulator.py", "kernels/spec.py",
+                   "experiments/compile_study/worker.py", "experiments/compile_study/compiler_output.py",
+                   "experiments/core/cases.py"):
+        assert edited(missed) != before, f"an edit of {missed} must recompile"
+    path = root / "kernels" / "v3_block.py"
+    path.write_text("# a comment only\n" + path.read_text())
+    assert compile_code_digest(root) == before  # comments do not change a compile

@@ -6,6 +6,8 @@ import pytest
 import yaml
 
 from experiments.plan import config as experiment_config
+from experiments.plan import jobs as plan_jobs
+from experiments.plan import plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,7 +19,7 @@ def config():
 
 def test_shipped_configs_are_valid():
     for path in (ROOT / "config").glob("config*.yaml"):
-        experiment_config.load(path)
+        plan.load(path)
 
 
 def set_key(config, path, value):
@@ -53,13 +55,13 @@ def set_key(config, path, value):
 )
 def test_bad_values_name_key_and_value(config, path, value, message):
     with pytest.raises(experiment_config.ConfigError, match=message):
-        experiment_config.validate(set_key(copy.deepcopy(config), path, value))
+        plan.validate(set_key(copy.deepcopy(config), path, value))
 
 
 def test_missing_blocks_for_blocked_kernel(config):
     del config["correctness"]["kernels"]["v5"]["blocks"]
     with pytest.raises(experiment_config.ConfigError, match=r"correctness\.kernels\.v5\.blocks: required"):
-        experiment_config.validate(config)
+        plan.validate(config)
 
 
 def test_a_key_given_twice_is_refused_with_file_and_line(tmp_path):
@@ -90,7 +92,7 @@ def test_a_yaml_syntax_error_names_file_and_line(tmp_path):
 ])
 def test_study_errors_name_the_right_key(config, path, value, message):
     with pytest.raises(experiment_config.ConfigError, match=message):
-        experiment_config.validate(set_key(copy.deepcopy(config), path, value))
+        plan.validate(set_key(copy.deepcopy(config), path, value))
 
 
 def test_schema_kernel_enums_come_from_the_kernel_registry():
@@ -106,7 +108,7 @@ def test_defaults_come_from_the_schema(config):
     del config["compile_study"]["timeout_s"]
     del config["compile_study"]["skip_dominated"]
     del config["measure"]
-    filled = experiment_config.validate(config)
+    filled = plan.validate(config)
     assert filled["compile_study"]["timeout_s"] == 300
     assert filled["compile_study"]["skip_dominated"] is True
     assert filled["measure"]["device"] == "auto" and filled["measure"]["samples"] == 10
@@ -134,7 +136,7 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
 def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config):
     """The baseline's per-dtype jobs are merged (plan/config.merge_baseline_jobs): one Snakemake job per
     target, its cases those of the per-dtype jobs in the config's dtype order; the other jobs unchanged."""
-    from experiments.plan.config import merge_baseline_jobs, study_jobs, study_parts
+    from experiments.plan.jobs import merge_baseline_jobs, study_jobs, study_parts
     from experiments.plan.plan import make_plan
 
     parts = study_parts(study_jobs(config), config["compile_study"]["search_jobs"])
@@ -150,12 +152,13 @@ def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config
 
 def test_block_search_runs_only_where_its_config_says(config):
     """search.targets and search.dtypes choose where a block search runs (all targets and dtypes when
-    absent); elsewhere the experiment compiles its own blocks only. config/search.yaml, merged as
+    absent); elsewhere the experiment compiles its own blocks only. studies/search/config.yaml, merged as
     Snakemake merges a --configfile, searches everywhere. The figures follow the plan."""
     from snakemake.utils import update_config
 
     from experiments.compile_study.study import searched as is_searched
-    from experiments.plan.config import study_jobs, with_defaults
+    from experiments.plan.config import with_defaults
+    from experiments.plan.jobs import study_jobs
     from figures.catalog import figure_specs
 
     def searched(jobs):
@@ -170,7 +173,7 @@ def test_block_search_runs_only_where_its_config_says(config):
         "search_v4_float32_v5e", "search_v5_bfloat16_v5e"}
 
     wide = copy.deepcopy(config)
-    update_config(wide, yaml.safe_load((ROOT / "config" / "search.yaml").read_text()))
+    update_config(wide, yaml.safe_load((ROOT / "studies" / "search" / "config.yaml").read_text()))
     wide = with_defaults(wide)
     everywhere = {(t, e, d) for t in ("v5e", "v6e") for e, d in
                   (("v4", "float32"), ("v5", "bfloat16"), ("v5", "int8"))}
@@ -192,7 +195,7 @@ def test_a_target_left_without_configurations_is_refused(config):
     with pytest.raises(experiment_config.ConfigError,
                        match=r"compile_study\.experiments\.v4: no configuration fits sizes=\[2048\] "
                              r"\(dtype='float32'\) on target 'v6e', where its block search does not run"):
-        experiment_config.validate(config)
+        plan.validate(config)
 
 
 def test_search_dtypes_must_be_the_experiments(config):
@@ -200,7 +203,7 @@ def test_search_dtypes_must_be_the_experiments(config):
     with pytest.raises(experiment_config.ConfigError,
                        match=r"compile_study\.experiments\.v4\.search\.dtypes: 'bfloat16' is not one of "
                              r"the experiment's dtypes \['float32'\]"):
-        experiment_config.validate(config)
+        plan.validate(config)
 
 
 def test_block_searches_split_by_bk(config):
@@ -209,7 +212,7 @@ def test_block_searches_split_by_bk(config):
     grids, and a shape is dominated only by one of the same bk); the post's own configurations keep
     their raised-limit retries; experiments without a search stay one job."""
     from experiments.compile_study.study import searched
-    from experiments.plan.config import study_jobs, study_parts
+    from experiments.plan.jobs import study_jobs, study_parts
 
     jobs = study_jobs(config)
     for parts in (1, 2, 3, 8):
@@ -232,8 +235,34 @@ def test_block_searches_split_by_bk(config):
 
 
 def test_skip_dominated_reaches_every_compile_job(config):
-    from experiments.plan.config import study_jobs
+    from experiments.plan.jobs import study_jobs
 
-    assert all(job.skip_dominated for job in study_jobs(experiment_config.validate(config)).values())
+    assert all(job.skip_dominated for job in study_jobs(plan.validate(config)).values())
     config["compile_study"]["skip_dominated"] = False
-    assert not any(job.skip_dominated for job in study_jobs(experiment_config.validate(config)).values())
+    assert not any(job.skip_dominated for job in study_jobs(plan.validate(config)).values())
+
+
+def test_an_overlay_merges_as_snakemake_merges_a_configfile():
+    """experiments.plan.config.overlaid is Snakemake's --configfile merge (update_config): the study
+    overlays (studies/*/config.yaml) plan what Snakemake would run."""
+    from snakemake.utils import update_config
+
+    base = experiment_config.load_yaml(ROOT / "config" / "config.yaml")
+    for overlay_path in sorted((ROOT / "studies").glob("*/config.yaml")):
+        overlay = experiment_config.load_yaml(overlay_path)
+        expected = copy.deepcopy(base)
+        update_config(expected, overlay)
+        assert experiment_config.overlaid(base, overlay) == expected, overlay_path
+        plan.validate(expected)  # every study overlay is a valid config
+
+
+def test_the_generations_overlay_switches_the_block_search_off():
+    overlay = ROOT / "studies" / "generations" / "config.yaml"
+    config = plan.validate(experiment_config.load_with_overlays(overlay))
+    assert config["targets"] == ["v4", "v5e", "v5p", "v6e", "7x"]
+    own = {(e, d): len(spec["blocks"]) * len(config["compile_study"]["sizes"])
+           for e, spec in config["compile_study"]["experiments"].items() if "blocks" in spec
+           for d in spec["dtypes"]}
+    for (_, experiment, dtype), job in plan_jobs.study_jobs(config).items():
+        if (experiment, dtype) in own:  # the post's blocks only: no searched shape among the cases
+            assert len(job.cases) <= own[(experiment, dtype)], (experiment, dtype)

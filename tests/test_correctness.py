@@ -36,6 +36,7 @@ def accumulate_without_init(a_ref, b_ref, o_ref):
     o_ref[...] += a_ref[...] @ b_ref[...]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["interpret", "tpu-interpret"])
 def test_real_kernel_passes(mode, tolerances):
     row = check_case(CASE, mode, tolerances, num_cores=2)
@@ -57,6 +58,7 @@ def test_missing_init_is_caught(tolerances):
     assert not row["passed"]
 
 
+@pytest.mark.slow
 def test_parallel_k_axis_is_caught_only_by_tpu_interpret(tolerances):
     # Marking the reduction axis "parallel" lets two cores each keep a partial accumulator: plain
     # interpret mode runs the grid in order and cannot see it, TPU interpret mode with 2 cores does.
@@ -85,6 +87,7 @@ def test_int8_requires_exact_equality(tolerances):
     assert not row["passed"] and 0 < row["rel_error"] < 1e-6  # tiny error, still a failure
 
 
+@pytest.mark.slow
 def test_table_has_one_row_per_case_and_mode(tolerances):
     cases = [(CASE, "interpret"), (CASE, "tpu-interpret"),
              (Case("v1", "bfloat16", 128, 256, 384), "interpret")]

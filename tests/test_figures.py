@@ -27,6 +27,7 @@ def test_single_target_config_has_no_generations_figure():
     assert "generations_v5_bfloat16" in two and "fidelity_v6e" not in two
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, spec", list(figure_specs({**CONFIG, "targets": ["v5e", "v6e"]}).items()))
 def test_every_figure_renders_in_both_languages_without_missing_glyphs(table, tmp_path, name, spec):
     kind, args = spec
@@ -36,6 +37,7 @@ def test_every_figure_renders_in_both_languages_without_missing_glyphs(table, tm
     assert len(paths) == 6 and all(p.stat().st_size > 1000 for p in paths)
 
 
+@pytest.mark.slow
 def test_figures_render_without_published_rows(table, tmp_path):
     estimates_only = table[table.source == "estimate"]
     for kind in KINDS:
@@ -46,6 +48,7 @@ def test_figures_render_without_published_rows(table, tmp_path):
         render(estimates_only, f"{kind}_only", kind, args, tmp_path)
 
 
+@pytest.mark.slow
 def test_two_renders_are_byte_identical(table, tmp_path):
     first = render(table, "v5_bfloat16_v5e", "experiment",
                    dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path / "a")
@@ -55,6 +58,7 @@ def test_two_renders_are_byte_identical(table, tmp_path):
         assert a.read_bytes() == b.read_bytes(), a.name
 
 
+@pytest.mark.slow
 def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table, tmp_path):
     """figures/batch.py: the figures job draws in as many processes as it has threads; the files do not
     depend on how many, nor on which figures shared a process."""
@@ -79,6 +83,7 @@ def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table,
         render_all(path, specs, tmp_path / "none", processes=0)
 
 
+@pytest.mark.slow
 def test_the_post_s_five_blocks_with_xla_keep_the_layout(tmp_path):
     """v4 and v5 draw six series and two source keys: the legend must fit the figure's width, or
     Matplotlib's constrained layout gives up and the plot shrinks to a strip (seen before the legend
@@ -122,6 +127,7 @@ def test_missing_glyph_is_detected(tmp_path):
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_table_without_new_columns_still_draws(table, tmp_path):
     old = table.drop(columns=["search", "peak_tflops"], errors="ignore")
     render(old, "v1_float32_v5e", "experiment", dict(experiment="v1", dtype="float32", target="v5e"),
@@ -163,6 +169,7 @@ def svg_metadata(path) -> dict:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["v5_bfloat16_v5e", "vmem_v5e", "roofline_v5e", "search_v5_bfloat16_v5e",
                                   "fidelity_v5e", "generations_v5_bfloat16"])
 def test_every_file_embeds_its_provenance(table, tmp_path, name):
@@ -202,6 +209,7 @@ def test_every_file_embeds_its_provenance(table, tmp_path, name):
             assert says_both, title
 
 
+@pytest.mark.slow
 def test_repository_url_is_embedded_once_citation_names_it(table, tmp_path, monkeypatch):
     import dataclasses
 
@@ -230,6 +238,7 @@ def test_every_figure_has_caption_and_alt_text_in_both_languages(table, name):
             assert bool(re.search(r"[\u4e00-\u9fff]", value)) == (lang == "zh"), (lang, field, value)
 
 
+@pytest.mark.slow
 def test_estimates_only_figure_says_estimated(table, tmp_path):
     from PIL import Image
 
@@ -256,10 +265,11 @@ def test_published_points_that_coincide_are_spread():
 
 # --- the gallery --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_gallery_lists_every_figure_offline(table, tmp_path):
     import re
 
-    from figures.gallery import pages, results_files
+    from report.gallery import pages, results_files
 
     specs = {n: SPECS[n] for n in ("v5_bfloat16_v5e", "vmem_v5e", "search_v5_bfloat16_v5e")}
     for name, (kind, args) in specs.items():
@@ -305,6 +315,7 @@ def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, mon
     assert cjk_figure_font() == path  # the second call reuses it
 
 
+@pytest.mark.slow
 def test_measured_rows_with_raw_samples_draw(table, tmp_path):
     """Measured rows carry their samples as lists (unhashable): an experiment's figure, which also
     draws XLA's rows of its dtype, still picks each row once."""

@@ -36,9 +36,10 @@ from experiments.measure.harness import (
     run_measure_job,
     time_batched,
 )
+from experiments.measure.process import Worker, worker_env
 from experiments.measure.statistics import derive, summarize
-from experiments.measure.worker import Worker, worker_env
-from experiments.plan.config import measure_settings, with_defaults
+from experiments.plan.config import with_defaults
+from experiments.plan.jobs import measure_settings
 
 CPU = Device("cpu", "cpu", "cpu", 1)
 FAST = measure_settings(with_defaults({}), warmup=1, samples=5, input_sets=2, min_sample_s=0.002,
@@ -69,6 +70,7 @@ def cpu_rows():
     return derive(run_measure_job(job))
 
 
+@pytest.mark.slow
 def test_cpu_measurement_of_xla_gives_plausible_rows(cpu_rows):
     assert (cpu_rows.status == "ok").all(), cpu_rows.error.tolist()
     assert (cpu_rows.source == "measured").all() and (cpu_rows.target == "cpu").all()
@@ -188,6 +190,7 @@ def test_wrong_result_is_caught_before_timing():
     assert measure_case(Case("xla", "int8", 256, 256, 256), off, FAST)["status"] == "wrong_result"
 
 
+@pytest.mark.slow
 def test_failures_go_on_to_the_next_case():
     cases = (Case("xla", "float32", 128, 128, 128), Case("v3", "float32", 256, 256, 256, 128, 128, 128),
              Case("xla", "float32", 256, 256, 256))
@@ -415,6 +418,7 @@ def fakes_importable(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
 
 
+@pytest.mark.slow
 def test_a_hanging_compile_becomes_a_timeout_row_and_the_run_goes_on(fakes_importable):
     job = MeasureJob(device=CPU, label="test", experiment="xla", cases=_three_cases(),
                      settings=dataclasses.replace(FAST, timeout_s=15))
@@ -425,6 +429,7 @@ def test_a_hanging_compile_becomes_a_timeout_row_and_the_run_goes_on(fakes_impor
     assert time.monotonic() - start < 60
 
 
+@pytest.mark.slow
 def test_a_crashing_compile_becomes_a_row_and_the_next_gets_a_fresh_worker(fakes_importable):
     job = MeasureJob(device=CPU, label="test", experiment="xla", cases=_three_cases(), settings=FAST)
     df = run_measure_job(job, runner=Worker("cpu", timeout_s=60, build="measure_fakes:crash_on_marked"))
@@ -450,6 +455,7 @@ def test_the_measuring_worker_gets_the_jobs_platform_not_the_parents(monkeypatch
     assert worker_env("cpu", {"JAX_PLATFORMS": "tpu"})["JAX_PLATFORMS"] == "cpu"
 
 
+@pytest.mark.compiler
 def test_compile_workers_use_only_the_cpu_even_when_the_parent_asks_for_a_tpu(monkeypatch):
     """On a TPU VM jax would open the TPU in every compile worker, had the worker's environment not
     pinned the CPU before its jax was imported (checked: set in the worker, jax stays on "tpu")."""
@@ -478,6 +484,7 @@ def test_chips_are_counted_as_chips_not_tensorcores():
     assert from_probe(dict(platform="tpu", device_kind="TPU7x", count=8, coords=4)).num_chips == 4
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_leaves_rows_that_say_why():
     job = MeasureJob(device=CPU, label="test", experiment="xla", cases=_three_cases()[:2], settings=FAST)
     df = run_measure_job(job, runner=Worker("cpu", timeout_s=60, build="no_such_module:build"))
@@ -500,6 +507,7 @@ def test_the_measure_target_measures_and_runs_nothing_else(tmp_path):
     assert "compile_study_job" not in result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_the_measure_target_without_a_tpu_says_so(tmp_path):
     from test_workflow import CI_RUN, make_workdir, snakemake
 
@@ -516,7 +524,7 @@ def test_messages_arriving_together_are_all_read_without_waiting():
     import os
     import pickle
 
-    from experiments.measure.worker import HEADER
+    from experiments.measure.process import HEADER
 
     read_end, write_end = os.pipe()
     payload = b"".join(HEADER.pack(len(m)) + m for m in (pickle.dumps(("phase", "timing")),

@@ -44,6 +44,7 @@ def test_autoescaping_is_on(table):
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
+@pytest.mark.slow
 def test_html_loads_no_external_resource(table):
     # Resources (images, stylesheets, fonts, scripts) are local; links for the reader to follow may not be.
     for lang in ("en", "zh"):
@@ -55,6 +56,7 @@ def test_html_loads_no_external_resource(table):
             assert not re.match(r"^(https?:)?//", link.strip("'\"")), link
 
 
+@pytest.mark.slow
 def test_findings_state_the_fixture_numbers(table):
     en = render(table, "en")
     assert "On v5e, v1 compiles up to 1024; at 2048 it needs 48.8 MiB of VMEM against a 16 MiB limit." in en
@@ -72,6 +74,7 @@ def test_agreement_sentence_uses_the_table(table):
     assert "The median ratio estimate / published is 2.17" in html
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", ["published_only", "estimates_only", "other_target"])
 def test_report_builds_from_partial_data(table, part):
     df = {"published_only": table[table.source == "published"],
@@ -83,6 +86,7 @@ def test_report_builds_from_partial_data(table, part):
         assert "本次运行的数据表中没有原文数据" in html
 
 
+@pytest.mark.slow
 def test_pdf_embeds_the_cjk_font(table, tmp_path):
     from figures.style import cjk_font_path
 
@@ -99,6 +103,7 @@ def test_pdf_embeds_the_cjk_font(table, tmp_path):
     assert "简介" in text and "如何引用" in text and "环境与数据来源" in text
 
 
+@pytest.mark.slow
 def test_embedded_font_covers_the_page(table):
     from figures.style import cjk_font_path
 
@@ -108,6 +113,7 @@ def test_embedded_font_covers_the_page(table):
 
 # --- figures people can cite, a tighter layout, natural Chinese ---------------------------------------
 
+@pytest.mark.slow
 def test_figures_are_numbered_with_anchors_captions_and_a_cite_line(table):
     from figures.catalog import describe, spec_from_name
 
@@ -125,6 +131,7 @@ def test_figures_are_numbered_with_anchors_captions_and_a_cite_line(table):
         assert "version = {0.1.0}" in html
 
 
+@pytest.mark.slow
 def test_each_listing_once_in_the_appendix(table):
     html = render(table, "en", for_pdf=True)
     appendix = html[html.index('id="appendix"'):]
@@ -136,6 +143,7 @@ def test_each_listing_once_in_the_appendix(table):
     assert html.index('id="v5"') < html.index('id="appendix"')
 
 
+@pytest.mark.slow
 def test_published_column_note_only_where_the_post_published(table):
     html = render(table, "en")
     assert "the post&#39;s published number" in html  # v5 on v5e has published rows
@@ -145,6 +153,7 @@ def test_published_column_note_only_where_the_post_published(table):
     assert cells and not any(") (" in re.sub(r"<[^>]+>", " ", c) for c in cells)  # no stacked parentheses
 
 
+@pytest.mark.slow
 def test_the_chip_of_the_post_is_sourced(table):
     en, zh = render(table, "en"), render(table, "zh")
     assert "v5litepod-1" in en and "does not name it" in en
@@ -188,6 +197,7 @@ def measured_section(html: str) -> str:
     return html[start:html.index("</section>", start)]
 
 
+@pytest.mark.slow
 def test_many_runs_are_summarised_in_a_bounded_table(table, monkeypatch):
     """30 runs of 5 configurations: one table of at most MAX_TABLE_ROWS rows, each configuration's
     latest run with the number of runs and the median over them, and a sentence on what was left out."""
@@ -207,6 +217,7 @@ def test_many_runs_are_summarised_in_a_bounded_table(table, monkeypatch):
     assert "结果表共有 150 行实测值，来自 30 次运行" in zh and "另有 2 个配置未在此列出" in zh
 
 
+@pytest.mark.slow
 def test_a_few_runs_keep_a_table_each(table):
     df = pd.concat([table, measured_runs(2, [256, 512])], ignore_index=True)
     section = measured_section(render(df))
@@ -214,6 +225,7 @@ def test_a_few_runs_keep_a_table_each(table):
     assert "The table holds" not in section and "more configurations" not in section
 
 
+@pytest.mark.slow
 def test_the_readers_give_the_report_of_the_whole_table(table, tmp_path):
     """The report script reads each target's latest run (read_results) and every measured row's shown
     columns (read_measured): the same report as from the whole table in memory."""

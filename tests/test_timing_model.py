@@ -106,6 +106,7 @@ def synthetic():
     return synthetic_table()
 
 
+@pytest.mark.slow
 def test_fit_recovers_known_constants(synthetic):
     points, left_out = tm.reference_points(synthetic)
     assert left_out == {"published run failed": 5}
@@ -133,6 +134,7 @@ def test_modelled_times_respect_peak_and_bandwidth(synthetic):
     assert set(est.model_fit) == {"published v5e"}
 
 
+@pytest.mark.slow
 def test_cross_validation_never_scores_a_point_in_its_own_fit(synthetic, monkeypatch):
     points, _ = tm.reference_points(synthetic)
     seen = []
@@ -160,6 +162,7 @@ def test_cross_validation_never_scores_a_point_in_its_own_fit(synthetic, monkeyp
     assert not ((fitted.kernel == "xla") & (fitted.dtype == "float32")).any()
 
 
+@pytest.mark.slow
 def test_fidelity_table_reports_cross_validated_errors(synthetic):
     table = validation.fidelity_table(synthetic)
     overall = table[(table.scope == "all")].set_index(["estimator", "validation"]).median_abs_log_ratio
@@ -213,6 +216,7 @@ def test_xla_estimate_that_falls_with_size_is_flagged(synthetic):
     assert np.isnan(compiler.fraction_of_post_xla)  # a device-time estimate is not compared with wall time
 
 
+@pytest.mark.slow
 def test_claims_table_from_a_fixture(synthetic):
     table = claims.claims_table(synthetic).set_index("claim_id")
     assert list(table.index) == list(claims.CLAIMS)
@@ -281,6 +285,7 @@ def test_the_posts_plots_draw_the_post_method_column(synthetic):
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_a_target_without_compiler_cycles_gets_labelled_model_only_estimates(synthetic):
     """v4: libtpu's static profiler aborts, so its Pallas rows compile (a VMEM verdict) without cycles.
     They get the model-only estimate, labelled in model_fit, kept out of the compiler-based summaries

@@ -23,7 +23,8 @@ from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.cases import Case
 from experiments.core.schema import ESTIMATE_STATUSES, KEY
 from experiments.plan import config as experiment_config
-from experiments.plan import toolchains
+from experiments.plan import jobs as plan_jobs
+from experiments.plan import plan, toolchains
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "data" / "published_v5e.csv"
@@ -61,6 +62,7 @@ def test_compiler_params_fall_back_to_the_old_name(monkeypatch):
         compat.compiler_params()
 
 
+@pytest.mark.compiler
 def test_worker_runs_with_the_toolchain_s_python_and_environment(tmp_path):
     """A toolchain's Python (here a wrapper around this one that records its environment) runs the
     worker, with the toolchain's variables set and this process's TPU_LIBRARY_PATH removed (jax sets
@@ -112,14 +114,14 @@ def test_bad_toolchains_name_key_and_value(config, toolchains_section, message):
     config = copy.deepcopy(config)
     config["toolchains"] = toolchains_section
     with pytest.raises(experiment_config.ConfigError, match=message):
-        experiment_config.validate(config)
+        plan.validate(config)
 
 
 def test_default_config_plans_the_post_s_configurations(config):
     parsed = toolchains.parse(config)
     assert toolchains.primary(config) == "current" and parsed["post"].requirements()[:3] == [
         "jax==0.4.36", "jaxlib==0.4.36", "libtpu==0.0.5"]
-    jobs = toolchains.jobs(config, PUBLISHED)
+    jobs = plan_jobs.toolchain_jobs(config, PUBLISHED)
     assert {key[:2] for key in jobs} == {("post", "v5e")}
     published = pd.read_csv(PUBLISHED, comment="#")
     pallas = [c for job in jobs.values() for c in job.cases if c.kernel != "xla"]
@@ -128,17 +130,18 @@ def test_default_config_plans_the_post_s_configurations(config):
     assert all(job.cases == job.raise_limits_for and not job.raised_limits_mib and not job.static_profile
                for job in jobs.values())
     # the pipeline's study is unchanged, and its jobs carry the pipeline toolchain's name
-    assert {job.toolchain for job in experiment_config.study_jobs(config).values()} == {"current"}
+    assert {job.toolchain for job in plan_jobs.study_jobs(config).values()} == {"current"}
 
 
 def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_experiment():
     """toolchains.batches: the post's configurations (runs: published) compile as one Snakemake job per
     target, its jobs in the plan's order; a toolchain that runs the study (libtpu52 for 7x) keeps one
     job per (experiment, dtype), as parallel as the pipeline's own."""
-    generations = experiment_config.validate(experiment_config.load(ROOT / "config" / "generations.yaml"))
+    overlay = ROOT / "studies" / "generations" / "config.yaml"
+    generations = plan.validate(experiment_config.load_with_overlays(overlay))
     parsed = toolchains.parse(generations)
-    jobs = toolchains.jobs(generations, PUBLISHED)
-    batches = toolchains.batches(jobs, parsed)
+    jobs = plan_jobs.toolchain_jobs(generations, PUBLISHED)
+    batches = plan_jobs.toolchain_batches(jobs, parsed)
     assert batches[("post", "v5e", "all")] == tuple(j for (t, *_), j in jobs.items() if t == "post")
     assert [k for k in batches if k[0] == "post"] == [("post", "v5e", "all")]
     studied = {(t, target, f"{e}_{d}"): (j,) for (t, target, e, d), j in jobs.items() if t == "libtpu52"}
@@ -146,8 +149,8 @@ def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_expe
 
 
 def test_a_config_without_toolchains_has_the_pipeline_s_only():
-    ci = experiment_config.load(ROOT / "config" / "config.ci.yaml")
-    assert list(toolchains.parse(ci)) == ["current"] and toolchains.jobs(ci, PUBLISHED) == {}
+    ci = plan.load(ROOT / "config" / "config.ci.yaml")
+    assert list(toolchains.parse(ci)) == ["current"] and plan_jobs.toolchain_jobs(ci, PUBLISHED) == {}
 
 
 def test_new_pins_are_a_new_environment(config, tmp_path):
@@ -171,6 +174,7 @@ BROKEN = toolchains.Toolchain(name="broken",
                               runs="published", targets=("v5e",), static_profile=False)
 
 
+@pytest.mark.compiler
 def test_uninstallable_toolchain_is_a_clear_error_and_leaves_no_environment(tmp_path):
     path = tmp_path / "cache" / "broken-abc"
     path.mkdir(parents=True)
@@ -183,6 +187,7 @@ def test_uninstallable_toolchain_is_a_clear_error_and_leaves_no_environment(tmp_
     assert "jax==0.0.0" in message and not path.exists()
 
 
+@pytest.mark.compiler
 def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_path, table, capfd):
     import logging
 
@@ -197,7 +202,7 @@ def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_
         {"targets": ["v5e"], "compile_study": {"sizes": [1024, 2048], "experiments": {}},
          "toolchains": {"current": {"pipeline": True},
                         "broken": {"pins": dict(BROKEN.pins), "runs": "published", "targets": ["v5e"]}}})
-    jobs = toolchains.jobs(config, PUBLISHED)
+    jobs = plan_jobs.toolchain_jobs(config, PUBLISHED)
     rows = run_toolchain_jobs(jobs.values(), BROKEN, tmp_path / "broken-abc", marker, log)
     assert len(rows) == sum(len(job.cases) for job in jobs.values())
     assert (rows.status == "toolchain_error").all() and rows.error.str.contains("toolchain broken").all()
@@ -235,6 +240,7 @@ def test_then_and_now_compares_each_toolchain_with_the_post(table):
     assert agreement(result, "current")["agree"] == agreement(result, "post")["agree"] + 1
 
 
+@pytest.mark.compiler
 def test_the_compile_worker_imports_nothing_a_toolchain_lacks():
     """A toolchain's environment has jax, jaxlib, libtpu and their dependencies only: the worker side of
     the compile code must import without pandas or pyarrow (a module-level pandas import once made every

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from experiments.core.cases import Case
+from experiments.core.cases import Case, expand
 from experiments.core.traffic import hbm_bytes, step_bytes
+from kernels import REGISTRY
 
 
 @pytest.mark.parametrize("m, k, n, bm, bk, bn",
@@ -45,3 +46,61 @@ def test_step_bytes_add_up_to_the_grid_total(case):
     if case.grid():
         tiles = case.grid()[0] * case.grid()[1]
         assert int((bytes_out > 0).sum()) == tiles  # one write-back per output tile
+
+
+# --- the traffic count reads the kernel's own pallas_call ------------------------------------------
+
+def _pallas_grid_mapping(case):
+    """The grid mapping of the pallas_call that `case`'s wrapper really traces (interpret mode)."""
+    import jax
+    import jax.numpy as jnp
+
+    from experiments.core.cases import wrapper
+
+    dtype = jnp.dtype(case.dtype)
+    args = (jax.ShapeDtypeStruct((case.m, case.k), dtype), jax.ShapeDtypeStruct((case.k, case.n), dtype))
+    traced = jax.make_jaxpr(lambda a, b: wrapper(case.kernel)(a, b, **case.kwargs(), interpret=True))(*args)
+
+    def find(jaxpr):
+        for eqn in jaxpr.eqns:
+            if eqn.primitive.name == "pallas_call":
+                return eqn
+            for param in eqn.params.values():
+                inner = getattr(param, "jaxpr", None)
+                found = inner is not None and find(getattr(inner, "jaxpr", inner))
+                if found:
+                    return found
+        return None
+
+    return find(traced.jaxpr).params["grid_mapping"]
+
+
+@pytest.mark.parametrize("kernel", [name for name, spec in REGISTRY.items() if spec.tiling is not None])
+def test_traffic_uses_the_block_specs_the_kernel_traces(kernel):
+    """For every registered kernel with a grid: the grid, block shapes and every block index that the
+    traffic count uses are those of the pallas_call the kernel's wrapper builds."""
+    import jax
+    import numpy as np
+
+    from experiments.core import traffic
+
+    spec = REGISTRY[kernel]
+    dtype = spec.dtypes[0]
+    shapes = [(256, 512, 512), (512, 256, 256)]
+    blocks = [(128, 128, 128), (256, 128, 128)]
+    cases = [c for m, k, n in shapes for c in expand(kernel, dtype, [(m, k, n)], blocks=blocks, splits=[2])]
+    assert cases
+    for case in cases:
+        mapping = _pallas_grid_mapping(case)
+        tiling = spec.tiling(case.m, case.k, case.n, **case.kwargs())
+        assert tuple(mapping.grid) == tuple(tiling.grid) == case.grid()
+        points = traffic._grid_indices(case.grid())
+        ours = traffic.block_index_maps(case)
+        specs = (*tiling.in_specs, tiling.out_spec)
+        for block_mapping, block_spec, index_of in zip(mapping.block_mappings, specs, ours, strict=True):
+            traced_shape = tuple(getattr(d, "block_size", d) for d in block_mapping.block_shape)
+            assert traced_shape == tuple(block_spec.block_shape)
+            closed = block_mapping.index_map_jaxpr
+            traced = np.array([[int(x) for x in jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *p.tolist())]
+                               for p in points])
+            assert np.array_equal(traced, index_of(points)), case

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from experiments.measure.device import CACHE_VARIABLE, Device
-from experiments.plan.config import measure_settings, with_defaults
+from experiments.plan.config import with_defaults
+from experiments.plan.jobs import measure_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
@@ -42,6 +43,7 @@ def workdir(tmp_path):
     return make_workdir(tmp_path)
 
 
+@pytest.mark.slow
 def test_lint_passes(workdir):
     result = snakemake(workdir, "--lint")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -128,6 +130,7 @@ BAD_CONFIGS = [  # (key, bad value, what the error must say)
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("key, value, message", BAD_CONFIGS, ids=[f"{k}={v}" for k, v, _ in BAD_CONFIGS])
 def test_bad_config_fails_before_any_job(workdir, key, value, message):
     config = yaml.safe_load((workdir / "config" / "config.ci.yaml").read_text())
@@ -143,6 +146,7 @@ def test_bad_config_fails_before_any_job(workdir, key, value, message):
     assert earlier.read_bytes() == b"an earlier result"
 
 
+@pytest.mark.slow
 def test_bad_command_line_override_fails_before_any_job(workdir):
     result = snakemake(workdir, "--cores", "1", *CI_RUN, "--config", "targets=[v9]")
     assert result.returncode != 0
@@ -150,6 +154,7 @@ def test_bad_command_line_override_fails_before_any_job(workdir):
     assert not (workdir / "results").exists()
 
 
+@pytest.mark.slow
 def test_without_a_tpu_nothing_is_measured_and_the_log_says_so(workdir):
     config = yaml.safe_load((workdir / "config" / "config.ci.yaml").read_text())
     config["measure"] = {"device": "auto"}
@@ -160,6 +165,7 @@ def test_without_a_tpu_nothing_is_measured_and_the_log_says_so(workdir):
     assert "measure_job" not in result.stdout
 
 
+@pytest.mark.slow
 def test_on_a_tpu_host_the_sweeps_are_measured_and_its_generation_joins_the_targets(workdir):
     config = yaml.safe_load((workdir / "config" / "config.ci.yaml").read_text())
     config["measure"] = {"device": "auto", "label": "vm1"}
@@ -182,6 +188,7 @@ def test_on_a_tpu_host_the_sweeps_are_measured_and_its_generation_joins_the_targ
     assert not (workdir / "results" / "measured" / "v6e-vm1" / "xla_float32.parquet").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", ["slurm", "kubernetes"])
 def test_cluster_profile_dry_run(workdir, profile):
     result = snakemake(workdir, "--dry-run", "--profile", str(ROOT / "profiles" / profile), *CI_RUN)

@@ -1,5 +1,5 @@
 """Write data/releases.csv: every jax release between the post's toolchain and the pipeline's, each with
-the jaxlib and libtpu its `[tpu]` extra pins (experiments/history/releases.py).
+the jaxlib and libtpu its `[tpu]` extra pins (studies/history/releases.py).
 
     python3 tools/list_releases.py [--first 0.4.36] [--last 0.10.2] [--out data/releases.csv]
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from experiments.history import releases  # noqa: E402
 from experiments.plan.config import load_yaml  # noqa: E402
+from studies.history import releases  # noqa: E402
 
 
 def pip(*args: str) -> str:

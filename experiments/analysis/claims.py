@@ -27,7 +27,7 @@ from experiments.analysis import timing_model as tm
 from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import default_limit, post_configs
 from experiments.core.chips import chip
-from experiments.core.units import MiB, flops
+from experiments.core.units import MiB, flops, tflops
 
 TARGET = "v5e"  # the post's chip
 ABOUT = 0.2  # "about" a number: within |ln(ours / post's)| <= 0.2 (about 20 %)
@@ -166,7 +166,7 @@ class Speeds:
         if not len(hit):
             return None
         seconds = hit.wall_seconds if len(self.measured) else hit.model_post_seconds
-        return work / float(seconds.iloc[0]) / 1e12
+        return tflops(work, float(seconds.iloc[0]))
 
     def decide(self, margin: float, compared) -> tuple[str, str, dict]:
         """(verdict, note id, note values) of a claim holding by `margin` (ln) at the point estimate;

@@ -23,23 +23,12 @@ import pandas as pd
 from experiments.analysis import timing_model as tm
 from experiments.analysis import validation
 from experiments.analysis.summaries import model_only
-from experiments.core.schema import INTERVAL_COLUMNS, INTERVAL_LEVELS
+from experiments.analysis.validation import LEVELS, conformal_quantile, coverage, suffix  # noqa: F401
+from experiments.core.schema import INTERVAL_COLUMNS
 from experiments.core.units import flops
 
-LEVELS = tuple(level / 100 for level in INTERVAL_LEVELS)
 HELD_OUT = "experiment"  # the cross-validation whose errors size the bands ...
 VALIDATION = "leave one experiment out"  # ... as fidelity.csv names it
-
-
-def suffix(level: float) -> str:
-    return f"{round(100 * level)}"
-
-
-def conformal_quantile(errors, level: float) -> float:
-    """The split-conformal quantile of absolute errors: the ceil((n + 1) level)-th smallest."""
-    e = np.sort(np.asarray(errors, dtype=float)[~np.isnan(np.asarray(errors, dtype=float))])
-    rank = math.ceil((len(e) + 1) * level)
-    return float(e[rank - 1]) if 0 < rank <= len(e) else math.inf
 
 
 def held_out_errors(points: pd.DataFrame) -> pd.DataFrame:
@@ -47,16 +36,6 @@ def held_out_errors(points: pd.DataFrame) -> pd.DataFrame:
     predicted = validation.cross_validate(points, HELD_OUT)
     error = np.abs(np.log(predicted.model_post_seconds / points.ref_seconds.loc[predicted.index]))
     return pd.DataFrame({"error": error, "fold": predicted.fold})
-
-
-def coverage(errors: pd.DataFrame, level: float) -> pd.Series:
-    """Per point: inside the band sized by the other folds' errors (its own fold's never count)."""
-    inside = pd.Series(False, index=errors.index)
-    for fold in errors.fold.unique():
-        mine = errors.fold == fold
-        q = conformal_quantile(errors.error[~mine], level)
-        inside[mine] = errors.error[mine] <= q
-    return inside
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +88,10 @@ def add_columns(out: pd.DataFrame, b: Band | None) -> None:
         for time in ("device", "post"):
             seconds = out[f"model_{time}_seconds"]
             tflops = out[f"model_{time}_tflops"]
-            out[f"model_{time}_seconds_lo{s}"] = np.maximum(seconds * math.exp(-q), fastest).where(has)
+            out[f"model_{time}_seconds_lo{s}"] = np.fmax(seconds * math.exp(-q), fastest).where(has)
             out[f"model_{time}_seconds_hi{s}"] = seconds * math.exp(q)
             out[f"model_{time}_tflops_lo{s}"] = tflops * math.exp(-q)
-            out[f"model_{time}_tflops_hi{s}"] = np.minimum(tflops * math.exp(q), peak).where(has)
+            out[f"model_{time}_tflops_hi{s}"] = np.fmin(tflops * math.exp(q), peak).where(has)
     fit = out.model_fit.fillna("").str.split(",").str[0]
     only = model_only(out)
     for (target, name, bare), rows in out[has].groupby([out.target[has], fit[has], only[has]]):

@@ -30,6 +30,7 @@ from experiments.analysis.timing_model import (
 )
 from experiments.core.chips import CHIPS
 from experiments.core.units import flops as flop_count
+from experiments.core.units import tflops
 
 
 def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
@@ -123,8 +124,8 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     bare = ok & out.est_cycles.isna() & (out.kernel != "xla") & out.target.isin(list(CHIPS))
     _model(out, bare, all_fits, model_only=True)
     work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
-    out["model_device_tflops"] = work / out.model_device_seconds / 1e12
-    out["model_post_tflops"] = work / out.model_post_seconds / 1e12
+    out["model_device_tflops"] = tflops(work, out.model_device_seconds)
+    out["model_post_tflops"] = tflops(work, out.model_post_seconds)
     _measured_ratios(out)
     intervals.add_columns(out, intervals.band(out) if "published v5e" in all_fits else None)
     return out, constants_table(all_fits)
@@ -164,5 +165,5 @@ def _measured_ratios(out: pd.DataFrame) -> None:
     out.loc[measured, "measured_over_model"] = (out.seconds / out.model_device_seconds)[measured]
     out.loc[measured, "wall_over_model"] = (out.wall_seconds / out.model_post_seconds)[measured]
     work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
-    out.loc[measured, "model_device_tflops"] = (work / out.model_device_seconds / 1e12)[measured]
-    out.loc[measured, "model_post_tflops"] = (work / out.model_post_seconds / 1e12)[measured]
+    out.loc[measured, "model_device_tflops"] = tflops(work, out.model_device_seconds)[measured]
+    out.loc[measured, "model_post_tflops"] = tflops(work, out.model_post_seconds)[measured]

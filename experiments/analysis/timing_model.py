@@ -46,6 +46,7 @@ from experiments.core.cases import Case
 from experiments.core.chips import CHIPS, chip
 from experiments.core.traffic import hbm_bytes, step_bytes
 from experiments.core.units import flops as flop_count
+from experiments.core.units import seconds_at
 
 PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor")
 UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s",
@@ -267,7 +268,7 @@ def reference_points(df: pd.DataFrame, *, source: str = "published", target: str
     if (~in_fit).any():
         reasons["scored, not fitted: XLA estimate flagged non-monotonic"] = int((~in_fit).sum())
     work = flop_count(pairs.m.astype(float), pairs.k.astype(float), pairs.n.astype(float))
-    seconds = pairs.seconds_ref if source == "measured" else work / pairs.tflops_ref / 1e12
+    seconds = pairs.seconds_ref if source == "measured" else seconds_at(work, pairs.tflops_ref)
     pairs = pairs.assign(ref_tflops=pairs.tflops_ref, in_fit=in_fit, ref_seconds=seconds,
                          ref_wall_seconds=pairs.wall_seconds_ref if source == "measured" else np.nan)
     return pairs.drop(columns="_merge").reset_index(drop=True), reasons

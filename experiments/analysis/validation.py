@@ -10,10 +10,38 @@ leave one experiment out also check the prediction intervals (experiments/analys
 band's half-width in ln (halfwidth80, halfwidth95) and the share of the group's points inside the band
 sized without their own figure (coverage80, coverage95): held-out points only.
 """
+import math
+
 import numpy as np
 import pandas as pd
 
 from experiments.analysis import timing_model as tm
+from experiments.core.schema import INTERVAL_LEVELS
+
+# Prediction-interval levels (experiments/analysis/intervals.py sizes the bands; here they are checked)
+LEVELS = tuple(level / 100 for level in INTERVAL_LEVELS)
+
+
+def suffix(level: float) -> str:
+    return f"{round(100 * level)}"
+
+
+def conformal_quantile(errors, level: float) -> float:
+    """The split-conformal quantile of absolute errors: the ceil((n + 1) level)-th smallest."""
+    e = np.sort(np.asarray(errors, dtype=float)[~np.isnan(np.asarray(errors, dtype=float))])
+    rank = math.ceil((len(e) + 1) * level)
+    return float(e[rank - 1]) if 0 < rank <= len(e) else math.inf
+
+
+def coverage(errors: pd.DataFrame, level: float) -> pd.Series:
+    """Per point: inside the band sized by the other folds' errors (its own fold's never count)."""
+    inside = pd.Series(False, index=errors.index)
+    for fold in errors.fold.unique():
+        mine = errors.fold == fold
+        q = conformal_quantile(errors.error[~mine], level)
+        inside[mine] = errors.error[mine] <= q
+    return inside
+
 
 SCHEMES = {"leave one experiment out": "experiment", "leave one size out": "m"}
 LARGE = 2048  # the issue's second benchmark: sizes from 2048 up
@@ -109,29 +137,25 @@ def fidelity_table(df: pd.DataFrame, target: str = "v5e") -> pd.DataFrame:
 
 def interval_checks(points: pd.DataFrame, predicted: pd.Series) -> pd.DataFrame | None:
     """Per point of the leave-one-experiment-out predictions: whether it lies inside each level's band
-    sized by the other figures' errors only (intervals.coverage), and the table's band (all errors)."""
-    from experiments.analysis import intervals  # it builds on this module
-
+    sized by the other figures' errors only (coverage), and the table's band (all errors)."""
     error = np.abs(np.log(predicted / points.ref_seconds))
     if error.isna().all():
         return None
     errors = pd.DataFrame({"error": error, "fold": points.experiment.astype(str)}).dropna()
     out = pd.DataFrame(index=errors.index)
-    for level in intervals.LEVELS:
-        s = intervals.suffix(level)
-        out[f"coverage{s}"] = intervals.coverage(errors, level)
-        out.attrs[f"halfwidth{s}"] = intervals.conformal_quantile(errors.error, level)
+    for level in LEVELS:
+        s = suffix(level)
+        out[f"coverage{s}"] = coverage(errors, level)
+        out.attrs[f"halfwidth{s}"] = conformal_quantile(errors.error, level)
     return out
 
 
 def interval_scores(checked: pd.DataFrame | None, index) -> dict:
     """A group's share of held-out points inside the band (coverage<L>) and the band's half-width in ln
     (halfwidth<L>); NaN for validations that do not size the bands."""
-    from experiments.analysis import intervals
-
     out = {}
-    for level in intervals.LEVELS:
-        s = intervals.suffix(level)
+    for level in LEVELS:
+        s = suffix(level)
         mine = checked.index.intersection(index) if checked is not None else []
         out[f"halfwidth{s}"] = checked.attrs[f"halfwidth{s}"] if checked is not None else np.nan
         out[f"coverage{s}"] = float(checked.loc[mine, f"coverage{s}"].mean()) if len(mine) else np.nan

@@ -2,11 +2,12 @@
 
 A compile's result depends only on what goes into it: the toolchain (jax, jaxlib, libtpu versions and
 libtpu's flags), the target, whether the static profile was on, the code that builds and parses the
-kernel (every module the compile worker imports: the kernels, the compile and parsing code), the case
-and the VMEM limit. The key is the sha256 of exactly those, so a second checkout, an edit outside that
-code, or a rerun after an interruption reuses every compile it can, while an edit of a kernel or of a
-parser misses. Entries are JSON files written atomically; one that does not read back as a complete
-entry for its own key is recomputed and overwritten, never trusted.
+kernel (the compile worker, worker.py, and every module it imports: the kernels, the compile and
+parsing code), the case and the VMEM limit. The key is the sha256 of exactly those, so a second
+checkout, an edit outside that code (the cache, the process and planning code), or a rerun after an
+interruption reuses every compile it can, while an edit of a kernel or of a parser misses. Entries
+are JSON files written atomically; one that does not read back as a complete entry for its own key
+is recomputed and overwritten, never trusted.
 
 Where: $TPU_MATMUL_REPRO_CACHE if set ("off" disables the cache), else
 $XDG_CACHE_HOME/tpu-matmul-repro/compile (~/.cache/... by default). Outside results/ on purpose:
@@ -99,9 +100,18 @@ def for_target(target: str, profile: bool, versions: dict) -> CompileCache | Non
     root = cache_root()
     if root is None:
         return None
-    from experiments.compile_study import worker
-    from experiments.plan.code_inputs import closure, digest
-
     toolchain = {k: versions.get(k) for k in ("jax_version", "jaxlib_version", "libtpu_version")}
-    code = digest(closure(worker.__file__), semantic=True)  # comments and line wrapping do not count
-    return CompileCache(root, compile_context(target, profile, toolchain, code))
+    return CompileCache(root, compile_context(target, profile, toolchain, compile_code_digest()))
+
+
+WORKER = Path("experiments") / "compile_study" / "worker.py"
+
+
+def compile_code_digest(root: Path | None = None) -> str:
+    """The digest of the code that decides a compile: the compile worker and what it imports (the
+    kernels, the case and chip tables, the compiler-output parsers), by syntax tree, so comments and
+    line wrapping do not count. The parent's process, cache and planning code are not in it."""
+    from experiments.plan.code_inputs import ROOT, closure, digest
+
+    root = ROOT if root is None else Path(root)
+    return digest(closure(root / WORKER, root), root, semantic=True)

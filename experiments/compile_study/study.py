@@ -29,6 +29,7 @@ from experiments.core.provenance import provenance
 from experiments.core.runtime import Progress
 from experiments.core.schema import frame
 from experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
+from experiments.core.units import TERA, tflops
 from kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
@@ -110,9 +111,9 @@ def chip_columns(c: Chip, case: Case) -> dict:
     or measured), so figures and reports read only the table."""
     moved, work = hbm_bytes(case), flops(case)
     hbm_seconds = moved / c.hbm_bytes_per_s
-    return dict(peak_tflops=c.peak_flops[case.dtype] / 1e12, hbm_bytes_per_s=c.hbm_bytes_per_s,
+    return dict(peak_tflops=c.peak_flops[case.dtype] / TERA, hbm_bytes_per_s=c.hbm_bytes_per_s,
                 hbm_bytes=moved, hbm_seconds=hbm_seconds,
-                roofline_tflops=work / max(work / c.peak_flops[case.dtype], hbm_seconds) / 1e12)
+                roofline_tflops=tflops(work, max(work / c.peak_flops[case.dtype], hbm_seconds)))
 
 
 def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
@@ -133,7 +134,7 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
     if result["status"] == "ok" and cycles:
         row["compute_seconds"] = cycles / c.clock_hz
         row["seconds"] = max(row["compute_seconds"], row["hbm_seconds"])
-        row["tflops"] = flops(case) / row["seconds"] / 1e12
+        row["tflops"] = tflops(flops(case), row["seconds"])
     return row
 
 

@@ -1,10 +1,9 @@
-"""Deviceless compilation for a TPU generation with libtpu, in worker processes with a timeout.
+"""The parent side of deviceless TPU compiles: `Compiler` runs compile workers (worker.py) with a timeout.
 
-`jax.experimental.topologies.get_topology_desc` loads libtpu and returns compile-only TPU devices while
-`jax.devices()` stays on the CPU; giving the arguments a sharding on one such device makes
-`jax.jit(...).lower(...).compile()` run the real TPU compiler. Each compile runs in a worker process:
-a hung compile is killed at the timeout, and libtpu's static-profile flag, which must be set before
-libtpu loads and slows every compile in its process, stays confined to the profiling worker.
+Each compile runs in a worker process: a hung compile is killed at the timeout, and libtpu's
+static-profile flag, which must be set before libtpu loads and slows every compile in its process,
+stays confined to the profiling worker. The compile itself is in worker.py, whose import closure is
+what the compile cache hashes: nothing here can change a compile's result.
 """
 import os
 import pickle
@@ -12,22 +11,18 @@ import select
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from experiments.compile_study import compiler_output, worker
-from experiments.core.cases import Case, wrapper
+from experiments.compile_study import worker
 from experiments.core.chips import chip
-from kernels import compat
 
-if TYPE_CHECKING:  # the worker side of this module runs in toolchains without pandas
+if TYPE_CHECKING:
     from experiments.compile_study.cache import CompileCache
+    from experiments.core.cases import Case
 
-PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
+
 ROOT = str(Path(__file__).resolve().parents[2])
-
-_device = None  # the worker's compile-only TPU device
 
 
 def worker_env(environ=None) -> dict:
@@ -42,72 +37,6 @@ def worker_env(environ=None) -> dict:
     # may load it at once (parallel Snakemake jobs, the plain and the profiling worker).
     env["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
     return env
-
-
-def worker_platforms() -> dict:
-    """What the worker's jax uses: its platforms setting and its devices' platforms (a check)."""
-    import jax
-
-    try:
-        platforms = sorted({d.platform for d in jax.devices()})
-    except Exception as e:  # e.g. JAX_PLATFORMS=tpu on a host without one: say so, do not crash
-        platforms = [f"error: {type(e).__name__}: {e}"[:300]]
-    return dict(jax_platforms=jax.config.jax_platforms, platforms=platforms)
-
-
-def init_worker(target: str, profile_dir: str | None) -> None:
-    os.environ["JAX_PLATFORMS"] = "cpu"  # also set by worker_env, before jax was imported
-    os.environ["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
-    if profile_dir:
-        os.environ["LIBTPU_INIT_ARGS"] = (f"{os.environ.get('LIBTPU_INIT_ARGS', '')} "
-                                          f"{PROFILE_FLAG}={profile_dir}")
-    global _device
-    from jax.experimental import topologies
-
-    _device = topologies.get_topology_desc(chip(target).topology, "tpu").devices[0]
-
-
-def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
-    """Compile `case` for the worker's TPU device and return the compiled HLO text."""
-    import jax
-
-    sharding = jax.sharding.SingleDeviceSharding(_device)
-    args = (jax.ShapeDtypeStruct((case.m, case.k), case.dtype, sharding=sharding),
-            jax.ShapeDtypeStruct((case.k, case.n), case.dtype, sharding=sharding))
-    kwargs = case.kwargs()
-    if case.spec.pallas:
-        kwargs["vmem_limit_bytes"] = vmem_limit_bytes
-    fn = wrapper(case.kernel)
-    return jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args).compile().as_text()
-
-
-def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -> dict:
-    """One compile; returns status and what the compiler reported. Runs in the worker process."""
-    start = time.perf_counter()
-    result = dict(status="ok", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None, error="")
-    try:
-        try:
-            text = compile_text(case, vmem_limit_bytes)
-        except Exception as e:
-            # An older libtpu than the jax (an intermediate release of the history): write the Mosaic
-            # IR version it reads, as jax would on a TPU host with it (kernels/compat.py), and retry.
-            version = compat.readable_mosaic_ir_version(str(e))
-            if version is None or not compat.use_mosaic_ir_version(version):
-                raise
-            print(f"libtpu reads Mosaic IR up to version {version}: compiling at it from now on",
-                  file=sys.stderr, flush=True)
-            text = compile_text(case, vmem_limit_bytes)
-    except Exception as e:  # the compiler's verdict is a result, not a crash
-        result |= compiler_output.compile_failure(e)
-    else:
-        if not case.spec.pallas:
-            result["est_cycles"] = compiler_output.xla_estimated_cycles(text)
-        else:
-            result["vmem_bytes"] = compiler_output.vmem_bytes_used(text)
-            if profile:
-                result["est_cycles"] = compiler_output.pallas_estimated_cycles(text)
-    result["compile_s"] = time.perf_counter() - start
-    return result
 
 
 class Compiler:
@@ -140,7 +69,7 @@ class Compiler:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 
-    def compile(self, case: Case, vmem_limit_bytes: int | None = None) -> dict:
+    def compile(self, case: "Case", vmem_limit_bytes: int | None = None) -> dict:
         """The compile's result: from the cache when it has it (no worker started), else compiled."""
         cached = self.cache.get(case, vmem_limit_bytes) if self.cache else None
         if cached is not None:
@@ -150,7 +79,7 @@ class Compiler:
             self.cache.put(case, vmem_limit_bytes, result)
         return result
 
-    def _compile(self, case: Case, vmem_limit_bytes: int | None) -> dict:
+    def _compile(self, case: "Case", vmem_limit_bytes: int | None) -> dict:
         proc = self._start()
         pickle.dump((case, vmem_limit_bytes, self.profile), proc.stdin)
         proc.stdin.flush()

@@ -1,5 +1,11 @@
 """The compile worker process: `python -m experiments.compile_study.worker TARGET [PROFILE_DIR]`.
 
+Deviceless compilation for a TPU generation with libtpu: `jax.experimental.topologies.get_topology_desc`
+loads libtpu and returns compile-only TPU devices while `jax.devices()` stays on the CPU; giving the
+arguments a sharding on one such device makes `jax.jit(...).lower(...).compile()` run the real TPU
+compiler. This module and what it imports decide a compile's result: the compile cache's key hashes
+its import closure (cache.py), so it imports nothing of the parent's process or cache code.
+
 Reads pickled (case, vmem_limit_bytes, profile) requests on stdin and writes one pickled result per
 request to its original stdout. libtpu and the compiler write to file descriptors 1 and 2 directly,
 so the worker moves fd 1 onto stderr and keeps a private copy of stdout for its replies.
@@ -7,14 +13,88 @@ so the worker moves fd 1 onto stderr and keeps a private copy of stdout for its 
 import os
 import pickle
 import sys
+import time
+
+from experiments.compile_study import compiler_output
+from experiments.core.cases import Case, wrapper
+from experiments.core.chips import chip
+from kernels import compat
+
+PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
+
+_device = None  # the worker's compile-only TPU device
+
+
+def worker_platforms() -> dict:
+    """What the worker's jax uses: its platforms setting and its devices' platforms (a check)."""
+    import jax
+
+    try:
+        platforms = sorted({d.platform for d in jax.devices()})
+    except Exception as e:  # e.g. JAX_PLATFORMS=tpu on a host without one: say so, do not crash
+        platforms = [f"error: {type(e).__name__}: {e}"[:300]]
+    return dict(jax_platforms=jax.config.jax_platforms, platforms=platforms)
+
+
+def init_worker(target: str, profile_dir: str | None) -> None:
+    os.environ["JAX_PLATFORMS"] = "cpu"  # also set by worker_env, before jax was imported
+    os.environ["ALLOW_MULTIPLE_LIBTPU_LOAD"] = "1"
+    if profile_dir:
+        os.environ["LIBTPU_INIT_ARGS"] = (f"{os.environ.get('LIBTPU_INIT_ARGS', '')} "
+                                          f"{PROFILE_FLAG}={profile_dir}")
+    global _device
+    from jax.experimental import topologies
+
+    _device = topologies.get_topology_desc(chip(target).topology, "tpu").devices[0]
+
+
+def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
+    """Compile `case` for the worker's TPU device and return the compiled HLO text."""
+    import jax
+
+    sharding = jax.sharding.SingleDeviceSharding(_device)
+    args = (jax.ShapeDtypeStruct((case.m, case.k), case.dtype, sharding=sharding),
+            jax.ShapeDtypeStruct((case.k, case.n), case.dtype, sharding=sharding))
+    kwargs = case.kwargs()
+    if case.spec.pallas:
+        kwargs["vmem_limit_bytes"] = vmem_limit_bytes
+    fn = wrapper(case.kernel)
+    return jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args).compile().as_text()
+
+
+def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -> dict:
+    """One compile; returns status and what the compiler reported. Runs in the worker process."""
+    start = time.perf_counter()
+    result = dict(status="ok", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None, error="")
+    try:
+        try:
+            text = compile_text(case, vmem_limit_bytes)
+        except Exception as e:
+            # An older libtpu than the jax (an intermediate release of the history): write the Mosaic
+            # IR version it reads, as jax would on a TPU host with it (kernels/compat.py), and retry.
+            version = compat.readable_mosaic_ir_version(str(e))
+            if version is None or not compat.use_mosaic_ir_version(version):
+                raise
+            print(f"libtpu reads Mosaic IR up to version {version}: compiling at it from now on",
+                  file=sys.stderr, flush=True)
+            text = compile_text(case, vmem_limit_bytes)
+    except Exception as e:  # the compiler's verdict is a result, not a crash
+        result |= compiler_output.compile_failure(e)
+    else:
+        if not case.spec.pallas:
+            result["est_cycles"] = compiler_output.xla_estimated_cycles(text)
+        else:
+            result["vmem_bytes"] = compiler_output.vmem_bytes_used(text)
+            if profile:
+                result["est_cycles"] = compiler_output.pallas_estimated_cycles(text)
+    result["compile_s"] = time.perf_counter() - start
+    return result
 
 
 def main(target: str, profile_dir: str | None) -> None:
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    from experiments.compile_study import tpu_compile
-
-    tpu_compile.init_worker(target, profile_dir)
+    init_worker(target, profile_dir)
     requests = sys.stdin.buffer
     while True:
         try:
@@ -22,11 +102,11 @@ def main(target: str, profile_dir: str | None) -> None:
         except EOFError:
             return
         if request == "platforms":  # a check: which platforms the worker's jax really uses
-            pickle.dump(tpu_compile.worker_platforms(), replies)
+            pickle.dump(worker_platforms(), replies)
             replies.flush()
             continue
         case, vmem_limit_bytes, profile = request
-        pickle.dump(tpu_compile.compile_in_worker(case, vmem_limit_bytes, profile), replies)
+        pickle.dump(compile_in_worker(case, vmem_limit_bytes, profile), replies)
         replies.flush()
 
 

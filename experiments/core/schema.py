@@ -5,10 +5,26 @@ One row per estimate, measurement or published number (`source`). Every stage th
 them (aggregation, figures, report) takes the column list from here; `conform` gives any frame the
 table's columns in order and its dtypes.
 """
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
 from experiments.core.runtime import UserError
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of the results table: the one place its name, type, unit and meaning are written.
+    The parquet schema (conform), the docs' column reference and the report's glossary read it."""
+
+    name: str
+    # text, int (nullable), dim (an integer size, never missing), float, bool, boolean (nullable), samples
+    kind: str
+    unit: str  # "" where the value has none
+    sources: tuple  # the sources whose rows fill it (SOURCES)
+    meaning: str
+
 
 # Prediction intervals of the modelled columns (experiments/analysis/intervals.py): at these levels (%),
 # <column>_lo<level> and <column>_hi<level> beside each of them.
@@ -17,40 +33,117 @@ INTERVAL_LEVELS = (80, 95)
 INTERVAL_COLUMNS = [f"{col}_{side}{level}" for col in MODELLED_COLUMNS for level in INTERVAL_LEVELS
                     for side in ("lo", "hi")]
 
-COLUMNS = [
-    "source", "toolchain", "target", "device_kind", "experiment", "kernel", "dtype", "m", "k", "n",
-    "bm", "bk", "bn", "status", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "raised_limit",
-    "vmem_method", "est_cycles", "cycles_method",
-    "compute_seconds", "hbm_bytes", "hbm_seconds", "seconds", "tflops", "roofline_tflops",
-    "peak_tflops", "hbm_bytes_per_s", "search", "compile_s", "error",
-    # the timing model (experiments/analysis/timing_model.py): estimate rows, and measured rows beside them
-    "model_device_seconds", "model_device_tflops", "model_post_seconds", "model_post_tflops", "model_fit",
-    "estimate_nonmonotonic", "measured_over_model", "wall_over_model",
-    # xla_estimate_method: cost_model, or monotone_envelope where the modelled columns replace a dip
-    # of libtpu's cost model by the best smaller problem's rate; model_interval: how the bands were made
-    "xla_estimate_method", *INTERVAL_COLUMNS, "model_interval",
-    # measured rows only (experiments/measure/harness.py, experiments/measure/statistics.py)
-    "rel_error", "max_tile_error", "precision", "timer", "calls_per_sample",
-    "device_samples_s", "samples_s", "wall_samples_s", "dispatch_floor_s",
-    "n_samples", "p25_seconds", "p75_seconds", "batched_seconds", "wall_seconds", "near_dispatch_floor",
-    "measured_over_estimate", "num_chips", "num_devices", "run_label", "timestamp",
-    "jax_version", "jaxlib_version", "libtpu_version", "git_sha",
-]
-INT_COLUMNS = ("bm", "bk", "bn", "vmem_bytes", "vmem_limit_bytes", "oom_limit_bytes", "est_cycles",
-               "hbm_bytes", "calls_per_sample", "n_samples", "num_chips", "num_devices")
-FLOAT_COLUMNS = ("compute_seconds", "hbm_seconds", "seconds", "tflops", "roofline_tflops", "compile_s",
-                 "peak_tflops", "hbm_bytes_per_s", "rel_error", "p25_seconds", "p75_seconds", "wall_seconds",
-                 "measured_over_estimate", "max_tile_error", "dispatch_floor_s", "batched_seconds",
-                 "model_device_seconds", "model_device_tflops", "model_post_seconds", "model_post_tflops",
-                 "measured_over_model", "wall_over_model", *INTERVAL_COLUMNS)
+ALL, EST, MEAS, PUB = ("published", "estimate", "measured"), ("estimate",), ("measured",), ("published",)
+_EST_MEAS = ("estimate", "measured")
+COLUMN_SPECS = (
+    Column("source", "text", "", ALL, "where the number comes from: published (the post's figures), estimate "
+           "(libtpu's compiler for the target, no TPU) or measured (timed on a device)"),
+    Column("toolchain", "text", "", EST, "the compiler environment an estimate comes from (config "
+           "`toolchains`: the pipeline's own, or e.g. the post's jax 0.4.36 / libtpu 0.0.5); \"\" otherwise"),
+    Column("target", "text", "", ALL, "the TPU generation (v4, v5e, v5p, v6e, 7x; cpu: measured on a CPU)"),
+    Column("device_kind", "text", "", _EST_MEAS, "the device kind JAX reports for the target"),
+    Column("experiment", "text", "", ALL, "the post's experiment (v1-v5) or xla, XLA's own matmul"),
+    Column("kernel", "text", "", ALL, "the kernel module (kernels/) that ran"),
+    Column("dtype", "text", "", ALL, "operand data type: float32, bfloat16 or int8"),
+    Column("m", "dim", "", ALL, "rows of the left operand and of the output"),
+    Column("k", "dim", "", ALL, "the contracted dimension"),
+    Column("n", "dim", "", ALL, "columns of the right operand and of the output"),
+    Column("bm", "int", "", ALL, "block rows (empty for XLA and v1)"),
+    Column("bk", "int", "", ALL, "block depth along k (empty for XLA and v1)"),
+    Column("bn", "int", "", ALL, "block columns (empty for XLA and v1)"),
+    Column("status", "text", "", ALL, "ok, vmem_oom (the compiler's out-of-VMEM verdict), compile_error, "
+           "timeout, toolchain_error (estimates); runtime_error, wrong_result (measured); failed (the post)"),
+    Column("vmem_bytes", "int", "bytes", _EST_MEAS, "VMEM the compiled kernel uses (ok) or requests "
+           "(vmem_oom); empty where the verdict was not compiled (vmem_method dominated)"),
+    Column("vmem_limit_bytes", "int", "bytes", _EST_MEAS, "the scoped-VMEM limit applied: the chip's "
+           "default or a raised one (raised_limit)"),
+    Column("oom_limit_bytes", "int", "bytes", _EST_MEAS, "the limit the compiler said was exceeded (the "
+           "scoped limit, or the core's physical VMEM)"),
+    Column("raised_limit", "bool", "", _EST_MEAS, "compiled at a scoped-VMEM limit above the chip's default"),
+    Column("vmem_method", "text", "", EST, "how the VMEM verdict was obtained: compiled, representative (a "
+           "small grid of the same blocks), block_bound, dominated (not compiled: at least as large as a "
+           "shape out of VMEM) or fits_lower_limit"),
+    Column("est_cycles", "int", "cycles", EST, "libtpu's cycle estimate: a Pallas kernel's static profile "
+           "(cycles_method profiled or extrapolated), XLA's cost model (xla_cost_model)"),
+    Column("cycles_method", "text", "", EST, "where est_cycles comes from, or why an ok row has none "
+           "(no_static_profile, profiler_crashed, extrapolation_failed)"),
+    Column("compute_seconds", "float", "s", EST, "est_cycles / the chip's clock"),
+    Column("hbm_bytes", "int", "bytes", _EST_MEAS, "bytes the grid moves between HBM and VMEM, from the "
+           "kernel's BlockSpecs (a block is copied only when its index changes between steps)"),
+    Column("hbm_seconds", "float", "s", _EST_MEAS, "hbm_bytes / the chip's HBM bandwidth"),
+    Column("seconds", "float", "s", ALL, "estimate: max(compute_seconds, hbm_seconds); measured: the "
+           "median of the timer's samples; published: the post's time"),
+    Column("tflops", "float", "TFLOP/s", ALL, "FLOPs / seconds (experiments.core.units.tflops)"),
+    Column("roofline_tflops", "float", "TFLOP/s", _EST_MEAS, "FLOPs / max(FLOPs / peak, hbm_seconds): the "
+           "most this configuration could reach"),
+    Column("peak_tflops", "float", "TFLOP/s", _EST_MEAS, "the chip's peak rate for the dtype"),
+    Column("hbm_bytes_per_s", "float", "bytes/s", _EST_MEAS, "the chip's HBM bandwidth"),
+    Column("search", "bool", "", _EST_MEAS, "a configuration of the block search, not one the post ran"),
+    Column("compile_s", "float", "s", _EST_MEAS, "time the compile took here (not a result)"),
+    Column("error", "text", "", ALL, "the compiler's or runtime's message, shortened; \"\" when none"),
+    Column("model_device_seconds", "float", "s", _EST_MEAS, "the timing model's device time of one call, "
+           "fitted to the post's published v5e numbers (modelled)"),
+    Column("model_device_tflops", "float", "TFLOP/s", _EST_MEAS, "FLOPs / model_device_seconds (modelled)"),
+    Column("model_post_seconds", "float", "s", _EST_MEAS, "the timing model timed as the post did: one "
+           "blocked call, host overhead included (modelled)"),
+    Column("model_post_tflops", "float", "TFLOP/s", _EST_MEAS, "FLOPs / model_post_seconds (modelled)"),
+    Column("model_fit", "text", "", _EST_MEAS, "which fit the modelled columns come from (published v5e, or "
+           "a TPU run's own measurements); model only where a Pallas row has no compiler cycles"),
+    Column("estimate_nonmonotonic", "bool", "", EST, "an XLA estimate whose TFLOP/s falls as the size grows "
+           "(FLOP per byte rises): a cost-model artefact"),
+    Column("measured_over_model", "float", "", MEAS, "device time / modelled device time"),
+    Column("wall_over_model", "float", "", MEAS, "blocked-call time / modelled post-method time"),
+    Column("xla_estimate_method", "text", "", EST, "what an XLA estimate's modelled columns rest on: "
+           "cost_model (libtpu's cycles) or monotone_envelope (a flagged dip replaced by the best smaller "
+           "problem's rate at the same aspect; the raw estimate keeps est_cycles and tflops)"),
+    *(Column(name, "float", "TFLOP/s" if "tflops" in name else "s", _EST_MEAS,
+             f"the {name.rsplit('_', 1)[1][2:]} % prediction interval's "
+             f"{'lower' if '_lo' in name else 'upper'} end of {name.rsplit('_', 1)[0]} (split conformal "
+             "over the leave-one-experiment-out errors; modelled)") for name in INTERVAL_COLUMNS),
+    Column("model_interval", "text", "", _EST_MEAS, "how the row's intervals were made, and that no "
+           "measurement checks them off v5e"),
+    Column("rel_error", "float", "", MEAS, "relative Frobenius error of the output against a float32 "
+           "HIGHEST reference (int8: exact)"),
+    Column("max_tile_error", "float", "", MEAS, "the largest per-tile error over 128x128 output tiles, "
+           "relative to the scale of a correct product's rounding error"),
+    Column("precision", "text", "", MEAS, "float32 rows: the arithmetic the error band implies (bf16, "
+           "bf16_3x, float32)"),
+    Column("timer", "text", "", MEAS, "where seconds comes from: profiler_device_events or "
+           "batched_async_calls"),
+    Column("calls_per_sample", "int", "", MEAS, "calls per batch of samples_s"),
+    Column("device_samples_s", "samples", "s", MEAS, "raw samples: the kernel's own time on the device per "
+           "call, from profiler device events (primary)"),
+    Column("samples_s", "samples", "s", MEAS, "raw samples: batches of back-to-back asynchronous calls, per "
+           "call (an upper bound: dispatch cannot be beaten)"),
+    Column("wall_samples_s", "samples", "s", MEAS, "raw samples: single blocked calls, as the post timed"),
+    Column("dispatch_floor_s", "float", "s", MEAS, "this run's dispatch time per call on a trivial op"),
+    Column("n_samples", "int", "", MEAS, "samples behind seconds"),
+    Column("p25_seconds", "float", "s", MEAS, "25th percentile of the timer's samples"),
+    Column("p75_seconds", "float", "s", MEAS, "75th percentile of the timer's samples"),
+    Column("batched_seconds", "float", "s", MEAS, "median of samples_s"),
+    Column("wall_seconds", "float", "s", MEAS, "median of wall_samples_s"),
+    Column("near_dispatch_floor", "boolean", "", MEAS, "batched_seconds < 2 x dispatch_floor_s: the batched "
+           "timer measured dispatch, not the kernel"),
+    Column("measured_over_estimate", "float", "", MEAS, "seconds / this run's estimated seconds for the same "
+           "target and configuration"),
+    Column("num_chips", "int", "", MEAS, "chips of the measuring host"),
+    Column("num_devices", "int", "", MEAS, "JAX devices of the measuring host (a 7x chip is two)"),
+    Column("run_label", "text", "", MEAS, "the measurement run (a machine), so two machines' runs both stay"),
+    Column("timestamp", "text", "", MEAS, "when the measurement ran (UTC, ISO 8601)"),
+    Column("jax_version", "text", "", _EST_MEAS, "jax of the row's toolchain"),
+    Column("jaxlib_version", "text", "", _EST_MEAS, "jaxlib of the row's toolchain"),
+    Column("libtpu_version", "text", "", _EST_MEAS, "libtpu of the row's toolchain"),
+    Column("git_sha", "text", "", _EST_MEAS, "the commit of this repository that made the row"),
+)
+COLUMNS = [c.name for c in COLUMN_SPECS]
+_OF_KIND = {kind: tuple(c.name for c in COLUMN_SPECS if c.kind == kind)
+            for kind in ("text", "int", "dim", "float", "bool", "boolean", "samples")}
+INT_COLUMNS, FLOAT_COLUMNS, BOOL_COLUMNS = _OF_KIND["int"], _OF_KIND["float"], _OF_KIND["bool"]
 # A measured row's raw samples (lists of seconds): the table keeps them, and the statistics derived
 # from them (experiments/measure/statistics.py) are columns of their own, so readers of the table
 # after the aggregate leave them out (experiments/analysis/runs.py).
-SAMPLE_COLUMNS = ("device_samples_s", "samples_s", "wall_samples_s")
-BOOL_COLUMNS = ("raised_limit", "search", "estimate_nonmonotonic")  # near_dispatch_floor: boolean, missing
-# where not derived
-# never missing: "" when there is nothing to say. toolchain: the compiler environment an estimate came
-# from (config `toolchains`, experiments/plan/toolchains.py); "" for published and measured rows.
+SAMPLE_COLUMNS = _OF_KIND["samples"]
+# never missing: "" when there is nothing to say (the key's text columns are filled by every source).
 TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain", "model_fit",
                 "xla_estimate_method", "model_interval")
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from experiments.core import units
 from experiments.core.cases import Case
-from kernels.spec import SPLIT, WHOLE
+from kernels.spec import WHOLE
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 1}
 
@@ -30,14 +30,17 @@ def _changes(block_index: np.ndarray) -> int:
 
 
 def block_index_maps(case: Case):
-    """Block index of A, B and the output at each grid point (i, j[, k]), as in the kernels."""
-    if case.spec.grid == SPLIT:
-        return (lambda g: np.stack([g[:, 0], 0 * g[:, 0]], 1),
-                lambda g: np.stack([0 * g[:, 1], g[:, 1]], 1),
-                lambda g: g[:, :2])
-    return (lambda g: np.stack([g[:, 0], g[:, 2]], 1),
-            lambda g: np.stack([g[:, 2], g[:, 1]], 1),
-            lambda g: g[:, :2])
+    """Block index of A, B and the output at each grid point, from the kernel's own BlockSpecs (its
+    SPEC's tiling): each map takes the grid points, shape (steps, len(grid)), and returns the block
+    indices, shape (steps, 2)."""
+    tiling = case.spec.tiling(case.m, case.k, case.n, **case.kwargs())
+
+    def as_map(block_spec):
+        def index(g):
+            return np.stack(np.broadcast_arrays(*block_spec.index_map(*g.T)), axis=1)
+        return index
+
+    return tuple(as_map(spec) for spec in (*tiling.in_specs, tiling.out_spec))
 
 
 def hbm_bytes(case: Case) -> int:

@@ -42,11 +42,8 @@ from experiments.core.schema import frame
 from experiments.core.traffic import hbm_bytes
 from experiments.measure import check, timers
 from experiments.measure.device import Device
+from experiments.measure.process import Worker, WorkerFailed, empty_result
 from experiments.measure.timers import time_batched, time_blocked  # noqa: F401  (re-exported)
-
-
-class WorkerFailed(RuntimeError):
-    """The measuring worker could not be started (raised by experiments/measure/worker.py)."""
 
 log = logging.getLogger(__name__)
 
@@ -108,12 +105,6 @@ def calls_per_batch(single_call_s: float, out_bytes: int, settings: Settings) ->
     """Enough back-to-back calls to last min_sample_s, within max_calls and the batch memory budget."""
     wanted = math.ceil(settings.min_sample_s / max(single_call_s, 1e-9))
     return max(1, min(wanted, settings.max_calls, settings.max_batch_bytes // max(out_bytes, 1)))
-
-
-def empty_result() -> dict:
-    return dict(status="ok", error="", vmem_bytes=None, oom_limit_bytes=None, rel_error=None,
-                max_tile_error=None, precision="", samples_s=None, wall_samples_s=None,
-                device_samples_s=None, timer="", calls_per_sample=None, compile_s=None)
 
 
 def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counter,
@@ -181,7 +172,7 @@ def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None,
 
 class InProcess:
     """Runs configurations in this process: for tests of the bookkeeping with stand-in calls (no
-    isolation: a hang hangs the caller). `experiments.measure.worker.Worker` is the real runner."""
+    isolation: a hang hangs the caller). `experiments.measure.process.Worker` is the real runner."""
 
     def __init__(self, build=build, clock=time.perf_counter, found: dict | None = None):
         self.build, self.clock, self.found = build, clock, found  # found: pretend to be that device
@@ -213,8 +204,6 @@ def measure_or_row(runner, found: dict, case: Case, limit: int | None, settings:
 def run_measure_job(job: MeasureJob, *, runner=None) -> pd.DataFrame:
     """Measure every case of `job`; raw samples, one row per case and limit, failures included."""
     if runner is None:
-        from experiments.measure.worker import Worker
-
         runner = Worker(job.device.platform, timeout_s=job.settings.timeout_s)
     timestamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     progress = Progress(len(job.cases), log)

@@ -14,7 +14,7 @@ Rows without samples (failures, wrong results) get none of these.
 import numpy as np
 import pandas as pd
 
-from experiments.core.units import flops
+from experiments.core.units import flops, tflops
 
 FLOOR_FACTOR = 2.0
 
@@ -64,5 +64,5 @@ def derive(measured: pd.DataFrame) -> pd.DataFrame:
     near = pd.Series(out["batched_seconds"] < FLOOR_FACTOR * floor, dtype="boolean")
     out["near_dispatch_floor"] = near.mask(out["batched_seconds"].isna() | floor.isna())
     work = flops(out.m.astype("float64"), out.k.astype("float64"), out.n.astype("float64"))
-    out["tflops"] = work / out["seconds"] / 1e12
+    out["tflops"] = tflops(work, out["seconds"])
     return out

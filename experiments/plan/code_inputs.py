@@ -14,7 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Packages of this repository whose modules a script may import.
-PACKAGES = ("kernels", "experiments", "figures", "report")
+PACKAGES = ("kernels", "experiments", "figures", "report", "studies", "advise")
 
 
 def _module_file(name: str, root: Path) -> Path | None:

@@ -3,28 +3,18 @@
 Every error names the config key and the offending value, and is raised before any job runs.
 """
 import copy
-import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import jsonschema
 import yaml
 
-from experiments.compile_study.study import Job, searched
-from experiments.core.cases import Case, expand, search_space
-from experiments.plan.search import search_covers
-from kernels import REGISTRY, checks
-from kernels.spec import BLOCKS, SPLIT
+from kernels import REGISTRY
+from kernels.spec import BLOCKS
 
-if TYPE_CHECKING:
-    from experiments.measure.harness import MeasureJob
-
+# The blocked kernels (v3, v5): the ones with block searches and block shapes in the schema.
+BLOCKED = tuple(name for name, spec in REGISTRY.items() if spec.grid == BLOCKS)
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "config" / "schema.yaml"
-
-# What each grid kind needs from an experiment or correctness entry.
-GRID_ARGS = {SPLIT: "splits", BLOCKS: "blocks"}
-BLOCKED = tuple(name for name, spec in REGISTRY.items() if spec.grid == BLOCKS)
 
 
 class ConfigError(ValueError):
@@ -38,7 +28,13 @@ def schema() -> dict:
     defs["kernel"]["enum"] = list(REGISTRY)
     defs["pallas_kernel"]["enum"] = [name for name, spec in REGISTRY.items() if spec.pallas]
     defs["blocked_kernel"]["enum"] = list(BLOCKED)
+    loaded["properties"]["studies"]["items"]["enum"] = study_names()
     return loaded
+
+
+def study_names() -> list[str]:
+    """The optional studies with rules of their own: the folders studies/<name>/rules.smk."""
+    return sorted(p.parent.name for p in (ROOT / "studies").glob("*/rules.smk"))
 
 
 def checked(config: dict) -> dict:
@@ -95,297 +91,6 @@ def _key(path) -> str:
     return out
 
 
-def check_toolchains(config: dict) -> dict:
-    """The config's toolchains (experiments/plan/toolchains.parse), a ConfigError if one cannot work."""
-    from experiments.plan.toolchains import ToolchainError, parse
-
-    try:
-        return parse(config)
-    except ToolchainError as e:
-        raise ConfigError(str(e)) from None
-
-
-def check_case(case: Case, key: str) -> None:
-    """Raise ConfigError if the kernel would refuse `case` (tiling, divisibility, dtype)."""
-    supported = REGISTRY[case.kernel].dtypes
-    if case.dtype not in supported:
-        raise ConfigError(f"{key}: dtype={case.dtype!r} not supported by kernel {case.kernel!r} "
-                          f"(supported: {list(supported)})")
-    if case.bm is not None:
-        try:
-            checks.check_blocks(case.m, case.k, case.n, case.bm, case.bk, case.bn)
-        except ValueError as e:
-            if REGISTRY[case.kernel].grid == SPLIT:  # the blocks follow from the split count and the shape
-                raise ConfigError(f"{key}.splits: splits={case.m // case.bm} at shape m={case.m}, "
-                                  f"k={case.k}, n={case.n} gives blocks ({case.bm}, {case.bk}, {case.bn}): "
-                                  f"{e}") from None
-            raise ConfigError(f"{key}.blocks: {e} (shape m={case.m}, k={case.k}, n={case.n})") from None
-
-
-def check_grid_args(kernel: str, spec: dict, key: str) -> None:
-    """A split kernel (v2) needs its split counts, a blocked one (v3, v5) its blocks."""
-    needs = GRID_ARGS.get(REGISTRY[kernel].grid)
-    if needs and needs not in spec:
-        raise ConfigError(f"{key}.{needs}: required for kernel {kernel!r}")
-
-
-def correctness_cases(config: dict) -> dict[str, list[tuple[Case, str]]]:
-    """(case, mode) pairs per kernel from the `correctness` section, checked; raises ConfigError."""
-    section = config["correctness"]
-    tpu = section["tpu_interpret"]
-    out = {}
-    for kernel, spec in section["kernels"].items():
-        key = f"correctness.kernels.{kernel}"
-        check_grid_args(kernel, spec, key)
-        pairs = []
-        for dtype in spec["dtypes"]:
-            grid_args = dict(blocks=spec.get("blocks", ()), splits=spec.get("splits", ()))
-            for mode, shapes in (("interpret", spec.get("shapes", section["shapes"])),
-                                 ("tpu-interpret", tpu["shapes"] if kernel in tpu["kernels"] else [])):
-                for case in _expand_checked(kernel, dtype, shapes, grid_args, key):
-                    pairs.append((case, mode))
-        out[kernel] = pairs
-    for kernel in tpu["kernels"]:
-        if kernel not in section["kernels"]:
-            raise ConfigError(f"correctness.tpu_interpret.kernels: {kernel!r} is not in correctness.kernels")
-    return out
-
-
-def _expand_checked(kernel, dtype, shapes, grid_args, key, keep=None) -> list[Case]:
-    """Cases of a sweep, filtered by `keep`, each checked as the kernel would check it."""
-    try:
-        cases = expand(kernel, dtype, shapes, **grid_args)
-    except ValueError as e:  # v2 splits that do not divide a shape
-        raise ConfigError(f"{key}.splits: {e}") from None
-    cases = [c for c in cases if keep is None or keep(c)]
-    for case in cases:
-        check_case(case, key)
-    return cases
-
-
-def _fits(case: Case) -> bool:
-    """Blocks no larger than their dimensions (larger ones are skipped at that size, by design)."""
-    return case.bm is None or (case.bm <= case.m and case.bk <= case.k and case.bn <= case.n)
-
-
-def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
-    """Jobs of the compile study keyed by (target, experiment, dtype); "xla" is the baseline."""
-    section = config["compile_study"]
-    from experiments.plan.toolchains import primary
-
-    settings = dict(toolchain=primary(config), timeout_s=section["timeout_s"],
-                    profile_max_steps=section["profile_max_steps"],
-                    raised_limits_mib=tuple(section["raised_vmem_limits_mib"]),
-                    skip_dominated=section["skip_dominated"])
-    sweeps = {}  # (experiment, dtype) -> its own configurations and its block search's
-    baseline_problems = {(s, s, s) for s in section["sizes"]}
-    for name, spec in section["experiments"].items():
-        key = f"compile_study.experiments.{name}"
-        kernel = spec["kernel"]
-        check_grid_args(kernel, spec, key)
-        if "search" in spec and kernel not in BLOCKED:
-            raise ConfigError(f"{key}.search: only for blocked kernels {BLOCKED}, not kernel={kernel!r}")
-        problems = experiment_problems(spec, section, key)
-        baseline_problems |= set(problems) | {(s, s, s) for s in spec.get("search", {}).get("sizes", ())}
-        grid_args = dict(blocks=spec.get("blocks", ()), splits=spec.get("splits", ()))
-        if "search" in spec:
-            check_search_dtypes(spec, key)
-        for dtype in spec["dtypes"]:
-            own = _expand_checked(kernel, dtype, problems, grid_args, key, _fits)
-            found = []
-            if "search" in spec:
-                search = spec["search"]
-                found = _expand_checked(kernel, dtype, [(s, s, s) for s in search["sizes"]],
-                                        dict(blocks=search_space(search)), f"{key}.search", _fits)
-            squares = [p[0] for p in problems if p[0] == p[1] == p[2]]
-            shapes = [list(p) for p in problems if not p[0] == p[1] == p[2]]
-            none_fit = (f"{key}: no configuration fits sizes={squares}"
-                        + (f" or shapes={shapes}" if shapes else "") + f" (dtype={dtype!r})")
-            sweeps[(name, dtype)] = dict(spec=spec, own=own, search=[c for c in found if c not in own],
-                                         where=none_fit)
-    for dtype in section["baseline_dtypes"]:
-        cases = _expand_checked("xla", dtype, sorted(baseline_problems, key=_problem_order), {},
-                                "compile_study.baseline_dtypes")
-        sweeps[("xla", dtype)] = dict(spec=None, own=cases, search=[], where="")
-    jobs = {}
-    for target in config["targets"]:
-        for (name, dtype), sweep in sweeps.items():
-            if sweep["spec"] is None:  # XLA's baseline: no blocks, nothing retried at raised limits
-                cases, retried = sweep["own"], ()
-            else:  # the experiment's own blocks, and its block search where it covers this target
-                searched_here = search_covers(sweep["spec"], dtype, target)
-                cases, retried = sweep["own"] + (sweep["search"] if searched_here else []), sweep["own"]
-            if not cases:
-                raise ConfigError(sweep["where"] + (f" on target {target!r}, where its block search does not "
-                                                    "run (search.targets, search.dtypes)" if sweep["search"]
-                                                    else ""))
-            jobs[(target, name, dtype)] = Job(target=target, experiment=name, cases=tuple(cases),
-                                              raise_limits_for=tuple(retried), **settings)
-    return jobs
-
-
-def experiment_problems(spec: dict, section: dict, key: str) -> list[tuple[int, int, int]]:
-    """An experiment's (m, k, n) problems: its square sizes (default: the study's, unless it lists
-    shapes), then its shapes. Shapes only for blocked kernels (and XLA's baseline, which compiles every
-    experiment's problems), each dimension a multiple of the TPU lane width; a block that does not
-    divide a shape is an error naming both (check_case), not skipped as a block larger than a size is."""
-    kernel = spec["kernel"]
-    shapes = [tuple(shape) for shape in spec.get("shapes", ())]
-    if shapes and kernel not in BLOCKED:
-        raise ConfigError(f"{key}.shapes: only for blocked kernels {BLOCKED}, not kernel={kernel!r}")
-    for i, shape in enumerate(shapes):
-        for dim, value in zip("mkn", shape, strict=True):
-            if value % checks.LANE:
-                raise ConfigError(f"{key}.shapes[{i}]: {dim}={value} of shape {list(shape)} is not a "
-                                  f"multiple of {checks.LANE} (the TPU lane width)")
-    sizes = spec.get("sizes", [] if shapes else section["sizes"])
-    return [(s, s, s) for s in sizes] + [shape for shape in shapes if shape not in {(s, s, s) for s in sizes}]
-
-
-def _problem_order(problem: tuple[int, int, int]):
-    """Squares by size first (the post's order), then other shapes by FLOPs."""
-    m, k, n = problem
-    return (not m == k == n, m * k * n, problem)
-
-
-def check_search_dtypes(spec: dict, key: str) -> None:
-    """An experiment's `search.dtypes` must be among its own dtypes."""
-    for dtype in spec["search"].get("dtypes", ()):
-        if dtype not in spec["dtypes"]:
-            raise ConfigError(f"{key}.search.dtypes: {dtype!r} is not one of the experiment's dtypes "
-                              f"{spec['dtypes']}")
-
-
-def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
-    """The compile study's Snakemake jobs: each job with a block search split into `parts` jobs keyed
-    (target, experiment, dtype, "<i>of<n>"), others as one part ("1of1").
-
-    All block shapes with one `bk` stay in one part: the sizes of a block shape share the small grids
-    that give its VMEM verdict and cycle fit, and a searched shape is not compiled when one with the
-    same bk and no larger bm and bn already ran out of VMEM in its job (study.dominated_result), so the
-    rows do not depend on how a search is split. A search splits into at most as many parts as it has
-    bk values. Groups are dealt out largest first to the part with the least work so far (work: the
-    elements of the cases' blocks, which is what a compile's time grows with), so that parts take
-    about as long as each other.
-    """
-    out = {}
-    for (target, experiment, dtype), job in jobs.items():
-        by_bk = {}
-        for case in job.cases:
-            by_bk.setdefault(case.bk or 0, []).append(case)
-        n = parts if any(searched(case, job) for case in job.cases) else 1
-        n = min(n, len(by_bk))
-        work, groups = [0] * n, [[] for _ in range(n)]
-        for _, cases in sorted(by_bk.items(), key=lambda kv: (-_work(kv[1]), kv[0])):
-            i = work.index(min(work))
-            work[i] += _work(cases)
-            groups[i].extend(cases)
-        for i, cases in enumerate(groups, 1):
-            chosen = set(cases)
-            ordered = tuple(c for c in job.cases if c in chosen)  # the job's own order
-            retried = tuple(c for c in job.raise_limits_for if c in chosen)
-            part = dataclasses.replace(job, cases=ordered, raise_limits_for=retried)
-            out[(target, experiment, dtype, f"{i}of{n}")] = part
-    return out
-
-
-MERGED_BASELINE_DTYPE = "all"  # the dtype part of the one baseline job per target (merge_baseline_jobs)
-
-
-def merge_baseline_jobs(parts: dict) -> dict:
-    """study_parts' jobs with each target's XLA baseline jobs (one per dtype) merged into one, keyed
-    (target, "xla", "all", "1of1"): a few seconds of compiles each, less than the start of a job and
-    its compile workers. Its rows are theirs, in the same order (each row carries its case's dtype)."""
-    out = {}
-    for (target, experiment, dtype, part), job in parts.items():
-        key = (target, experiment, dtype, part)
-        if experiment == "xla":  # the first dtype's place in the plan's order; the others' cases added
-            key = (target, "xla", MERGED_BASELINE_DTYPE, "1of1")
-            job = dataclasses.replace(out[key], cases=out[key].cases + job.cases) if key in out else job
-        out[key] = job
-    return out
-
-
-def expected_work(job: Job) -> int:
-    """A job's compile work, in the units study_parts balances: the scheduler starts the longest
-    compile jobs first (longest-processing-time order), so that the short ones fill the last gaps."""
-    return _work(job.cases)
-
-
-def _work(cases) -> int:
-    """The elements of the cases' blocks (a whole operand where a kernel has none): what a compile's
-    time grows with."""
-    return sum((c.bm or c.m) * (c.bk or c.k) + (c.bk or c.k) * (c.bn or c.n) + (c.bm or c.m) * (c.bn or c.n)
-               for c in cases)
-
-
-def measure_settings(config: dict, **overrides):
-    """Settings of the measurement harness from a config's `measure` section; `overrides` replace
-    single settings (tests use the schema's defaults for everything else: with_defaults({}))."""
-    from experiments.measure.harness import Settings
-
-    section = config["measure"]
-    fields = ("warmup", "samples", "input_sets", "min_sample_s", "max_calls", "timeout_s", "profile")
-    settings = {f: section[f] for f in fields} | dict(tolerance=tuple(sorted(section["tolerance"].items())))
-    return Settings(**(settings | overrides))
-
-
-def with_sizes(config: dict, sizes: list[int]) -> dict:
-    """`config` with the compile study's sweeps restricted to `sizes` (measure.sizes)."""
-    config = copy.deepcopy(config)
-    section = config["compile_study"]
-    section["sizes"] = list(sizes)
-    for spec in section["experiments"].values():
-        spec.pop("sizes", None)
-        if "search" in spec:
-            spec["search"]["sizes"] = [s for s in spec["search"]["sizes"] if s in sizes]
-            if not spec["search"]["sizes"]:
-                del spec["search"]
-    return config
-
-
-def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "MeasureJob"]:
-    """Measurement jobs keyed by (experiment, dtype): the compile study's sweeps, on `device`.
-
-    On the CPU only XLA's matmul is measured (Pallas kernels run there only in interpret mode).
-    """
-    from experiments.measure.harness import MeasureJob
-
-    section = config["measure"]
-    swept = with_sizes(config, section["sizes"]) if section.get("sizes") else config
-    if device.platform == "cpu":
-        swept = copy.deepcopy(swept)
-        swept["compile_study"]["experiments"] = {}
-    try:
-        jobs = study_jobs({**swept, "targets": [device.name]})
-    except ConfigError as e:
-        raise ConfigError(f"measure.sizes={section.get('sizes')}: {e}") from None
-    settings = measure_settings(config)
-    out = {}
-    for (_, experiment, dtype), job in jobs.items():
-        if device.platform == "cpu" and experiment != "xla":
-            continue
-        out[(experiment, dtype)] = MeasureJob(device=device, label=label, experiment=experiment,
-                                              cases=job.cases, raise_limits_for=job.raise_limits_for,
-                                              raised_limits_mib=job.raised_limits_mib, settings=settings)
-    if not out:
-        raise ConfigError(f"measure.device: {section.get('device')!r} would measure nothing: on the CPU only "
-                          "XLA's matmul is measured, and compile_study.baseline_dtypes is empty")
-    return out
-
-
-def validate(config: dict) -> dict:
-    """Schema and semantic checks; returns the config with the schema's defaults filled in, or raises
-    ConfigError. A `cpu` measurement is planned too (a TPU's plan differs only in its device)."""
-    from experiments.measure.device import Device
-    from experiments.plan.plan import make_plan
-
-    config = checked(config)
-    cpu = Device("cpu", "cpu", "cpu", 1) if config["measure"]["device"] == "cpu" else None
-    make_plan(config, device=cpu, label="check")
-    return config
-
-
 class _StrictLoader(yaml.SafeLoader):
     """YAML that refuses a key given twice in one mapping (plain YAML keeps the last, silently)."""
 
@@ -423,5 +128,20 @@ def load_yaml(path) -> dict:
     return loaded or {}
 
 
-def load(path) -> dict:
-    return validate(load_yaml(path))
+def overlaid(config: dict, *overlays: dict) -> dict:
+    """`config` with each overlay merged in key by key, as Snakemake merges a --configfile into the
+    workflow's config: mappings merge recursively, any other value replaces the one before."""
+    out = copy.deepcopy(config)
+    for overlay in overlays:
+        for key, value in (overlay or {}).items():
+            if isinstance(value, dict) and isinstance(out.get(key), dict):
+                out[key] = overlaid(out[key], value)
+            else:
+                out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_with_overlays(*paths) -> dict:
+    """config/config.yaml with the config files at `paths` overlaid (a study's config.yaml)."""
+    return overlaid(load_yaml(ROOT / "config" / "config.yaml"), *map(load_yaml, paths))
+

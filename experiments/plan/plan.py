@@ -8,6 +8,7 @@ from pathlib import Path
 
 from experiments.measure import device as measure_device
 from experiments.plan import config as plan_config
+from experiments.plan import jobs as plan_jobs
 from experiments.plan import toolchains as plan_toolchains
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published_v5e.csv"
@@ -18,15 +19,15 @@ class Plan:
     config: dict  # the config with the schema's defaults filled in
     correctness: dict  # kernel -> [(Case, mode)]
     targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
-    study: dict  # (target, experiment, dtype, part) -> compile_study.study.Job (config.study_parts;
-    # XLA's baseline one job per target, dtype "all": config.merge_baseline_jobs)
+    study: dict  # (target, experiment, dtype, part) -> compile_study.study.Job (jobs.study_parts;
+    # XLA's baseline one job per target, dtype "all": jobs.merge_baseline_jobs)
     device: object  # measure.device.Device measured on this run, or None
     label: str  # this run's measurement label
     measure: dict  # (experiment, dtype) -> measure.harness.MeasureJob
     imported: tuple  # carried measurement files (data/measured/*.parquet)
     toolchains: dict  # name -> plan.toolchains.Toolchain
     toolchain_jobs: dict  # (toolchain, target, experiment, dtype) -> Job, for the other toolchains
-    toolchain_batches: dict  # (toolchain, target, batch) -> their Snakemake jobs' Jobs (toolchains.batches)
+    toolchain_batches: dict  # (toolchain, target, batch) -> Jobs (jobs.toolchain_batches)
     served: dict  # target -> the toolchain other than the pipeline's own whose estimates it reads
 
     @property
@@ -42,9 +43,9 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     compile. Raises plan_config.ConfigError naming the key and the value.
     """
     config = plan_config.checked(config)
-    toolchains = plan_config.check_toolchains(config)
-    correctness = plan_config.correctness_cases(config)
-    measure = plan_config.measure_jobs(config, device, label) if device else {}
+    toolchains = plan_jobs.check_toolchains(config)
+    correctness = plan_jobs.correctness_cases(config)
+    measure = plan_jobs.measure_jobs(config, device, label) if device else {}
     imported = tuple(sorted(str(p) for p in imported))
     targets = list(dict.fromkeys(config["targets"] + measure_device.known_targets([device] if device else [],
                                                                                   imported)))
@@ -53,11 +54,26 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     own = [t for t in targets if t not in served]  # served targets: compiled by their own toolchain only
     study = {}
     if own:
-        parts = plan_config.study_parts(plan_config.study_jobs({**config, "targets": own}),
+        parts = plan_jobs.study_parts(plan_jobs.study_jobs({**config, "targets": own}),
                                         config["compile_study"]["search_jobs"])
-        study = plan_config.merge_baseline_jobs(parts)
-    toolchain_jobs = plan_toolchains.jobs(with_targets, published)
+        study = plan_jobs.merge_baseline_jobs(parts)
+    toolchain_jobs = plan_jobs.toolchain_jobs(with_targets, published)
     return Plan(config=config, correctness=correctness, targets=targets, study=study, device=device,
                 label=label, measure=measure, imported=imported, toolchains=toolchains,
                 toolchain_jobs=toolchain_jobs,
-                toolchain_batches=plan_toolchains.batches(toolchain_jobs, toolchains), served=served)
+                toolchain_batches=plan_jobs.toolchain_batches(toolchain_jobs, toolchains), served=served)
+
+
+def validate(config: dict) -> dict:
+    """Schema and semantic checks; returns the config with the schema's defaults filled in, or raises
+    ConfigError. A `cpu` measurement is planned too (a TPU's plan differs only in its device)."""
+    from experiments.measure.device import Device
+
+    config = plan_config.checked(config)
+    cpu = Device("cpu", "cpu", "cpu", 1) if config["measure"]["device"] == "cpu" else None
+    make_plan(config, device=cpu, label="check")
+    return config
+
+
+def load(path) -> dict:
+    return validate(plan_config.load_yaml(path))

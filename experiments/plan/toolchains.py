@@ -18,12 +18,8 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from experiments.core.cache_dirs import user_cache
-
-if TYPE_CHECKING:  # the figure scripts read toolchains without importing the kernels (and jax)
-    from experiments.core.cases import Case
 
 DEFAULT = {"current": {"pipeline": True}}
 PUBLISHED_TARGETS = ("v5e",)  # the post measured on TPU v5e
@@ -133,74 +129,3 @@ def env_path(config: dict, toolchain: Toolchain) -> Path:
     return cache_dir(config) / f"{toolchain.name}-{toolchain.pins_hash()}"
 
 
-def published_cases(path) -> dict[tuple[str, str], list["Case"]]:
-    """The post's configurations from data/published_v5e.csv, by (experiment, dtype); XLA's under "xla".
-
-    The post's figure number names the experiment (figure 4 is "v4", v3's kernel over other blocks).
-    """
-    import csv
-
-    from experiments.core.cases import Case
-
-    out: dict[tuple[str, str], list[Case]] = {}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(line for line in f if not line.startswith("#")):
-            kernel = {"v4": "v3"}.get(row["kernel"], row["kernel"])
-            experiment = "xla" if kernel == "xla" else f"v{row['figure']}"
-            blocks = [int(row[b]) if row[b] else None for b in ("bm", "bk", "bn")]
-            case = Case(kernel, row["dtype"], int(row["m"]), int(row["k"]), int(row["n"]), *blocks)
-            cases = out.setdefault((experiment, row["dtype"]), [])
-            if case not in cases:  # XLA's baseline appears in several figures
-                cases.append(case)
-    return out
-
-
-def jobs(config: dict, published_path) -> dict[tuple[str, str, str, str], object]:
-    """Compile-study jobs of the toolchains with environments of their own, keyed by (toolchain,
-    target, experiment, dtype). The pipeline's own toolchain runs experiments/plan/config.study_jobs.
-
-    runs: study    the compile study's sweeps (block searches, raised limits) for the toolchain's targets;
-    runs: published  the post's configurations (data/published_v5e.csv) at the compile study's sizes,
-                   at the default scoped-VMEM limit only, with XLA's matmul at the post's sizes.
-    """
-    from experiments.compile_study.study import Job
-    from experiments.plan.config import study_jobs
-
-    out = {}
-    sizes = set(config["compile_study"]["sizes"])
-    settings = dict(timeout_s=config["compile_study"]["timeout_s"],
-                    profile_max_steps=config["compile_study"]["profile_max_steps"])
-    for toolchain in parse(config).values():
-        if toolchain.pipeline:
-            continue
-        targets = ([t for t in config["targets"] if t in toolchain.estimates_for] if toolchain.estimates_for
-                   else list(toolchain.targets or config["targets"]))
-        common = dict(toolchain=toolchain.name, static_profile=toolchain.static_profile)
-        if toolchain.runs == "study":
-            for (target, experiment, dtype), job in study_jobs({**config, "targets": targets}).items():
-                out[(toolchain.name, target, experiment, dtype)] = dataclasses.replace(job, **common)
-            continue
-        for (experiment, dtype), cases in published_cases(published_path).items():
-            cases = tuple(c for c in cases if c.m in sizes)
-            for target in targets if cases else ():
-                out[(toolchain.name, target, experiment, dtype)] = Job(
-                    target=target, experiment=experiment, cases=cases, raise_limits_for=cases,
-                    **settings, **common)
-    return out
-
-
-ALL_JOBS = "all"  # the batch name of a toolchain's every job for one target (batches)
-
-
-def batches(jobs: dict, toolchains: dict) -> dict[tuple[str, str, str], tuple]:
-    """The Snakemake jobs of the other toolchains: their compile jobs (`jobs`, from `jobs()`) grouped
-    and keyed (toolchain, target, batch). A toolchain that compiles the post's configurations (runs:
-    published) runs all of a target's jobs as one, "all": seconds of compiles each, less than starting
-    a job and its compile workers, which the batch shares (study.run_jobs). One that runs the study
-    keeps one job per (experiment, dtype), "<experiment>_<dtype>", as long and as parallel as the
-    pipeline's own."""
-    out: dict[tuple[str, str, str], tuple] = {}
-    for (name, target, experiment, dtype), job in jobs.items():
-        batch = ALL_JOBS if toolchains[name].runs == "published" else f"{experiment}_{dtype}"
-        out[(name, target, batch)] = out.get((name, target, batch), ()) + (job,)
-    return out

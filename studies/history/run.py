@@ -5,7 +5,7 @@ toolchain and today's.
    sizes) with the first and the last release of the list; keep those whose VMEM verdict or bytes
    differ (the same comparison as results/then_and_now.csv, made here so the history needs no default
    run first).
-2. Bisect the release list for each of them (experiments/history/bisect.py). A release probed for one
+2. Bisect the release list for each of them (studies/history/bisect.py). A release probed for one
    configuration compiles all of them, so every probed release has every configuration's figure, and
    a second bisection that follows the same path builds no new environment.
 
@@ -19,9 +19,9 @@ import pandas as pd
 from experiments.analysis.toolchains import config_name, short_error
 from experiments.core.cases import Case
 from experiments.core.units import MiB
-from experiments.history.bisect import Finding, bisect
-from experiments.history.probes import ReleaseCompiler
-from experiments.history.releases import Release
+from studies.history.bisect import Finding, bisect
+from studies.history.probes import ReleaseCompiler
+from studies.history.releases import Release
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 

@@ -12,13 +12,13 @@ import pytest
 import yaml
 
 from experiments.core.cases import Case
-from experiments.history import releases
-from experiments.history.bisect import Answer, bisect
-from experiments.history.probes import RELEASE_ENVIRONMENT, ReleaseCompiler, Settings, release_toolchain
-from experiments.history.releases import Release
-from experiments.history.run import run_history
 from experiments.plan import config as experiment_config
 from experiments.plan import toolchains as toolchain_plan
+from studies.history import releases
+from studies.history.bisect import Answer, bisect
+from studies.history.probes import RELEASE_ENVIRONMENT, ReleaseCompiler, Settings, release_toolchain
+from studies.history.releases import Release
+from studies.history.run import run_history
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -201,9 +201,10 @@ def test_run_bisects_only_what_changed_and_compiles_each_pair_once():
 
 # --- the figure ----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_figure_draws_probed_releases_only_in_both_languages(tmp_path):
-    from figures.history import TEXT, plot_history, provenance
     from figures.style import save, use_style
+    from studies.history.figure import TEXT, plot_history, provenance
 
     assert set(TEXT["en"]) == set(TEXT["zh"])
     listed = releases.read(ROOT / "data" / "releases.csv")
@@ -237,6 +238,7 @@ def planned_rules(workdir: Path, *targets: str) -> set[str]:
     return set(re.findall(r"^(?:local)?rule (\w+):$", result.stdout, re.MULTILINE))
 
 
+@pytest.mark.compiler
 def test_history_is_opt_in(tmp_path):
     import shutil
 
@@ -262,7 +264,7 @@ def test_the_ir_version_libtpu_reads_is_taken_from_its_refusal():
 def test_a_refused_ir_version_is_compiled_again_at_the_readable_one(monkeypatch):
     from jax._src import tpu_custom_call
 
-    from experiments.compile_study import compiler_output, tpu_compile
+    from experiments.compile_study import compiler_output, worker
 
     # jax's own choice off a TPU host: the newest version (None); monkeypatch restores jax's function
     monkeypatch.setattr(tpu_custom_call, "get_ir_version", lambda ctx: None)
@@ -274,9 +276,9 @@ def test_a_refused_ir_version_is_compiled_again_at_the_readable_one(monkeypatch)
             raise RuntimeError("Unsupported version: expected <= 7 but got 8")
         return "hlo"
 
-    monkeypatch.setattr(tpu_compile, "compile_text", compile_text)
+    monkeypatch.setattr(worker, "compile_text", compile_text)
     monkeypatch.setattr(compiler_output, "vmem_bytes_used", lambda text: 123)
-    result = tpu_compile.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None, False)
+    result = worker.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None, False)
     assert (result["status"], result["vmem_bytes"]) == ("ok", 123) and attempts[-1] == 7
-    assert tpu_compile.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None,
-                                         False)["status"] == "ok" and attempts[-1] == 7  # kept for the worker
+    assert worker.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None,
+                                    False)["status"] == "ok" and attempts[-1] == 7  # kept for the worker

@@ -1,15 +1,17 @@
-"""Snakemake script: the history figure (figures/history.py), in English and Chinese, PNG, SVG and PDF."""
+"""Snakemake script: the history figure (studies/history/figure.py), in English and Chinese: PNG, SVG, PDF."""
+import sys
 import warnings
 from pathlib import Path
 
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[2]))  # the repository root: its packages
+
 import pandas as pd
 
 from experiments.core.runtime import logged
-from experiments.history import releases
 from figures.catalog import figure_title, stem
-from figures.history import plot_history, provenance
 from figures.style import LANGUAGES, save, use_style
+from studies.history import releases
+from studies.history.figure import plot_history, provenance
 
 with logged(snakemake.log[0]) as log:
     vmem = pd.read_csv(snakemake.input.vmem)

@@ -13,8 +13,8 @@ from matplotlib.lines import Line2D
 from packaging.version import Version
 
 from experiments.core.units import MiB
-from experiments.history.releases import Release
 from figures.cite import RESULTS_LICENCE, citation
+from studies.history.releases import Release
 
 TEXT = {
     "en": {

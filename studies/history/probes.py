@@ -1,6 +1,6 @@
 """The history's compiles: one release's environment, and the VMEM of the post's configurations there.
 
-A release (experiments/history/releases.py) is compiled in a virtual environment of its own, built
+A release (studies/history/releases.py) is compiled in a virtual environment of its own, built
 once with pip by experiments/compile_study/toolchain_env.py in the toolchains' cache folder, except
 where a configured toolchain already has exactly its jax, jaxlib and libtpu: the `post` toolchain's
 environment, or the pipeline's own for today's release. Each compile goes through the compile study's
@@ -19,9 +19,9 @@ from experiments.compile_study import toolchain_env
 from experiments.compile_study.study import Job, run_job, toolchain_error_rows
 from experiments.core.cases import Case
 from experiments.core.provenance import provenance
-from experiments.history.bisect import Answer
-from experiments.history.releases import Release
 from experiments.plan import toolchains as toolchain_plan
+from studies.history.bisect import Answer
+from studies.history.releases import Release
 
 log = logging.getLogger(__name__)
 

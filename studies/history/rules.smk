@@ -1,14 +1,14 @@
-# Opt-in history (`snakemake history`; not part of `all`): for each of the post's configurations whose
-# VMEM differs between the post's toolchain and today's, the first jax/libtpu release that changed it
-# (experiments/history). It installs an environment per probed release (~1 GB each, in the toolchains'
-# cache folder), so it runs only when asked for.
-from experiments.history.probes import settings_of
+# The history study (studies/history/README.md), built by `snakemake history`, or by `all` with
+# `studies: [history]`: for each of the post's configurations whose VMEM differs between the post's
+# toolchain and today's, the first jax/libtpu release that changed it. It installs an environment per
+# probed release (in the toolchains' cache folder), so it runs only when asked for.
+from studies.history.probes import settings_of
 
 # The release list, read from the jax wheels once by tools/list_releases.py: planning needs no network.
 RELEASES = local(os.path.relpath(REPO / "data" / "releases.csv"))
 
 
-# One job, sequential: each probe depends on the answers before it (experiments/history/run.py). Every
+# One job, sequential: each probe depends on the answers before it (studies/history/run.py). Every
 # release's environment is built once (toolchain cache) and every (release, configuration) compile is
 # one entry of the compile cache, so a rerun repeats neither.
 rule history_bisect:
@@ -20,16 +20,16 @@ rule history_bisect:
         first_change="results/history/first_change.csv",
     log:
         "logs/history/bisect.log",
+    conda:
+        "../../environment.yml"
+    resources:
+        mem_mb=4000,
     params:
         settings=settings(settings_of(config)),
         toolchains=settings(TOOLCHAINS),
-        code=code("scripts/history_bisect.py"),
-    resources:
-        mem_mb=4000,
-    conda:
-        "../environment.yml"
+        code=code("studies/history/scripts/bisect.py"),
     script:
-        "../scripts/history_bisect.py"
+        "scripts/bisect.py"
 
 
 rule history_figure:
@@ -41,12 +41,12 @@ rule history_figure:
         multiext("results/figures/history_vmem", ".png", ".svg", ".pdf", ".zh.png", ".zh.svg", ".zh.pdf"),
     log:
         "logs/history/figure.log",
-    params:
-        code=code("scripts/history_figure.py", "figures/*.mplstyle", "CITATION.cff"),
     conda:
-        "../environment.yml"
+        "../../environment.yml"
+    params:
+        code=code("studies/history/scripts/figure.py", "figures/*.mplstyle", "CITATION.cff"),
     script:
-        "../scripts/history_figure.py"
+        "scripts/figure.py"
 
 
 rule history:
@@ -54,3 +54,7 @@ rule history:
         "results/history/vmem_by_release.csv",
         "results/history/first_change.csv",
         "results/figures/history_vmem.png",
+
+
+if "history" in config["studies"]:
+    STUDY_OUTPUTS += rules.history.input

@@ -1,7 +1,7 @@
 """The jax releases between two toolchains, each with the jaxlib and libtpu its `[tpu]` extra pins.
 
 `pip install "jax[tpu]==X"` is what a user of release X got on a TPU host, so that pair is the release
-the history bisects over (experiments/history/bisect.py). The list is read once from the jax wheels'
+the history bisects over (studies/history/bisect.py). The list is read once from the jax wheels'
 metadata by tools/list_releases.py and kept in data/releases.csv, so planning needs no network.
 """
 import csv

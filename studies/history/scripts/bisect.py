@@ -1,14 +1,18 @@
 """Snakemake script: bisect the jax/libtpu releases for the first release that changed each of the
-post's VMEM figures (experiments/history/run.py); sequential, as each probe depends on the last."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+post's VMEM figures (studies/history/run.py); sequential, as each probe depends on the last."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(snakemake.scriptdir).parents[2]))  # the repository root: its packages
+
 
 from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.core.tables import write_csv_atomic
-from experiments.history import releases
-from experiments.history.probes import ReleaseCompiler
-from experiments.history.run import run_history
-from experiments.plan.toolchains import published_cases
+from experiments.plan.jobs import published_cases
+from studies.history import releases
+from studies.history.probes import ReleaseCompiler
+from studies.history.run import run_history
 
 with logged(snakemake.log[0]) as log:
     settings = codec.decode(snakemake.params.settings)
