@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from test_timing_model import TRUE
 
-from advise import candidates, cli, search, table
+from advise import candidates, cli, request, search, table
 from advise.model import Model
 from experiments.analysis import intervals
 
@@ -79,3 +79,19 @@ def test_a_small_non_square_problem_is_ranked_end_to_end():
     assert set(ranked.status) <= {"ok", "vmem_oom", search.PRUNED}
     text = table.text(ranked, ["header"])
     assert "XLA jnp.matmul" in text and "(" in text
+
+
+def test_the_advice_overlay_is_a_valid_config():
+    from pathlib import Path
+
+    import yaml
+
+    from experiments.plan.config import checked, load_yaml
+
+    root = Path(__file__).resolve().parent.parent
+    config = load_yaml(root / "config" / "config.yaml")
+    config["advice"].update(yaml.safe_load((root / "config" / "advice.yaml").read_text())["advice"])
+    advice = checked(config)["advice"]
+    assert len(advice["shapes"]) == 8 and advice["dtype"] == "bfloat16" and advice["kernel"] == "v5"
+    for shape in advice["shapes"]:
+        request.parse_shape("x".join(map(str, shape)))  # every one a shape the advisor takes
