@@ -95,3 +95,33 @@ def test_the_advice_overlay_is_a_valid_config():
     assert len(advice["shapes"]) == 8 and advice["dtype"] == "bfloat16" and advice["kernel"] == "v5"
     for shape in advice["shapes"]:
         request.parse_shape("x".join(map(str, shape)))  # every one a shape the advisor takes
+
+
+def test_the_model_is_read_from_a_pipeline_run_and_cached_by_its_inputs(tmp_path, monkeypatch):
+    import dataclasses
+
+    from advise import model as advisor_model
+    from experiments.analysis import timing_model as tm
+
+    results = tmp_path / "results"
+    results.mkdir()
+    assert advisor_model.from_results(results) is None  # nothing there: not a model
+    pd.DataFrame([dict(fit="published v5e", constant=p, value=getattr(TRUE, p)) for p in tm.PARAMS]
+                 + [dict(fit="measured v5e run1", constant=p, value=0.5) for p in tm.PARAMS]).to_csv(
+        results / "timing_model.csv", index=False)
+    pd.DataFrame([dict(validation="leave one experiment out", scope="all", group="all", n=61,
+                       halfwidth80=0.1366, halfwidth95=0.2037),
+                  dict(validation="leave one size out", scope="all", group="all", n=61,
+                       halfwidth80=None, halfwidth95=None)]).to_csv(results / "fidelity.csv", index=False)
+    found = advisor_model.from_results(results)
+    assert found.constants == TRUE  # the published fit's, never a measured one
+    assert found.band.halfwidth == {0.8: 0.1366, 0.95: 0.2037} and found.band.n == 61
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(advisor_model, "fitted", lambda config: dataclasses.replace(found, source="fitted"))
+    versions = {"jax_version": "x", "libtpu_version": "y"}
+    first = advisor_model.load({}, tmp_path / "none", versions)
+    assert first.source == "fitted"
+    monkeypatch.setattr(advisor_model, "fitted", lambda config: pytest.fail("fitted again"))
+    again = advisor_model.load({}, tmp_path / "none", versions)
+    assert again.constants == TRUE and "cache" in again.source
+    assert advisor_model.cached({**versions, "libtpu_version": "z"})[0] is None  # another compiler: refit
