@@ -20,6 +20,9 @@ LABELS = {
         "modelled_post": "timing model fitted to the post",
         "flagged_xla": "XLA at {sizes} not drawn: its estimate falls as size grows (flagged, a cost-model "
                        "artefact)",
+        "interval_band": "shaded: the timing model's 80 % prediction interval, from its held-out errors on "
+                         "the post's v5e numbers",
+        "interval_unchecked": "; no measurement on {target} checks it",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
         "kernel": "Pallas {kernel}",
@@ -104,6 +107,8 @@ LABELS = {
         "intensity": "算术强度（每 HBM 字节的 FLOP）",
         "modelled_post": "按原文数据拟合的计时模型",
         "flagged_xla": "XLA 在 {sizes} 处未画出：其估计随尺寸增大反而下降（已标记，属代价模型的假象）",
+        "interval_band": "阴影：计时模型的 80 % 预测区间，由其在原文 v5e 数据上的留出误差得出",
+        "interval_unchecked": "；{target} 上没有任何实测检验过它",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
         "kernel": "Pallas {kernel}",

@@ -296,8 +296,11 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
             if len(ok):
                 x = ok.m * np.exp2([offsets.get(i, 0.0) for i in ok.index]) if source == "published" else ok.m
                 ax.plot(x, ok.tflops, color=colors[key], **SOURCE_STYLE[source])
-                if source == "estimate":
-                    band(ax, ok, colors[key])
+                if source == "estimate" and post_method and "model_post_tflops_lo80" in ok:
+                    band = ok.dropna(subset=["model_post_tflops_lo80", "model_post_tflops_hi80"])
+                    if len(band) > 1:  # the timing model's 80 % prediction interval
+                        ax.fill_between(band.m, band.model_post_tflops_lo80, band.model_post_tflops_hi80,
+                                        color=colors[key], alpha=0.12, linewidth=0)
             for r in part[part.status != "ok"].itertuples():
                 ax.plot([r.m], [0], marker="x", color=colors[key], markersize=8, clip_on=False, zorder=5)
     size_axis(ax, rows.m, lang)
@@ -327,15 +330,6 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     return fig
 
 
-def band(ax, rows: pd.DataFrame, color) -> None:
-    """The timing model's interval around a modelled curve, where the table has one: columns
-    `<column>_lo` and `<column>_hi` beside the column drawn (model_post_tflops_lo/_hi for these
-    figures, from the model's uncertainty). Tables without them draw the curve alone."""
-    low, high = "model_post_tflops_lo", "model_post_tflops_hi"
-    if low in rows and high in rows and rows[[low, high]].notna().all(axis=None):
-        ax.fill_between(rows.m, rows[low], rows[high], color=color, alpha=0.15, linewidth=0)
-
-
 _FOLDS = {}  # (id, length) of the table -> its leave-one-figure-out predictions: one per process
 
 
@@ -362,6 +356,14 @@ def out_of_sample(df: pd.DataFrame, experiment: str, dtype: str, target: str) ->
     return validation.scores(mine, mine.model_post_seconds) if len(mine) else None
 
 
+def banded(rows: pd.DataFrame) -> bool:
+    """Whether the figure shades the timing model's 80 % prediction interval (two sizes or more)."""
+    if "model_post_tflops_lo80" not in rows:
+        return False
+    est = rows[(rows.source == "estimate") & rows.model_post_tflops_lo80.notna()]
+    return est.groupby(["kernel", "bm", "bk", "bn"], dropna=False).m.nunique().gt(1).any() if len(est) else False
+
+
 def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
     """(rows, modelled, notes) of one experiment's figure: the rows it draws from (experiment_rows),
     whether they are the timing model's, and every note on them (failures, flagged and missing
@@ -372,6 +374,9 @@ def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
         return rows, post_method, []
     failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
     notes = flagged_line(rows, lang) + failure_lines(failed, lang) + missing_lines(rows, lang)
+    if post_method and banded(rows):  # the shading first: it is on every curve
+        notes.insert(0, text(lang, "interval_band")
+                     + (text(lang, "interval_unchecked", target=target) if target != "v5e" else ""))
     return rows, post_method, notes
 
 

@@ -474,8 +474,7 @@ def embed_cjk_font(html: str, font_path) -> str:
     return html.replace("</head>", face + "\n</head>", 1)
 
 
-# The CJK blocks (punctuation, ideographs, full-width forms): Latin text keeps DejaVu Sans.
-CJK_RANGES = "U+2E80-2FFF, U+3000-303F, U+3040-9FFF, U+F900-FAFF, U+FE30-FE4F, U+FF00-FFEF"
+PDF_CJK_FAMILY = "tpu-matmul-repro Noto Sans CJK SC"  # the bundled font's name inside the PDF's styles
 
 
 def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
@@ -484,16 +483,14 @@ def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
     from weasyprint.text.fonts import FontConfiguration
 
     fonts = FontConfiguration()  # @font-face rules only load through a shared FontConfiguration
-    # "Report CJK", the family the page's own stylesheet names first (a user stylesheet's html rule loses
-    # to it), from the files: a system font of the same family (fonts-noto-cjk) is never picked by chance.
-    regular = Path(font_path)
-    bold = regular.with_name(regular.name.replace("Regular", "Bold"))
-    faces = [(regular, "normal")] + ([(bold, "bold")] if bold.is_file() and bold != regular else [])
-    font_css = weasyprint.CSS(string="".join(
-        f'@font-face {{ font-family: "Report CJK"; font-weight: {weight}; src: url("{path.as_uri()}"); '
-        f'unicode-range: {CJK_RANGES}; }}' for path, weight in faces)
-        + 'html { font-family: "Report CJK", "DejaVu Sans", sans-serif; } '
-        'pre, code, .highlight { font-family: "DejaVu Sans Mono", "Report CJK", monospace; }',
+    # Under a family name no installed font has, and !important: this is a user stylesheet, which the
+    # page's own font list (style.css) outranks otherwise, and a CJK character missing from that list
+    # went to whatever CJK font fontconfig has (Debian's fonts-noto-cjk: Japanese glyph forms).
+    family = f'"{PDF_CJK_FAMILY}"'
+    font_css = weasyprint.CSS(string=(
+        f'@font-face {{ font-family: {family}; src: url("{Path(font_path).as_uri()}"); }}'
+        f'html {{ font-family: {family}, "DejaVu Sans", sans-serif !important; }}'
+        f'code, pre, kbd, samp, tt {{ font-family: "DejaVu Sans Mono", {family}, monospace !important; }}'),
         font_config=fonts)
     document = weasyprint.HTML(string=html, base_url=base_url)
     write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=[font_css], font_config=fonts))

@@ -85,7 +85,8 @@ def best_at(best: pd.DataFrame | None, target: str = "v5e") -> list[dict]:
 
 def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> list[dict]:
     """One row per claim under the pipeline's compiler, with the verdict of the others beside it."""
-    from experiments.analysis.claims import CLAIMS, REASONS
+    from experiments.analysis.claims import CLAIMS, reason_text
+    from report.tables import _text
 
     if claims is None or claims.empty or "claim_id" not in claims:
         return []
@@ -102,7 +103,7 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
                 for t in sorted(set(others.toolchain))]
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
                          verdict_class=r.verdict.replace(" ", "-"),
-                         evidence=gettext(REASONS[r.reason_id]) % values,
+                         evidence=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
                          source=gettext(SOURCE_KINDS.get(r.source_kind, "none")), then=then))
     return rows
 
@@ -126,5 +127,5 @@ def front_page(*, claims, fidelity, then_and_now, best, primary, gettext) -> dic
                             for t in sorted(set(claims.toolchain) - {first.toolchain.iloc[0]})]
     return dict(claims=rows, other_toolchains=other_toolchains, n_claims=sum(counts.values()),
                 holds=counts["holds"], differs=counts["differs"],
-                untested=counts["not tested"], model=fidelity_score(fidelity, OUT_OF_SAMPLE),
+                untested=counts["not tested"], inconclusive=counts.get("inconclusive", 0), model=fidelity_score(fidelity, OUT_OF_SAMPLE),
                 raw=fidelity_score(fidelity, RAW), agreement=agreement, best=best_at(best))

@@ -171,7 +171,8 @@ def N_(message: str) -> str:
 
 
 TOOLCHAIN_NAMES = {"current": N_("today's compiler"), "post": N_("the post's compiler")}
-VERDICT_NAMES = {"holds": N_("holds"), "differs": N_("differs"), "not tested": N_("not tested")}
+VERDICT_NAMES = {"holds": N_("holds"), "differs": N_("differs"), "inconclusive": N_("inconclusive"),
+                 "not tested": N_("not tested")}
 ESTIMATOR_NAMES = {
     ("compiler", "none (libtpu's estimate)"): N_("libtpu's estimate (device time)"),
     ("model", "in-sample (fitted on every point)"): N_("timing model, in-sample"),
@@ -193,17 +194,22 @@ CONSTANT_NAMES = {
 }
 
 
+def _text(value) -> str:
+    """A text cell of a CSV read back: "" where it was empty (pandas reads it as NaN)."""
+    return value if isinstance(value, str) else ""
+
+
 def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
     import json
 
-    from experiments.analysis.claims import CLAIMS, REASONS, SOURCES
+    from experiments.analysis.claims import CLAIMS, SOURCES, reason_text
 
     rows = []
     for r in claims.itertuples():
         values = json.loads(r.values)
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
                          verdict_class=r.verdict.replace(" ", "-"),
-                         reason=gettext(REASONS[r.reason_id]) % values,
+                         reason=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
                          source=gettext(SOURCES[r.source_kind]) % values,
                          toolchain=gettext(TOOLCHAIN_NAMES[r.toolchain]) if r.toolchain in TOOLCHAIN_NAMES
                          else r.toolchain))

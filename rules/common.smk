@@ -37,8 +37,13 @@ config.update(PLAN.config)  # the config every job sees, with the schema's defau
 
 if DEVICE is None:
     logger.info(
-        "No TPU found (measure.device=%s): this run compiles and estimates; it measures nothing, and "
-        "every TFLOP/s it reports is an estimate (or the post's published number)." % _requested
+        (
+            "measure.device=off: this run"
+            if _requested == "off"
+            else "No TPU found (measure.device=%s): this run" % _requested
+        )
+        + " compiles and estimates; it measures nothing, and every TFLOP/s it reports is an estimate (or the "
+        "post's published number)."
     )
 else:
     logger.info(
@@ -97,6 +102,19 @@ FIGURE_FILES = [
     for lang in LANGUAGES
     for ext in FIGURE_FORMATS
 ]
+
+# Block-size advice (rules/advice.smk): one job per shape of advice.shapes, named "<m>x<k>x<n>".
+ADVICE = {"x".join(str(d) for d in shape): shape for shape in config["advice"]["shapes"]}
+
+
+def advice_request(shape):
+    section = config["advice"]
+    return dict(
+        shape=shape,
+        dtype=section["dtype"],
+        kernel=section["kernel"],
+        targets=list(section.get("targets") or [t for t in TARGETS if t != "v4"]),
+    )
 
 
 # Snakemake's own report (`snakemake --report report.zip`) shows each figure's English PNG, by kind.

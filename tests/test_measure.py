@@ -310,6 +310,13 @@ def test_one_wrong_tile_fails_the_check_where_the_global_error_would_have_passed
     assert check.check(right, a, b, "float32", 2e-2)["status"] == "ok"
 
 
+def test_a_nan_tolerance_is_refused_rather_than_calling_a_wrong_result_ok():
+    """issue 29: with tolerance NaN, `error > tolerance` is always false: 1.5x the product was "ok"."""
+    a, b = _normal(256)
+    with pytest.raises(ValueError, match="tolerance=nan"):
+        check.check(_highest(a, b) * 1.5, a, b, "float32", float("nan"))
+
+
 def _bf16_pass(x):
     return x.astype(jnp.bfloat16).astype(jnp.float32)
 
