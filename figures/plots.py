@@ -361,7 +361,9 @@ def banded(rows: pd.DataFrame) -> bool:
     if "model_post_tflops_lo80" not in rows:
         return False
     est = rows[(rows.source == "estimate") & rows.model_post_tflops_lo80.notna()]
-    return est.groupby(["kernel", "bm", "bk", "bn"], dropna=False).m.nunique().gt(1).any() if len(est) else False
+    if est.empty:
+        return False
+    return bool(est.groupby(["kernel", "bm", "bk", "bn"], dropna=False).m.nunique().gt(1).any())
 
 
 def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):

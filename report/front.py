@@ -127,5 +127,6 @@ def front_page(*, claims, fidelity, then_and_now, best, primary, gettext) -> dic
                             for t in sorted(set(claims.toolchain) - {first.toolchain.iloc[0]})]
     return dict(claims=rows, other_toolchains=other_toolchains, n_claims=sum(counts.values()),
                 holds=counts["holds"], differs=counts["differs"],
-                untested=counts["not tested"], inconclusive=counts.get("inconclusive", 0), model=fidelity_score(fidelity, OUT_OF_SAMPLE),
+                untested=counts["not tested"], inconclusive=counts.get("inconclusive", 0),
+                model=fidelity_score(fidelity, OUT_OF_SAMPLE),
                 raw=fidelity_score(fidelity, RAW), agreement=agreement, best=best_at(best))
