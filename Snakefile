@@ -43,6 +43,7 @@ include: "rules/measure.smk"
 include: "rules/aggregate.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
+include: "rules/advice.smk"
 
 
 # Optional studies, one folder each; those the config's `studies` names add their outputs to `all`.
@@ -63,4 +64,5 @@ rule all:
         "results/claims.csv",
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=LANGUAGES, ext=["html", "pdf"]),
+        expand("results/advice/{shape}.{ext}", shape=ADVICE, ext=["csv", "png"]),
         STUDY_OUTPUTS,

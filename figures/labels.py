@@ -14,7 +14,11 @@ LABELS = {
         "device_tops_axis": "Modelled TOP/s (int8, device time, estimated)",
         "modelled_post": "modelled estimate, timed as the post",
         "flagged_xla": "! XLA @ {sizes}: libtpu's cost-model estimate falls as size grows "
-                       "(flagged: a cost-model artefact)",
+                       "(flagged: a cost-model artefact); the modelled line uses the best smaller "
+                       "size's rate",
+        "interval_band": "shaded: the timing model's 80 % prediction interval, from its held-out errors on "
+                         "the post's v5e numbers",
+        "interval_unchecked": "; no measurement on {target} checks it",
         "source_modelled_post": "dashed: libtpu {libtpu}'s estimate for {target} ({device_kind}) through the "
                                 "timing model, timed as the post did (one blocked call);\nan estimate "
                                 "fitted to the post's numbers, not a measurement; no TPU used",
@@ -102,7 +106,9 @@ LABELS = {
         "device_tops_axis": "模型 TOP/s (int8，设备时间，估计值)",
         "modelled_post": "模型估计，按原文方式计时",
         "flagged_xla": "! XLA @ {sizes}：libtpu 代价模型的估计随尺寸增大反而下降"
-                       "（已标记：代价模型的假象）",
+                       "（已标记：代价模型的假象）；模型曲线改用更小尺寸中的最佳速率",
+        "interval_band": "阴影：计时模型的 80 % 预测区间，由其在原文 v5e 数据上的留出误差得出",
+        "interval_unchecked": "；{target} 上没有任何实测检验过它",
         "source_modelled_post": "虚线：libtpu {libtpu} 对 {target} ({device_kind}) 的估计经计时模型换算，"
                                 "按原文方式计时 "
                                 "(单次阻塞调用)；\n这是拟合原文数据的估计值，不是实测；未使用 TPU",

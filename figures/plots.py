@@ -262,7 +262,7 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     offsets = dodge(published_ok, key_order, span=max(float(rows.tflops.max()), 1.0))
     # Legend keys drawn as the series are: dashed where the lines are estimates, solid if measured.
     key_style = {k: v for k, v in SOURCE_STYLE[main_source(rows)].items() if k != "markersize"}
-    failures, handles = [], []
+    failures, handles, banded = [], [], False
     for key in keys:
         series = rows[[config_key(r) == key for r in rows.itertuples()]]
         label = config_label(series.iloc[0], lang)
@@ -273,6 +273,12 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
             if len(ok):
                 x = ok.m * np.exp2([offsets.get(i, 0.0) for i in ok.index]) if source == "published" else ok.m
                 ax.plot(x, ok.tflops, color=colors[key], **SOURCE_STYLE[source])
+                if source == "estimate" and post_method and "model_post_tflops_lo80" in ok:
+                    band = ok.dropna(subset=["model_post_tflops_lo80", "model_post_tflops_hi80"])
+                    if len(band) > 1:  # the timing model's 80 % prediction interval
+                        ax.fill_between(band.m, band.model_post_tflops_lo80, band.model_post_tflops_hi80,
+                                        color=colors[key], alpha=0.12, linewidth=0)
+                        banded = True
             for r in part[part.status != "ok"].itertuples():
                 ax.plot([r.m], [0], marker="x", color=colors[key], markersize=8, clip_on=False, zorder=5)
                 failures.append((r, label))
@@ -295,6 +301,9 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
         if len(flagged):
             sizes = ", ".join(str(int(m)) for m in sorted(set(flagged.m)))
             notes.insert(0, text(lang, "flagged_xla", sizes=sizes))
+    if banded:
+        notes.append(text(lang, "interval_band")
+                     + (text(lang, "interval_unchecked", target=target) if target != "v5e" else ""))
     if any(offsets.values()):
         notes.append(text(lang, "dodged"))
     notes = [wrap(n) for n in notes]

@@ -161,7 +161,8 @@ def N_(message: str) -> str:
     return message
 
 
-VERDICT_NAMES = {"holds": N_("holds"), "differs": N_("differs"), "not tested": N_("not tested")}
+VERDICT_NAMES = {"holds": N_("holds"), "differs": N_("differs"), "inconclusive": N_("inconclusive"),
+                 "not tested": N_("not tested")}
 ESTIMATOR_NAMES = {
     ("compiler", "none (libtpu's estimate)"): N_("libtpu's estimate (device time)"),
     ("model", "in-sample (fitted on every point)"): N_("timing model, in-sample"),
@@ -183,17 +184,22 @@ CONSTANT_NAMES = {
 }
 
 
+def _text(value) -> str:
+    """A text cell of a CSV read back: "" where it was empty (pandas reads it as NaN)."""
+    return value if isinstance(value, str) else ""
+
+
 def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
     import json
 
-    from experiments.analysis.claims import CLAIMS, REASONS, SOURCES
+    from experiments.analysis.claims import CLAIMS, SOURCES, reason_text
 
     rows = []
     for r in claims.itertuples():
         values = json.loads(r.values)
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
                          verdict_class=r.verdict.replace(" ", "-"),
-                         reason=gettext(REASONS[r.reason_id]) % values,
+                         reason=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
                          source=gettext(SOURCES[r.source_kind]) % values, toolchain=r.toolchain))
     return rows
 

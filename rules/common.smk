@@ -103,6 +103,19 @@ FIGURE_FILES = [
     for ext in FIGURE_FORMATS
 ]
 
+# Block-size advice (rules/advice.smk): one job per shape of advice.shapes, named "<m>x<k>x<n>".
+ADVICE = {"x".join(str(d) for d in shape): shape for shape in config["advice"]["shapes"]}
+
+
+def advice_request(shape):
+    section = config["advice"]
+    return dict(
+        shape=shape,
+        dtype=section["dtype"],
+        kernel=section["kernel"],
+        targets=list(section.get("targets") or [t for t in TARGETS if t != "v4"]),
+    )
+
 
 wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),

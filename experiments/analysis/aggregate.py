@@ -64,7 +64,7 @@ def load_measured(paths) -> pd.DataFrame:
 
 
 def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
-    """Copy each source's and target's XLA rows into every experiment of the same dtype, at its sizes.
+    """Copy each source's and target's XLA rows into every experiment of the same dtype, at its (m, k, n).
 
     XLA rows that join no experiment (a CPU measurement of XLA alone) stay as experiment "xla".
     """
@@ -75,8 +75,11 @@ def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
     parts, joined = [kernels], pd.Series(False, index=xla.index)
     groups = kernels.groupby(["source", "toolchain", "target", "experiment", "dtype"])
     for (source, toolchain, target, experiment, dtype), group in groups:
+        shapes = set(zip(group.m, group.k, group.n, strict=True))
         match = ((xla.source == source) & (xla.toolchain == toolchain) & (xla.target == target)
-                 & (xla.dtype == dtype) & xla.m.isin(set(group.m)))
+                 & (xla.dtype == dtype)
+                 & pd.Series([s in shapes for s in zip(xla.m, xla.k, xla.n, strict=True)], index=xla.index,
+                             dtype=bool))
         parts.append(xla[match].assign(experiment=experiment))
         joined |= match
     parts.append(xla[~joined])

@@ -1,11 +1,19 @@
 """Every claim of the post, checked against this run's table: results/claims.csv.
 
 One row per claim: the post's value, this run's value and its source, a verdict (holds / differs /
-not tested) and the reason in one sentence. Where the claim is about whether a configuration compiles,
+inconclusive / not tested) and the reason in one sentence, plus a note (note_id) on how the verdict
+was decided. Where the claim is about whether a configuration compiles,
 this run's value is the compiler's own VMEM verdict at the default limit (or a measurement's status).
 Where it is about speed, it is a measurement when the run has one (blocked-call TFLOP/s, the post's
 method), else the timing model timed as the post did, predicted by a fit that left the claim's figure
 out (leave one experiment out: the post's own number for it never entered that fit).
+
+A modelled speed carries the timing model's 80 % prediction interval (split conformal over the
+leave-one-experiment-out errors, experiments/analysis/intervals.py): a claim holds where it holds over
+the whole interval, differs where it fails over the whole interval, and is inconclusive where the
+difference lies inside it; the ratio of two modelled speeds gets the same half-width in ln. The note
+states the scoped-VMEM limit each compared configuration needed to compile. Measurements have no
+interval here: holds or differs.
 
 Reason texts are templates (English; report/locale has their translations) filled from `values`.
 """
@@ -14,15 +22,17 @@ import json
 import numpy as np
 import pandas as pd
 
+from experiments.analysis import intervals, validation
 from experiments.analysis import timing_model as tm
-from experiments.analysis import validation
 from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import default_limit, post_configs
+from experiments.core.chips import chip
 from experiments.core.units import MiB, flops, tflops
 
 TARGET = "v5e"  # the post's chip
 ABOUT = 0.2  # "about" a number: within |ln(ours / post's)| <= 0.2 (about 20 %)
 NEAR = 0.9  # "nearly matches": at least 90 % of XLA's TFLOP/s
+LEVEL = 0.8  # the prediction interval a modelled speed's verdict is decided with
 TOOLCHAIN = "current"  # the libtpu of this run (another helper may add older toolchains)
 
 
@@ -65,7 +75,27 @@ SOURCES = {
     "measured": N_("measured: %(target)s, run %(label)s, blocked calls as the post timed them"),
     "none": N_("none"),
 }
-VERDICTS = ("holds", "differs", "not tested")
+NOTES = {
+    "band_outside": N_("Decided with the timing model's 80 %% prediction interval (x/%(band_factor).2f, "
+                       "leave one experiment out): the difference lies outside it. Scoped VMEM limit "
+                       "each compared configuration was compiled at: %(limits)s (the default is "
+                       "%(default)s MiB; * marks a raised limit)."),
+    "band_inside": N_("Inconclusive: the difference lies inside the timing model's 80 %% prediction "
+                      "interval (x/%(band_factor).2f, leave one experiment out). Scoped VMEM limit each "
+                      "compared configuration was compiled at: %(limits)s (the default is %(default)s "
+                      "MiB; * marks a raised limit)."),
+}
+VERDICTS = ("holds", "differs", "inconclusive", "not tested")
+
+
+def decided(margin: float, band: float) -> str:
+    """holds where the claim holds over the whole interval (margin: ln of by how much it holds at the
+    point estimate), differs where it fails over all of it, inconclusive in between."""
+    if margin > band:
+        return "holds"
+    if margin < -band:
+        return "differs"
+    return "inconclusive"
 
 
 def _rows(df, experiment, dtype, kernel, blocks=None):
@@ -89,12 +119,39 @@ class Speeds:
         if len(est):
             versions = est.libtpu_version.dropna()
             self.libtpu = str(versions.iloc[0]) if len(versions) else "?"
+        self.halfwidth = None  # ln half-width of the modelled speeds' interval (LEVEL)
         points, _ = tm.reference_points(df) if "est_cycles" in df else (pd.DataFrame(), {})
         if len(points):
             try:
                 self.predicted = validation.cross_validate(points, "experiment")
             except tm.TooFewPoints:
                 self.predicted = None
+        if self.predicted is not None:
+            errors = np.abs(np.log(self.predicted.model_post_seconds / self.predicted.ref_seconds))
+            self.halfwidth = intervals.conformal_quantile(errors, LEVEL)
+
+    def band(self) -> float:
+        """The ln half-width a verdict is decided with: 0 for measurements (no interval here)."""
+        return 0.0 if len(self.measured) else self.halfwidth
+
+    def _hit(self, experiment, dtype, kernel, size, blocks=None) -> pd.DataFrame:
+        if len(self.measured):
+            hit = self.measured[(self.measured.kernel == kernel) & (self.measured.dtype == dtype)
+                                & (self.measured.m == size)]
+        elif self.predicted is None:
+            return pd.DataFrame()
+        else:
+            p = self.predicted
+            hit = p[(p.experiment == experiment) & (p.kernel == kernel) & (p.dtype == dtype) & (p.m == size)]
+        if blocks is not None:
+            hit = hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
+        return hit
+
+    def limit_mib(self, experiment, dtype, kernel, size, blocks=None) -> int | None:
+        """The scoped-VMEM limit (MiB) the configuration's speed was obtained at."""
+        hit = self._hit(experiment, dtype, kernel, size, blocks)
+        limits = hit.vmem_limit_bytes.dropna() if len(hit) else []
+        return int(limits.iloc[0]) // MiB if len(limits) else None
 
     def source(self) -> tuple[str, dict]:
         """(kind, values) of where this run's speeds come from (SOURCES)."""
@@ -105,19 +162,28 @@ class Speeds:
 
     def tflops(self, experiment, dtype, kernel, size, blocks=None) -> float | None:
         work = float(flops(size, size, size))
-        if len(self.measured):
-            hit = self.measured[(self.measured.kernel == kernel) & (self.measured.dtype == dtype)
-                                & (self.measured.m == size)]
-            if blocks is not None:
-                hit = hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
-            return tflops(work, float(hit.wall_seconds.iloc[0])) if len(hit) else None
-        if self.predicted is None:
+        hit = self._hit(experiment, dtype, kernel, size, blocks)
+        if not len(hit):
             return None
-        p = self.predicted
-        hit = p[(p.experiment == experiment) & (p.kernel == kernel) & (p.dtype == dtype) & (p.m == size)]
-        if blocks is not None:
-            hit = hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
-        return tflops(work, float(hit.model_post_seconds.iloc[0])) if len(hit) else None
+        seconds = hit.wall_seconds if len(self.measured) else hit.model_post_seconds
+        return tflops(work, float(seconds.iloc[0]))
+
+    def decide(self, margin: float, compared) -> tuple[str, str, dict]:
+        """(verdict, note id, note values) of a claim holding by `margin` (ln) at the point estimate;
+        `compared`: (label, experiment, dtype, kernel, size, blocks) of each configuration it compares."""
+        band = self.band()
+        if not band:  # measured: no interval
+            return ("holds" if margin > 0 else "differs"), "", {}
+        verdict = decided(margin, band)
+        default = chip(TARGET).default_vmem_limit_bytes // MiB
+        limits = []
+        for label, *where in compared:
+            mib = self.limit_mib(*where)
+            raised = "*" if mib is not None and mib > default else ""
+            limits.append(f"{label} {mib if mib is not None else '?'} MiB{raised}")
+        note = "band_inside" if verdict == "inconclusive" else "band_outside"
+        return verdict, note, dict(band=band, band_factor=float(np.exp(band)), margin=float(margin),
+                                   limits="; ".join(limits), default=default)
 
 
 def _published(df, experiment, dtype, kernel, size, blocks=None) -> float | None:
@@ -172,10 +238,11 @@ def _v3_about_10(df, speeds, claim, size=8192):
     ours = speeds.tflops("v3", "float32", "v3", size, (128, 128, 128))
     if post is None or ours is None:
         return _missing(claim, "TFLOP/s for v3's 128-blocks at 8192")
-    holds = abs(np.log(ours / 10.0)) <= ABOUT
+    verdict, note, noted = speeds.decide(ABOUT - abs(np.log(ours / 10.0)),
+                                         [("(128, 128, 128)", "v3", "float32", "v3", size, (128, 128, 128))])
     return dict(post_value=f"{post:.1f} TFLOP/s", this_value=f"{ours:.1f} TFLOP/s", source=speeds.source(),
-                verdict="holds" if holds else "differs", reason_id="speed_about",
-                values=dict(ours=ours, size=size, post=post, pct=100 * ours / post))
+                verdict=verdict, reason_id="speed_about", note_id=note,
+                values=dict(ours=ours, size=size, post=post, pct=100 * ours / post, **noted))
 
 
 POST_V4 = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (512, 1024, 1024), (1024, 1024, 1024)]
@@ -190,11 +257,21 @@ def _v4_best(df, speeds, claim, size=8192):
         return _missing(claim, "v4 TFLOP/s at 8192")
     best, post_best = max(ours, key=ours.get), max(post, key=post.get)
     fmt = lambda b: f"({b[0]}, {b[1]}, {b[2]})"  # noqa: E731
+    claimed = (512, 512, 512)
+    if claimed not in ours:
+        return _missing(claim, "v4 TFLOP/s of (512, 512, 512) at 8192")
+    # the claimed blocks against the fastest other ones: > 0 where the claimed blocks are the fastest
+    rival = max((b for b in ours if b != claimed), key=ours.get, default=None)
+    if rival is None:
+        return _missing(claim, "v4 TFLOP/s of blocks other than (512, 512, 512) at 8192")
+    verdict, note, noted = speeds.decide(
+        float(np.log(ours[claimed] / ours[rival])),
+        [(fmt(b), "v4", "float32", "v3", size, b) for b in (claimed, rival)])
     return dict(post_value=f"{fmt(post_best)}: {post[post_best]:.1f} TFLOP/s",
                 this_value=f"{fmt(best)}: {ours[best]:.1f} TFLOP/s", source=speeds.source(),
-                verdict="holds" if best == (512, 512, 512) else "differs", reason_id="best_blocks",
+                verdict=verdict, reason_id="best_blocks", note_id=note,
                 values=dict(size=size, ours=fmt(best), ours_tflops=ours[best], post=fmt(post_best),
-                            post_tflops=post[post_best]))
+                            post_tflops=post[post_best], **noted))
 
 
 def _v5_vs_xla(df, speeds, claim, size=8192):
@@ -215,11 +292,15 @@ def _v5_vs_xla(df, speeds, claim, size=8192):
         if not flagged and own_xla is not None:
             xla, reason, extra = own_xla, "vs_xla_measured", {}
     frac = ours / xla
+    compared = [("v5 (512, 1024, 1024)", "v5", "bfloat16", "v5", size, blocks)]
+    if reason == "vs_xla_measured" and not len(speeds.measured):  # this run's own XLA, modelled
+        compared.append(("XLA", "v5", "bfloat16", "xla", size, None))
+    verdict, note, noted = speeds.decide(float(np.log(frac / NEAR)), compared)
     return dict(post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
                 this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)",
                 source=speeds.source(),
-                verdict="holds" if frac >= NEAR else "differs", reason_id=reason,
-                values=dict(ours=ours, size=size, pct=100 * frac, xla=xla, **extra))
+                verdict=verdict, reason_id=reason, note_id=note,
+                values=dict(ours=ours, size=size, pct=100 * frac, xla=xla, **extra, **noted))
 
 
 def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
@@ -229,11 +310,21 @@ def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
                       speeds.tflops("v4", "float32", "v3", size, blocks))
     if None in (post_b, post_f, ours_b, ours_f):
         return _missing(claim, "bfloat16 and float32 TFLOP/s with (512, 512, 512) blocks at 8192")
+    label = f"({', '.join(str(b) for b in blocks)})"
+    verdict, note, noted = speeds.decide(float(np.log(ours_b / ours_f)),
+                                         [(f"bfloat16 {label}", "v5", "bfloat16", "v5", size, blocks),
+                                          (f"float32 {label}", "v4", "float32", "v3", size, blocks)])
     return dict(post_value=f"bf16 {post_b:.1f} vs f32 {post_f:.1f} TFLOP/s",
                 this_value=f"bf16 {ours_b:.1f} vs f32 {ours_f:.1f} TFLOP/s", source=speeds.source(),
-                verdict="holds" if ours_b > ours_f else "differs", reason_id="bf16_vs_f32",
+                verdict=verdict, reason_id="bf16_vs_f32", note_id=note,
                 values=dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f,
-                            post_bf16=post_b, post_f32=post_f))
+                            post_bf16=post_b, post_f32=post_f, **noted))
+
+
+def reason_text(reason_id: str, note_id: str, values: dict, gettext=lambda m: m) -> str:
+    """The reason sentence, and the note on how the verdict was decided where there is one."""
+    text = gettext(REASONS[reason_id]) % values
+    return f"{text} {gettext(NOTES[note_id]) % values}" if note_id else text
 
 
 # Claims about which configurations compile: the only ones a toolchain without cycle estimates (the
@@ -264,9 +355,11 @@ def claims_table(df: pd.DataFrame, toolchain: str = TOOLCHAIN, only=None) -> pd.
         kind, where = r["source"]
         values = {k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else v)
                   for k, v in {**r["values"], **where}.items()}
+        note = r.get("note_id", "")
         rows.append(dict(claim_id=claim, claim=CLAIMS[claim], post_value=r["post_value"],
                          this_value=r["this_value"], source=SOURCES[kind] % values, source_kind=kind,
                          toolchain=toolchain, verdict=r["verdict"],
-                         reason=REASONS[r["reason_id"]] % values, reason_id=r["reason_id"],
+                         reason=reason_text(r["reason_id"], note, values), reason_id=r["reason_id"],
+                         note_id=note,
                          values=json.dumps(values, sort_keys=True, default=str)))
     return pd.DataFrame(rows)

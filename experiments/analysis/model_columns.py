@@ -7,17 +7,21 @@ modelled times of their configuration and their ratios to them.
 import numpy as np
 import pandas as pd
 
+from experiments.analysis import intervals
 from experiments.analysis.runs import latest_labels
 from experiments.analysis.summaries import MODEL_ONLY
 from experiments.analysis.timing_model import (
     CONFIG,
+    COST_MODEL,
     LOWER,
+    MONOTONE_ENVELOPE,
     PARAMS,
     UNITS,
     UPPER,
     Fit,
     TooFewPoints,
     device_seconds,
+    envelope_cycles,
     features,
     fit_measured,
     fit_published,
@@ -88,22 +92,30 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     Estimate rows get model_device_seconds / _tflops and model_post_seconds / _tflops from the fit
     named in model_fit; measured rows get the modelled times of their configuration's estimate and
     measured_over_model (device time) and wall_over_model (blocked-call time). XLA estimates whose
-    TFLOP/s falls with size are flagged (estimate_nonmonotonic).
+    TFLOP/s falls with size are flagged (estimate_nonmonotonic), and their modelled columns use the
+    best smaller problem's rate (xla_estimate_method monotone_envelope), never the dip. Every modelled
+    column has its prediction intervals beside it (experiments/analysis/intervals.py).
     """
     if toolchain is not None:
         from experiments.analysis.toolchains import primary_rows
 
         mine = primary_rows(df, toolchain, served)
         modelled, constants = apply(mine)
-        rest = df.drop(index=mine.index).assign(estimate_nonmonotonic=False, model_fit="")
+        rest = df.drop(index=mine.index).assign(estimate_nonmonotonic=False, model_fit="",
+                                                xla_estimate_method="", model_interval="")
         return pd.concat([modelled, rest]).loc[df.index].reindex(columns=modelled.columns), constants
     out = df.copy()
     out["estimate_nonmonotonic"] = flag_nonmonotonic(out) if len(out) else False
+    xla = (out.source == "estimate") & (out.kernel == "xla") & (out.status == "ok") & out.est_cycles.notna() \
+        if "est_cycles" in out else pd.Series(False, index=out.index)
+    out["xla_estimate_method"] = np.where(xla, COST_MODEL, "")
+    out.loc[out.estimate_nonmonotonic.eq(True), "xla_estimate_method"] = MONOTONE_ENVELOPE
     for col in ("model_device_seconds", "model_post_seconds", "model_device_tflops", "model_post_tflops",
                 "measured_over_model", "wall_over_model"):
         out[col] = np.nan
     out["model_fit"] = ""
     if "est_cycles" not in out or out.est_cycles.isna().all():
+        intervals.add_columns(out, None)
         return out, constants_table({})
     all_fits = fits(out)
     ok = (out.source == "estimate") & (out.status == "ok")
@@ -115,20 +127,24 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     out["model_device_tflops"] = tflops(work, out.model_device_seconds)
     out["model_post_tflops"] = tflops(work, out.model_post_seconds)
     _measured_ratios(out)
+    intervals.add_columns(out, intervals.band(out) if "published v5e" in all_fits else None)
     return out, constants_table(all_fits)
 
 
 def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, model_only: bool = False) -> None:
     """The modelled times of the `rows` of each target from its chosen fit; `model_only`: without the
     compiler's cycles (est_cycles taken as 0: the chip's peak and bandwidth alone), and labelled so."""
+    envelope = envelope_cycles(out)
     for target in sorted(set(out[rows].target)):
         name = choose_fit(all_fits, target)
         if name is None:
             continue
         k = all_fits[name][0].constants
         mine = out[rows & (out.target == target)]
-        cycles = 0.0 if model_only else None
-        device = np.array([device_seconds(features(r, cycles=cycles), k) for r in mine.itertuples()])
+        # model-only: no cycles; a flagged XLA dip: the envelope's cycles; else the row's own
+        cycles = [0.0] * len(mine) if model_only else envelope.reindex(mine.index).tolist()
+        device = np.array([device_seconds(features(r, cycles=None if pd.isna(c) else c), k)
+                           for r, c in zip(mine.itertuples(), cycles, strict=True)])
         out.loc[mine.index, "model_device_seconds"] = device
         out.loc[mine.index, "model_post_seconds"] = device + k.call_seconds
         out.loc[mine.index, "model_fit"] = f"{name}, {MODEL_ONLY}" if model_only else name

@@ -13,7 +13,8 @@ included). This model turns the compiler's numbers into both:
                  + the output block step s-1 wrote back (written during step s)
       P, E     = step 0's inputs (nothing to overlap them with), the last output block
     XLA's matmul (one fused op, its own loop inside): device = max(FLOPs / peak, est_cycles / clock,
-      its minimum HBM bytes / bw)
+      its minimum HBM bytes / bw); where libtpu's cost model falls as the problem grows at one aspect
+      (flag_nonmonotonic), est_cycles are those of the best smaller problem's rate (envelope_cycles)
     as the post timed it: post = device + call_seconds
 
 The bytes per step are counted with the pipeline's block-index-change rule
@@ -42,7 +43,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from experiments.core.cases import Case
-from experiments.core.chips import chip
+from experiments.core.chips import CHIPS, chip
 from experiments.core.traffic import hbm_bytes, step_bytes
 from experiments.core.units import flops as flop_count
 from experiments.core.units import seconds_at
@@ -110,6 +111,10 @@ def _get(row, name):
     return row[name] if isinstance(row, pd.Series) else getattr(row, name)
 
 
+def _fields(row):
+    return row.index if isinstance(row, pd.Series) else row._fields
+
+
 def case_of(row) -> Case:
     blocks = [None if pd.isna(_get(row, b)) else int(_get(row, b)) for b in ("bm", "bk", "bn")]
     return Case(_get(row, "kernel"), _get(row, "dtype"), int(_get(row, "m")), int(_get(row, "k")),
@@ -124,7 +129,10 @@ def features(row, cycles: float | None = None) -> Features:
     per configuration, as the step counts of large grids take milliseconds. `cycles` replaces the row's
     est_cycles (0: none, for a model-only estimate from the chip's peak and bandwidth alone)."""
     case, target = case_of(row), _get(row, "target")
-    cycles = float(_get(row, "est_cycles") if cycles is None else cycles)
+    if cycles is None:  # reference points carry the cycles the model uses (model_cycles: the envelope)
+        envelope = _get(row, "model_cycles") if "model_cycles" in _fields(row) else np.nan
+        cycles = _get(row, "est_cycles") if pd.isna(envelope) else envelope
+    cycles = float(cycles)
     key = (case, target, cycles)
     if key in _FEATURES:
         return _FEATURES[key]
@@ -166,17 +174,52 @@ def post_seconds(f: Features, k: Constants) -> float:
 
 # --- which rows the fit may use ------------------------------------------------------------------
 
+def _xla_estimates(df: pd.DataFrame) -> pd.DataFrame:
+    return df[(df.source == "estimate") & (df.kernel == "xla") & (df.status == "ok") & df.tflops.notna()]
+
+
+def aspect(df: pd.DataFrame) -> pd.Series:
+    """A problem's shape up to scale ("m/k:n/k"): at one aspect FLOP per byte only rises with size."""
+    k = df.k.astype(float)
+    return (df.m.astype(float) / k).round(6).astype(str) + ":" + (df.n.astype(float) / k).round(6).astype(str)
+
+
+def best_smaller_rate(df: pd.DataFrame) -> pd.Series:
+    """Per XLA estimate: the best TFLOP/s libtpu's cost model gives a smaller problem of the same
+    target, dtype and aspect (NaN where there is none, and for other rows). Squares have one aspect:
+    the best of the smaller sizes."""
+    best = pd.Series(np.nan, index=df.index)
+    est = _xla_estimates(df)
+    for _, group in est.groupby([est.target, est.dtype, aspect(est)]):
+        shapes = group.drop_duplicates(["m", "k", "n"])
+        shapes = shapes.assign(_work=flop_count(shapes.m.astype(float), shapes.k.astype(float),
+                                                shapes.n.astype(float))).sort_values("_work")
+        keys = zip(shapes.m, shapes.k, shapes.n, strict=True)
+        prior = dict(zip(keys, shapes.tflops.cummax().shift(1), strict=True))
+        best[group.index] = [prior[s] for s in zip(group.m, group.k, group.n, strict=True)]
+    return best
+
+
 def flag_nonmonotonic(df: pd.DataFrame) -> pd.Series:
     """True for XLA estimates whose TFLOP/s falls (by more than the tolerance) below that of a smaller
-    size of the same target and dtype, while FLOP per byte rises with size: the cost model's dip."""
-    flag = pd.Series(False, index=df.index)
-    est = df[(df.source == "estimate") & (df.kernel == "xla") & (df.status == "ok") & df.tflops.notna()]
-    for _, group in est.groupby(["target", "dtype"]):
-        best_smaller = group.drop_duplicates("m").sort_values("m").set_index("m").tflops.cummax().shift(1)
-        floor = (1 - NONMONOTONIC_TOLERANCE) * best_smaller.reindex(group.m).to_numpy()
-        below = group.tflops.to_numpy() < floor
-        flag[group.index[below]] = True
-    return flag
+    problem of the same target, dtype and aspect, while FLOP per byte rises with size: the cost
+    model's dip."""
+    best = best_smaller_rate(df)
+    return (df.tflops < (1 - NONMONOTONIC_TOLERANCE) * best).fillna(False).astype(bool)
+
+
+# xla_estimate_method: what the modelled columns of an XLA estimate rest on
+COST_MODEL = "cost_model"  # libtpu's cost model's cycles
+MONOTONE_ENVELOPE = "monotone_envelope"  # a flagged dip: the best smaller problem's rate instead
+
+
+def envelope_cycles(df: pd.DataFrame) -> pd.Series:
+    """Cycles of the best smaller problem's rate for the XLA estimates flagged as dips (NaN elsewhere):
+    what the modelled columns use instead of the dip (the raw estimate keeps its columns)."""
+    best, flagged = best_smaller_rate(df), flag_nonmonotonic(df)
+    clock = df.target.map(lambda t: chip(t).clock_hz if t in CHIPS else np.nan).astype(float)
+    work = flop_count(df.m.astype(float), df.k.astype(float), df.n.astype(float))
+    return (work / (best * 1e12) * clock).where(flagged)
 
 
 def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
@@ -206,7 +249,8 @@ def reference_points(df: pd.DataFrame, *, source: str = "published", target: str
         ref = ref.drop_duplicates(CONFIG)
     est = estimate_for(df, target)
     flagged = flag_nonmonotonic(df)
-    est = est.assign(nonmonotonic=flagged.reindex(est.index).fillna(False).to_numpy())
+    est = est.assign(nonmonotonic=flagged.reindex(est.index).fillna(False).to_numpy(),
+                     model_cycles=envelope_cycles(df).reindex(est.index).to_numpy())
     on = CONFIG if source == "measured" else MATCH
     cols = ["tflops", "status"] + (["seconds", "wall_seconds"] if source == "measured" else [])
     pairs = ref[on + cols].merge(est, on=on, how="left", suffixes=("_ref", ""), indicator=True)

@@ -5,12 +5,43 @@ Two schemes, each scoring every point by a fit that did not contain it:
     a configuration the held-out figure also shows elsewhere (XLA's baseline, v4's 128-blocks = v3's)
     leaves the fit too, so no fit has seen a point it predicts, under any name;
   leave one size out: fit on every size but one, predict that one.
-The result is results/fidelity.csv: one row per estimator, validation, scope and group.
+The result is results/fidelity.csv: one row per estimator, validation, scope and group. The rows of
+leave one experiment out also check the prediction intervals (experiments/analysis/intervals.py): the
+band's half-width in ln (halfwidth80, halfwidth95) and the share of the group's points inside the band
+sized without their own figure (coverage80, coverage95): held-out points only.
 """
+import math
+
 import numpy as np
 import pandas as pd
 
 from experiments.analysis import timing_model as tm
+from experiments.core.schema import INTERVAL_LEVELS
+
+# Prediction-interval levels (experiments/analysis/intervals.py sizes the bands; here they are checked)
+LEVELS = tuple(level / 100 for level in INTERVAL_LEVELS)
+
+
+def suffix(level: float) -> str:
+    return f"{round(100 * level)}"
+
+
+def conformal_quantile(errors, level: float) -> float:
+    """The split-conformal quantile of absolute errors: the ceil((n + 1) level)-th smallest."""
+    e = np.sort(np.asarray(errors, dtype=float)[~np.isnan(np.asarray(errors, dtype=float))])
+    rank = math.ceil((len(e) + 1) * level)
+    return float(e[rank - 1]) if 0 < rank <= len(e) else math.inf
+
+
+def coverage(errors: pd.DataFrame, level: float) -> pd.Series:
+    """Per point: inside the band sized by the other folds' errors (its own fold's never count)."""
+    inside = pd.Series(False, index=errors.index)
+    for fold in errors.fold.unique():
+        mine = errors.fold == fold
+        q = conformal_quantile(errors.error[~mine], level)
+        inside[mine] = errors.error[mine] <= q
+    return inside
+
 
 SCHEMES = {"leave one experiment out": "experiment", "leave one size out": "m"}
 LARGE = 2048  # the issue's second benchmark: sizes from 2048 up
@@ -89,16 +120,46 @@ def fidelity_table(df: pd.DataFrame, target: str = "v5e") -> pd.DataFrame:
         except tm.TooFewPoints as e:  # a small run: this validation cannot be made; the table says why
             predictions[("model", name)] = pd.Series(np.nan, index=points.index)
             notes[("model", name)] = f"not validated: {e}"
+    bands = interval_checks(points, predictions[("model", "leave one experiment out")])
     rows = []
     for (estimator, validation), predicted in predictions.items():
         for scope, group, index in groups(points):
+            checked = bands if validation == "leave one experiment out" else None
             rows.append(dict(target=target, compared_with="published", estimator=estimator,
                              validation=validation, scope=scope, group=group,
                              **scores(points.loc[index], predicted.loc[index]),
+                             **interval_scores(checked, index),
                              note=notes.get((estimator, validation), ""),
                              n_left_out=sum(v for r, v in left_out.items() if not r.startswith("scored")),
                              left_out=left))
     return pd.DataFrame(rows)
+
+
+def interval_checks(points: pd.DataFrame, predicted: pd.Series) -> pd.DataFrame | None:
+    """Per point of the leave-one-experiment-out predictions: whether it lies inside each level's band
+    sized by the other figures' errors only (coverage), and the table's band (all errors)."""
+    error = np.abs(np.log(predicted / points.ref_seconds))
+    if error.isna().all():
+        return None
+    errors = pd.DataFrame({"error": error, "fold": points.experiment.astype(str)}).dropna()
+    out = pd.DataFrame(index=errors.index)
+    for level in LEVELS:
+        s = suffix(level)
+        out[f"coverage{s}"] = coverage(errors, level)
+        out.attrs[f"halfwidth{s}"] = conformal_quantile(errors.error, level)
+    return out
+
+
+def interval_scores(checked: pd.DataFrame | None, index) -> dict:
+    """A group's share of held-out points inside the band (coverage<L>) and the band's half-width in ln
+    (halfwidth<L>); NaN for validations that do not size the bands."""
+    out = {}
+    for level in LEVELS:
+        s = suffix(level)
+        mine = checked.index.intersection(index) if checked is not None else []
+        out[f"halfwidth{s}"] = checked.attrs[f"halfwidth{s}"] if checked is not None else np.nan
+        out[f"coverage{s}"] = float(checked.loc[mine, f"coverage{s}"].mean()) if len(mine) else np.nan
+    return out
 
 
 def headline(table: pd.DataFrame) -> dict:

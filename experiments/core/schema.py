@@ -26,6 +26,13 @@ class Column:
     meaning: str
 
 
+# Prediction intervals of the modelled columns (experiments/analysis/intervals.py): at these levels (%),
+# <column>_lo<level> and <column>_hi<level> beside each of them.
+MODELLED_COLUMNS = ("model_device_seconds", "model_post_seconds", "model_device_tflops", "model_post_tflops")
+INTERVAL_LEVELS = (80, 95)
+INTERVAL_COLUMNS = [f"{col}_{side}{level}" for col in MODELLED_COLUMNS for level in INTERVAL_LEVELS
+                    for side in ("lo", "hi")]
+
 ALL, EST, MEAS, PUB = ("published", "estimate", "measured"), ("estimate",), ("measured",), ("published",)
 _EST_MEAS = ("estimate", "measured")
 COLUMN_SPECS = (
@@ -86,6 +93,15 @@ COLUMN_SPECS = (
            "(FLOP per byte rises): a cost-model artefact"),
     Column("measured_over_model", "float", "", MEAS, "device time / modelled device time"),
     Column("wall_over_model", "float", "", MEAS, "blocked-call time / modelled post-method time"),
+    Column("xla_estimate_method", "text", "", EST, "what an XLA estimate's modelled columns rest on: "
+           "cost_model (libtpu's cycles) or monotone_envelope (a flagged dip replaced by the best smaller "
+           "problem's rate at the same aspect; the raw estimate keeps est_cycles and tflops)"),
+    *(Column(name, "float", "TFLOP/s" if "tflops" in name else "s", _EST_MEAS,
+             f"the {name.rsplit('_', 1)[1][2:]} % prediction interval's "
+             f"{'lower' if '_lo' in name else 'upper'} end of {name.rsplit('_', 1)[0]} (split conformal "
+             "over the leave-one-experiment-out errors; modelled)") for name in INTERVAL_COLUMNS),
+    Column("model_interval", "text", "", _EST_MEAS, "how the row's intervals were made, and that no "
+           "measurement checks them off v5e"),
     Column("rel_error", "float", "", MEAS, "relative Frobenius error of the output against a float32 "
            "HIGHEST reference (int8: exact)"),
     Column("max_tile_error", "float", "", MEAS, "the largest per-tile error over 128x128 output tiles, "
@@ -128,7 +144,8 @@ INT_COLUMNS, FLOAT_COLUMNS, BOOL_COLUMNS = _OF_KIND["int"], _OF_KIND["float"], _
 # after the aggregate leave them out (experiments/analysis/runs.py).
 SAMPLE_COLUMNS = _OF_KIND["samples"]
 # never missing: "" when there is nothing to say (the key's text columns are filled by every source).
-TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain", "model_fit")
+TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain", "model_fit",
+                "xla_estimate_method", "model_interval")
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
 # toolchain_error: the toolchain's environment could not be installed (or its compiler not started);
@@ -191,7 +208,8 @@ _SAMPLES = ("samples_s", "wall_samples_s", "device_samples_s")  # the last one o
 DERIVED = ("seconds", "tflops", "p25_seconds", "p75_seconds", "n_samples", "batched_seconds", "wall_seconds",
            "near_dispatch_floor", "measured_over_estimate", "model_device_seconds", "model_device_tflops",
            "model_post_seconds", "model_post_tflops", "model_fit", "estimate_nonmonotonic",
-           "measured_over_model", "wall_over_model")
+           "measured_over_model", "wall_over_model", *INTERVAL_COLUMNS, "model_interval",
+           "xla_estimate_method")
 _PATTERNS = {"target": r"[a-z0-9][a-z0-9-]*", "experiment": r"[A-Za-z0-9]+",
              "run_label": r"[A-Za-z0-9][A-Za-z0-9_.-]*"}  # target and label become file names
 

@@ -107,30 +107,33 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
                     raised_limits_mib=tuple(section["raised_vmem_limits_mib"]),
                     skip_dominated=section["skip_dominated"])
     sweeps = {}  # (experiment, dtype) -> its own configurations and its block search's
-    baseline_sizes = set(section["sizes"])
+    baseline_problems = {(s, s, s) for s in section["sizes"]}
     for name, spec in section["experiments"].items():
         key = f"compile_study.experiments.{name}"
         kernel = spec["kernel"]
         check_grid_args(kernel, spec, key)
         if "search" in spec and kernel not in BLOCKED:
             raise ConfigError(f"{key}.search: only for blocked kernels {BLOCKED}, not kernel={kernel!r}")
-        sizes = spec.get("sizes", section["sizes"])
-        baseline_sizes |= set(sizes) | set(spec.get("search", {}).get("sizes", ()))
+        problems = experiment_problems(spec, section, key)
+        baseline_problems |= set(problems) | {(s, s, s) for s in spec.get("search", {}).get("sizes", ())}
         grid_args = dict(blocks=spec.get("blocks", ()), splits=spec.get("splits", ()))
         if "search" in spec:
             check_search_dtypes(spec, key)
         for dtype in spec["dtypes"]:
-            own = _expand_checked(kernel, dtype, [(s, s, s) for s in sizes], grid_args, key, _fits)
+            own = _expand_checked(kernel, dtype, problems, grid_args, key, _fits)
             found = []
             if "search" in spec:
                 search = spec["search"]
                 found = _expand_checked(kernel, dtype, [(s, s, s) for s in search["sizes"]],
                                         dict(blocks=search_space(search)), f"{key}.search", _fits)
-            none_fit = f"{key}: no configuration fits sizes={sizes} (dtype={dtype!r})"
+            squares = [p[0] for p in problems if p[0] == p[1] == p[2]]
+            shapes = [list(p) for p in problems if not p[0] == p[1] == p[2]]
+            none_fit = (f"{key}: no configuration fits sizes={squares}"
+                        + (f" or shapes={shapes}" if shapes else "") + f" (dtype={dtype!r})")
             sweeps[(name, dtype)] = dict(spec=spec, own=own, search=[c for c in found if c not in own],
                                          where=none_fit)
     for dtype in section["baseline_dtypes"]:
-        cases = _expand_checked("xla", dtype, [(s, s, s) for s in sorted(baseline_sizes)], {},
+        cases = _expand_checked("xla", dtype, sorted(baseline_problems, key=_problem_order), {},
                                 "compile_study.baseline_dtypes")
         sweeps[("xla", dtype)] = dict(spec=None, own=cases, search=[], where="")
     jobs = {}
@@ -148,6 +151,30 @@ def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
             jobs[(target, name, dtype)] = Job(target=target, experiment=name, cases=tuple(cases),
                                               raise_limits_for=tuple(retried), **settings)
     return jobs
+
+
+def experiment_problems(spec: dict, section: dict, key: str) -> list[tuple[int, int, int]]:
+    """An experiment's (m, k, n) problems: its square sizes (default: the study's, unless it lists
+    shapes), then its shapes. Shapes only for blocked kernels (and XLA's baseline, which compiles every
+    experiment's problems), each dimension a multiple of the TPU lane width; a block that does not
+    divide a shape is an error naming both (check_case), not skipped as a block larger than a size is."""
+    kernel = spec["kernel"]
+    shapes = [tuple(shape) for shape in spec.get("shapes", ())]
+    if shapes and kernel not in BLOCKED:
+        raise ConfigError(f"{key}.shapes: only for blocked kernels {BLOCKED}, not kernel={kernel!r}")
+    for i, shape in enumerate(shapes):
+        for dim, value in zip("mkn", shape, strict=True):
+            if value % checks.LANE:
+                raise ConfigError(f"{key}.shapes[{i}]: {dim}={value} of shape {list(shape)} is not a "
+                                  f"multiple of {checks.LANE} (the TPU lane width)")
+    sizes = spec.get("sizes", [] if shapes else section["sizes"])
+    return [(s, s, s) for s in sizes] + [shape for shape in shapes if shape not in {(s, s, s) for s in sizes}]
+
+
+def _problem_order(problem: tuple[int, int, int]):
+    """Squares by size first (the post's order), then other shapes by FLOPs."""
+    m, k, n = problem
+    return (not m == k == n, m * k * n, problem)
 
 
 def check_search_dtypes(spec: dict, key: str) -> None:

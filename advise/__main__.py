@@ -1,0 +1,5 @@
+import sys
+
+from advise.cli import main
+
+sys.exit(main())

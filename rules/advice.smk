@@ -1,0 +1,25 @@
+# Block-size advice for the config's layer shapes (advice.shapes), from this run's timing model.
+
+
+rule advice:
+    input:
+        constants="results/timing_model.csv",
+        fidelity="results/fidelity.csv",
+    output:
+        table="results/advice/{shape}.csv",
+        figure="results/advice/{shape}.png",
+    log:
+        "logs/advice/{shape}.log",
+    conda:
+        "../environment.yml"
+    params:
+        request=lambda wc: settings(advice_request(wc.shape)),
+        code=code("scripts/advice.py"),
+    script:
+        "../scripts/advice.py"
+
+
+# `snakemake all_advice` (with `--configfile config/advice.yaml` for the eight Llama-3 projections)
+rule all_advice:
+    input:
+        expand("results/advice/{shape}.{ext}", shape=ADVICE, ext=["csv", "png"]),
