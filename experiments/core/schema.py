@@ -208,7 +208,8 @@ _SAMPLES = ("samples_s", "wall_samples_s", "device_samples_s")  # the last one o
 DERIVED = ("seconds", "tflops", "p25_seconds", "p75_seconds", "n_samples", "batched_seconds", "wall_seconds",
            "near_dispatch_floor", "measured_over_estimate", "model_device_seconds", "model_device_tflops",
            "model_post_seconds", "model_post_tflops", "model_fit", "estimate_nonmonotonic",
-           "measured_over_model", "wall_over_model")
+           "measured_over_model", "wall_over_model", *INTERVAL_COLUMNS, "model_interval",
+           "xla_estimate_method")
 _PATTERNS = {"target": r"[a-z0-9][a-z0-9-]*", "experiment": r"[A-Za-z0-9]+",
              "run_label": r"[A-Za-z0-9][A-Za-z0-9_.-]*"}  # target and label become file names
 
