@@ -43,3 +43,18 @@ rule gallery:
         code=code("scripts/gallery.py"),
     script:
         "../scripts/gallery.py"
+
+
+# The README's figure, copied from a finished run (not part of `all`: it writes into the tracked docs/):
+#   python3 -m snakemake --cores 1 readme_figure
+rule readme_figure:
+    input:
+        "results/figures/v5_bfloat16_v5e.png",
+    output:
+        "docs/figures/v5_bfloat16_v5e.png",
+    log:
+        "logs/figures/readme_figure.log",
+    conda:
+        "../environment.yml"
+    shell:
+        "cp {input} {output} 2> {log}"
