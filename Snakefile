@@ -8,6 +8,7 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
+from experiments.core.runtime import record_interrupts
 from experiments.plan.config import ConfigError, load_yaml
 
 # Read strictly first (file and line of a YAML error, a key given twice), then as Snakemake does.
@@ -20,6 +21,18 @@ except ConfigError as e:
 
 
 configfile: "config/config.yaml"
+
+
+# Ctrl-C: Snakemake stops the jobs and each job exits without a traceback (scripts/_repo.py); this run
+# says once that it was interrupted and how to resume (onerror below).
+INTERRUPTED = record_interrupts()
+
+
+onerror:
+    if INTERRUPTED:
+        logger.error(
+            "Interrupted: the jobs that finished are kept; run the same command again to resume."
+        )
 
 
 include: "rules/common.smk"

@@ -1,8 +1,9 @@
 """Fonts, style and saving: the same look in both languages, and the same bytes for the same table.
 
 The Chinese figures use Noto Sans CJK SC from the `mpl-font` wheel on PyPI, registered with
-Matplotlib explicitly by file path (never a system font found by chance); `mpl_font` itself is not
-imported, since importing it changes Matplotlib's global settings.
+Matplotlib explicitly by file path and under a family name of its own (CJK_FAMILY), so that no system
+font found by chance (another copy of Noto Sans CJK, other glyph forms) can stand in for it;
+`mpl_font` itself is not imported, since importing it changes Matplotlib's global settings.
 """
 import importlib.util
 from pathlib import Path
@@ -18,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
 
 STYLE = Path(__file__).with_name("repro.mplstyle")
-CJK_FAMILY = "Noto Sans CJK SC"
+CJK_FAMILY = "tpu-matmul-repro Noto Sans CJK SC"  # the cut-down copy's family name (cjk_figure_font)
 LATIN_FAMILY = "DejaVu Sans"  # ships with Matplotlib; also has the symbols (✗) Noto CJK lacks
 FORMATS = ("png", "svg", "pdf")
 LANGUAGES = ("en", "zh")
@@ -90,7 +91,8 @@ def cjk_figure_font() -> Path:
         chars |= {ch for ch in module.read_text(encoding="utf-8") if ord(ch) > 0x7E}
     text = "".join(sorted(chars))
     stat = source.stat()
-    key = hashlib.sha256(f"{source.name} {stat.st_size} {subset.__name__} {text}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{source.name} {stat.st_size} {subset.__name__} {CJK_FAMILY} {text}".encode()
+                         ).hexdigest()[:16]
     path = user_cache("fonts") / f"{source.stem}-{key}{source.suffix}"
     if not path.is_file():
         options = subset.Options()
@@ -100,6 +102,9 @@ def cjk_figure_font() -> Path:
         cutter = subset.Subsetter(options)
         cutter.populate(text=text)
         cutter.subset(font)
+        for record in font["name"].names:  # the family (and full) name Matplotlib finds it by
+            if record.nameID in (1, 4, 16):
+                record.string = CJK_FAMILY
         # not write_atomic: two jobs may cut it at once, and its clean-up would remove the other's file
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -362,14 +362,23 @@ def embed_cjk_font(html: str, font_path) -> str:
     return html.replace("</head>", face + "\n</head>", 1)
 
 
+PDF_CJK_FAMILY = "tpu-matmul-repro Noto Sans CJK SC"  # the bundled font's name inside the PDF's styles
+
+
 def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
     """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset)."""
     import weasyprint
     from weasyprint.text.fonts import FontConfiguration
 
     fonts = FontConfiguration()  # @font-face rules only load through a shared FontConfiguration
+    # Under a family name no installed font has, and !important: this is a user stylesheet, which the
+    # page's own font list (style.css) outranks otherwise, and a CJK character missing from that list
+    # went to whatever CJK font fontconfig has (Debian's fonts-noto-cjk: Japanese glyph forms).
+    family = f'"{PDF_CJK_FAMILY}"'
     font_css = weasyprint.CSS(string=(
-        f'@font-face {{ font-family: "Noto Sans CJK SC"; src: url("{Path(font_path).as_uri()}"); }}'
-        'html { font-family: "Noto Sans CJK SC", "DejaVu Sans", sans-serif; }'), font_config=fonts)
+        f'@font-face {{ font-family: {family}; src: url("{Path(font_path).as_uri()}"); }}'
+        f'html {{ font-family: {family}, "DejaVu Sans", sans-serif !important; }}'
+        f'code, pre, kbd, samp, tt {{ font-family: "DejaVu Sans Mono", {family}, monospace !important; }}'),
+        font_config=fonts)
     document = weasyprint.HTML(string=html, base_url=base_url)
     write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=[font_css], font_config=fonts))

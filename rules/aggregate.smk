@@ -18,6 +18,24 @@ rule check_carried:
         "../scripts/check_carried.py"
 
 
+# One configuration measured under one run label in two files (a file copied under two names, or this
+# run's own file carried back in) stops here too, naming both files, before the aggregate starts.
+rule check_carried_files:
+    input:
+        measured=MEASURED + IMPORTED,
+        checked=[f"results/carried/{Path(p).stem}.checked" for p in IMPORTED],
+    output:
+        "results/carried/all-files.unique",
+    log:
+        "logs/carried/all-files.log",
+    conda:
+        "../environment.yml"
+    params:
+        code=code("scripts/check_carried_files.py"),
+    script:
+        "../scripts/check_carried_files.py"
+
+
 rule aggregate:
     input:
         # the pipeline toolchain's, then the other toolchains' (rules/toolchains.smk)
@@ -29,7 +47,8 @@ rule aggregate:
         # this run's measurements, and those carried here from other machines
         measured=MEASURED + IMPORTED,
         # carried files join only once checked: a bad one stops here, before the table is touched
-        checked=[f"results/carried/{Path(p).stem}.checked" for p in IMPORTED],
+        checked=[f"results/carried/{Path(p).stem}.checked" for p in IMPORTED]
+        + (["results/carried/all-files.unique"] if IMPORTED else []),
     output:
         "results/matmul.parquet",
     log:

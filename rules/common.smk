@@ -37,8 +37,13 @@ config.update(PLAN.config)  # the config every job sees, with the schema's defau
 
 if DEVICE is None:
     logger.info(
-        "No TPU found (measure.device=%s): this run compiles and estimates; it measures nothing, and "
-        "every TFLOP/s it reports is an estimate (or the post's published number)." % _requested
+        (
+            "measure.device=off: this run"
+            if _requested == "off"
+            else "No TPU found (measure.device=%s): this run" % _requested
+        )
+        + " compiles and estimates; it measures nothing, and every TFLOP/s it reports is an estimate (or the "
+        "post's published number)."
     )
 else:
     logger.info(

@@ -39,6 +39,15 @@ rule measure_device:
 # The VM step: `snakemake --cores 1 measure` measures and writes this machine's file, nothing else (no
 # compile study, figures or report, which the laptop builds from the carried file). Without a device
 # to measure on, asking for it is an error (the input function runs only when it is asked for).
+# Asked for on the command line, the error comes at once, in one line (Snakemake gives an input
+# function's error with a traceback; the targets are not known to the workflow while it is read).
+if "measure" in sys.argv[1:] and not MEASURED:
+    try:
+        measure_device.measured_or_error(MEASURED, config["measure"]["device"])
+    except ValueError as e:
+        raise WorkflowError(str(e)) from None
+
+
 rule measure:
     input:
         lambda wildcards: measure_device.measured_or_error(MEASURED, config["measure"]["device"]),

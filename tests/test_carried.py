@@ -12,11 +12,15 @@ VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "a
 def measured_rows(n=3):
     rows = [dict(source="measured", target="v5e", experiment="xla", kernel="xla", dtype="bfloat16",
                  m=512 * (i + 1), k=512 * (i + 1), n=512 * (i + 1), status="ok", run_label="vm",
-                 timestamp="2026-11-30T00:00:00+00:00", vmem_limit_bytes=16 << 20,
-                 samples_s=[1e-4 * (i + 1)] * 5, wall_samples_s=[2e-4 * (i + 1)] * 5) for i in range(n)]
+                 timestamp="2026-11-30T00:00:00+00:00", vmem_limit_bytes=16 << 20, device_kind="TPU v5 lite",
+                 samples_s=[1e-4 * (i + 1)] * 5, wall_samples_s=[2e-4 * (i + 1)] * 5,
+                 device_samples_s=[0.9e-4 * (i + 1)] * 5, dispatch_floor_s=2e-5, rel_error=1e-3,
+                 max_tile_error=1e-3, num_chips=1, num_devices=1, calls_per_sample=4,
+                 timer="profiler_device_events") for i in range(n)]
     rows.append(dict(rows[0], experiment="v5", kernel="v5", bm=256, bk=512, bn=256, m=1024, k=1024, n=1024))
     rows.append(dict(rows[0], experiment="v1", kernel="v1", m=4096, k=4096, n=4096, status="vmem_oom",
-                     samples_s=[], wall_samples_s=[]))
+                     samples_s=[], wall_samples_s=[], device_samples_s=[], rel_error=None,
+                     max_tile_error=None))
     return frame(rows, VERSIONS)
 
 
@@ -55,6 +59,28 @@ def edit(column, row, value):
     (edit("bm", 3, 300), r"column 'bm', row 3: bm=300 does not divide m=1024"),
     (edit("m", 1, 1048576), r"column 'm', row 1: 1048576 is not a size from 1 to 32768"),
     (lambda df: df.iloc[:0], r"no rows"),
+    # issue 29: the primary timer's samples, and every other column a later step reads
+    (edit("device_samples_s", 0, [-1e-4] * 5),
+     r"column 'device_samples_s', row 0: -0\.0001 is not a positive"),
+    (edit("device_samples_s", 1, [1e-4, np.nan, 1e-4, 1e-4, 1e-4]),
+     r"column 'device_samples_s', row 1: nan is"),
+    (edit("device_samples_s", 2, [np.inf] * 5), r"column 'device_samples_s', row 2: inf is not"),
+    (edit("device_samples_s", 0, [1e-4] * 3), r"column 'device_samples_s', row 0: 3 samples in an ok row"),
+    (edit("samples_s", 0, [1e300] * 5),
+     r"column 'samples_s', row 0: 1e\+300 is not a positive, finite number of seconds \(at most 7200\)"),
+    (edit("dispatch_floor_s", 1, -1.0), r"column 'dispatch_floor_s', row 1: -1\.0 is not a finite number"),
+    (edit("dispatch_floor_s", 1, np.inf), r"column 'dispatch_floor_s', row 1: inf is not a finite number"),
+    (edit("rel_error", 0, np.inf), r"column 'rel_error', row 0: inf is not a finite number, 0 or more "
+                                   r"\(infinite only where the result is not ok\)"),
+    (edit("num_chips", 2, 0), r"column 'num_chips', row 2: 0 is less than 1"),
+    (lambda df: df.assign(calls_per_sample=1.5),
+     r"column 'calls_per_sample' holds double, not whole numbers"),
+    (lambda df: df.assign(raised_limit="no"), r"column 'raised_limit' holds (large_)?string, not true/false"),
+    (lambda df: df.assign(device_kind=7), r"column 'device_kind' holds int64, not text"),
+    (edit("target", 1, "../v5e"), r"column 'target', row 1: '\.\./v5e' is not a name"),
+    (edit("timestamp", 3, "yesterday"), r"column 'timestamp', row 3: 'yesterday' is not an ISO 8601 time"),
+    (lambda df: pd.concat([df, df.iloc[[2]]], ignore_index=True),
+     r"column 'run_label', row 5: the same configuration and run label as row 2"),
 ])
 def test_each_bad_file_is_refused_naming_file_column_and_row(tmp_path, change, message):
     path = write(change(measured_rows()), tmp_path)
@@ -83,3 +109,26 @@ def test_large_files_are_checked_in_bulk(tmp_path):
     big.at[19999, "samples_s"] = [1e-4, 1e-4, 1e-4, 1e-4, np.inf]
     with pytest.raises(DataError, match=r"row 19999: inf"):
         check_measured(write(big, tmp_path), min_samples=5, max_rows=100000)
+
+
+def test_the_same_rows_in_two_files_are_refused_naming_both(tmp_path):
+    """issue 29: one file under two names raised a traceback in the aggregate, which deleted the table."""
+    from experiments.core.schema import check_unique_files
+
+    first = write(measured_rows(), tmp_path, "a.parquet")
+    second = write(measured_rows(), tmp_path, "b.parquet")
+    check_unique_files([first])
+    with pytest.raises(DataError, match=rf"^{second}: column 'run_label', row 0: the same configuration "
+                                        rf"and run label as row 0 of {first}; keep one of the files"):
+        check_unique_files([first, second])
+    check_unique_files([first, write(measured_rows().assign(run_label="vm2"), tmp_path, "c.parquet")])
+
+
+def test_every_number_a_measured_row_carries_has_a_range_in_the_check():
+    """A column added to the registry (COLUMN_SPECS) that measured rows fill cannot pass the gate
+    unchecked: its kind is checked from the registry, its range must be one of check_measured's."""
+    from experiments.core import schema
+
+    carried = [c for c in schema.COLUMN_SPECS if "measured" in c.sources and c.name not in schema.DERIVED]
+    assert {c.name for c in carried if c.kind in ("int", "dim")} <= {*schema._INTEGER, *schema._COUNTS}
+    assert {c.name for c in carried if c.kind == "float"} <= {*schema._QUANTITIES, *schema._ERRORS}

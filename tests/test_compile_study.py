@@ -421,3 +421,15 @@ def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
     path = root / "kernels" / "v3_block.py"
     path.write_text("# a comment only\n" + path.read_text())
     assert compile_code_digest(root) == before  # comments do not change a compile
+
+
+def test_an_error_keeps_no_source_line_of_the_kernel():
+    """The compiler quotes the pallas_call's source line; it moves with any edit above it (which the
+    compile cache's key ignores), so rows and cached entries keep the file but not the line."""
+    from experiments.compile_study.compiler_output import readable_error
+
+    quoted = ('metadata={op_name="jit(_matmul_v2)/pallas_call" source_file="kernels/v2_parallel.py" '
+              'source_line=40}. Scoped allocation with size 36.00M and limit 16.00M exceeded')
+    kept = readable_error(quoted)
+    assert "source_line" not in kept and 'source_file="kernels/v2_parallel.py"' in kept
+    assert kept.endswith("Scoped allocation with size 36.00M and limit 16.00M exceeded")

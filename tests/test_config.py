@@ -49,8 +49,21 @@ def set_key(config, path, value):
         (["correctness", "kernels", "v9"], {"dtypes": ["float32"]}, r"'v9' is not one of"),
         (["correctness", "tolerance", "float32"], "tight",
          r"correctness\.tolerance\.float32: 'tight' is not of type 'number'"),
-        (["compile_study", "skip_dominated"], "yes",
-         r"compile_study\.skip_dominated: 'yes' is not of type 'boolean'"),
+        (["compile_study", "skip_dominated"], "sometimes",
+         r"compile_study\.skip_dominated: 'sometimes' is not of type 'boolean'"),
+        # issue 29: values the schema let through and a job crashed on, or that turned a check off
+        (["compile_study", "timeout_s"], float("nan"),
+         r"compile_study\.timeout_s: nan is not a finite number"),
+        (["correctness", "tolerance", "float32"], float("inf"),
+         r"correctness\.tolerance\.float32: inf is not a finite number"),
+        (["correctness", "shapes"], [[256.0, 512, 384]],
+         r"correctness\.shapes\[0\]\[0\]: 256\.0 is not of type 'integer'"),
+        (["compile_study", "sizes"], [1024.0, 2048],
+         r"compile_study\.sizes\[0\]: 1024\.0 is not of type 'integer'"),
+        (["measure"], {"tolerance": {"float32": float("nan"), "bfloat16": 0.02, "int8": 0}},
+         r"measure\.tolerance\.float32: nan is not a finite number"),
+        (["measure"], {"tolerance": {"float32": ".nan", "bfloat16": 0.02, "int8": 0}},
+         r"measure\.tolerance\.float32: nan is not a finite number"),  # as --config writes it
     ],
 )
 def test_bad_values_name_key_and_value(config, path, value, message):
@@ -266,3 +279,16 @@ def test_the_generations_overlay_switches_the_block_search_off():
     for (_, experiment, dtype), job in plan_jobs.study_jobs(config).items():
         if (experiment, dtype) in own:  # the post's blocks only: no searched shape among the cases
             assert len(job.cases) <= own[(experiment, dtype)], (experiment, dtype)
+
+
+def test_numbers_given_on_the_command_line_are_read_as_numbers(config):
+    """`--config 'measure={samples: 6}'`: Snakemake passes a nested value as the text '6'."""
+    config["measure"] = {"samples": "6", "min_sample_s": "1e-2", "profile": "false", "device": "off",
+                         "label": "7"}
+    measure = plan.validate(config)["measure"]
+    assert (measure["samples"], measure["min_sample_s"], measure["profile"]) == (6, 0.01, False)
+    assert (measure["device"], measure["label"]) == ("off", "7")  # text where the schema wants text
+    config["measure"] = {"samples": "six"}
+    with pytest.raises(experiment_config.ConfigError,
+                       match=r"measure\.samples: 'six' is not of type 'integer'"):
+        plan.validate(config)

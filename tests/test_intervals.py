@@ -58,6 +58,7 @@ def test_coverage_counts_held_out_points_only():
     assert intervals.conformal_quantile(errors.error, 0.8) == 1.0  # in-sample it would have covered a
 
 
+@pytest.mark.slow
 def test_fidelity_table_checks_coverage_on_the_held_out_validation(noisy):
     table = validation.fidelity_table(noisy)
     loeo = table[table.validation == "leave one experiment out"]
@@ -82,6 +83,7 @@ def with_xla_dip(df, size=8192, dtype="float32", factor=0.6):
     return df, dip
 
 
+@pytest.mark.slow
 def test_a_flagged_xla_dip_never_reaches_a_modelled_column(noisy):
     df, dip = with_xla_dip(noisy)
     table, _ = model_columns.apply(df)
@@ -111,6 +113,7 @@ def test_the_envelope_follows_aspect_for_non_square_problems():
     assert tm.best_smaller_rate(df).tolist()[2] == 150.0
 
 
+@pytest.mark.slow
 def test_a_claim_whose_difference_lies_inside_the_interval_is_inconclusive(noisy, monkeypatch):
     """The issue's v4 case: (1024, 1024, 1024) 81.2 against (512, 512, 512) 75.1 TFLOP/s, an 8 % gap,
     inside an interval of x/1.16: inconclusive, not "differs"; the same gap outside x/1.02 differs."""

@@ -86,6 +86,7 @@ def test_cpu_measurement_of_xla_gives_plausible_rows(cpu_rows):
     assert (cpu_rows.num_chips == 1).all() and (cpu_rows.timer == "profiler_device_events").all()
 
 
+@pytest.mark.slow
 def test_measurement_file_round_trips_and_imports(cpu_rows, tmp_path):
     path = tmp_path / "cpu-test.parquet"
     cpu_rows.drop(columns=["seconds", "tflops"]).to_parquet(path)  # as a job writes it: raw samples
@@ -298,6 +299,7 @@ def test_a_nan_fails_the_check_where_the_global_error_would_have_passed():
     assert inf["status"] == "wrong_result" and inf["samples_s"] is None
 
 
+@pytest.mark.slow
 def test_one_wrong_tile_fails_the_check_where_the_global_error_would_have_passed():
     a, b = _normal(1024)
     right = _highest(a, b)
@@ -310,10 +312,18 @@ def test_one_wrong_tile_fails_the_check_where_the_global_error_would_have_passed
     assert check.check(right, a, b, "float32", 2e-2)["status"] == "ok"
 
 
+def test_a_nan_tolerance_is_refused_rather_than_calling_a_wrong_result_ok():
+    """issue 29: with tolerance NaN, `error > tolerance` is always false: 1.5x the product was "ok"."""
+    a, b = _normal(256)
+    with pytest.raises(ValueError, match="tolerance=nan"):
+        check.check(_highest(a, b) * 1.5, a, b, "float32", float("nan"))
+
+
 def _bf16_pass(x):
     return x.astype(jnp.bfloat16).astype(jnp.float32)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [256, 1024])
 def test_error_bands_give_the_precision_and_stay_under_the_tolerance(size):
     """The bands behind the tolerance and the precision column, by emulating the MXU's bf16 passes."""

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -149,6 +150,99 @@ def test_a_bad_carried_file_stops_the_run_and_leaves_the_outputs(finished_run):
     finally:
         carried.unlink()
     assert planned(finished_run) == {}
+
+
+def finished_outputs(repo: Path) -> dict[str, bytes]:
+    """The table, every figure and the reports of a finished run, by path."""
+    paths = [repo / "results" / "matmul.parquet", *sorted((repo / "results" / "figures").iterdir()),
+             *sorted((repo / "results" / "report").glob("report.*"))]
+    return {str(p.relative_to(repo)): p.read_bytes() for p in paths if p.is_file()}
+
+
+@pytest.mark.slow
+def test_refused_input_leaves_every_output_of_the_previous_run_byte_identical(finished_run):
+    """issue 29: each case stops in the gate (parse time, or a check job the aggregate waits for), so
+    no job that would overwrite the table, a figure or a report starts."""
+    from test_carried import measured_rows
+
+    before = finished_outputs(finished_run)
+    assert len(before) > 10
+    carried = finished_run / "data" / "measured"
+    carried.mkdir(parents=True, exist_ok=True)
+    good = measured_rows().assign(target="cpu")
+    negative = good.copy()
+    negative["device_samples_s"] = negative["device_samples_s"].astype(object)
+    negative.at[1, "device_samples_s"] = [-1e-4] * 5
+    nan = negative.copy()
+    nan.at[1, "device_samples_s"] = [float("nan")] * 5
+    files = [  # (file name -> rows, what the refusal says)
+        ({"laptop.parquet": negative}, "laptop.parquet: column 'device_samples_s', row 1: -0.0001 is not"),
+        ({"laptop.parquet": nan}, "laptop.parquet: column 'device_samples_s', row 1: nan is not"),
+        ({"laptop.parquet": pd.concat([good, good.iloc[[0]]], ignore_index=True)},
+         "laptop.parquet: column 'run_label', row 5: the same configuration and run label as row 0"),
+        ({"a.parquet": good, "b.parquet": good},
+         "b.parquet: column 'run_label', row 0: the same configuration and run label as row 0 of"),
+    ]
+    configs = [  # (--config, merged into the tiny config: what the refusal says)
+        (["measure={tolerance: {float32: .nan}}"], "measure.tolerance.float32: nan is not a finite number"),
+        (["compile_study={timeout_s: .nan}"], "compile_study.timeout_s: nan is not a finite number"),
+        (["compile_study={sizes: [512.0]}"], "compile_study.sizes[0]: 512.0 is not of type 'integer'"),
+    ]
+    try:
+        for written, message in files:
+            for name, rows in written.items():
+                rows.to_parquet(carried / name, index=False)
+            result = snakemake(finished_run, "--cores", "1")
+            assert result.returncode != 0 and message in result.stderr, result.stderr[-3000:]
+            assert "Traceback" not in result.stderr
+            assert finished_outputs(finished_run) == before, message
+            for name in written:
+                (carried / name).unlink()
+        for extra, message in configs:
+            result = snakemake(finished_run, "--cores", "1", "--config", *extra)
+            assert result.returncode != 0 and message in result.stdout + result.stderr, result.stderr[-3000:]
+            assert finished_outputs(finished_run) == before, message
+    finally:
+        for path in carried.glob("*.parquet"):
+            path.unlink()
+    assert planned(finished_run) == {}
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_once_that_the_run_was_interrupted_and_how_to_resume(tmp_path):
+    """issue 29: a Ctrl-C printed a KeyboardInterrupt traceback per running job.
+
+    One job at a time, interrupted while it runs the project's code (its log has its first line; no
+    compile cache, so the compile lasts seconds): a job that Snakemake is just starting runs
+    Snakemake's own generated preamble first, which still prints Python's traceback when interrupted
+    (docs/reliability.md)."""
+    import os
+    import signal
+    import time
+
+    repo = copy_repository(tmp_path / "repo")
+    args = ["--cores", "1", "--configfile", "config/tiny.yaml", "--replace-workflow-config"]
+    # SIGINT's default handler, as in a terminal (a shell's background job starts with it ignored)
+    start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+             f"sys.argv = ['snakemake', *{args!r}]; runpy.run_module('snakemake', run_name='__main__')")
+    env = dict(os.environ, TPU_MATMUL_REPRO_CACHE="off")
+    proc = subprocess.Popen([sys.executable, "-c", start], cwd=repo, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, env=env)
+    try:
+        deadline = time.monotonic() + 300
+        while not any("configurations" in p.read_text() for p in repo.glob("logs/estimates/*/*.log")):
+            assert proc.poll() is None and time.monotonic() < deadline, "no compile job started"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole process group
+        output, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0
+    assert output.count("Interrupted: the jobs that finished are kept; run the same command again to "
+                        "resume.") == 1, output[-3000:]
+    assert "KeyboardInterrupt" not in output and "Traceback (most recent call last)" not in output, output
+    assert list(repo.glob("logs/estimates/*/*.log"))[0].read_text().rstrip().endswith("ERROR interrupted")
 
 
 def test_the_compile_cache_keys_on_the_code_not_its_layout(tmp_path):

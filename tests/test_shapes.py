@@ -62,6 +62,7 @@ def test_blocked_traffic_of_a_non_square_problem_has_its_closed_form():
     assert hbm_bytes(Case("v5", "bfloat16", m, k, n, bm, bk, bn)) == expected
 
 
+@pytest.mark.slow
 def test_the_fit_recovers_known_constants_from_non_square_problems():
     """The synthetic table's published numbers plus non-square ones, all made from TRUE: the fit
     recovers TRUE, and the non-square estimates are modelled."""

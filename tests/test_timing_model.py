@@ -342,6 +342,7 @@ def test_a_target_without_compiler_cycles_gets_labelled_model_only_estimates(syn
     plt.close(fig)
 
 
+@pytest.mark.slow
 def test_only_each_targets_latest_run_is_fitted(synthetic):
     """An older run of the same target (its own constants) is not fitted: only the latest models the
     table, and a file of many runs must not cost a fit each."""

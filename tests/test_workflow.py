@@ -166,6 +166,20 @@ def test_without_a_tpu_nothing_is_measured_and_the_log_says_so(workdir):
 
 
 @pytest.mark.slow
+def test_measure_with_the_device_off_says_so_in_one_line(workdir):
+    """issue 29: `measure.device: off` said "no TPU found here", in an input function's traceback; a
+    number given on the command line (`--config 'measure={samples: 6}'`) arrived as text and was refused."""
+    override = "measure={device: off, samples: 6}"
+    result = snakemake(workdir, "--dry-run", "measure", *CI_RUN, "--config", override)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "measure: measure.device is off, so there is nothing to measure; set it to auto" in output, output
+    assert "measure.device=off: this run compiles and estimates" in output
+    assert "no TPU found" not in output.lower() and "InputFunctionException" not in output
+    assert "is not of type 'integer'" not in output  # 6 is read as the number it is
+
+
+@pytest.mark.slow
 def test_on_a_tpu_host_the_sweeps_are_measured_and_its_generation_joins_the_targets(workdir):
     config = yaml.safe_load((workdir / "config" / "config.ci.yaml").read_text())
     config["measure"] = {"device": "auto", "label": "vm1"}

@@ -66,8 +66,17 @@ def main() -> int:
     parser.add_argument("new", type=Path)
     parser.add_argument("--ignore", nargs="*", default=[], help="columns whose differences are expected")
     parser.add_argument("--rtol", type=float, default=0.0)
+    parser.add_argument("--readable-errors", action="store_true",
+                        help="pass both tables' error column through today's compiler_output.readable_error "
+                             "first: a table from before a change of that function compares as written now")
     args = parser.parse_args()
-    lines = compare(pd.read_parquet(args.old), pd.read_parquet(args.new), set(args.ignore), args.rtol)
+    old, new = pd.read_parquet(args.old), pd.read_parquet(args.new)
+    if args.readable_errors:
+        from experiments.compile_study.compiler_output import readable_error
+
+        for table in (old, new):
+            table["error"] = table.error.map(readable_error, na_action="ignore")
+    lines = compare(old, new, set(args.ignore), args.rtol)
     print("\n".join(lines))
     failing = [line for line in lines[1:] if not line.endswith("(ignored)") and "(ignored)," not in line]
     return 1 if failing else 0

@@ -8,7 +8,7 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 import pandas as pd
 
 from experiments.analysis.toolchains import primary_rows
-from experiments.core.schema import COLUMNS, INT_COLUMNS, KEY, SOURCES
+from experiments.core.schema import COLUMNS, DERIVED, INT_COLUMNS, KEY, SOURCES, DataError, conform
 from experiments.measure.statistics import derive
 
 SOURCE_ORDER = {source: i for i, source in enumerate(SOURCES)}
@@ -36,17 +36,19 @@ def load_published(path) -> pd.DataFrame:
 def load_measured(paths) -> pd.DataFrame:
     """Measured rows from results/measured/ and data/measured/ files, statistics derived from samples.
 
-    The same configuration measured under the same run label in two files (one file copied twice)
-    is an error naming both: keep one of them.
+    Carried files reach here checked (rules/aggregate.smk: check_carried, check_carried_files), so the
+    errors below guard only against a file that bypassed the gate. What a file holds in the columns
+    derived here or later (DERIVED) is dropped, never read.
     """
     frames = []
     for path in paths:
         df = pd.read_parquet(path)
         missing = {"source", "target", "samples_s", "wall_samples_s"} - set(df.columns)
         if missing or not (df.source == "measured").all():
-            raise ValueError(f"{path}: not a measurement file of tpu-matmul-repro (missing columns "
+            raise DataError(f"{path}: not a measurement file of tpu-matmul-repro (missing columns "
                              f"{sorted(missing)} or rows whose source is not 'measured')")
-        frames.append(df.assign(_file=str(path)))
+        # the table's columns and types: a column a file holds empty (all NaN) reads as float otherwise
+        frames.append(conform(df.drop(columns=list(DERIVED), errors="ignore")).assign(_file=str(path)))
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
     df = pd.concat(frames, ignore_index=True)
@@ -54,7 +56,7 @@ def load_measured(paths) -> pd.DataFrame:
     if len(dup):
         _, group = next(iter(dup.groupby(KEY, dropna=False, sort=False)))
         first, files = group.iloc[0], sorted(set(group._file))
-        raise ValueError(f"{len(dup)} measured rows appear in more than one file, e.g. "
+        raise DataError(f"{len(dup)} measured rows appear in more than one file, e.g. "
                          f"{first['target']} {first['kernel']} {first['dtype']} "
                          f"{first.m}x{first.k}x{first.n} in "
                          f"{' and '.join(files)}: keep one of the files")

@@ -6,8 +6,11 @@ kernel (the compile worker, worker.py, and every module it imports: the kernels,
 parsing code), the case and the VMEM limit. The key is the sha256 of exactly those, so a second
 checkout, an edit outside that code (the cache, the process and planning code), or a rerun after an
 interruption reuses every compile it can, while an edit of a kernel or of a parser misses. Entries
-are JSON files written atomically; one that does not read back as a complete entry for its own key
-is recomputed and overwritten, never trusted.
+are JSON files written atomically, each writer through a temporary file of its own; one that does not
+read back as a complete, physically possible entry for its own key (`problem`: whole, positive bytes
+and cycles, no estimate faster than the chip's peak) is recomputed and overwritten, never trusted; so
+is a folder in an entry's place. A cache that cannot be written (a read-only mount, a full disk) is
+said once in the log, and the run goes on compiling uncached.
 
 Where: $TPU_MATMUL_REPRO_CACHE if set ("off" disables the cache), else
 $XDG_CACHE_HOME/tpu-matmul-repro/compile (~/.cache/... by default). Outside results/ on purpose:
@@ -19,9 +22,12 @@ import json
 import logging
 import math
 import os
+import shutil
 from pathlib import Path
 
 from experiments.core.cache_dirs import cache_folder
+from experiments.core.chips import CHIPS
+from experiments.core.units import flops
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +35,9 @@ FORMAT = 1  # bump when an entry's layout changes
 RESULT_FIELDS = ("status", "vmem_bytes", "oom_limit_bytes", "est_cycles", "error", "compile_s")
 # Deterministic outcomes only: a timeout or a crashed worker may not happen again.
 CACHEABLE = ("ok", "vmem_oom", "compile_error")
+
+
+_unwritable = set()  # cache folders this process could not write to: said once, then not tried again
 
 
 def cache_root() -> Path | None:
@@ -55,17 +64,18 @@ class CompileCache:
     def get(self, case, vmem_limit_bytes: int | None) -> dict | None:
         key = self.key(case, vmem_limit_bytes)
         path = self._path(key)
-        if not path.exists():
-            self.misses += 1
-            return None
         try:
+            if not path.exists():
+                self.misses += 1
+                return None
             entry = json.loads(path.read_text(encoding="utf-8"))
-            result = entry["result"]
-            if entry["key"] != key or set(result) != set(RESULT_FIELDS) or result["status"] not in CACHEABLE:
+            result = entry.get("result") if isinstance(entry, dict) else None
+            if not isinstance(result, dict) or entry.get("key") != key:  # a list, a number, another key
                 raise ValueError("not an entry of this key")
-            if result["status"] == "ok" and not (result["vmem_bytes"] or result["est_cycles"]):
-                raise ValueError("an ok compile without VMEM bytes or cycles")
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            why = problem(result, case, self.context.get("target"))
+            if why:
+                raise ValueError(why)
+        except (OSError, ValueError, KeyError, TypeError) as e:  # IsADirectoryError, bad JSON, ...
             log.warning("compile cache: %s is corrupt (%s); compiling again", path, e)
             self.corrupt += 1
             self.misses += 1
@@ -74,18 +84,60 @@ class CompileCache:
         return result
 
     def put(self, case, vmem_limit_bytes: int | None, result: dict) -> None:
-        if result["status"] not in CACHEABLE or not math.isfinite(result.get("compile_s") or math.nan):
+        """Keep `result`, if it is deterministic and sound; best effort, as a cache is."""
+        result = {f: result.get(f) for f in RESULT_FIELDS}
+        if self.root in _unwritable or problem(result, case, self.context.get("target")):
             return
         from experiments.core.tables import write_text_atomic  # here: compile workers have no pandas
 
         key = self.key(case, vmem_limit_bytes)
+        path = self._path(key)
         entry = dict(key=key, context=self.context, case=dataclasses.asdict(case),
-                     vmem_limit_bytes=vmem_limit_bytes, result={f: result[f] for f in RESULT_FIELDS})
-        write_text_atomic(json.dumps(entry, sort_keys=True), self._path(key))
+                     vmem_limit_bytes=vmem_limit_bytes, result=result)
+        try:
+            if path.is_dir() and not path.is_symlink():  # a folder in the entry's place: replaced
+                shutil.rmtree(path, ignore_errors=True)
+            write_text_atomic(json.dumps(entry, sort_keys=True), path, shared=True)
+        except OSError as e:  # read-only, full, not ours: the compile's result stands without the cache
+            _unwritable.add(self.root)
+            log.warning("compile cache: cannot write to %s (%s); this run compiles without caching",
+                        self.root, e.strerror or e)
 
     def summary(self) -> str:
         return f"{self.hits} from the cache, {self.misses} compiled" + (
             f" ({self.corrupt} corrupt entries recomputed)" if self.corrupt else "")
+
+
+def _whole(value, least: int = 1) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def problem(result: dict, case, target: str | None) -> str:
+    """Why `result` cannot be a cache entry for `case` compiled for `target` ("" if it can): its fields
+    and their types, and the physics (no estimate faster than the chip's peak for the case's dtype)."""
+    if set(result) != set(RESULT_FIELDS):
+        return f"fields {sorted(result)}, not {sorted(RESULT_FIELDS)}"
+    status, cycles = result["status"], result["est_cycles"]
+    if status not in CACHEABLE:
+        return f"status {status!r} is not a deterministic outcome {CACHEABLE}"
+    for field in ("vmem_bytes", "oom_limit_bytes", "est_cycles"):
+        if result[field] is not None and not _whole(result[field]):
+            return f"{field}={result[field]!r} is not a positive whole number"
+    compile_s = result["compile_s"]
+    if not isinstance(compile_s, (int, float)) or isinstance(compile_s, bool) or not (
+            math.isfinite(compile_s) and compile_s >= 0):
+        return f"compile_s={compile_s!r} is not a finite number of seconds"
+    if not isinstance(result["error"], str):
+        return f"error={result['error']!r} is not text"
+    if status == "ok" and not (result["vmem_bytes"] or cycles):
+        return "an ok compile without VMEM bytes or cycles"
+    chip = CHIPS.get(target)
+    if cycles is not None and chip is not None and case.dtype in chip.peak_flops:
+        fastest = flops(case.m, case.k, case.n) * chip.clock_hz / chip.peak_flops[case.dtype]
+        if cycles < fastest:
+            return (f"est_cycles={cycles} is faster than {target}'s peak allows for {case.label()} "
+                    f"(at least {math.ceil(fastest)})")
+    return ""
 
 
 def compile_context(target: str, profile: bool, versions: dict, code_digest: str) -> dict:

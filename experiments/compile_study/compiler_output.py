@@ -89,13 +89,18 @@ def vmem_oom_sizes(message: str) -> tuple[int, int]:
     return round(float(size) * _UNITS[size_unit]), round(float(limit) * _UNITS[limit_unit])
 
 
+_SOURCE_LINE = re.compile(r" source_line=\d+")
+
+
 def readable_error(message: str) -> str:
     """An error message as a row keeps it: the base64 of a quoted Mosaic module elided, so that the
     sentence after it (jax 0.4's "Scoped allocation with size 48.82M and limit 16.00M ...") fits in
     ERROR_CHARS, and paths in this checkout relative (as imported and as resolved), so that the row
     (and a compile cache entry reused by another checkout) does not depend on where the repository
-    lies."""
-    message = _BASE64_RUN.sub("…", message)
+    lies. The source line the compiler quotes for the kernel's pallas_call is dropped too: it moves
+    with any edit above it, and a cached compile (whose key ignores comments and layout) would keep
+    the old one."""
+    message = _SOURCE_LINE.sub("", _BASE64_RUN.sub("…", message))
     for checkout in _CHECKOUT_SPELLINGS:
         message = message.replace(checkout, "")
     return message[:ERROR_CHARS]

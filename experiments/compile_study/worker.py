@@ -111,4 +111,7 @@ def main(target: str, profile_dir: str | None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None)
+    try:
+        main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] else None)
+    except KeyboardInterrupt:  # Ctrl-C signals the whole process group: the run says so, once
+        sys.exit(130)

@@ -1,8 +1,11 @@
 """Process set-up shared by the Snakemake scripts: JAX platform choice and logging to the job's log."""
 import contextlib
+import errno
 import logging
 import os
+import signal
 import sys
+import threading
 import time
 
 
@@ -45,9 +48,45 @@ def logged(log_path):
         except UserError as e:  # bad input, not a bug: its one-line message is the whole story
             logger.error("%s", e)
             raise SystemExit(1) from None
+        except KeyboardInterrupt:  # Ctrl-C: the workflow says so once (Snakefile, onerror)
+            logger.error("interrupted")
+            raise SystemExit(130) from None
+        except OSError as e:
+            if not disk_full(e):
+                logger.exception("job failed")
+                raise
+            logger.error("%s", disk_full_message(e))
+            raise SystemExit(1) from None
         except BaseException:  # the reason a job failed belongs in its log (show-failed-logs prints it)
             logger.exception("job failed")
             raise
+
+
+def record_interrupts() -> list:
+    """A list that gets an entry for each Ctrl-C (SIGINT) this process receives, which is then handled
+    as before (KeyboardInterrupt): the Snakefile's onerror tells an interrupted run from a failed one.
+    Left as it is where SIGINT is ignored (a shell's background job) or handled otherwise."""
+    received = []
+
+    def note(signum, frame):
+        received.append(signum)
+        signal.default_int_handler(signum, frame)
+
+    if threading.current_thread() is threading.main_thread() and (
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+        signal.signal(signal.SIGINT, note)
+    return received
+
+
+def disk_full(e: OSError) -> bool:
+    """A full disk, as the OS says it (errno 28) or as pyarrow does (errno only in the message)."""
+    return e.errno == errno.ENOSPC or "No space left on device" in str(e) or "[errno 28]" in str(e).lower()
+
+
+def disk_full_message(e: OSError) -> str:
+    where = f" writing {e.filename}" if getattr(e, "filename", None) else ""
+    return (f"no space left on the device{where}: free some space (or point TMPDIR and "
+            "TPU_MATMUL_REPRO_CACHE elsewhere) and run the same command again; what is finished is kept")
 
 
 class Progress:

@@ -194,20 +194,39 @@ MEASURED_REQUIRED = [*KEY, "status", "samples_s", "wall_samples_s", "timestamp"]
 _TEXT = ("source", "target", "experiment", "kernel", "dtype", "status", "run_label", "timestamp")
 _INTEGER = ("m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes")
 MAX_DIM = 32768  # as config/schema.yaml's `dim`: no TPU holds larger operands
+MAX_SAMPLE_S = 7200.0  # as config/schema.yaml's measure.timeout_s: no sample outlasts its job
+# Every column of a carried file holds its kind (COLUMN_SPECS; absent, or empty where a row has nothing
+# to say, is fine), and every number a measured row carries has a range below (tests/test_carried.py
+# keeps it so). The statistics the aggregate derives from the samples and the modelled columns are
+# recomputed (DERIVED): what a file holds there is dropped, never read.
+_COUNTS = {"vmem_bytes": 0, "oom_limit_bytes": 1, "est_cycles": 1, "hbm_bytes": 0, "calls_per_sample": 1,
+           "num_chips": 1, "num_devices": 1}  # whole numbers, at least this
+_QUANTITIES = ("dispatch_floor_s", "compile_s", "compute_seconds", "hbm_seconds", "peak_tflops",
+               "hbm_bytes_per_s", "roofline_tflops")  # finite and not negative
+_ERRORS = ("rel_error", "max_tile_error")  # not negative; infinite only in a row that is not ok
+_SAMPLES = ("samples_s", "wall_samples_s", "device_samples_s")  # the last one optional
+DERIVED = ("seconds", "tflops", "p25_seconds", "p75_seconds", "n_samples", "batched_seconds", "wall_seconds",
+           "near_dispatch_floor", "measured_over_estimate", "model_device_seconds", "model_device_tflops",
+           "model_post_seconds", "model_post_tflops", "model_fit", "estimate_nonmonotonic",
+           "measured_over_model", "wall_over_model", *INTERVAL_COLUMNS, "model_interval",
+           "xla_estimate_method")
+_PATTERNS = {"target": r"[a-z0-9][a-z0-9-]*", "experiment": r"[A-Za-z0-9]+",
+             "run_label": r"[A-Za-z0-9][A-Za-z0-9_.-]*"}  # target and label become file names
 
 
 def check_measured(path, *, min_samples: int, max_rows: int) -> pd.DataFrame:
     """A carried measurement file, read and checked before it joins the table; raises DataError.
 
-    Checked: it is a parquet file of at most `max_rows` rows; every required column is there with its
-    type; source is "measured"; kernel, dtype and status are known; sizes are positive and blocks divide
-    them; an ok row has at least `min_samples` samples per timer, every one finite and positive.
+    Every column a later step reads is checked, so that the aggregate cannot fail on a file that passed:
+    it is a parquet file of at most `max_rows` rows; every required column is there; each column holds
+    its type (text, whole numbers, numbers, flags, lists of seconds); source is "measured"; kernel, dtype
+    and status are known; target, experiment and run_label are names, timestamps ISO 8601; sizes are
+    positive and blocks divide them; counts, quantities and errors are finite and not negative; every
+    sample is a finite, positive number of seconds, and an ok row has at least `min_samples` of each
+    timer's (the profiler's: none, or as many); no two rows share the table's key.
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
-
-    from kernels import REGISTRY
 
     try:
         rows = pq.ParquetFile(path).metadata.num_rows
@@ -221,65 +240,155 @@ def check_measured(path, *, min_samples: int, max_rows: int) -> pd.DataFrame:
         raise DataError(f"{path}: not a readable parquet file "
                         f"({type(e).__name__}: {str(e).splitlines()[0]})") from None
 
-    def fail(column, row, problem):
-        raise DataError(f"{path}: column {column!r}, row {row}: {problem}")
-
     missing = [c for c in MEASURED_REQUIRED if c not in table.column_names]
     if missing:
         raise DataError(f"{path}: missing column(s) {missing}: not a measurement file of tpu-matmul-repro")
     if table.num_rows == 0:
         raise DataError(f"{path}: no rows")
+    _check_types(path, table, pa)
+    df = table.select([c for c in table.column_names if c not in _SAMPLES]).to_pandas()
+    _check_values(path, df)
+    for col in _SAMPLES:
+        if col in table.column_names:
+            _check_samples(path, col, table[col], (df.status == "ok").to_numpy(), min_samples,
+                           optional=col == "device_samples_s")
+    _check_duplicates(path, df)
+    return table.to_pandas()
+
+
+def _fail(path, column, row, problem):
+    raise DataError(f"{path}: column {column!r}, row {row}: {problem}")
+
+
+def _check_types(path, table, pa) -> None:
+    def holds(col, *kinds):
+        kind = table[col].type
+        empty = table[col].null_count == table.num_rows  # a column of nothing (NaN) is no column
+        if not (empty or pa.types.is_null(kind) or any(test(kind) for test in kinds)):
+            raise DataError(f"{path}: column {col!r} holds {kind}, not {kinds_named[kinds]}")
+
+    text, whole = (pa.types.is_string, pa.types.is_large_string), (pa.types.is_integer,)
+    number, flag = (pa.types.is_floating, pa.types.is_integer), (pa.types.is_boolean,)
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    kinds_named = {text: "text", whole: "whole numbers", number: "numbers", flag: "true/false",
+                   lists: "lists of seconds"}
+    of_kind = {"text": text, "int": whole, "dim": whole, "float": number, "bool": flag, "boolean": flag,
+               "samples": lists}
+    present = set(table.column_names)
     for col in _TEXT:
-        if not (pa.types.is_string(table[col].type) or pa.types.is_large_string(table[col].type)):
-            raise DataError(f"{path}: column {col!r} holds {table[col].type}, not text")
-    for col in _INTEGER:
+        if table[col].null_count == 0:
+            holds(col, *text)  # else each empty row is named below
+    for spec in COLUMN_SPECS:
+        if spec.name in present and spec.name not in (*_TEXT, *DERIVED):
+            holds(spec.name, *of_kind[spec.kind])
+    for col in present.intersection(_SAMPLES):
         kind = table[col].type
-        if not (pa.types.is_integer(kind) or pa.types.is_null(kind)):
-            raise DataError(f"{path}: column {col!r} holds {kind}, not whole numbers")
-    for col in ("samples_s", "wall_samples_s"):
-        kind = table[col].type
-        if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not (
-                pa.types.is_floating(kind.value_type) or pa.types.is_integer(kind.value_type)
-                or pa.types.is_null(kind.value_type)):
+        element = (*number, pa.types.is_null)
+        if any(test(kind) for test in lists) and not any(test(kind.value_type) for test in element):
             raise DataError(f"{path}: column {col!r} holds {kind}, not lists of seconds")
 
-    df = table.select([c for c in table.column_names if c not in ("samples_s", "wall_samples_s")]).to_pandas()
+
+def _check_values(path, df: pd.DataFrame) -> None:
+    from kernels import REGISTRY
+
+    def first(bad, col, problem):
+        if bad.any():
+            i = int(np.flatnonzero(np.asarray(bad))[0])
+            _fail(path, col, i, problem(df[col].iloc[i], i))
+
     known = {"source": ("measured",), "kernel": tuple(REGISTRY), "dtype": ("float32", "bfloat16", "int8"),
              "status": MEASURE_STATUSES}
     for col, allowed in known.items():
-        bad = ~df[col].isin(allowed)
-        if bad.any():
-            i = int(bad.idxmax())
-            fail(col, i, f"{df[col].iloc[i]!r} is not one of {list(allowed)}")
+        first(~df[col].isin(allowed), col, lambda v, i, a=allowed: f"{v!r} is not one of {list(a)}")
     for col in ("target", "experiment", "run_label", "timestamp"):
-        bad = df[col].isna() | (df[col].astype(str).str.len() == 0)
-        if bad.any():
-            fail(col, int(bad.idxmax()), "empty")
+        first(df[col].isna() | (df[col].astype(str).str.len() == 0), col, lambda v, i: "empty")
+    for col, pattern in _PATTERNS.items():
+        first(~df[col].astype(str).str.fullmatch(pattern), col,
+              lambda v, i, p=pattern: f"{v!r} is not a name ({p})")
+
+    when = pd.to_datetime(df.timestamp, format="ISO8601", utc=True, errors="coerce")
+    first(when.isna(), "timestamp", lambda v, i: f"{v!r} is not an ISO 8601 time")
     for col in ("m", "k", "n"):
-        bad = df[col].isna() | (df[col] < 1) | (df[col] > MAX_DIM)
-        if bad.any():
-            i = int(bad.idxmax())
-            fail(col, i, f"{df[col].iloc[i]} is not a size from 1 to {MAX_DIM}")
+        first(df[col].isna() | (df[col] < 1) | (df[col] > MAX_DIM), col,
+              lambda v, i: f"{v} is not a size from 1 to {MAX_DIM}")
     for block, dim in (("bm", "m"), ("bk", "k"), ("bn", "n")):
         present = df[block].notna()
         bad = present & ((df[block].fillna(1) < 1) | (df[dim] % df[block].fillna(1).clip(lower=1) != 0))
-        if bad.any():
-            i = int(bad.idxmax())
-            fail(block, i, f"{block}={int(df[block].iloc[i])} does not divide {dim}={int(df[dim].iloc[i])}")
+        first(bad, block,
+              lambda v, i, b=block, d=dim: f"{b}={int(v)} does not divide {d}={int(df[d].iloc[i])}")
+    first(df.vmem_limit_bytes.notna() & (df.vmem_limit_bytes < 1), "vmem_limit_bytes",
+          lambda v, i: f"{v} is not a positive number of bytes")
+    for col, least in _COUNTS.items():
+        if col in df:
+            first(df[col].notna() & (df[col] < least), col, lambda v, i, a=least: f"{v} is less than {a}")
+    ok = df.status == "ok"
+    for col in (*_QUANTITIES, *_ERRORS):
+        if col not in df:
+            continue
+        values = df[col].astype("float64")
+        infinite_allowed = ~ok if col in _ERRORS else pd.Series(False, index=df.index)
+        bad = (values < 0) | (np.isinf(values) & ~infinite_allowed)
+        why = " (infinite only where the result is not ok)" if col in _ERRORS else ""
+        first(bad, col, lambda v, i, why=why: f"{v} is not a finite number, 0 or more{why}")
 
-    ok = (df.status == "ok").to_numpy()
-    for col in ("samples_s", "wall_samples_s"):
-        samples = table[col].combine_chunks() if table[col].num_chunks != 1 else table[col].chunk(0)
+
+def _check_samples(path, col, column, ok, min_samples, optional) -> None:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    samples = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    empty = not (pa.types.is_list(samples.type) or pa.types.is_large_list(samples.type))  # all null
+    if empty:
+        counts = np.zeros(len(samples), dtype=np.int64)
+    else:
         counts = pc.fill_null(pc.list_value_length(samples), 0).to_numpy(zero_copy_only=False)
-        short = ok & (counts < min_samples)
-        if short.any():
-            i = int(short.argmax())
-            fail(col, i,
-                 f"{counts[i]} samples in an ok row; at least {min_samples} (measure.samples) expected")
-        values = pc.list_flatten(samples).cast(pa.float64()).to_numpy(zero_copy_only=False)
-        parents = pc.list_parent_indices(samples).to_numpy(zero_copy_only=False)
-        bad = ~(np.isfinite(values) & (values > 0))
-        if bad.any():
-            i = int(parents[bad.argmax()])
-            fail(col, i, f"{float(values[bad.argmax()])} is not a positive, finite number of seconds")
-    return table.to_pandas()
+    short = ok & (counts < min_samples) & ((counts > 0) if optional else True)
+    if short.any():
+        i = int(short.argmax())
+        _fail(path, col, i, f"{counts[i]} samples in an ok row; at least {min_samples} (measure.samples) "
+                            "expected" + (" where the row has any" if optional else ""))
+    if empty:
+        return
+    flat = pc.list_flatten(samples)
+    values = pc.fill_null(flat.cast(pa.float64()), np.nan).to_numpy(zero_copy_only=False)
+    parents = pc.list_parent_indices(samples).to_numpy(zero_copy_only=False)
+    bad = ~(np.isfinite(values) & (values > 0) & (values <= MAX_SAMPLE_S))
+    if bad.any():
+        i = int(parents[bad.argmax()])
+        _fail(path, col, i, f"{float(values[bad.argmax()])} is not a positive, finite number of seconds "
+                            f"(at most {MAX_SAMPLE_S:g})")
+
+
+def _keys(df: pd.DataFrame) -> list[tuple]:
+    """Each row's key as a tuple (missing: None; no toolchain column: "" as the aggregate gives it)."""
+    key = df.reindex(columns=KEY).astype(object)
+    key["toolchain"] = key["toolchain"].where(key["toolchain"].notna(), "")
+    return [tuple(None if pd.isna(v) else v for v in row) for row in key.itertuples(index=False, name=None)]
+
+
+def _check_duplicates(path, df: pd.DataFrame) -> None:
+    if not df.reindex(columns=KEY).duplicated().any():
+        return
+    seen = {}
+    for i, key in enumerate(_keys(df)):
+        if key in seen:
+            _fail(path, "run_label", i, f"the same configuration and run label as row {seen[key]} (the "
+                                        f"table's key {KEY}); keep one of them")
+        seen[key] = i
+
+
+def check_unique_files(paths) -> None:
+    """No configuration measured under one run label in two files (one file copied under two names);
+    DataError naming both files and the first such row of the second. Each file is checked already."""
+    import pyarrow.parquet as pq
+
+    seen = {}  # key -> (file, row)
+    for path in paths:
+        names = pq.ParquetFile(path).schema_arrow.names
+        df = pq.read_table(path, columns=[c for c in KEY if c in names]).to_pandas()
+        for i, key in enumerate(_keys(df)):
+            if key in seen:
+                where, j = seen[key]
+                raise DataError(f"{path}: column 'run_label', row {i}: the same configuration and run label "
+                                f"as row {j} of {where}; keep one of the files (or relabel one run)")
+        seen.update((key, (path, i)) for i, key in enumerate(_keys(df)))

@@ -2,6 +2,7 @@
 import glob
 import os
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -15,23 +16,31 @@ def write_csv_atomic(df: pd.DataFrame, path) -> None:
     write_atomic(path, lambda tmp: df.to_csv(tmp, index=False, float_format="%.6g"))
 
 
-def write_text_atomic(text: str, path) -> None:
-    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+def write_text_atomic(text: str, path, *, shared: bool = False) -> None:
+    write_atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), shared=shared)
 
 
-def write_atomic(path, write) -> None:
+SHARED_DEBRIS_S = 3600  # a temporary file of a shared path this old is no live writer's
+
+
+def write_atomic(path, write, *, shared: bool = False) -> None:
     """Call write(tmp) on a temporary file beside `path`, then rename it into place (atomic on POSIX):
     an exception or a kill midway leaves the previous file, or none, never a partial one.
 
     The file gets the permissions a plain open() would give it (0644 under the usual umask), not the
     temporary file's private 0600: a published report must be readable by a web server. Temporary
     files that a killed earlier write of the same path left behind are removed first (one job writes a
-    given output at a time, so none of them is in use).
+    given output at a time, so none of them is in use). `shared`: several processes may write `path` at
+    once (a cache entry): each has its own temporary file, and only those older than an hour are removed.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for debris in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        debris.unlink(missing_ok=True)
+        try:
+            if not shared or time.time() - debris.stat().st_mtime > SHARED_DEBRIS_S:
+                debris.unlink(missing_ok=True)
+        except FileNotFoundError:  # its writer renamed or removed it meanwhile
+            pass
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:

@@ -105,6 +105,8 @@ def precision_used(max_tile_error: float, dtype: str) -> str:
 
 def check(out, a, b, dtype: str, tolerance: float) -> dict:
     """rel_error, max_tile_error, precision and, when wrong, status "wrong_result" with the reason."""
+    if not (math.isfinite(tolerance) and tolerance >= 0):  # every comparison with NaN is false: no check
+        raise ValueError(f"tolerance={tolerance!r}: a finite number, 0 or more (the config check refuses it)")
     if out.shape != (a.shape[0], b.shape[1]):
         return dict(status="wrong_result", rel_error=math.inf, max_tile_error=math.inf, precision="",
                     error=f"output shape {out.shape} != {(a.shape[0], b.shape[1])}; not timed")

@@ -109,6 +109,9 @@ def detect(setting: str, *, hardware=tpu_hardware_visible, probe=probe) -> Devic
 
 def measured_or_error(files: list, setting: str) -> list:
     """The measurement files of the `measure` target, or an error saying why there are none."""
+    if not files and setting == "off":
+        raise ValueError("measure: measure.device is off, so there is nothing to measure; set it to auto "
+                         "(a TPU, where one is found) or cpu (to try the harness)")
     if not files:
         raise ValueError(f"measure: no TPU found here (measure.device={setting}), so there is nothing to "
                          "measure; "

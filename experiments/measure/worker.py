@@ -58,4 +58,7 @@ def main(platform: str, build_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else DEFAULT_BUILD)
+    try:
+        main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else DEFAULT_BUILD)
+    except KeyboardInterrupt:  # Ctrl-C signals the whole process group: the run says so, once
+        sys.exit(130)

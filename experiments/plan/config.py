@@ -3,6 +3,7 @@
 Every error names the config key and the offending value, and is raised before any job runs.
 """
 import copy
+import math
 from pathlib import Path
 
 import jsonschema
@@ -38,9 +39,73 @@ def study_names() -> list[str]:
 
 
 def checked(config: dict) -> dict:
-    """`config` checked against the schema (ConfigError naming key and value), with its defaults."""
+    """`config` checked against the schema (ConfigError naming key and value), with its defaults.
+
+    First the strings that `--config` leaves (Snakemake reads a nested value there as text: '6') are
+    read as a config file would read them where the schema wants no text; then any NaN or infinity is
+    refused, then the schema, whose integers are whole numbers written without a point (1024, not 1024.0).
+    """
+    config = normalised(config)
+    check_finite(config)
     check_schema(config)
     return with_defaults(config)
+
+
+def normalised(config: dict) -> dict:
+    """A copy of `config` with each string the schema does not accept as text at its key (a number, a
+    boolean or null from `--config 'measure={samples: 6}'`) read as YAML reads it (6)."""
+    root = schema()
+    return _normalise(copy.deepcopy(config), root, root)
+
+
+def _normalise(value, node, root):
+    if not isinstance(node, dict):
+        return value
+    node = _resolve(node, root)
+    if isinstance(value, dict):
+        known, extra = node.get("properties", {}), node.get("additionalProperties")
+        return {k: _normalise(v, known.get(k, extra), root) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise(v, node.get("items"), root) for v in value]
+    if isinstance(value, str) and not _takes_text(value, node):
+        return _scalar(value, node)
+    return value
+
+
+def _takes_text(value: str, node: dict) -> bool:
+    kinds = node.get("type", [])
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    return "string" in kinds or value in node.get("enum", ()) or node.get("const") == value
+
+
+def _scalar(text: str, node: dict):
+    """`text` as YAML reads it, if that is a number, boolean or null; as a number where the schema wants
+    one and YAML 1.1 keeps text (1e-2); else the text itself, for the schema to refuse."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if "number" in node.get("type", ()):
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    return text
+
+
+def check_finite(config, path=()) -> None:
+    """Refuse a NaN or infinity anywhere: every comparison with NaN is false, so a schema's minimum and
+    maximum let it through (a NaN tolerance would call any result right)."""
+    if isinstance(config, dict):
+        for key, value in config.items():
+            check_finite(value, (*path, key))
+    elif isinstance(config, list):
+        for i, value in enumerate(config):
+            check_finite(value, (*path, i))
+    elif isinstance(config, float) and not math.isfinite(config):
+        raise ConfigError(f"invalid config: {_key(path)}: {config} is not a finite number")
 
 
 def with_defaults(config: dict, node: dict | None = None) -> dict:
@@ -76,12 +141,23 @@ def _fill(value, node: dict, root: dict):
     return value
 
 
+def _whole_number(checker, instance) -> bool:
+    """An integer of the schema: 1024, not 1024.0 (JSON Schema's own "integer" takes both; a float
+    size or count crashes a job later, e.g. range() in the kernels)."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _whole_number))
+
+
 def check_schema(config: dict) -> None:
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    """ConfigError in one line, each error naming the key as the user wrote it (sizes[0])."""
+    errors = sorted(Validator(schema()).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         lines = [f"{_key(e.absolute_path) or '<root>'}: {e.message}" for e in errors]
-        raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
+        raise ConfigError("invalid config: " + "; ".join(lines))
 
 
 def _key(path) -> str:

@@ -1,0 +1,98 @@
+"""The compile cache as a cache: an entry is trusted only if it is sound for its key, a writer never
+disturbs another's, and a cache that cannot be written leaves the run going, uncached (issue 29)."""
+import json
+import logging
+import multiprocessing
+
+import pytest
+
+from experiments.compile_study.cache import CompileCache
+from experiments.core.cases import Case
+
+CASE = Case("v5", "bfloat16", 2048, 2048, 2048, 512, 1024, 1024)
+# A sound result: est_cycles above what v5e's peak allows for 2048^3 in bf16 (about 131k cycles)
+SOUND = dict(status="ok", vmem_bytes=9 << 20, oom_limit_bytes=None, est_cycles=400_000, error="",
+             compile_s=1.5)
+
+
+def cache(root) -> CompileCache:
+    return CompileCache(root, dict(target="v5e", profile=True, versions={}, code="test"))
+
+
+def test_a_sound_entry_comes_back(tmp_path):
+    c = cache(tmp_path)
+    c.put(CASE, None, SOUND)
+    assert c.get(CASE, None) == SOUND and c.hits == 1
+
+
+@pytest.mark.parametrize("change, why", [
+    (dict(est_cycles="abc"), "est_cycles='abc' is not a positive whole number"),
+    (dict(vmem_bytes=-5), "vmem_bytes=-5 is not a positive whole number"),
+    (dict(vmem_bytes=1.5), "vmem_bytes=1.5 is not a positive whole number"),
+    (dict(vmem_bytes=True), "vmem_bytes=True is not a positive whole number"),
+    (dict(vmem_bytes=1, est_cycles=7), "est_cycles=7 is faster than v5e's peak allows"),
+    (dict(compile_s=float("nan")), "compile_s=nan is not a finite number"),
+    (dict(status="timeout"), "status 'timeout' is not a deterministic outcome"),
+    (dict(error=None), "error=None is not text"),
+    (dict(vmem_bytes=None, est_cycles=None), "an ok compile without VMEM bytes or cycles"),
+])
+def test_an_entry_that_cannot_be_right_is_recomputed(tmp_path, change, why, caplog):
+    """Well-formed JSON with impossible values: once trusted (a crash in the XLA job, negative bytes in
+    the table, 240 TFLOP/s for v5e), now a miss whose warning says why."""
+    c = cache(tmp_path)
+    path = c._path(c.key(CASE, None))
+    path.parent.mkdir(parents=True)
+    entry = dict(key=c.key(CASE, None), result=SOUND | change)
+    path.write_text(json.dumps(entry))
+    with caplog.at_level(logging.WARNING):
+        assert c.get(CASE, None) is None
+    assert c.corrupt == 1 and why in caplog.text
+    c.put(CASE, None, SOUND | change)  # the compiler's own result is not kept either when unsound
+    assert c.get(CASE, None) is None
+    c.put(CASE, None, SOUND)
+    assert c.get(CASE, None) == SOUND
+    from experiments.compile_study.cache import problem
+
+    assert problem(SOUND | change, CASE, "v5e").startswith(why)
+
+
+def test_a_folder_in_place_of_an_entry_is_recomputed(tmp_path):
+    c = cache(tmp_path)
+    path = c._path(c.key(CASE, None))
+    (path / "inside").mkdir(parents=True)
+    assert c.get(CASE, None) is None
+    c.put(CASE, None, SOUND)  # once IsADirectoryError, which failed the compile job
+    assert path.is_file() and c.get(CASE, None) == SOUND
+
+
+def test_a_cache_that_cannot_be_written_is_said_once_and_the_run_goes_on(tmp_path, caplog):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    c, other = cache(blocker / "compile"), cache(blocker / "compile")  # the study's two caches
+    with caplog.at_level(logging.WARNING):
+        for case in (CASE, Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024)):
+            c.put(case, None, SOUND | dict(est_cycles=10**7))
+            other.put(case, None, SOUND | dict(est_cycles=10**7))
+            assert c.get(case, None) is None
+    assert caplog.text.count("cannot write to") == 1 and "compiles without caching" in caplog.text
+
+
+def _put_many(args):
+    root, n = args
+    c, failures = cache(root), 0
+    for _ in range(n):
+        try:
+            c.put(CASE, None, SOUND)
+        except OSError:
+            failures += 1
+    return failures
+
+
+def test_concurrent_writers_of_one_entry_do_not_disturb_each_other(tmp_path):
+    """Several processes putting the same entry at once: each had removed the others' temporary file
+    (FileNotFoundError in about a quarter of the puts)."""
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        failures = pool.map(_put_many, [(tmp_path, 300)] * 4)
+    assert failures == [0, 0, 0, 0]
+    assert cache(tmp_path).get(CASE, None) == SOUND
+    assert not list(tmp_path.rglob("*.tmp"))  # every writer renamed its own file into place
