@@ -114,18 +114,24 @@ CATALOG = {
     "fidelity": Entry(
         plots.plot_fidelity,
         caption={
-            "en": "This run's estimates for {target} against {others}: one point per configuration of the "
-                  "post at sizes from 2048 up, on log-log axes with the line y = x.",
-            "zh": "本次运行对 {target} 的估计值与{others}对比：每个点是原文的一个配置（大小 2048 及以上），"
-                  "双对数坐标，并画出 y = x。",
+            "en": "libtpu's raw estimate and the timing model out of sample (each of the post's figures "
+                  "predicted by a fit that left it out) against {others} on {target}: the points "
+                  "results/fidelity.csv scores at sizes from 2048 up (one per configuration in each of the "
+                  "post's figures, so XLA's baseline once per figure), log-log with the line y = x.",
+            "zh": "libtpu 的原始估计与样本外的计时模型（原文每幅图都由不含该图的拟合来预测），"
+                  "对比 {target} 上的{others}：即 results/fidelity.csv 在大小 2048 及以上所评分的点"
+                  "（原文每幅图中每个配置一个点，"
+                  "XLA 基线在每幅图中各计一次），双对数坐标，并画出 y = x。",
         },
         alt={
-            "en": "Log-log scatter plot: estimated TFLOP/s (y) against {others} TFLOP/s (x), one colour per "
-                  "experiment and black diamonds for XLA, with the diagonal y = x; the number of points, the "
-                  "median ratio and the Spearman correlation are written in the corner.",
-            "zh": "双对数散点图：纵轴为估计 TFLOP/s，横轴为{others} TFLOP/s，每个实验一种颜色，XLA 为黑色菱形"
-                  "，"
-                  "并画出对角线 y = x；左上角写有点数、比值中位数和 Spearman 相关系数。",
+            "en": "Log-log scatter plots, one panel per estimator: its TFLOP/s (y) against {others} TFLOP/s "
+                  "(x), one colour per experiment and black diamonds for XLA, with the diagonal y = x; the "
+                  "number of points, the median ratio, the median absolute log ratio and (from 5 points up) "
+                  "the Spearman correlation are written in the corner.",
+            "zh": "双对数散点图，每个估计方法一格：纵轴为其 TFLOP/s，横轴为{others} TFLOP/s，"
+                  "每个实验一种颜色，"
+                  "XLA 为黑色菱形，并画出对角线 y = x；左上角写有点数、比值中位数、对数比绝对值的中位数，"
+                  "以及（点数不少于 5 时）Spearman 相关系数。",
         },
     ),
     "generations": Entry(
@@ -149,18 +155,25 @@ CATALOG = {
     "then_and_now": Entry(
         plot_then_and_now,
         caption={
-            "en": "VMEM that each of the post's configurations needs on {target} under each toolchain (the "
-                  "compiler of the post's time and today's), against the default scoped-VMEM limit; "
-                  "estimated by each toolchain's libtpu without a TPU; {sources}.",
-            "zh": "原文各配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，"
-                  "与默认 scoped VMEM 上限对比；由各工具链的 libtpu 在无 TPU 的机器上估计；{sources}。",
+            "en": "VMEM that the post's configurations need on {target} under each toolchain (the compiler "
+                  "of the post's time and today's), against the default scoped-VMEM limit: the "
+                  "configurations on which a toolchain disagrees with the post, drawn; the others, on which "
+                  "every toolchain agrees, counted above the bars; estimated by each toolchain's libtpu "
+                  "without a TPU.",
+            "zh": "原文配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，与默认 "
+                  "scoped VMEM 上限对比：画出有工具链与原文结论不一致的配置；"
+                  "其余各工具链都与原文一致的配置只在"
+                  "条形上方计数；由各工具链的 libtpu 在无 TPU 的机器上估计。",
         },
         alt={
-            "en": "Horizontal bars, one row per configuration of the post, one bar per toolchain: filled "
-                  "where it compiles at the default limit, hatched where it runs out of VMEM, edged in red "
-                  "where it disagrees with the post's verdict; a dashed line marks the default limit.",
-            "zh": "横向条形图：每行是原文的一个配置，每个工具链一根条；在默认上限内可编译为实心，VMEM 不足为"
-                  "斜线填充，与原文结论不一致的加红边；虚线为默认上限。",
+            "en": "Horizontal bars, one row per configuration of the post on which some toolchain disagrees "
+                  "with the post's verdict, one bar per toolchain: filled where it compiles at the default "
+                  "limit, hatched where it runs out of VMEM, edged in red where it disagrees; a line marks "
+                  "the default limit; a line of text above the bars counts the configurations not drawn.",
+            "zh": "横向条形图：每行是一个有工具链与原文结论不一致的原文配置，每个工具链一根条；在默认上限内"
+                  "可编译为实心，VMEM 不足为斜线填充，不一致的加红边；竖线为默认上限；"
+                  "条形上方一行文字给出未画出"
+                  "的配置个数。",
         },
     ),
 }
@@ -268,8 +281,23 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
         targets=", ".join(_values(estimates, "target")),
     )
     entry = CATALOG[kind]
-    return {"caption": entry.caption[lang].format(**fields), "alt": entry.alt[lang].format(**fields),
+    caption = entry.caption[lang].format(**fields)
+    notes = figure_notes(df, kind, args, lang)
+    if notes:  # the figure prints at most three lines of them; the caption and the metadata all
+        caption += (" " + "；".join(notes) + "。") if lang == "zh" else (" " + "; ".join(notes) + ".")
+    return {"caption": caption, "alt": entry.alt[lang].format(**fields),
             "sources": sorted(set(rows.source)) if len(rows) else []}
+
+
+def figure_notes(df: pd.DataFrame, kind: str, args: dict, lang: str) -> list[str]:
+    """Every note a figure has on its numbers (failures, flagged and missing estimates)."""
+    df = latest_runs(df)
+    if kind == "experiment":
+        return plots.experiment_view(df, args["experiment"], args["dtype"], args["target"], lang)[2]
+    if kind in ("roofline", "generations"):
+        rows = figure_rows(df, kind, args)
+        return plots.flagged_line(plots.modelled(plots.default_limit(rows), "model_device_tflops")[0], lang)
+    return []
 
 
 def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, title: str) -> dict:

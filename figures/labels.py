@@ -3,25 +3,26 @@
 
 LABELS = {
     "en": {
+        "more_notes": "… more notes in the figure's caption and file metadata",
+        "out_of_sample": "left out of the fit, off by a median {pct:.0f} % ({n} points)",
+        "axis_post": "{unit}, as the post timed it",
+        "axis_device": "{unit}, device time",
+        "axis_estimate": "{unit}, libtpu's estimate",
+        "axis_mixed": "{unit}",
+        "float32_roof": "float32 as the model implies: peak {peak:.0f} TFLOP/s (bf16 peak / {factor:.2f})",
+        "title_fidelity_compiler": "libtpu's estimate\nagainst {source} ({target})",
+        "title_fidelity_model": "Timing model, out of sample\nagainst {source} ({target})",
+        "fidelity_axis": "TFLOP/s, estimated",
+        "agreement_few": "n = {n}, median ratio {ratio:.2f}, |log| {mal:.2f}",
         "size": "Matrix size (M = K = N)",
-        "tflops": "TFLOP/s",
-        "tops": "TOP/s (int8)",
-        "estimated_tops_axis": "Estimated TOP/s (int8)",
         "vmem": "VMEM (MiB)",
         "intensity": "Arithmetic intensity (FLOP per HBM byte)",
-        "estimated_axis": "Estimated TFLOP/s",
-        "device_axis": "Modelled TFLOP/s (device time, estimated)",
-        "device_tops_axis": "Modelled TOP/s (int8, device time, estimated)",
-        "modelled_post": "modelled estimate, timed as the post",
-        "flagged_xla": "! XLA @ {sizes}: libtpu's cost-model estimate falls as size grows "
-                       "(flagged: a cost-model artefact); the modelled line uses the best smaller "
-                       "size's rate",
+        "modelled_post": "timing model fitted to the post",
+        "flagged_xla": "XLA at {sizes} not drawn: its estimate falls as size grows (flagged, a cost-model "
+                       "artefact)",
         "interval_band": "shaded: the timing model's 80 % prediction interval, from its held-out errors on "
                          "the post's v5e numbers",
         "interval_unchecked": "; no measurement on {target} checks it",
-        "source_modelled_post": "dashed: libtpu {libtpu}'s estimate for {target} ({device_kind}) through the "
-                                "timing model, timed as the post did (one blocked call);\nan estimate "
-                                "fitted to the post's numbers, not a measurement; no TPU used",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
         "kernel": "Pallas {kernel}",
@@ -30,11 +31,6 @@ LABELS = {
         "estimate": "estimated",
         "measured": "measured",
         "published": "published (the post)",
-        "source_estimate": "dashed: estimated by libtpu {libtpu} for {target} ({device_kind}), no TPU used",
-        "source_measured": "solid: measured on {device_kind}",
-        "source_published": "hollow: published in the post, read off its figure (about ±2 %); TPU v5e per "
-                            "its repository's set-up (v5litepod-1)",
-        "dodged": "hollow points at the same size are spread sideways so that none hides another",
         "peak": "peak {peak:.0f}",
         "failed_estimate": "✗ {label}: VMEM {need:.1f} MiB > {limit:.0f} MiB",
         "failed_estimate_bound": "✗ {label}: VMEM ≥ {need:.1f} MiB > {limit:.0f} MiB physical (not compiled)",
@@ -58,7 +54,7 @@ LABELS = {
         "best_bk": "bk {bk}",
         "no_data": "no data for this figure",
         "identity": "y = x",
-        "agreement": "n = {n}, median ratio {ratio:.2f}, Spearman {spearman:.2f}",
+        "agreement": "n = {n}, median ratio {ratio:.2f}, |log| {mal:.2f}, Spearman {spearman:.2f}",
         "best_pallas": "best Pallas {target}",
         "best_pallas_model_only": "best Pallas {target}, model only",
         "xla_target": "XLA {target}",
@@ -87,7 +83,7 @@ LABELS = {
         "others_published": "the post's published numbers",
         "others_measured": "measurements",
         "subtitle_estimate": "estimated by libtpu (dashed)",
-        "subtitle_modelled_post": "modelled from libtpu's estimates (dashed)",
+        "subtitle_modelled_post": "timing model fitted to the post, timed as the post (dashed)",
         "subtitle_measured": "measured (solid)",
         "subtitle_published": "published in the post (hollow)",
         "search_legend": "Each cell: the best estimated {unit} over bk (top) and that bk (bottom). ×: every "
@@ -95,23 +91,24 @@ LABELS = {
                          "(bm, bn), neither the post's nor the search's.",
     },
     "zh": {
+        "more_notes": "… 其余说明见图注与文件元数据",
+        "out_of_sample": "不参与拟合时误差中位数为 {pct:.0f} %（{n} 个点）",
+        "axis_post": "{unit}，按原文方式计时",
+        "axis_device": "{unit}，设备时间",
+        "axis_estimate": "{unit}，libtpu 估计",
+        "axis_mixed": "{unit}",
+        "float32_roof": "模型推算的 float32 峰值 {peak:.0f} TFLOP/s（bf16 峰值 / {factor:.2f}）",
+        "title_fidelity_compiler": "libtpu 估计\n与{source}对比（{target}）",
+        "title_fidelity_model": "计时模型（样本外）\n与{source}对比（{target}）",
+        "fidelity_axis": "TFLOP/s，估计值",
+        "agreement_few": "n = {n}，比值中位数 {ratio:.2f}，|log| {mal:.2f}",
         "size": "矩阵大小（M = K = N）",
-        "tflops": "TFLOP/s",
-        "tops": "TOP/s (int8)",
-        "estimated_tops_axis": "估计 TOP/s (int8)",
         "vmem": "VMEM (MiB)",
         "intensity": "算术强度（每 HBM 字节的 FLOP）",
-        "estimated_axis": "估计 TFLOP/s",
-        "device_axis": "模型 TFLOP/s (设备时间，估计值)",
-        "device_tops_axis": "模型 TOP/s (int8，设备时间，估计值)",
-        "modelled_post": "模型估计，按原文方式计时",
-        "flagged_xla": "! XLA @ {sizes}：libtpu 代价模型的估计随尺寸增大反而下降"
-                       "（已标记：代价模型的假象）；模型曲线改用更小尺寸中的最佳速率",
+        "modelled_post": "按原文数据拟合的计时模型",
+        "flagged_xla": "XLA 在 {sizes} 处未画出：其估计随尺寸增大反而下降（已标记，属代价模型的假象）",
         "interval_band": "阴影：计时模型的 80 % 预测区间，由其在原文 v5e 数据上的留出误差得出",
         "interval_unchecked": "；{target} 上没有任何实测检验过它",
-        "source_modelled_post": "虚线：libtpu {libtpu} 对 {target} ({device_kind}) 的估计经计时模型换算，"
-                                "按原文方式计时 "
-                                "(单次阻塞调用)；\n这是拟合原文数据的估计值，不是实测；未使用 TPU",
         "reference_axis": "{source} TFLOP/s",
         "xla": "XLA jnp.matmul",
         "kernel": "Pallas {kernel}",
@@ -120,11 +117,6 @@ LABELS = {
         "estimate": "估计值",
         "measured": "实测值",
         "published": "原文数据",
-        "source_estimate": "虚线：libtpu {libtpu} 为 {target}（{device_kind}）给出的估计，未使用 TPU",
-        "source_measured": "实线：在 {device_kind} 上实测",
-        "source_published": "空心点：原文数据，从原文的图中读取（约 ±2 %）；芯片据原文仓库的配置为 TPU v5e (v"
-                            "5litepod-1)",
-        "dodged": "同一大小的空心点左右错开，以免相互遮挡",
         "peak": "峰值 {peak:.0f}",
         "failed_estimate": "× {label}：VMEM {need:.1f} MiB > {limit:.0f} MiB",
         "failed_estimate_bound": "× {label}：VMEM ≥ {need:.1f} MiB > 物理容量 {limit:.0f} MiB（未编译）",
@@ -148,16 +140,17 @@ LABELS = {
         "best_bk": "bk {bk}",
         "no_data": "此图无数据",
         "identity": "y = x",
-        "agreement": "n = {n}，比值中位数 {ratio:.2f}，Spearman 相关系数 {spearman:.2f}",
+        "agreement": "n = {n}，比值中位数 {ratio:.2f}，|log| {mal:.2f}，Spearman 相关系数 {spearman:.2f}",
         "best_pallas": "最优 Pallas {target}",
         "best_pallas_model_only": "最优 Pallas {target}，仅模型",
         "xla_target": "XLA {target}",
-        "generations_note": "实心：libtpu 的周期估计（静态剖析）经计时模型换算；空心、点线：仅模型"
-                            "（无编译器周期：libtpu 的静态剖析器在此代芯片上崩溃），只由芯片峰值、HBM 带宽"
+        "generations_note": "实心：libtpu 的周期估计（静态性能剖析）经计时模型换算；空心、点线：仅模型"
+                            "（无编译器周期：libtpu 的静态性能剖析器在此代芯片上崩溃），"
+                            "只由芯片峰值、HBM 带宽"
                             "和模型常数得出，可信度较低",
         "missing_cycles": "{sizes} 处未画出估计：{label}。原因：{reason}",
-        "reason_profiler_crashed": "libtpu 的静态剖析器崩溃（可以编译：保留 VMEM 结论）",
-        "reason_no_static_profile": "此版本 libtpu 没有静态剖析",
+        "reason_profiler_crashed": "libtpu 的静态性能剖析器崩溃（可以编译：保留 VMEM 结论）",
+        "reason_no_static_profile": "此版本 libtpu 没有静态性能剖析",
         "reason_extrapolation_failed": "同分块的小网格无法剖析",
         "reason_model_only": "；仅模型的估计见各代 TPU 对比图",
         "description_v1": "朴素实现：整个矩阵放入 VMEM",
@@ -175,7 +168,7 @@ LABELS = {
         "others_published": "原文数据",
         "others_measured": "实测值",
         "subtitle_estimate": "libtpu 估计（虚线）",
-        "subtitle_modelled_post": "由 libtpu 估计经计时模型换算（虚线）",
+        "subtitle_modelled_post": "按原文数据拟合的计时模型，按原文方式计时（虚线）",
         "subtitle_measured": "实测（实线）",
         "subtitle_published": "原文数据（空心点）",
         "search_legend": "每格：上为各 bk 中最高的估计 {unit}，下为对应的 bk。×：所有 bk 均 VMEM 不足（或编译"
@@ -205,9 +198,14 @@ GLOSSARY = [
     ("out of VMEM", "VMEM 不足"),
     ("scoped-VMEM limit", "scoped VMEM 上限"),
     ("estimated / measured / published", "估计值 / 实测值 / 原文数据"),
+    ("systolic array (the MXU)", "脉动阵列"),
+    ("vector memory (VMEM)", "向量内存（VMEM）"),
+    ("static profile (libtpu's cycle estimate)", "静态性能剖析"),
 ]
 AVOID = {  # variant (a regular expression) -> the glossary term to use instead
     "内核": "算子", "核函数": "算子", "收缩维": "归约维", "规约维": "归约维", "内存不足": "VMEM 不足",
     "内存耗尽": "VMEM 不足", "原文发布": "原文数据", "(?<!分)块大小": "分块大小", "累积器": "累加器",
     "管线": "流水线", "流水(?!线)": "流水线",
+    "静态剖析": "静态性能剖析", "静态分析": "静态性能剖析", "收缩阵列": "脉动阵列", "心动阵列": "脉动阵列",
+    "矢量内存": "向量内存（VMEM）", "向量存储器": "向量内存（VMEM）",
 }

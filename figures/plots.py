@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from experiments.analysis.summaries import MATCH, default_limit, fidelity, model_only, paired, post_configs
+from experiments.analysis.summaries import MIN_RANK_POINTS, default_limit, model_only, post_configs
 from experiments.core.chips import generation_order
 from experiments.core.units import MiB, flops
 from figures.labels import LABELS, SOURCE_NAMES, text
@@ -39,6 +39,44 @@ def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
     est = (out.source == "estimate") & ~model_only(out)
     out.loc[est, "tflops"] = out.loc[est, column]
     return out, True
+
+
+def experiment_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """The post's configurations with the numbers an experiment's figure draws and its report table
+    prints (one estimator per view): the timing model's, timed as the post timed its calls (one
+    blocked call), where the table has them; else libtpu's estimate. Returns (rows, modelled)."""
+    return modelled(post_configs(rows), "model_post_tflops")
+
+
+def flagged(rows: pd.DataFrame) -> pd.Series:
+    """Estimates flagged as falling with size (an XLA cost-model artefact): every figure leaves them
+    undrawn and says so in one line, and no fraction rests on them (summaries.best_vs_xla)."""
+    if "estimate_nonmonotonic" not in rows:
+        return pd.Series(False, index=rows.index)
+    return (rows.source == "estimate") & rows.estimate_nonmonotonic.eq(True)
+
+
+def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
+    hit = rows[flagged(rows)]
+    if hit.empty:
+        return []
+    groups = sorted(hit.groupby("target"), key=lambda kv: generation_order(kv[0]))
+    sizes = [", ".join(str(int(m)) for m in sorted(set(g.m))) for _, g in groups]
+    where = sizes[0] if len(groups) == 1 else ("；" if lang == "zh" else "; ").join(
+        f"{t} {s}" for (t, _), s in zip(groups, sizes, strict=True))
+    return [text(lang, "flagged_xla", sizes=where)]
+
+
+# At most this many lines of notes under a plot; the rest go into its caption and file metadata.
+MAX_NOTE_LINES = 3
+
+
+def capped(notes: list[str], lang: str, width: int = 92) -> str:
+    """The notes, wrapped, cut to MAX_NOTE_LINES lines (the last saying where the rest is)."""
+    lines = [line for n in notes for line in wrap(n, width).split("\n")]
+    if len(lines) > MAX_NOTE_LINES:
+        lines = lines[:MAX_NOTE_LINES - 1] + [text(lang, "more_notes")]
+    return "\n".join(lines)
 
 
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -116,21 +154,6 @@ def present_sources(rows: pd.DataFrame, order=SOURCES):
         part = rows[rows.source == source]
         if len(part):
             yield source, part, part.iloc[0]
-
-
-def provenance_note(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
-    """One line per source present: how its numbers were obtained."""
-    lines = []
-    for source, _, first in present_sources(rows):
-        if source == "estimate":
-            key = "source_modelled_post" if post_method else "source_estimate"
-            lines.append(text(lang, key, libtpu=first.libtpu_version, target=first.target,
-                              device_kind=first.device_kind))
-        elif source == "measured":
-            lines.append(text(lang, "source_measured", device_kind=first.device_kind))
-        else:
-            lines.append(text(lang, "source_published"))
-    return "\n".join(lines)
 
 
 def wrap(note: str, width: int = 92) -> str:
@@ -239,10 +262,8 @@ def _spread(cluster, rows, key_order) -> dict:
 
 def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
     """The post's figure for one experiment: TFLOP/s against size, one series per configuration."""
-    rows = post_configs(default_limit(df[(df.experiment == experiment) & (df.dtype == dtype)
-                                         & (df.target == target)]))
-    # Estimates timed as the post timed its numbers (one blocked call), so they compare with its points.
-    rows, post_method = modelled(rows, "model_post_tflops")
+    rows, post_method, notes = experiment_view(df, experiment, dtype, target, lang)
+    drawn = rows[~flagged(rows)]
     fig = plt.figure(figsize=(6.4, 4.4))
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
     ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
@@ -262,9 +283,11 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     offsets = dodge(published_ok, key_order, span=max(float(rows.tflops.max()), 1.0))
     # Legend keys drawn as the series are: dashed where the lines are estimates, solid if measured.
     key_style = {k: v for k, v in SOURCE_STYLE[main_source(rows)].items() if k != "markersize"}
-    failures, handles, banded = [], [], False
+    handles = []
     for key in keys:
-        series = rows[[config_key(r) == key for r in rows.itertuples()]]
+        series = drawn[[config_key(r) == key for r in drawn.itertuples()]]
+        if series.empty:
+            continue
         label = config_label(series.iloc[0], lang)
         handles.append(Line2D([], [], color=colors[key], label=label, **key_style))
         for source in SOURCES:
@@ -278,36 +301,24 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
                     if len(band) > 1:  # the timing model's 80 % prediction interval
                         ax.fill_between(band.m, band.model_post_tflops_lo80, band.model_post_tflops_hi80,
                                         color=colors[key], alpha=0.12, linewidth=0)
-                        banded = True
             for r in part[part.status != "ok"].itertuples():
                 ax.plot([r.m], [0], marker="x", color=colors[key], markersize=8, clip_on=False, zorder=5)
-                failures.append((r, label))
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     peak_line(ax, rows, lang)
-    only_estimates = set(rows.source) == {"estimate"}
-    unit = "tops" if dtype == "int8" else "tflops"
-    ax.set_ylabel(text(lang, ("estimated_tops_axis" if dtype == "int8" else "estimated_axis")
-                      if only_estimates else unit))
+    score = out_of_sample(df, experiment, dtype, target) if post_method else None
+    if score:  # the curves were fitted to these points: a third title line says how far off they are left out
+        ax.set_title(ax.get_title() + "\n" + text(lang, "out_of_sample", n=score["n"],
+                                                   pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1)))
+    ax.set_ylabel(axis_label(lang, dtype, "post" if post_method else "estimate"
+                             if set(rows.source) == {"estimate"} else "mixed"))
     # post_method: the estimates drawn are the timing model's, timed as the post timed its calls
     names = dict(SOURCE_NAMES[lang], **({"estimate": text(lang, "modelled_post")} if post_method else {}))
     styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
-    # Below the plot: the legend, then the failures and how each source's numbers were obtained.
-    notes = (failure_lines(failures, lang) + missing_lines(rows, lang)
-             + [provenance_note(rows, lang, post_method)])
-    if "estimate_nonmonotonic" in rows:  # XLA estimates that fall with size: a cost-model artefact
-        flagged = rows[(rows.source == "estimate") & rows.estimate_nonmonotonic.eq(True)]
-        if len(flagged):
-            sizes = ", ".join(str(int(m)) for m in sorted(set(flagged.m)))
-            notes.insert(0, text(lang, "flagged_xla", sizes=sizes))
-    if banded:
-        notes.append(text(lang, "interval_band")
-                     + (text(lang, "interval_unchecked", target=target) if target != "v5e" else ""))
-    if any(offsets.values()):
-        notes.append(text(lang, "dodged"))
-    notes = [wrap(n) for n in notes]
-    note_lines = sum(n.count("\n") + 1 for n in notes)
+    # Below the plot: the legend, then at most three lines of notes (all of them: in the caption).
+    note = capped(notes, lang)
+    note_lines = note.count("\n") + 1 if note else 0
     # Three columns of up to six series with the source keys; more (v4, v5: six series and two keys)
     # in two, or the legend is wider than the figure and the layout gives up (the plot shrinks).
     ncol = 3 if len(handles) + len(styles) <= 6 else 2
@@ -315,8 +326,67 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     fig.set_figheight(4.4 + 0.16 * (legend_rows + note_lines))
     grid.set_height_ratios([3.4, 0.22 * legend_rows + 0.16 * note_lines])
     info.legend(handles=handles + styles, loc="upper left", ncol=ncol, fontsize=LEGEND_SIZE, borderaxespad=0)
-    info.text(0, 0, "\n".join(notes), fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
+    info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
+
+
+_FOLDS = {}  # (id, length) of the table -> its leave-one-figure-out predictions: one per process
+
+
+def out_of_sample(df: pd.DataFrame, experiment: str, dtype: str, target: str) -> dict | None:
+    """The scores (experiments/analysis/validation.scores) of this figure's points predicted by fits
+    that left the post's figure out, as results/fidelity.csv has them; None where there are none."""
+    from experiments.analysis import timing_model as tm
+    from experiments.analysis import validation
+
+    if "est_cycles" not in df or not ((df.source == "published") & (df.target == target)).any():
+        return None
+    key = (id(df), len(df))
+    if key not in _FOLDS:
+        _FOLDS.clear()
+        points, _ = tm.reference_points(df, target=target)
+        try:
+            _FOLDS[key] = validation.cross_validate(points, "experiment") if len(points) else None
+        except tm.TooFewPoints:
+            _FOLDS[key] = None
+    folds = _FOLDS[key]
+    if folds is None:
+        return None
+    mine = folds[(folds.experiment == experiment) & (folds.dtype == dtype)]
+    return validation.scores(mine, mine.model_post_seconds) if len(mine) else None
+
+
+def banded(rows: pd.DataFrame) -> bool:
+    """Whether the figure shades the timing model's 80 % prediction interval (two sizes or more)."""
+    if "model_post_tflops_lo80" not in rows:
+        return False
+    est = rows[(rows.source == "estimate") & rows.model_post_tflops_lo80.notna()]
+    if est.empty:
+        return False
+    return bool(est.groupby(["kernel", "bm", "bk", "bn"], dropna=False).m.nunique().gt(1).any())
+
+
+def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
+    """(rows, modelled, notes) of one experiment's figure: the rows it draws from (experiment_rows),
+    whether they are the timing model's, and every note on them (failures, flagged and missing
+    estimates), of which the figure prints MAX_NOTE_LINES lines and the caption all."""
+    rows, post_method = experiment_rows(default_limit(df[(df.experiment == experiment) & (df.dtype == dtype)
+                                                          & (df.target == target)]))
+    if rows.empty:
+        return rows, post_method, []
+    failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
+    notes = flagged_line(rows, lang) + failure_lines(failed, lang) + missing_lines(rows, lang)
+    if post_method and banded(rows):  # the shading first: it is on every curve
+        notes.insert(0, text(lang, "interval_band")
+                     + (text(lang, "interval_unchecked", target=target) if target != "v5e" else ""))
+    return rows, post_method, notes
+
+
+def axis_label(lang: str, dtype: str, kind: str) -> str:
+    """The y-axis label of every throughput plot: the unit, then which number it is (one convention).
+    kind: "post" (timing model, timed as the post), "device" (timing model, device time), "estimate"
+    (libtpu's estimate), "mixed" (estimates beside published or measured numbers)."""
+    return text(lang, f"axis_{kind}", unit=unit_name(dtype))
 
 
 def experiment_description(experiment: str, dtype: str, lang: str) -> str:
@@ -386,7 +456,9 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     panel per data type (int8 in TOP/s on its own axis), one colour and marker per experiment."""
     rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
     rows, device = modelled(rows, "model_device_tflops")
-    rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0)]
+    notes = flagged_line(rows, lang)
+    rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0) & ~flagged(rows)]
+    factor = float32_factor(df) if device else None
     dtypes = [d for d in ("float32", "bfloat16", "int8") if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
     fig, axes = plt.subplots(1, max(1, len(dtypes)), figsize=(7.2, 3.9), squeeze=False)
@@ -407,10 +479,12 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     for ax, dtype in zip(axes[0], dtypes, strict=True):
         part = rows[rows.dtype == dtype]
         peak = float(part.peak_tflops.iloc[0])
+        label = text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype))
+        if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
+            peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / 1e12), color="#555555", linewidth=1, zorder=1)
-        ax.annotate(text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype)),
-                    (1, peak), xycoords=("axes fraction", "data"), xytext=(0, 3), textcoords="offset points",
-                    ha="right", va="bottom", fontsize=NOTE_SIZE, color="#555555")
+        ax.annotate(label, (1, peak), xycoords=("axes fraction", "data"), xytext=(0, 3),
+                    textcoords="offset points", ha="right", va="bottom", fontsize=NOTE_SIZE, color="#555555")
         xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
         handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", color=XLA_COLOR,
                                     label=text(lang, "xla"), zorder=4)
@@ -426,15 +500,25 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
         ax.set_yscale("log")
         ax.set_ylim(top=peak * 1.6)
         ax.set_title(dtype, fontsize=10)
-        ax.set_ylabel(text(lang, ("device_tops_axis" if dtype == "int8" else "device_axis") if device
-                           else "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
+        ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     axes[0][0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / 1e12), xytext=(2, 4),
                         textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
     axes[0][len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
     keys = ["xla"] + [e for e in experiments if e in handles]
     fig.legend(handles=[handles[k] for k in keys], loc="outside lower center", ncol=len(keys),
                fontsize=LEGEND_SIZE)
+    if notes:
+        fig.text(0.0, 0.0, capped(notes, lang, 110), fontsize=NOTE_SIZE, ha="left", va="top")
     return fig
+
+
+def float32_factor(df: pd.DataFrame) -> float | None:
+    """The fitted float32_factor of the timing model behind the table's modelled columns (the post's
+    fit), or None where the table cannot support one."""
+    from experiments.analysis import model_columns
+
+    fit = model_columns.fits(df).get("published v5e")
+    return float(fit[0].constants.float32_factor) if fit else None
 
 
 def unit_name(dtype: str) -> str:
@@ -484,52 +568,81 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
         ax.set_title(text(lang, "size_panel", size=size), fontsize=10)
         ax.grid(False)
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
-                 label=text(lang, ("device_tops_axis" if dtype == "int8" else "device_axis") if device
-                            else "estimated_tops_axis" if dtype == "int8" else "estimated_axis"))
+                 label=axis_label(lang, dtype, "device" if device else "estimate"))
     # What the marks mean: × and blank cells are otherwise unexplained.
     fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 105), fontsize=NOTE_SIZE, ha="left",
              va="top")
     return fig
 
 
+def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.DataFrame, dict]]:
+    """(reference source, estimator, points, scores) per panel of the fidelity figure: the points
+    results/fidelity.csv scores at sizes from 2048 up (experiments/analysis/validation.py: one point
+    per configuration the post plotted in each of its figures, so XLA's baseline counts once per
+    figure), with y the estimator's TFLOP/s: libtpu's raw estimate, and against the post also the
+    timing model predicted by a fit that left the point's figure out."""
+    from experiments.analysis import timing_model as tm
+    from experiments.analysis import validation
+
+    panels = []
+    for other in ("published", "measured"):
+        if not ((df.source == other) & (df.target == target)).any() or "est_cycles" not in df:
+            continue
+        points, _ = tm.reference_points(df, source=other, target=target)
+        points = points[points.status == "ok"]
+        if points.empty:
+            continue
+        work = flops(points.m.astype(float), points.k.astype(float), points.n.astype(float))
+        predictions = [("compiler", points.seconds)]
+        if other == "published":
+            try:
+                folds = validation.cross_validate(points, "experiment")
+                predictions.append(("model", folds.model_post_seconds))
+            except tm.TooFewPoints:
+                pass
+        large = points.m >= validation.LARGE
+        for estimator, seconds in predictions:
+            part = points[large].assign(y=(work / seconds / 1e12)[large])
+            panels.append((other, estimator, part, validation.scores(points[large], seconds[large])))
+    return panels
+
+
 def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
-    """Estimated against published (and measured) TFLOP/s, log-log, with y = x and the agreement."""
-    others = [s for s in ("published", "measured") if ((df.source == s) & (df.target == target)).any()]
-    panels = max(1, len(others))
-    fig, axes = plt.subplots(1, panels, figsize=(min(7.2, 4.6 * panels), 4.4), squeeze=False)
-    if not others:
+    """The post's (or measured) TFLOP/s against libtpu's raw estimate and the timing model out of
+    sample, log-log, with y = x and the scores of results/fidelity.csv for the same points."""
+    panels = fidelity_panels(df, target)
+    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(min(7.2, 3.8 * max(1, len(panels))), 4.2),
+                             squeeze=False, sharey=True)
+    fig.suptitle(text(lang, "title_fidelity", source=SOURCE_NAMES[lang]["published"], target=target))
+    if not panels:
         no_data(axes[0][0], lang)
         return fig
-    for ax, other in zip(axes[0], others, strict=True):
-        # the pairs the fidelity metric scores (experiments/analysis/summaries.py), where both completed
-        pairs = paired(df, target, other)
-        pairs = pairs[(pairs.status == "ok") & (pairs[f"status_{other}"] == "ok") & (pairs.m >= 2048)]
-        pairs = pairs.rename(columns={f"tflops_{other}": "tflops_ref"})
-        xla = pairs[pairs.kernel == "xla"].drop_duplicates(MATCH[1:])  # one point per baseline config
-        pairs = pairs[pairs.kernel != "xla"]
-        ax.set_title(text(lang, "title_fidelity", source=SOURCE_NAMES[lang][other], target=target),
-                     fontsize=10)
-        if pairs.empty:
-            no_data(ax, lang)
-            continue
-        for i, (experiment, group) in enumerate(pairs.groupby("experiment")):
-            ax.scatter(group.tflops_ref, group.tflops, s=18, color=COLORS[i % len(COLORS)], label=experiment)
-        ax.scatter(xla.tflops_ref, xla.tflops, s=22, marker="D", color=XLA_COLOR, label=text(lang, "xla"))
-        both = pd.concat([pairs, xla])
-        lo = min(both.tflops.min(), both.tflops_ref.min()) / 1.5
-        hi = max(both.tflops.max(), both.tflops_ref.max()) * 1.5
+    lo = min(min(p.y.min(), p.ref_tflops.min()) for _, _, p, _ in panels) / 1.5
+    hi = max(max(p.y.max(), p.ref_tflops.max()) for _, _, p, _ in panels) * 1.5
+    experiments = sorted(set().union(*(set(p[p.kernel != "xla"].experiment) for _, _, p, _ in panels)))
+    for ax, (other, estimator, points, score) in zip(axes[0], panels, strict=True):
+        source = SOURCE_NAMES[lang][other]
+        ax.set_title(text(lang, f"title_fidelity_{estimator}", source=source, target=target), fontsize=10)
+        for experiment in experiments:
+            group = points[(points.kernel != "xla") & (points.experiment == experiment)]
+            ax.scatter(group.ref_tflops, group.y, s=18, label=experiment,
+                       color=COLORS[experiments.index(experiment) % len(COLORS)])
+        xla = points[points.kernel == "xla"]
+        ax.scatter(xla.ref_tflops, xla.y, s=22, marker="D", color=XLA_COLOR, label=text(lang, "xla"))
         ax.plot([lo, hi], [lo, hi], color="#555555", linewidth=1, label=text(lang, "identity"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         ax.set_xlabel(text(lang, "reference_axis", source=SOURCE_NAMES[lang][other]))
-        ax.set_ylabel(text(lang, "estimated_axis"))
-        overall = fidelity(df, target=target, other=other).set_index("experiment").loc["all"]
-        ax.text(0.03, 0.97, text(lang, "agreement", n=int(overall.n), ratio=overall.median_ratio,
-                                 spearman=overall.spearman), transform=ax.transAxes, va="top",
-                fontsize=NOTE_SIZE)
-        ax.legend(fontsize=LEGEND_SIZE, loc="lower right")
+        # a rank correlation only on MIN_RANK_POINTS points or more (summaries.MIN_RANK_POINTS)
+        ranked = score["n"] >= MIN_RANK_POINTS and pd.notna(score["spearman"])
+        ax.text(0.03, 0.97, text(lang, "agreement" if ranked else "agreement_few", n=score["n"],
+                                 ratio=score["median_ratio"], spearman=score["spearman"],
+                                 mal=score["median_abs_log_ratio"]),
+                transform=ax.transAxes, va="top", fontsize=NOTE_SIZE)
+    axes[0][0].set_ylabel(text(lang, "fidelity_axis"))
+    axes[0][-1].legend(fontsize=LEGEND_SIZE, loc="lower right")
     return fig
 
 
@@ -541,6 +654,8 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
                                          & (df.dtype == dtype) & (df.status == "ok")]))
     rows, device = modelled(rows, "model_device_tflops")
     rows = rows[rows.tflops.notna() | (model_only(rows) & device)]
+    notes = flagged_line(rows, lang)
+    rows = rows[~flagged(rows)]
     fig, ax = plt.subplots(figsize=(6.4, 3.8))  # two to an A4 page in the report
     ax.set_title(text(lang, "title_generations", experiment=experiment, dtype=dtype))
     if rows.empty:
@@ -565,9 +680,11 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
                 linewidth=1, label=text(lang, "xla_target", target=target))
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
-    ax.set_ylabel(text(lang, "device_axis" if device else "estimated_axis"))
+    ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     ax.legend(fontsize=LEGEND_SIZE, ncol=2)
     if model_only(rows).any():  # below the figure: saving with bbox_inches="tight" takes it in
-        fig.text(0.01, -0.01, wrap(text(lang, "generations_note"), 100), fontsize=NOTE_SIZE, va="top")
+        notes.append(text(lang, "generations_note"))
+    if notes:
+        fig.text(0.01, -0.01, capped(notes, lang, 100), fontsize=NOTE_SIZE, va="top")
     return fig
 

@@ -1,9 +1,11 @@
 """Then and now: VMEM each of the post's configurations needs under each toolchain, against the limit.
 
-One row per configuration the post published (v5e), one bar per toolchain: filled where it compiles
-at the default scoped-VMEM limit, hatched where it runs out (the bar is what the compiler says it
-requests; "≥" where it was not compiled, a lower bound from the block shapes). A bar edged in red
-disagrees with the post's verdict. Reads the tidy table only, like every figure.
+One row per configuration of the post (v5e) on which some toolchain disagrees with the post's verdict,
+one bar per toolchain: filled where it compiles at the default scoped-VMEM limit, hatched where it
+runs out (the bar is what the compiler says it requests; "≥" where it was not compiled, a lower bound
+from the block shapes), edged in red where it disagrees. The configurations every toolchain agrees on
+are counted in one line, not drawn (the report's appendix table has them all). Reads the tidy table
+only, like every figure.
 """
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -25,6 +27,8 @@ TEXT = {
         "verdict": {"ok": "post: ok", "failed": "post: ✗"},
         "missing": "{name}: no results ({reason})",
         "no_data": "no estimates of the post's configurations",
+        "agreed": "not drawn: the {n} other configurations, on which every toolchain agrees with the post",
+        "all_agree": "every toolchain agrees with the post on all {n} configurations",
     },
     "zh": {
         "title": "原文各配置所需的 VMEM：当年与现在\n"
@@ -37,6 +41,8 @@ TEXT = {
         "verdict": {"ok": "原文：成功", "failed": "原文：失败"},
         "missing": "{name}：无结果（{reason}）",
         "no_data": "没有原文配置的估计",
+        "agreed": "未画出：其余 {n} 个配置，各工具链的结论都与原文一致",
+        "all_agree": "全部 {n} 个配置上，各工具链的结论都与原文一致",
     },
 }
 COLORS = ["#E69F00", "#009E73", "#CC79A7", "#0072B2"]  # older toolchains first; the pipeline's last (blue)
@@ -50,10 +56,15 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     t = TEXT[lang]
     table = then_and_now(df, primary)
     names = toolchains_of(df, primary)
-    fig, ax = plt.subplots(figsize=(8, 0.2 * max(len(table), 8) + 1.6))
-    fig.suptitle(t["title"].format(target=target), fontsize=9)
+    # the configurations some toolchain disagrees on, large; the others counted in one line
+    differ = table[[any(disagrees(getattr(r, f"{n}_agrees")) for n in names) for r in table.itertuples()]]
+    agreed = len(table) - len(differ)
+    table = differ.reset_index(drop=True) if len(differ) else table.iloc[0:0]
+    fig, ax = plt.subplots(figsize=(6.4, 0.42 * max(len(table), 3) + 1.9))
+    fig.suptitle(t["title"].format(target=target), fontsize=10)
     if table.empty or not names:
-        ax.text(0.5, 0.5, t["no_data"], ha="center", va="center", transform=ax.transAxes)
+        message = t["all_agree"].format(n=agreed) if names and agreed else t["no_data"]
+        ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
         return fig
     est = df[(df.source == "estimate") & (df.target == target)]
@@ -79,7 +90,7 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
                     linewidth=1.2 if disagrees(agrees) else 0.3)
             if errors.iloc[y].startswith("not compiled"):
                 ax.text(vmem / MiB * 1.05, y + (i - (len(names) - 1) / 2) * height, "≥", va="center",
-                        fontsize=6)
+                        fontsize=8)
     limits = est.vmem_limit_bytes[~est.raised_limit.eq(True)].dropna()
     if len(limits):
         limit = limits.iloc[0] / MiB
@@ -89,13 +100,15 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
                 Patch(facecolor="white", edgecolor="#D55E00", linewidth=1.2, label=t["disagree"])]
     ax.set_yticks(range(len(table)))
     ax.set_yticklabels([f"{label(r)}  [{t['verdict'].get(r.published_status, r.published_status)}]"
-                        for r in table.itertuples()], fontsize=6.5)
+                        for r in table.itertuples()], fontsize=9)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.set_xlabel(t["axis"])
     ax.grid(axis="x", which="both", alpha=0.3)
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7)
-    for j, note in enumerate(notes):
-        fig.text(0.01, -0.02 - 0.02 * j, note, fontsize=7, color="#D55E00")
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8.5)
+    # above the bars: the configurations not drawn (under them the legend, which a note would overprint)
+    ax.set_title(t["agreed"].format(n=agreed), fontsize=8.5, color="#333333")
+    for j, note in enumerate(notes[:3]):
+        fig.text(0.01, -0.02 - 0.035 * j, note, fontsize=8.5, color="#D55E00")
     return fig

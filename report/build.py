@@ -19,7 +19,7 @@ from babel.messages.extract import extract_from_file
 from babel.support import Translations
 from markupsafe import Markup
 
-from experiments.analysis.summaries import estimate_methods
+from experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
 from experiments.analysis.toolchains import primary_rows
 from experiments.core.provenance import build_date
 from experiments.core.tables import write_atomic
@@ -27,8 +27,8 @@ from figures.catalog import describe, figure_specs_of
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
 from figures.labels import GLOSSARY
 from kernels import REGISTRY
-from report import findings, tables
-from report.then_and_now import section as then_and_now_section
+from report import findings, front, tables
+from report.then_and_now import section as section_then_and_now
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -67,6 +67,9 @@ def used_messages() -> set[str]:
                ("tables.py", HERE / "tables.py", "python", {}),
                ("then_and_now.html.j2", TEMPLATES / "then_and_now.html.j2", "jinja2.ext:babel_extract",
                 {"extensions": "jinja2.ext.i18n"}),
+               ("then_and_now_table.html.j2", TEMPLATES / "then_and_now_table.html.j2",
+                "jinja2.ext:babel_extract", {"extensions": "jinja2.ext.i18n"}),
+               ("front.py", HERE / "front.py", "python", {}),
                ("then_and_now.py", HERE / "then_and_now.py", "python", {}),
                ("claims.py", ROOT / "experiments" / "analysis" / "claims.py", "python", {})]
     for _name, path, method, options in methods:
@@ -123,13 +126,41 @@ def highlight(path: str) -> str:
 WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figures/plots.py)
 
 
+def report_order(specs: dict) -> list[str]:
+    """The figures' names in the order the report places them (render_pages numbers them so): the
+    timing model's, then and now, one experiment across generations, the post's chip's experiments
+    (each figure, then its block search), VMEM and roofline, then the appendix's (the other targets',
+    the other generations'). The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
+    targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
+    main = "v5e" if "v5e" in targets else (targets[0] if targets else "")
+    generations = sorted(n for n, (k, _) in specs.items() if k == "generations")
+    lead = [n for n in generations if n == "generations_v5_bfloat16"] or generations[:1]
+    experiments = sorted({a["experiment"] for k, a in specs.values() if k == "experiment"})
+
+    def kernels(of_targets):
+        return [n for e in experiments for t in of_targets for d in DTYPE_ORDER
+                for n in (f"{e}_{d}_{t}", f"search_{e}_{d}_{t}")]
+
+    others = [t for t in targets if t != main]
+    order = (sorted(n for n in specs if n.startswith("fidelity_"))
+             + sorted(n for n in specs if n.startswith("then_and_now_")) + lead
+             + kernels([main]) + [f"vmem_{main}", f"roofline_{main}"]
+             + kernels(others) + [f"vmem_{t}" for t in others] + [f"roofline_{t}" for t in others]
+             + [n for n in generations if n not in lead])
+    placed = [n for n in order if n in specs]
+    return placed + [n for n in specs if n not in placed]  # a kind the report does not place: last
+
+
 class Figures:
-    """Numbers the report's figures in the order they are placed, each with its caption and alt text
+    """Numbers the report's figures by report_order (as the gallery does), each with its caption and alt text
     from the figure catalog and a line to cite it by."""
 
     def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str):
         self.df, self.specs, self.lang, self.gettext = df, specs, lang, gettext
         self.href, self.commit, self.count = figures_href, commit, 0
+        # numbers from the report's order of every figure, which the gallery uses too; a figure whose
+        # section has no rows in this table is not placed, and its number is not reused
+        self.numbers = {name: i for i, name in enumerate(report_order(specs), start=1)}
 
     def __call__(self, name: str) -> dict | None:
         if name not in self.specs:
@@ -144,7 +175,7 @@ class Figures:
                   "commit": self.commit}
         cite = self.gettext("%(authors)s (%(year)s). Figure %(name)s, in %(title)s v%(version)s, commit "
                             "%(commit)s.") % values + where
-        return {"number": self.count, "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
+        return {"number": self.numbers[name], "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
                 "src": f"{self.href}/{name}{suffix}.png",
                 "files": {fmt: f"{self.href}/{name}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
@@ -153,6 +184,20 @@ class Figures:
 
     def many(self, names) -> list[dict]:
         return [f for f in (self(n) for n in names) if f]
+
+
+# An experiment's table caption, by whether the post published numbers for it (they are under each cell).
+MODELLED_CAPTIONS = {
+    True: N_("%(experiment)s, %(dtype)s on %(target)s: %(unit)s modelled as the post timed it (timing model "
+             "fitted to the post); under each, in grey, the post's published number"),
+    False: N_("%(experiment)s, %(dtype)s on %(target)s: %(unit)s modelled as the post timed it (timing model "
+              "fitted to the post)"),
+}
+ESTIMATED_CAPTIONS = {
+    True: N_("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s; under each, in grey, the post's "
+             "published number"),
+    False: N_("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s"),
+}
 
 
 def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings: dict) -> list[dict]:
@@ -181,9 +226,11 @@ def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings
                 if t["rows"]:
                     values = {"experiment": experiment, "dtype": dtype, "target": target,
                               "unit": "TOP/s" if dtype == "int8" else "TFLOP/s"}
-                    caption = (gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s; under "
-                                       "each, in grey, the post's published number") if t["published"]
-                               else gettext("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s"))
+                    if t["modelled"]:  # the figure beside it draws the same column
+                        caption = MODELLED_CAPTIONS[t["published"]]
+                    else:
+                        caption = ESTIMATED_CAPTIONS[t["published"]]
+                    caption = gettext(caption)
                     t["caption"] = caption % values
                 group = dict(figures=figures.many([f"{experiment}_{dtype}_{target}"]),
                              table=t if t["rows"] else None,
@@ -215,15 +262,21 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
             out.append(gettext("On %(target)s, %(kernel)s compiles at every size up to %(ok)s.") % {
                 "target": target, "kernel": experiment, "ok": f.largest_ok})
     if experiment == "v3" and s["v3_fraction_8192"] is not None:
-        out.append(gettext("On %(target)s, v3 with 128-blocks reaches an estimated %(tflops).1f TFLOP/s at "
-                           "8192, %(pct).0f %% of XLA's estimate.") % {
+        message = (N_("On %(target)s, v3 with 128-blocks is modelled at %(tflops).1f TFLOP/s at 8192 as the "
+                      "post timed it, %(pct).0f %% of XLA modelled the same way.") if s["modelled"]
+                   else N_("On %(target)s, v3 with 128-blocks reaches an estimated %(tflops).1f TFLOP/s at "
+                           "8192, %(pct).0f %% of XLA's estimate."))
+        out.append(gettext(message) % {
             "target": target, "tflops": s["v3_tflops_8192"], "pct": 100 * s["v3_fraction_8192"]})
     if experiment in ("v4", "v5"):
         frac = s[f"{experiment}_post_best_fraction_8192"]
         blocks = s[f"{experiment}_post_best_blocks"]
         if frac is not None:
-            out.append(gettext("On %(target)s, the post's best block %(blocks)s reaches %(pct).0f %% of "
-                               "XLA's estimate at 8192.") % {
+            message = (N_("On %(target)s, the post's best block %(blocks)s is modelled at %(pct).0f %% of "
+                          "XLA at 8192, both as the post timed them.") if s["modelled"]
+                       else N_("On %(target)s, the post's best block %(blocks)s reaches %(pct).0f %% of "
+                               "XLA's estimate at 8192."))
+            out.append(gettext(message) % {
                 "target": target, "blocks": str(blocks), "pct": 100 * frac})
         f = s[f"{experiment}_1024_blocks"]
         if f is not None and f.first_failure is not None and f.need_mib is not None:
@@ -235,7 +288,8 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
             if b["dtype"] == dtype and b["size"] == 8192:
                 if not pd.isna(b["fraction_of_xla"]):
                     out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
-                                       "%(bk)s, %(bn)s), at %(pct).0f %% of XLA's estimate.") % {
+                                       "%(bk)s, %(bn)s), at %(pct).0f %% of XLA by the timing model's device "
+                                       "time.") % {
                         "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
                         "pct": 100 * b["fraction_of_xla"]})
                 elif not pd.isna(b.get("fraction_of_post_xla", float("nan"))):
@@ -257,25 +311,36 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                  correctness: dict, figures_href: str = "../figures",
                  primary_toolchain: str | None = None, served: dict | None = None,
                  claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
-                 constants: pd.DataFrame | None = None,
+                 constants: pd.DataFrame | None = None, then_and_now: pd.DataFrame | None = None,
+                 best_vs_xla: pd.DataFrame | None = None,
                  measured: pd.DataFrame | None = None) -> tuple[str, str]:
     """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
     language's PDF, every details element open), from one reading of the table. `figure_names`: the
-    run's figures, as {name: (kind, args)} (figures.catalog.figure_specs) or names. claims, fidelity
-    and constants are results/claims.csv, fidelity.csv and timing_model.csv; computed from `df` when
-    not given. `measured`: every measured row (experiments.analysis.runs.read_measured) where `df`
-    holds each target's latest run only; by default `df`'s."""
+    run's figures, as {name: (kind, args)} (figures.catalog.figure_specs) or names. claims, fidelity,
+    constants, then_and_now and best_vs_xla are the results/*.csv of those names; each is computed
+    from `df` when not given. `measured`: every measured row (experiments.analysis.runs.read_measured)
+    where `df` holds each target's latest run only; by default `df`'s."""
+    from experiments.analysis.summaries import best_vs_xla as best_table
+    from experiments.analysis.toolchains import then_and_now as then_and_now_table
+
     env, trans = environment(lang)
     gettext = trans.gettext
     # "Then and now" reads every toolchain's estimates; the rest of the report each target's own
     # compiler's: the pipeline's, or the toolchain `served` names for it.
-    then_and_now = then_and_now_section(df, primary_toolchain, gettext)
+    then_and_now_section = section_then_and_now(df, primary_toolchain, gettext)
+    if then_and_now is None:
+        then_and_now = then_and_now_table(df, primary_toolchain)
     df = primary_rows(df, primary_toolchain, served)
     measured = df[df.source == "measured"] if measured is None else measured
     model = tables.timing_model_section(df, gettext, claims=claims, fidelity=fidelity, constants=constants)
+    if best_vs_xla is None:
+        best_vs_xla = best_table(df)
+    first_page = front.front_page(claims=model["claims_table"], fidelity=model["fidelity_table"],
+                                  then_and_now=then_and_now, best=best_vs_xla, primary=primary_toolchain,
+                                  gettext=gettext)
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
-    commit = ", ".join(git_shas) or "unknown"
+    commit = ", ".join(git_shas) or gettext("unknown")
     specs = figure_specs_of(figure_names)
     figures = Figures(df, specs, lang, gettext, figures_href, commit)
     listings = {}
@@ -288,16 +353,28 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
             r["tflops"] = "–" if r["tflops"] is None else f"{r['tflops']:.1f}"
         if rows:
             raised[target] = rows
+    # The post's chip leads; every other target's detail is in an appendix.
+    main_target = "v5e" if "v5e" in targets else targets[0]
+    other_targets = [t for t in targets if t != main_target]
     summaries_by_target = {t: findings.summary(df, t) for t in targets}
-    # Figures are numbered in the order the template places them: kernels, VMEM, roofline, best, comparison.
-    kernels = kernel_sections(df, summaries_by_target, gettext, figures, listings)
-    vmem_figures = figures.many(f"vmem_{t}" for t in targets)
-    roofline_figures = figures.many(f"roofline_{t}" for t in targets)
-    generation_figures = figures.many(sorted(n for n in specs if n.startswith("generations_")))
+    # Figures are numbered in the order the template places them: the timing model, then and now,
+    # generations, the main target's experiments, VMEM and roofline, then the appendix's.
     fidelity_figures = figures.many(sorted(n for n in specs if n.startswith("fidelity_")))
     then_and_now_figures = figures.many(sorted(n for n in specs if n.startswith("then_and_now_")))
+    # one experiment across generations in the story (the post's headline, v5 in bfloat16), the rest after
+    generations = sorted(n for n in specs if n.startswith("generations_"))
+    lead = [n for n in generations if n == "generations_v5_bfloat16"] or generations[:1]
+    generation_figures = figures.many(lead)
+    kernels = kernel_sections(df, {main_target: summaries_by_target[main_target]}, gettext, figures, listings)
+    vmem_figures = figures.many([f"vmem_{main_target}"])
+    roofline_figures = figures.many([f"roofline_{main_target}"])
+    other_kernels = (kernel_sections(df, {t: summaries_by_target[t] for t in other_targets}, gettext, figures,
+                                     listings) if other_targets else [])
+    other_vmem_figures = figures.many(f"vmem_{t}" for t in other_targets)
+    other_roofline_figures = figures.many(f"roofline_{t}" for t in other_targets)
+    more_generation_figures = figures.many(n for n in generations if n not in lead)
     c = citation()
-    best = [b for s in summaries_by_target.values() for b in s["best_all"]]
+    best = one_estimator(best_vs_xla)
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
     date = build_date()  # SOURCE_DATE_EPOCH, else the commit's time: the same bytes on any day
     context = dict(
@@ -311,17 +388,23 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         provenance=tables.provenance(df, measured),
         source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),
                       "published": gettext("published")},
-        config_yaml=config_yaml,
+        # between sentences and after a label: Chinese runs on without a space and has its own colon
+        sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":", min_rank_points=MIN_RANK_POINTS,
+        config_yaml=config_yaml, front=first_page, main_target=main_target, other_targets=other_targets,
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
+        other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
+        other_roofline_figures=other_roofline_figures, more_generation_figures=more_generation_figures,
         raised=raised, best=best, generation_figures=generation_figures,
+        float32_note=float32_note(best, model["constants_table"], gettext),
         methods=estimate_methods(df).to_dict("records"),
-        agreement=findings.agreement(df), libtpu=libtpu, fidelity_figures=fidelity_figures,
+        has_published=bool((df.source == "published").any()), libtpu=libtpu,
+        fidelity_figures=fidelity_figures,
         correctness=correctness, bibtex=bibtex("tpu_matmul_repro", c.title, commit),
         citation=c, post_attribution=post_attribution(lang), licence=RESULTS_LICENCE,
         licence_url=RESULTS_LICENCE_URL, listings=list(listings.values()),
         glossary=[(en, zh) for en, zh in GLOSSARY],
         gallery_href=f"{figures_href}/index{'' if lang == 'en' else '.' + lang}.html",
-        then_and_now=then_and_now,
+        then_and_now=then_and_now_section,
         then_and_now_figures=then_and_now_figures,
         model=model,
         estimator_names={"compiler": gettext("libtpu's estimate"),
@@ -332,6 +415,35 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     return tuple(template.render(**context, for_pdf=for_pdf, details_open=" open" if for_pdf else "",
                                  other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}")
                  for for_pdf in (False, True))
+
+
+def one_estimator(best: pd.DataFrame) -> list[dict]:
+    """best_vs_xla.csv's rows of one estimator per (target, dtype, size): the timing model's device
+    time, else its model-only estimate, else libtpu's raw estimate (a run without a fit). The raw
+    estimate beside the model's would be a second answer to one question (issue 26)."""
+    if best is None or best.empty:
+        return []
+    rank = {"model": 0, "model_only": 1, "compiler": 2}
+    best = best.assign(_rank=best.estimator.map(rank).fillna(9))
+    best = best.sort_values(["target", "dtype", "size", "_rank"])
+    return best.drop_duplicates(["target", "dtype", "size"]).drop(columns="_rank").to_dict("records")
+
+
+def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
+    """One sentence and one number for float32: the model's, and why libtpu's raw estimate differs."""
+    rows = [b for b in best if b["dtype"] == "float32" and b["target"] == "v5e" and b["estimator"] == "model"
+            and not pd.isna(b["fraction_of_xla"])]
+    factor = constants[constants.constant == "float32_factor"] if len(constants) else constants
+    if not rows or factor is None or factor.empty:
+        return ""
+    r = max(rows, key=lambda b: b["size"])
+    return gettext("float32: by the timing model, the best Pallas blocks reach %(pct).0f %% of XLA at "
+                   "%(size)s. libtpu's static profile charges a Pallas float32 dot as one bfloat16 MXU pass; "
+                   "the post's "
+                   "float32 Pallas times fit a dot %(factor).2f times slower than that (the fitted "
+                   "float32_factor, results/timing_model.csv), so libtpu's raw fraction is too high by about "
+                   "that factor and this report gives the model's only.") % {
+        "pct": 100 * r["fraction_of_xla"], "size": r["size"], "factor": float(factor.value.iloc[0])}
 
 
 def embed_cjk_font(html: str, font_path) -> str:

@@ -111,12 +111,15 @@ def cite_text(name: str, title: str, commit: str, lang: str) -> str:
 
 
 def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
-    """One gallery page: a card per figure, in the catalog's order."""
+    """One gallery page: a card per figure, numbered and ordered as the report numbers them."""
+    from report.build import report_order
+
     t = TEXT[lang]
     commit = commit_of(df)
     other = "index.html" if lang == "zh" else "index.zh.html"
     cards = []
-    for number, (name, (kind, args)) in enumerate(figures.items(), start=1):
+    for number, name in enumerate(report_order(figures), start=1):
+        kind, args = figures[name]
         base = stem("", name, lang).name
         info = describe(df, name, kind, args, lang)
         title = figure_title(Path(directory) / f"{base}.png")

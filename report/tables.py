@@ -1,10 +1,16 @@
 """Small tables for the report, built from the tidy table (cells are strings, ready to print)."""
 import pandas as pd
 
-from experiments.analysis.summaries import default_limit, post_configs
+from experiments.analysis.summaries import default_limit
 from experiments.core.schema import CONFIG
 from experiments.core.units import MiB, flops
-from figures.plots import config_label
+from figures.plots import config_label, experiment_rows
+
+
+def flagged_row(row) -> bool:
+    """An estimate flagged as falling with size (figures.plots.flagged): no number is shown for it."""
+    flag = getattr(row, "estimate_nonmonotonic", False)
+    return row.source == "estimate" and pd.notna(flag) and bool(flag)
 
 
 def cell(est, pub, gettext) -> dict:
@@ -12,6 +18,8 @@ def cell(est, pub, gettext) -> dict:
     under it, so no cell stacks parentheses)."""
     if est is None:
         text = "–"
+    elif flagged_row(est):  # not drawn in the figure either
+        text = gettext("flagged")
     elif est.status == "ok" and pd.notna(est.tflops):
         text = f"{est.tflops:.1f}"
     elif est.status == "vmem_oom":
@@ -27,7 +35,8 @@ def cell(est, pub, gettext) -> dict:
 def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str, gettext) -> dict:
     """Rows: the post's configurations; columns: sizes; cells: estimated (published) TFLOP/s."""
     rows = default_limit(df[(df.experiment == experiment) & (df.dtype == dtype) & (df.target == target)])
-    rows = post_configs(rows)
+    # the column the figure beside it draws (figures/plots.py:experiment_rows): one estimator per view
+    rows, modelled = experiment_rows(rows)
     est = rows[rows.source == "estimate"]
     pub = rows[rows.source == "published"]
     sizes = sorted(set(rows.m))
@@ -45,7 +54,7 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
     for label in sorted(labels, key=labels.get):
         cells = [cell(found.get(("est", label, s)), found.get(("pub", label, s)), gettext) for s in sizes]
         body.append({"label": label, "cells": cells})
-    return {"sizes": sizes, "rows": body, "published": not pub.empty}
+    return {"sizes": sizes, "rows": body, "published": not pub.empty, "modelled": modelled}
 
 
 def provenance(df: pd.DataFrame, measured: pd.DataFrame | None = None) -> list[dict]:
@@ -161,6 +170,7 @@ def N_(message: str) -> str:
     return message
 
 
+TOOLCHAIN_NAMES = {"current": N_("today's compiler"), "post": N_("the post's compiler")}
 VERDICT_NAMES = {"holds": N_("holds"), "differs": N_("differs"), "inconclusive": N_("inconclusive"),
                  "not tested": N_("not tested")}
 ESTIMATOR_NAMES = {
@@ -200,7 +210,9 @@ def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
                          verdict_class=r.verdict.replace(" ", "-"),
                          reason=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
-                         source=gettext(SOURCES[r.source_kind]) % values, toolchain=r.toolchain))
+                         source=gettext(SOURCES[r.source_kind]) % values,
+                         toolchain=gettext(TOOLCHAIN_NAMES[r.toolchain]) if r.toolchain in TOOLCHAIN_NAMES
+                         else r.toolchain))
     return rows
 
 
@@ -211,10 +223,22 @@ def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
     for key, h in headline(fidelity).items():
         worst = max(h["per_experiment"], key=h["per_experiment"].get)
         rows.append(dict(estimator=gettext(ESTIMATOR_NAMES.get(key, key[0])), n=h["n"], all=f"{h['all']:.3f}",
-                         n_large=h["n_large"], large=f"{h['large']:.3f}", spearman=f"{h['spearman']:.3f}",
+                         n_large=h["n_large"], large=f"{h['large']:.3f}",
+                         spearman=f"{h['spearman']:.3f}" if pd.notna(h["spearman"]) else "–",
                          worst=f"{worst} {h['per_experiment'][worst]:.3f}",
                          per_experiment=", ".join(f"{e} {v:.2f}" for e, v in h["per_experiment"].items())))
     return rows
+
+
+def fit_name(fit: str, gettext) -> str:
+    """A fit's name (experiments/analysis/model_columns.fits) in words: "published v5e" or
+    "measured <target> <run>"."""
+    if fit == "published v5e":
+        return gettext("the post's v5e numbers")
+    parts = str(fit).split(" ", 2)
+    if len(parts) == 3 and parts[0] == "measured":
+        return gettext("measured on %(target)s, run %(label)s") % {"target": parts[1], "label": parts[2]}
+    return str(fit)
 
 
 def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
@@ -222,7 +246,8 @@ def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
     for r in constants.itertuples():
         scale = 1e6 if r.constant == "call_seconds" else 1.0  # shown in microseconds
         digits = 0 if r.constant in ("step_cycles", "call_seconds") else 2
-        rows.append(dict(fit=r.fit, constant=gettext(CONSTANT_NAMES[r.constant]), name=r.constant,
+        rows.append(dict(fit=fit_name(r.fit, gettext), constant=gettext(CONSTANT_NAMES[r.constant]),
+                         name=r.constant,
                          value=f"{r.value * scale:.{digits}f}", error=f"{r.std_error * scale:.{digits}f}",
                          range=f"{r.lower * scale:g} – {r.upper * scale:g}", at_bound=bool(r.at_bound),
                          n=int(r.n_points)))
@@ -256,7 +281,7 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
         if part:
             reason, count = part.rsplit(": ", 1)
             name = gettext(LEFT_OUT_NAMES[reason]) if reason in LEFT_OUT_NAMES else reason
-            reasons.append(f"{name}: {count}")
+            reasons.append(gettext("%(reason)s: %(count)s") % {"reason": name, "count": count})
     notes = []
     if "note" in fidelity and "estimator" in fidelity:  # a run too small to fit has a note only
         for (estimator, validation_name), part in fidelity.groupby(["estimator", "validation"], sort=False):
@@ -265,6 +290,7 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
                 notes.append(gettext("Not cross-validated (%(validation)s): a fold leaves too few points to "
                                      "fit the model.") % {"validation": name})
     return dict(notes=notes, claims=_claims_rows(claims, gettext) if len(claims) else [],
+                claims_table=claims, fidelity_table=fidelity, constants_table=constants,
                 fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
                 constants=_constant_rows(constants, gettext) if len(constants) else [],
-                left_out="; ".join(reasons))
+                left_out=gettext("; ").join(reasons))

@@ -7,6 +7,12 @@ import pandas as pd
 
 from experiments.analysis.toolchains import agreement, disagrees, missing_reason, then_and_now, toolchains_of
 from experiments.core.units import MiB
+from report.tables import TOOLCHAIN_NAMES
+
+
+def toolchain_name(name: str, gettext) -> str:
+    """"today's compiler" for the config's `current`, "the post's compiler" for `post`, else the name."""
+    return gettext(TOOLCHAIN_NAMES[name]) if name in TOOLCHAIN_NAMES else name
 
 
 def N_(message: str) -> str:
@@ -48,10 +54,11 @@ def section(df: pd.DataFrame, primary: str | None, gettext) -> dict | None:
         columns.append(dict(name=name, jax=first.jax_version, libtpu=first.libtpu_version))
         reason = missing_reason(df, name)
         if reason:
-            missing.append(dict(name=name, reason=reason))
+            missing.append(dict(name=toolchain_name(name, gettext), reason=reason))
             continue
         no_cycles = est[(est.toolchain == name) & (est.cycles_method == "no_static_profile")]
-        summaries.append(dict(name=name, jax=first.jax_version, libtpu=first.libtpu_version, agree=a["agree"],
+        summaries.append(dict(name=toolchain_name(name, gettext), jax=first.jax_version,
+                              libtpu=first.libtpu_version, agree=a["agree"],
                               n=a["n"], total=a["total"], pct=100 * a["fraction"] if a["n"] else 0.0,
                               no_cycles=len(no_cycles) > 0))
     verdicts = {"ok": gettext("ok"), "failed": gettext("failed")}

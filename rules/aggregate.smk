@@ -65,9 +65,24 @@ rule summaries:
     input:
         "results/matmul.parquet",
     output:
-        fidelity="results/fidelity.csv",
-        constants="results/timing_model.csv",
-        best_vs_xla="results/best_vs_xla.csv",
+        fidelity=report(
+            "results/fidelity.csv",
+            caption="../report/captions/fidelity.rst",
+            category="Tables",
+            labels={"table": "fidelity.csv"},
+        ),
+        constants=report(
+            "results/timing_model.csv",
+            caption="../report/captions/timing_model.rst",
+            category="Tables",
+            labels={"table": "timing_model.csv"},
+        ),
+        best_vs_xla=report(
+            "results/best_vs_xla.csv",
+            caption="../report/captions/best_vs_xla.rst",
+            category="Tables",
+            labels={"table": "best_vs_xla.csv"},
+        ),
     log:
         "logs/aggregate/summaries.log",
     conda:
@@ -82,7 +97,12 @@ rule claims:
     input:
         "results/matmul.parquet",
     output:
-        "results/claims.csv",
+        report(
+            "results/claims.csv",
+            caption="../report/captions/claims.rst",
+            category="Tables",
+            labels={"table": "claims.csv"},
+        ),
     log:
         "logs/aggregate/claims.log",
     conda:

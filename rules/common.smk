@@ -117,6 +117,21 @@ def advice_request(shape):
     )
 
 
+# Snakemake's own report (`snakemake --report report.zip`) shows each figure's English PNG, by kind.
+def reported(path):
+    name = Path(path).stem
+    if path.endswith(".png") and name in FIGURES:
+        kind = FIGURES[name][0]
+        return report(
+            path,
+            caption="../report/captions/figure.rst",
+            category="Figures",
+            subcategory=kind,
+            labels={"figure": name, "kind": kind},
+        )
+    return path
+
+
 wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),
     target="|".join(TARGETS),

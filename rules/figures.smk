@@ -5,7 +5,7 @@ rule figures:
     input:
         "results/matmul.parquet",
     output:
-        FIGURE_FILES,
+        [reported(path) for path in FIGURE_FILES],
     log:
         "logs/figures/figures.log",
     conda:

@@ -9,12 +9,19 @@ rule report:
         claims="results/claims.csv",
         fidelity="results/fidelity.csv",
         constants="results/timing_model.csv",
+        then_and_now="results/then_and_now.csv",
+        best_vs_xla="results/best_vs_xla.csv",
         figures=FIGURE_PNGS,
         gallery="results/figures/index.html",
         licence="results/LICENSE.md",
     output:
         html="results/report/report.{lang}.html",
-        pdf="results/report/report.{lang}.pdf",
+        pdf=report(
+            "results/report/report.{lang}.pdf",
+            caption="../report/captions/report.rst",
+            category="Report",
+            subcategory="{lang}",
+        ),
     log:
         "logs/report/report.{lang}.log",
     wildcard_constraints:
@@ -30,6 +37,7 @@ rule report:
         code=code(
             "scripts/report.py",
             "report/templates/*",
+            "report/captions/*",
             "report/locale/*/LC_MESSAGES/*.po",
             "kernels/*.py",
             "figures/*.mplstyle",

@@ -80,7 +80,12 @@ rule then_and_now:
     input:
         "results/matmul.parquet",
     output:
-        "results/then_and_now.csv",
+        report(
+            "results/then_and_now.csv",
+            caption="../report/captions/then_and_now.rst",
+            category="Tables",
+            labels={"table": "then_and_now.csv"},
+        ),
     log:
         "logs/aggregate/then_and_now.log",
     conda:

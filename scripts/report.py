@@ -32,7 +32,8 @@ def make(log) -> None:
     checks = pd.read_parquet(snakemake.input.correctness)
     correctness = {"passed": int(checks.passed.sum()), "total": len(checks)}
     config_yaml = config_text(dict(snakemake.config))
-    model = {name: read_csv(getattr(snakemake.input, name)) for name in ("claims", "fidelity", "constants")}
+    model = {name: read_csv(getattr(snakemake.input, name))
+             for name in ("claims", "fidelity", "constants", "then_and_now", "best_vs_xla")}
     figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name
     lang, html_path = snakemake.wildcards.lang, Path(snakemake.output.html)
     common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,

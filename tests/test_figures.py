@@ -350,3 +350,68 @@ def test_generations_compare_the_posts_configurations_on_every_target(table):
     fig = plots.plot_generations(both, "v5", "bfloat16", lang="en")
     drawn = [max(line.get_ydata()) for line in fig.axes[0].get_lines() if "Pallas" in line.get_label()]
     assert drawn and max(drawn) == 170.0
+
+
+@pytest.mark.slow
+def test_at_most_three_lines_of_notes_under_a_plot_and_all_of_them_in_the_caption(table):
+    """Notes under the plot are capped (issue 26: eight lines took a third of the figure); the caption,
+    and so the file's metadata, keeps every one."""
+    import matplotlib.pyplot as plt
+
+    from figures import plots
+
+    many = table.copy()
+    v5 = many[(many.source == "estimate") & (many.kernel == "v5") & (many.m == 2048) & ~many.search]
+    extra = pd.concat([v5.iloc[[0]].assign(bm=b, bk=b, bn=b, status="vmem_oom", vmem_bytes=(20 + i) << 20,
+                                          m=s, k=s, n=s)
+                       for i, (b, s) in enumerate([(128, 1024), (256, 1024), (128, 2048), (256, 2048)])])
+    many = pd.concat([many, extra], ignore_index=True)
+    fig = plots.plot_experiment(many, "v5", "bfloat16", "v5e", "en")
+    notes = [t.get_text() for t in fig.axes[1].texts]
+    plt.close(fig)
+    assert len(notes) == 1 and notes[0].count("\n") + 1 <= plots.MAX_NOTE_LINES, notes
+    assert "more notes in the figure's caption" in notes[0]
+    caption = describe(many, "v5_bfloat16_v5e", "experiment", dict(experiment="v5", dtype="bfloat16",
+                                                                    target="v5e"), "en")["caption"]
+    assert all(f"VMEM {20 + i}.0 MiB > 16 MiB" in caption for i in range(4)), caption
+
+
+@pytest.mark.slow
+def test_flagged_estimates_are_not_drawn_in_any_figure(table):
+    """The same rule everywhere: an estimate flagged as falling with size is left out and said so."""
+    import matplotlib.pyplot as plt
+
+    from figures import plots
+
+    df = table.copy()
+    df["estimate_nonmonotonic"] = ((df.source == "estimate") & (df.kernel == "xla") & (df.dtype == "bfloat16")
+                                   & (df.m == 2048))
+    v6e = df[df.source == "estimate"].assign(target="v6e")
+    for fig in (plots.plot_experiment(df, "v5", "bfloat16", "v5e", "en"),
+                plots.plot_generations(pd.concat([df, v6e], ignore_index=True), "v5", "bfloat16", "en")):
+        xla = [line for ax in fig.axes for line in ax.get_lines()
+               if line.get_color() == plots.XLA_COLOR or "XLA" in str(line.get_label())]
+        estimated = [line for line in xla if line.get_linestyle() == "--"]
+        assert estimated and all(2048 not in set(line.get_xdata()) for line in estimated)
+        text = " ".join(t.get_text() for t in fig.texts + [t for ax in fig.axes for t in ax.texts])
+        assert "not drawn" in text, text
+        plt.close(fig)
+
+
+@pytest.mark.slow
+def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
+    import matplotlib.pyplot as plt
+
+    from figures.then_and_now import plot_then_and_now
+
+    df = table.copy()
+    df.loc[df.source == "estimate", "toolchain"] = "current"
+    post = df[(df.source == "estimate") & (df.kernel != "xla")]
+    post = post.assign(toolchain="post", libtpu_version="0.0.5")
+    post.loc[post.kernel == "v1", "status"] = "ok"  # the post's compiler: v1 fits at 2048 too
+    fig = plot_then_and_now(pd.concat([df, post], ignore_index=True), "en", primary="current")
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    title = fig.axes[0].get_title()
+    plt.close(fig)
+    assert labels == ["v1, 2048  [post: ✗]"], labels  # today's v1 at 2048 agrees, the post's does not
+    assert "not drawn: the 2 other configurations" in title, title

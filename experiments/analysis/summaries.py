@@ -4,6 +4,8 @@ import pandas as pd
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
+# No rank correlation on fewer points: with 3 or 4 any order is a coin toss (issue 26).
+MIN_RANK_POINTS = 5
 # model_fit of a Pallas estimate without compiler cycles (v4: every libtpu's static profiler aborts):
 # the timing model's per-step form from the chip's peak, HBM bandwidth and the fitted constants alone,
 # with no compiler estimate of the kernel's own code behind it (experiments/analysis/model_columns.py).
@@ -59,7 +61,7 @@ def fidelity(df: pd.DataFrame, *, target: str = "v5e", other: str = "published",
             median_abs_log_ratio=float(np.median(np.abs(ratio))) if len(both) else np.nan,
             median_ratio=float(np.exp(np.median(ratio))) if len(both) else np.nan,
             spearman=float(both.tflops.corr(both[f"tflops_{other}"], method="spearman"))
-            if len(both) > 2 else np.nan,
+            if len(both) >= MIN_RANK_POINTS else np.nan,
             feasibility_n=len(group),
             feasibility_agreement=float((est_ok == ref_ok).mean()) if len(group) else np.nan,
         ))

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.analysis import timing_model as tm
+from experiments.analysis.summaries import MIN_RANK_POINTS
 from experiments.core.schema import INTERVAL_LEVELS
 
 # Prediction-interval levels (experiments/analysis/intervals.py sizes the bands; here they are checked)
@@ -84,7 +85,7 @@ def scores(points: pd.DataFrame, predicted: pd.Series) -> dict:
         median_abs_log_ratio=float(np.median(np.abs(log_ratio[ok]))) if n else np.nan,
         median_ratio=float(np.exp(-np.median(log_ratio[ok]))) if n else np.nan,
         spearman=float((1 / predicted[ok]).corr(1 / points.ref_seconds[ok], method="spearman"))
-        if n > 2 else np.nan,
+        if n >= MIN_RANK_POINTS else np.nan,
     )
 
 

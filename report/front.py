@@ -1,0 +1,132 @@
+"""The report's first page: an abstract and a "Key findings" box, read from the run's result files.
+
+Every number here comes from results/claims.csv, fidelity.csv, then_and_now.csv and best_vs_xla.csv
+(or the same tables computed from the run's table), never from the template: a test builds the page
+from fixture files and finds their numbers in it. Messages are marked N_() and extracted by
+report/build.py, so a missing translation stops the build.
+"""
+import json
+
+import numpy as np
+import pandas as pd
+
+from report.tables import TOOLCHAIN_NAMES, VERDICT_NAMES
+
+
+def N_(message: str) -> str:
+    return message
+
+
+# The out-of-sample score the abstract quotes: each of the post's figures predicted by a fit that
+# never saw it (experiments/analysis/validation.py), over every point both sides completed.
+OUT_OF_SAMPLE = ("model", "leave one experiment out")
+RAW = ("compiler", "none (libtpu's estimate)")
+SOURCE_KINDS = {"compile": N_("compiler's VMEM verdict"), "model": N_("timing model, out of sample"),
+                "measured": N_("measured"), "none": N_("no data")}
+
+
+def toolchain_name(name: str, gettext) -> str:
+    """"today's compiler" for the config's `current`, "the post's compiler" for `post`, else the name."""
+    return gettext(TOOLCHAIN_NAMES[name]) if name in TOOLCHAIN_NAMES else name
+
+
+def fidelity_score(fidelity: pd.DataFrame, key: tuple, scope: str = "all") -> dict | None:
+    """n and the median |log ratio| of one estimator over one scope of fidelity.csv (None if absent)."""
+    need = {"estimator", "validation", "scope", "group", "n", "median_abs_log_ratio"}
+    if fidelity is None or not need <= set(fidelity):
+        return None
+    hit = fidelity[(fidelity.estimator == key[0]) & (fidelity.validation.str.startswith(key[1]))
+                   & (fidelity.scope == scope) & (fidelity.group == "all")]
+    if hit.empty or not hit.n.iloc[0] or pd.isna(hit.median_abs_log_ratio.iloc[0]):
+        return None
+    r = hit.iloc[0]
+    return dict(n=int(r.n), mal=float(r.median_abs_log_ratio), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
+
+
+def toolchain_agreement(table: pd.DataFrame | None, primary: str | None) -> list[dict]:
+    """Per toolchain of then_and_now.csv (the others first, `primary` last): how many of the post's
+    configurations it compiled and how many of those agree with the post's verdict."""
+    if table is None or table.empty:
+        return []
+    names = [c[: -len("_agrees")] for c in table.columns if c.endswith("_agrees")]
+    names = sorted(n for n in names if n != primary) + [n for n in names if n == primary]
+    out = []
+    for name in names:
+        agrees = table[f"{name}_agrees"].map(lambda v: None if pd.isna(v) else str(v) in ("True", "1", "1.0"))
+        compared = agrees.dropna()
+        libtpu = table.get(f"{name}_libtpu", pd.Series(dtype=object)).dropna()
+        if not len(compared):
+            continue
+        out.append(dict(name=name, agree=int(compared.sum()), n=len(compared),
+                        disagree=int((~compared.astype(bool)).sum()),
+                        libtpu=str(libtpu.iloc[0]) if len(libtpu) else "?"))
+    return out
+
+
+def best_at(best: pd.DataFrame | None, target: str = "v5e") -> list[dict]:
+    """The best Pallas configuration against XLA per data type at the largest size, by the timing
+    model (device time, the estimator the report uses throughout)."""
+    if best is None or best.empty or "estimator" not in best:
+        return []
+    part = best[(best.target == target) & (best.estimator == "model")]
+    out = []
+    for dtype in ("float32", "bfloat16", "int8"):
+        rows = part[part.dtype == dtype]
+        if rows.empty:
+            continue
+        r = rows.sort_values("size").iloc[-1].to_dict()  # a dict: a Series' .size is its length
+        fraction, post = r["fraction_of_xla"], r.get("fraction_of_post_xla", np.nan)
+        out.append(dict(dtype=dtype, size=int(r["size"]),
+                        blocks=f"({int(r['bm'])}, {int(r['bk'])}, {int(r['bn'])})",
+                        fraction=None if pd.isna(fraction) else float(fraction),
+                        post_fraction=None if pd.isna(post) else float(post), flagged=bool(r["xla_flagged"])))
+    return out
+
+
+def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> list[dict]:
+    """One row per claim under the pipeline's compiler, with the verdict of the others beside it."""
+    from experiments.analysis.claims import CLAIMS, reason_text
+    from report.tables import _text
+
+    if claims is None or claims.empty or "claim_id" not in claims:
+        return []
+    mine = claims[claims.toolchain == primary] if primary in set(claims.toolchain) else claims
+    mine = mine.drop_duplicates("claim_id")
+    others = claims[claims.toolchain != mine.toolchain.iloc[0]]
+    rows = []
+    for r in mine.itertuples():
+        values = json.loads(r.values)
+        # one cell per other toolchain (claims.csv checks only feasibility claims under them)
+        mine_other = {o.toolchain: o for o in others[others.claim_id == r.claim_id].itertuples()}
+        then = [dict(verdict=gettext(VERDICT_NAMES[mine_other[t].verdict]),
+                     verdict_class=mine_other[t].verdict.replace(" ", "-")) if t in mine_other else None
+                for t in sorted(set(others.toolchain))]
+        rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
+                         verdict_class=r.verdict.replace(" ", "-"),
+                         evidence=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
+                         source=gettext(SOURCE_KINDS.get(r.source_kind, "none")), then=then))
+    return rows
+
+
+def front_page(*, claims, fidelity, then_and_now, best, primary, gettext) -> dict:
+    """Context for the abstract and the key findings box."""
+    rows = claim_rows(claims, primary, gettext)
+    counts = {v: 0 for v in VERDICT_NAMES}
+    mine = claims[claims.toolchain == primary] if claims is not None and len(claims) and primary in set(
+        claims.toolchain) else claims
+    if mine is not None and len(mine):
+        for verdict in mine.drop_duplicates("claim_id").verdict:
+            counts[verdict] = counts.get(verdict, 0) + 1
+    agreement = toolchain_agreement(then_and_now, primary)
+    for a in agreement:
+        a["label"] = toolchain_name(a["name"], gettext)
+    other_toolchains = []
+    if claims is not None and len(claims) and rows:
+        first = claims[claims.toolchain == primary] if primary in set(claims.toolchain) else claims
+        other_toolchains = [toolchain_name(t, gettext)
+                            for t in sorted(set(claims.toolchain) - {first.toolchain.iloc[0]})]
+    return dict(claims=rows, other_toolchains=other_toolchains, n_claims=sum(counts.values()),
+                holds=counts["holds"], differs=counts["differs"],
+                untested=counts["not tested"], inconclusive=counts.get("inconclusive", 0),
+                model=fidelity_score(fidelity, OUT_OF_SAMPLE),
+                raw=fidelity_score(fidelity, RAW), agreement=agreement, best=best_at(best))
