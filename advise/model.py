@@ -95,8 +95,7 @@ def fitted(config: dict) -> Model:
     points, _ = tm.reference_points(df, source="published", target="v5e")
     fit = tm.fit_published(points)
     band = intervals.band(df)
-    return Model(fit.constants, band, "fitted here on the post's published v5e numbers "
-                                      f"({fit.n_points} points)")
+    return Model(fit.constants, band, f"fitted here on {fit.n_points} of the post's published v5e points")
 
 
 def load(config: dict, results: Path, versions: dict) -> Model:

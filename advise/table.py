@@ -31,11 +31,14 @@ def ranked(rows: pd.DataFrame, xla: pd.DataFrame, model, target: str) -> pd.Data
         for level, half in q.items():
             s = f"{round(100 * level)}"
             # the band stops at the chip's peak, which no kernel passes
-            table[f"model_{time}_ms_lo{s}"] = np.fmax(table[f"model_{time}_ms"] * math.exp(-half), fastest)
+            with np.errstate(invalid="ignore"):  # rows without a time: NaN on both sides
+                slow = table[f"model_{time}_ms"] * math.exp(-half)
+                table[f"model_{time}_ms_lo{s}"] = np.fmax(slow, fastest)
             table[f"model_{time}_ms_hi{s}"] = table[f"model_{time}_ms"] * math.exp(half)
             table[f"model_{time}_tflops_lo{s}"] = table[f"model_{time}_tflops"] * math.exp(-half)
             fast = table[f"model_{time}_tflops"] * math.exp(half)
-            table[f"model_{time}_tflops_hi{s}"] = np.fmin(fast, peak)
+            with np.errstate(invalid="ignore"):
+                table[f"model_{time}_tflops_hi{s}"] = np.fmin(fast, peak)
     table["vmem_mib"] = table.vmem_bytes.astype(float) / MiB
     table["vmem_limit_mib"] = table.vmem_limit_bytes.astype(float) / MiB
     table["xla_raw_tflops"] = np.where(table._xla, table.tflops, np.nan)
