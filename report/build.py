@@ -28,6 +28,7 @@ from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation,
 from figures.labels import GLOSSARY
 from kernels import REGISTRY
 from report import findings, front, tables
+from report.advice import advice_section
 from report.then_and_now import section as section_then_and_now
 
 HERE = Path(__file__).resolve().parent
@@ -70,6 +71,7 @@ def used_messages() -> set[str]:
                ("then_and_now_table.html.j2", TEMPLATES / "then_and_now_table.html.j2",
                 "jinja2.ext:babel_extract", {"extensions": "jinja2.ext.i18n"}),
                ("front.py", HERE / "front.py", "python", {}),
+               ("advice.py", HERE / "advice.py", "python", {}),
                ("then_and_now.py", HERE / "then_and_now.py", "python", {}),
                ("claims.py", ROOT / "experiments" / "analysis" / "claims.py", "python", {})]
     for _name, path, method, options in methods:
@@ -313,13 +315,14 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                  claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
                  constants: pd.DataFrame | None = None, then_and_now: pd.DataFrame | None = None,
                  best_vs_xla: pd.DataFrame | None = None,
-                 measured: pd.DataFrame | None = None) -> tuple[str, str]:
+                 measured: pd.DataFrame | None = None, advice: dict | None = None) -> tuple[str, str]:
     """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
     language's PDF, every details element open), from one reading of the table. `figure_names`: the
     run's figures, as {name: (kind, args)} (figures.catalog.figure_specs) or names. claims, fidelity,
     constants, then_and_now and best_vs_xla are the results/*.csv of those names; each is computed
     from `df` when not given. `measured`: every measured row (experiments.analysis.runs.read_measured)
-    where `df` holds each target's latest run only; by default `df`'s."""
+    where `df` holds each target's latest run only; by default `df`'s. `advice`: {shape: the advisor's
+    table} (results/advice/<shape>.csv), for the "beyond the post" section."""
     from experiments.analysis.summaries import best_vs_xla as best_table
     from experiments.analysis.toolchains import then_and_now as then_and_now_table
 
@@ -395,6 +398,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
         other_roofline_figures=other_roofline_figures, more_generation_figures=more_generation_figures,
         raised=raised, best=best, generation_figures=generation_figures,
+        advice=advice_section(advice or {}, str(Path(figures_href).parent / "advice"), gettext),
         float32_note=float32_note(best, model["constants_table"], gettext),
         methods=estimate_methods(df).to_dict("records"),
         has_published=bool((df.source == "published").any()), libtpu=libtpu,

@@ -11,6 +11,8 @@ rule report:
         constants="results/timing_model.csv",
         then_and_now="results/then_and_now.csv",
         best_vs_xla="results/best_vs_xla.csv",
+        advice=expand("results/advice/{shape}.csv", shape=ADVICE),
+        advice_figures=expand("results/advice/{shape}.png", shape=ADVICE),
         figures=FIGURE_PNGS,
         gallery="results/figures/index.html",
         licence="results/LICENSE.md",

@@ -34,12 +34,13 @@ def make(log) -> None:
     config_yaml = config_text(dict(snakemake.config))
     model = {name: read_csv(getattr(snakemake.input, name))
              for name in ("claims", "fidelity", "constants", "then_and_now", "best_vs_xla")}
+    advice = {Path(path).stem: pd.read_csv(path) for path in snakemake.input.advice}
     figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name
     lang, html_path = snakemake.wildcards.lang, Path(snakemake.output.html)
     common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
                   figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
                   figures_href=str(figures_href), primary_toolchain=primary(snakemake.config),
-                  served=served(snakemake.config), measured=measured, **model)
+                  served=served(snakemake.config), measured=measured, advice=advice, **model)
     html, pdf_html = render_pages(df, **common)
     write_text_atomic(embed_cjk_font(html, cjk_font_path()), html_path)
     write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",

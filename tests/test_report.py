@@ -406,3 +406,32 @@ def test_the_gallery_numbers_the_figures_as_the_report_does(table, tmp_path):
     in_gallery = {name: int(n) for name, n in
                   re.findall(r'<section class="card" id="([^"]+)">\n<h2>Figure (\d+)\.', gallery)}
     assert len(in_report) >= 8 and in_report == {n: i for n, i in in_gallery.items() if n in in_report}
+
+
+def advice_table() -> pd.DataFrame:
+    """An advisor table (results/advice/<shape>.csv) of two targets: three blocks, one tie, and XLA."""
+    def row(target, kernel, rank, blocks, tflops, tie=None):
+        bm, bk, bn = blocks
+        return dict(target=target, kernel=kernel, rank=rank, bm=bm, bk=bk, bn=bn, status="ok", tie=tie,
+                    vmem_mib=12.5 if kernel != "xla" else None, vmem_limit_mib=16.0,
+                    model_device_tflops=tflops, model_device_tflops_lo80=tflops / 1.15,
+                    model_device_tflops_hi80=tflops * 1.15)
+
+    return pd.DataFrame([
+        row("v5e", "v5", 1.0, (1024, 512, 1024), 189.0),
+        row("v5e", "v5", 2.0, (512, 1024, 1024), 180.0, "tie"),
+        row("v5e", "v5", 3.0, (256, 256, 256), 120.0), row("v5e", "xla", None, (None,) * 3, 192.9),
+        row("v6e", "v5", 1.0, (1024, 1024, 2048), 787.0), row("v6e", "xla", None, (None,) * 3, 844.6)])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval(table, lang):
+    html = render(table, lang, advice={"8192x4096x14336": advice_table()})
+    section = html[html.index('<section id="advice">'):]
+    section = section[:section.index("</section>")]
+    assert "8192 × 4096 × 14336" in section
+    assert "(1024, 512, 1024)" in section and "(1024, 1024, 2048)" in section
+    assert "189 [164–217]" in section and "193 [168–222]" in section  # best, and XLA, with the 80 % band
+    assert "v6e †" in section and "v5e †" not in section  # off v5e: no measurement checks the band
+    assert 'src="../advice/8192x4096x14336.png"' in section
+    assert '<section id="advice">' not in render(table, lang)  # no advice asked for, no section
