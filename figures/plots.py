@@ -375,10 +375,12 @@ def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     if rows.empty:
         return rows, post_method, []
     failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
-    notes = flagged_line(rows, lang) + failure_lines(failed, lang) + missing_lines(rows, lang)
-    if post_method and banded(rows):  # the shading first: it is on every curve
-        notes.insert(0, text(lang, "interval_band")
-                     + (text(lang, "interval_unchecked", target=target) if target != "v5e" else ""))
+    # What kind of number is drawn comes first: model-only estimates (no compiler cycles), then the
+    # shading on every curve; then flagged estimates and failures (the caption keeps them all).
+    band = ([text(lang, "interval_band") + (text(lang, "interval_unchecked", target=target)
+                                            if target != "v5e" else "")]
+            if post_method and banded(rows) else [])
+    notes = missing_lines(rows, lang) + band + flagged_line(rows, lang) + failure_lines(failed, lang)
     return rows, post_method, notes
 
 
@@ -601,6 +603,8 @@ def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.Da
             except tm.TooFewPoints:
                 pass
         large = points.m >= validation.LARGE
+        if not large.any():  # fidelity.csv scores large problems only: none here, nothing to draw
+            continue
         for estimator, seconds in predictions:
             part = points[large].assign(y=(work / seconds / 1e12)[large])
             panels.append((other, estimator, part, validation.scores(points[large], seconds[large])))

@@ -11,8 +11,11 @@ from report.tables import TOOLCHAIN_NAMES
 
 
 def toolchain_name(name: str, gettext) -> str:
-    """"today's compiler" for the config's `current`, "the post's compiler" for `post`, else the name."""
-    return gettext(TOOLCHAIN_NAMES[name]) if name in TOOLCHAIN_NAMES else name
+    """"today's compiler" for the config's `current`, "the post's compiler" for `post`, else "toolchain
+    <name>" (a name from the config)."""
+    if name in TOOLCHAIN_NAMES:
+        return gettext(TOOLCHAIN_NAMES[name])
+    return gettext("toolchain %(name)s") % {"name": name}
 
 
 def N_(message: str) -> str:

@@ -12,13 +12,19 @@ so the worker moves fd 1 onto stderr and keeps a private copy of stdout for its 
 """
 import os
 import pickle
+import signal
 import sys
 import time
 
-from experiments.compile_study import compiler_output
-from experiments.core.cases import Case, wrapper
-from experiments.core.chips import chip
-from kernels import compat
+if __name__ == "__main__":
+    # Ctrl-C reaches the whole process group; the job that started this worker says so once and
+    # stops it, so the worker ignores it from here on, while it imports jax too.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+from experiments.compile_study import compiler_output  # noqa: E402
+from experiments.core.cases import Case, wrapper  # noqa: E402
+from experiments.core.chips import chip  # noqa: E402
+from kernels import compat  # noqa: E402
 
 PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
 
