@@ -21,7 +21,7 @@ from experiments.compile_study.study import Job, run_jobs
 from experiments.core.cases import Case
 from experiments.core.chips import MiB, chip
 from experiments.core.traffic import min_vmem_bytes
-from experiments.core.units import flops
+from experiments.core.units import flops, tflops
 
 log = logging.getLogger(__name__)
 FIRST = 6  # candidates compiled before the bound prunes the rest
@@ -138,7 +138,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     table = pd.concat(out, ignore_index=True)
     work = flops(*shape)
     for time in ("device", "post"):
-        table[f"model_{time}_tflops"] = work / table[f"model_{time}_seconds"] / 1e12
+        table[f"model_{time}_tflops"] = tflops(work, table[f"model_{time}_seconds"])
     at_shape = (table.m == shape[0]) & (table.k == shape[1]) & (table.n == shape[2])
     return table[at_shape & (table.kernel != "xla")].reset_index(drop=True), \
         table[at_shape & (table.kernel == "xla")].reset_index(drop=True)

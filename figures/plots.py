@@ -10,7 +10,7 @@ from matplotlib.lines import Line2D
 
 from experiments.analysis.summaries import MIN_RANK_POINTS, default_limit, model_only, post_configs
 from experiments.core.chips import generation_order
-from experiments.core.units import MiB, flops
+from experiments.core.units import MiB, flops, tflops
 from figures.labels import LABELS, SOURCE_NAMES, text
 
 SOURCES = ("published", "estimate", "measured")
@@ -606,7 +606,7 @@ def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.Da
         if not large.any():  # fidelity.csv scores large problems only: none here, nothing to draw
             continue
         for estimator, seconds in predictions:
-            part = points[large].assign(y=(work / seconds / 1e12)[large])
+            part = points[large].assign(y=tflops(work, seconds)[large])
             panels.append((other, estimator, part, validation.scores(points[large], seconds[large])))
     return panels
 

@@ -3,7 +3,7 @@ import pandas as pd
 
 from experiments.analysis.summaries import default_limit
 from experiments.core.schema import CONFIG
-from experiments.core.units import MiB, flops
+from experiments.core.units import MiB, flops, tflops
 from figures.plots import config_label, experiment_rows
 
 
@@ -98,10 +98,10 @@ def measured_row(r) -> dict:
     return dict(
         kernel=r.kernel, config=config_label(r), dtype=r.dtype, m=r.m, status=r.status,
         limit_mib=f"{r.vmem_limit_bytes / MiB:.0f}" if pd.notna(r.vmem_limit_bytes) else "–",
-        tflops=f"{r.tflops:.2f} ({flop / r.p75_seconds / 1e12:.2f}–{flop / r.p25_seconds / 1e12:.2f})"
+        tflops=f"{r.tflops:.2f} ({tflops(flop, r.p75_seconds):.2f}–{tflops(flop, r.p25_seconds):.2f})"
         + timer_mark(r) if ok else "–",
         precision=getattr(r, "precision", "") or "–",
-        wall_tflops=f"{flop / r.wall_seconds / 1e12:.2f}" if ok else "–",
+        wall_tflops=f"{tflops(flop, r.wall_seconds):.2f}" if ok else "–",
         n=int(r.n_samples) if ok else 0,
         ratio=f"{r.measured_over_estimate:.2f}" if pd.notna(r.measured_over_estimate) else "–",
     )
@@ -137,7 +137,7 @@ def summary_table(group: pd.DataFrame) -> dict:
     for r in ordered.head(MAX_TABLE_ROWS).itertuples():
         flop = float(flops(r.m, r.k, r.n))
         body.append(dict(measured_row(r), runs=int(r.runs), run=r.run_label,
-                         median_tflops=f"{flop / r.median_seconds / 1e12:.2f}" if pd.notna(r.median_seconds)
+                         median_tflops=f"{tflops(flop, r.median_seconds):.2f}" if pd.notna(r.median_seconds)
                          else "–"))
     newest = group.sort_values("timestamp", kind="stable").iloc[-1]
     return dict(run_facts(newest), summary=True, runs=group.run_label.nunique(),
