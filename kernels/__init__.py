@@ -26,8 +26,6 @@ def _discover() -> dict[str, KernelSpec]:
 
 # Kernel name (as in configs and result tables) -> its spec. v4 reuses v3's kernel.
 REGISTRY = _discover()
-# Kernel name -> its wrapper.
-KERNELS = {name: spec.wrapper for name, spec in REGISTRY.items()}
 
 
 def kernel_spec(name: str) -> KernelSpec:
@@ -37,4 +35,4 @@ def kernel_spec(name: str) -> KernelSpec:
         raise ValueError(f"kernel={name!r} unknown; expected one of {sorted(REGISTRY)}") from None
 
 
-__all__ = ["KERNELS", "REGISTRY", "KernelSpec", "kernel_spec"]
+__all__ = ["REGISTRY", "KernelSpec", "kernel_spec"]
