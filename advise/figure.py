@@ -17,7 +17,7 @@ def draw(advice: pd.DataFrame, path, title: str) -> None:
         best = mine[(mine.kernel != "xla") & mine["rank"].notna()].sort_values("rank").head(SHOWN)
         xla = mine[(mine.kernel == "xla") & mine.model_device_tflops.notna()]
         shown = pd.concat([best, xla])
-        labels = [f"#{int(r['rank'])} ({r.bm},{r.bk},{r.bn})" if r.kernel != "xla" else "XLA"
+        labels = [f"#{int(r['rank'])} ({int(r.bm)},{int(r.bk)},{int(r.bn)})" if r.kernel != "xla" else "XLA"
                   for _, r in shown.iterrows()]
         y = list(range(len(shown)))[::-1]
         for lo, hi, width in (("lo95", "hi95", 1.2), ("lo80", "hi80", 4.0)):
@@ -26,7 +26,8 @@ def draw(advice: pd.DataFrame, path, title: str) -> None:
         ax.plot(shown.model_device_tflops, y, "o", color="black", ms=4)
         ax.set_yticks(y, labels, fontsize=8)
         ax.set_xlabel("modelled device TFLOP/s (estimate)")
-        ax.set_title(f"{target}", fontsize=10)
+        versions = ", ".join(sorted(set(mine.libtpu_version.dropna().astype(str))))
+        ax.set_title(f"{target}, estimated by libtpu {versions}" if versions else target, fontsize=10)
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(f"{title}\nestimates (libtpu compile + timing model fitted on the post's v5e numbers); "
                  "bars: 80 % and 95 % prediction intervals", fontsize=9)
