@@ -1,13 +1,49 @@
+import fcntl
 import os
+import shutil
+from pathlib import Path
 
 # Tests run JAX on the CPU even where libtpu is installed (it is a pinned dependency).
 os.environ["JAX_PLATFORMS"] = "cpu"
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+import runs  # noqa: E402
 
 from experiments.analysis.aggregate import combine  # noqa: E402
 from experiments.core.schema import frame as to_frame  # noqa: E402
+
+
+def pytest_collection_modifyitems(items):
+    """The slow tests first (in their files' order), then the rest. pyproject's `--dist loadgroup` hands
+    tests to the two workers in this order as they free up: each starts on a long end-to-end test and
+    both end on short ones, instead of one worker being handed a minute-long run at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def made_once(name: str, make, tmp_path_factory) -> Path:
+    """`make(folder)` once per test session however many pytest-xdist workers ask, and that folder:
+    the first worker to ask makes it under a lock in the temporary folder the workers share, the
+    others wait for it (pytest-xdist's "Making session-scoped fixtures execute only once"). A make that
+    fails marks nothing done, so the next worker to ask tries again and fails with its own message."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # popen-gwN/.. under xdist
+    folder, done = shared / name, shared / f"{name}.done"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a failed attempt's leftovers
+            make(folder)
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory):
+    """A copy of the repository with a finished run of the tiny config (tests/runs.py), made once for
+    the whole session and shared by the end-to-end tests. Read it; a test that changes it works on
+    `runs.copy_run(tiny_run, ...)`, so every test sees it as it was made."""
+    return made_once("tiny_run", runs.make_tiny_run, tmp_path_factory)
 
 TOLERANCES = {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0}
 

@@ -13,6 +13,9 @@ from experiments.core.cases import Case
 from experiments.core.chips import MiB, chip
 from experiments.core.schema import ESTIMATE_STATUSES
 
+# the module's compile workers (v5e, v5e_profiler) started once: every test of this file on one worker
+pytestmark = pytest.mark.xdist_group("compile_study")
+
 V1_1024 = Case("v1", "float32", 1024, 1024, 1024)
 V1_2048 = Case("v1", "float32", 2048, 2048, 2048)
 

@@ -41,6 +41,9 @@ from experiments.measure.statistics import derive, summarize
 from experiments.plan.config import with_defaults
 from experiments.plan.jobs import measure_settings
 
+# the module's measurement (cpu_rows) made once: every test of this file on one worker
+pytestmark = pytest.mark.xdist_group("measure")
+
 CPU = Device("cpu", "cpu", "cpu", 1)
 FAST = measure_settings(with_defaults({}), warmup=1, samples=5, input_sets=2, min_sample_s=0.002,
                         max_calls=20)

@@ -1,7 +1,6 @@
 """Rebuild rules: a finished run reruns exactly what a code or config edit changes, and nothing when the
-checkout moves. One small real run of a copy of the repository, then dry runs against it."""
-import re
-import shutil
+checkout moves. One small real run of a copy of the repository (the session's tiny run, conftest.py),
+then dry runs and refused runs against a copy of it each."""
 import subprocess
 import sys
 from pathlib import Path
@@ -9,61 +8,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from runs import TINY_RUN, copy_repository, copy_run, planned, snakemake
 
 from experiments.plan.code_inputs import closure
 
 ROOT = Path(__file__).resolve().parent.parent
 
-TINY = {
-    "correctness": {
-        "tolerance": {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0},
-        "shapes": [[256, 256, 256]],
-        "kernels": {"v1": {"dtypes": ["float32"]},
-                    "v3": {"dtypes": ["float32"], "blocks": [[128, 128, 128]]}},
-    },
-    "targets": ["v5e"],
-    "compile_study": {
-        "sizes": [512],
-        "experiments": {"v1": {"kernel": "v1", "dtypes": ["float32"]},
-                        "v3": {"kernel": "v3", "dtypes": ["float32"], "blocks": [[256, 256, 256]]}},
-    },
-    "measure": {"device": "off", "samples": 5},  # carried files in the tests hold 5 samples a row
-}
 
-
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "snakemake", "--configfile", "config/tiny.yaml", "--replace-workflow-config",
-           *args]
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
-
-
-def planned(workdir: Path) -> dict[str, int]:
-    """rule -> job count that a dry run plans ({} when nothing is to be done)."""
-    result = snakemake(workdir, "--dry-run")
-    assert result.returncode == 0, result.stdout + result.stderr
-    stats = result.stdout.split("Job stats:")[-1] if "Job stats:" in result.stdout else ""
-    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if rule != "total"}
-
-
-def copy_repository(dest: Path) -> Path:
-    """The tracked files of this checkout (with their modification times), as a clone would have them."""
-    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
-                           check=True).stdout.split()
-    for name in files:
-        if (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
-    (dest / "config" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
-    return dest
-
-
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
-    repo = copy_repository(tmp_path_factory.mktemp("rebuild") / "repo")
-    result = snakemake(repo, "--cores", "2")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert planned(repo) == {}
-    return repo
+@pytest.fixture
+def finished_run(tiny_run, tmp_path):
+    """This test's copy of the session's finished tiny run (conftest.py), for it to edit and rerun."""
+    return copy_run(tiny_run, tmp_path / "repo")
 
 
 TABLE_ONWARDS = {"aggregate", "summaries", "claims", "then_and_now", "figures", "gallery", "report"}
@@ -112,9 +67,8 @@ def test_a_config_edit_reruns_exactly_its_jobs(finished_run):
 
 
 @pytest.mark.slow
-def test_a_moved_checkout_reruns_nothing(finished_run, tmp_path):
-    moved = tmp_path / "elsewhere" / "renamed"
-    shutil.copytree(finished_run, moved)  # results/ and .snakemake/ included, times kept
+def test_a_moved_checkout_reruns_nothing(tiny_run, tmp_path):
+    moved = copy_run(tiny_run, tmp_path / "elsewhere" / "renamed")  # results/ and .snakemake/, times kept
     assert planned(moved) == {}
 
 
@@ -221,7 +175,7 @@ def test_ctrl_c_says_once_that_the_run_was_interrupted_and_how_to_resume(tmp_pat
     import time
 
     repo = copy_repository(tmp_path / "repo")
-    args = ["--cores", "1", "--configfile", "config/tiny.yaml", "--replace-workflow-config"]
+    args = ["--cores", "1", *TINY_RUN]
     # SIGINT's default handler, as in a terminal (a shell's background job starts with it ignored)
     start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
              f"sys.argv = ['snakemake', *{args!r}]; runpy.run_module('snakemake', run_name='__main__')")

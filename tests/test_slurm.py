@@ -20,7 +20,8 @@ import pytest
 
 from experiments.measure.device import CACHE_VARIABLE
 
-pytestmark = pytest.mark.slow
+# one cluster: every test of this file on the same worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = ROOT / "tests" / "slurm" / "cluster.sh"

@@ -1,5 +1,5 @@
-"""The Snakemake workflow end to end on the CI-sized config: refusing bad configs, surviving
-interruptions, giving the same estimates twice, and dry runs with the cluster profiles."""
+"""The Snakemake workflow end to end on the CI-sized config: refusing bad configs and dry runs with the
+cluster profiles; surviving interruptions and giving the same estimates twice on the tiny config."""
 import os
 import shutil
 import signal
@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import runs
 import yaml
+from runs import TINY_RUN
 
 from experiments.measure.device import CACHE_VARIABLE, Device
 from experiments.plan.config import with_defaults
@@ -220,17 +222,17 @@ def wait_for(path_glob: str, workdir: Path, proc: subprocess.Popen, timeout: flo
         time.sleep(0.2)
 
 
-def interrupt(workdir: Path, after: str, sig: int, whole_group: bool) -> None:
-    """Start the CI run, wait until a file matching `after` exists, then send `sig` and wait."""
+def interrupt(repo: Path, after: str, sig: int, whole_group: bool) -> None:
+    """Start the tiny run in `repo`, wait until a file matching `after` exists, then send `sig` and wait."""
     # Snakemake with SIGINT's default handler: a shell starts background commands with SIGINT ignored
     # (Python then keeps ignoring it), which would make the interruption a no-op under such a runner.
-    args = ["--snakefile", str(ROOT / "Snakefile"), "--cores", "2", *CI_RUN]
+    args = ["--cores", "2", *TINY_RUN]
     start = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
              f"sys.argv = ['snakemake', *{args!r}]; runpy.run_module('snakemake', run_name='__main__')")
-    proc = subprocess.Popen([sys.executable, "-c", start], cwd=workdir, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-c", start], cwd=repo, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        wait_for(after, workdir, proc)
+        wait_for(after, repo, proc)
         if whole_group:  # Ctrl-C in a terminal signals the whole foreground process group
             os.killpg(proc.pid, sig)
         else:  # `kill PID`, or a scheduler stopping the job
@@ -248,20 +250,22 @@ def stable_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_interrupted_runs_resume_to_the_same_results(workdir, ci_run, monkeypatch):
+def test_interrupted_runs_resume_to_the_same_results(tmp_path, tiny_run, monkeypatch):
+    """Interrupted twice (Ctrl-C during the compile study, SIGTERM to Snakemake during the figures),
+    then resumed with the same command: the results equal the session's uninterrupted run's. On the
+    tiny config (tests/runs.py), which runs every stage that can be interrupted: what is tested is the
+    interruption and the resumption, which a larger sweep would only make longer."""
+    repo = runs.copy_repository(tmp_path / "repo")
     # Caches of its own: compiles and outputs made again here, not copied from the first run's
-    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(workdir / "caches"))
-    interrupt(workdir, "results/estimates/v5e/*.parquet", signal.SIGINT, whole_group=True)
-    interrupt(workdir, "results/figures/*.png", signal.SIGTERM, whole_group=False)
-    result = snakemake(workdir, "--cores", "2", *CI_RUN)  # the README's command, nothing added
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "caches"))
+    interrupt(repo, "results/estimates/v5e/*.parquet", signal.SIGINT, whole_group=True)
+    interrupt(repo, "results/figures/*.png", signal.SIGTERM, whole_group=False)
+    result = runs.snakemake(repo, "--cores", "2")  # the same command, nothing added
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert not list(workdir.rglob(".*.tmp"))  # no half-written table left behind
+    assert not list(repo.rglob(".*.tmp"))  # no half-written table left behind
     # Determinism: the interrupted-and-resumed run and the uninterrupted one (same versions) agree.
-    for table in ("estimates/v5e.parquet", "correctness.parquet"):
-        pd.testing.assert_frame_equal(stable_columns(pd.read_parquet(workdir / "results" / table)),
-                                      stable_columns(pd.read_parquet(ci_run / "results" / table)))
-    ours, theirs = (pd.read_parquet(d / "results" / "matmul.parquet") for d in (workdir, ci_run))
-    pd.testing.assert_frame_equal(stable_columns(ours[ours.source != "measured"]),
-                                  stable_columns(theirs[theirs.source != "measured"]))
+    for table in ("estimates/v5e.parquet", "correctness.parquet", "matmul.parquet"):
+        pd.testing.assert_frame_equal(stable_columns(pd.read_parquet(repo / "results" / table)),
+                                      stable_columns(pd.read_parquet(tiny_run / "results" / table)))
     for lang in ("en", "zh"):
-        assert (workdir / "results" / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")
+        assert (repo / "results" / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")

@@ -1,0 +1,75 @@
+"""The tiny pipeline run that the end-to-end tests share (conftest.py's `tiny_run` makes it once per
+session), and the helpers to run Snakemake on a copy of the repository with the tiny config.
+
+The tiny config compiles two kernels at one size for one target, checks two kernels at one shape and
+measures nothing, yet every stage runs (compile study, correctness, table, timing model, claims,
+figures, gallery, report). Tests whose meaning is a stage's rebuild rules, a refusal that leaves the
+outputs alone or an interrupted run's resumption need every stage, not the CI config's sweep.
+"""
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY_RUN = ("--configfile", "config/tiny.yaml", "--replace-workflow-config")
+
+TINY = {
+    "correctness": {
+        "tolerance": {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0},
+        "shapes": [[256, 256, 256]],
+        "kernels": {"v1": {"dtypes": ["float32"]},
+                    "v3": {"dtypes": ["float32"], "blocks": [[128, 128, 128]]}},
+    },
+    "targets": ["v5e"],
+    "compile_study": {
+        "sizes": [512],
+        "experiments": {"v1": {"kernel": "v1", "dtypes": ["float32"]},
+                        "v3": {"kernel": "v3", "dtypes": ["float32"], "blocks": [[256, 256, 256]]}},
+    },
+    "measure": {"device": "off", "samples": 5},  # carried files in the tests hold 5 samples a row
+}
+
+
+def snakemake(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    """Snakemake in a copy of the repository (its own Snakefile) on the tiny config."""
+    cmd = [sys.executable, "-m", "snakemake", *TINY_RUN, *args]
+    return subprocess.run(cmd, cwd=repo, capture_output=True, text=True, timeout=900)
+
+
+def planned(repo: Path) -> dict[str, int]:
+    """rule -> job count that a dry run plans ({} when nothing is to be done)."""
+    result = snakemake(repo, "--dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    stats = result.stdout.split("Job stats:")[-1] if "Job stats:" in result.stdout else ""
+    return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M) if rule != "total"}
+
+
+def copy_repository(dest: Path) -> Path:
+    """The tracked files of this checkout (with their modification times), as a clone would have them,
+    and the tiny config as config/tiny.yaml."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    for name in files:
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    (dest / "config" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    return dest
+
+
+def make_tiny_run(repo: Path) -> None:
+    """A copy of the repository with a finished run of the tiny config: nothing left to do."""
+    copy_repository(repo)
+    result = snakemake(repo, "--cores", "2")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert planned(repo) == {}
+
+
+def copy_run(run: Path, dest: Path) -> Path:
+    """A copy of a finished run (results/ and .snakemake/ included, modification times kept) for a test
+    to change: the shared run stays as it was made for the tests that only read it."""
+    return Path(shutil.copytree(run, dest, symlinks=True))
