@@ -15,10 +15,14 @@ from experiments.core.schema import frame as to_frame  # noqa: E402
 
 
 def pytest_collection_modifyitems(items):
-    """The slow tests first (in their files' order), then the rest. pyproject's `--dist loadgroup` hands
-    tests to the two workers in this order as they free up: each starts on a long end-to-end test and
-    both end on short ones, instead of one worker being handed a minute-long run at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The slow tests and the files that keep their tests together (an `xdist_group` mark: costly module
+    fixtures, made once while the file's tests run one after another) first, in the files' order; then
+    the rest. pyproject's `--dist loadgroup` hands tests to the two workers in this order as they free
+    up, so both end on short tests instead of one being handed a minute-long run at the end."""
+    def later(item):
+        return not (item.get_closest_marker("slow") or item.get_closest_marker("xdist_group"))
+
+    items.sort(key=later)
 
 
 def made_once(name: str, make, tmp_path_factory) -> Path:

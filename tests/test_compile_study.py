@@ -1,5 +1,6 @@
 """The compile study against the real TPU compiler (libtpu, deviceless): parsers, OOM path, timeouts,
 unknown targets, and the cycle extrapolation's accuracy against full static profiles."""
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -21,15 +22,31 @@ V1_2048 = Case("v1", "float32", 2048, 2048, 2048)
 
 
 @pytest.fixture(scope="module")
-def v5e():
-    with Compiler("v5e", timeout_s=300) as compiler:
+def compilers():
+    """`compilers(target, profile=False)`: this module's compile worker for the target, started on first
+    use and kept until the module ends (each start loads libtpu: seconds). A Compiler compiles one case
+    at a time and keeps no state between cases; the tests that need a fresh one (a timeout, a crash)
+    start their own."""
+    with contextlib.ExitStack() as stack:
+        started = {}
+
+        def compiler(target: str, profile: bool = False) -> Compiler:
+            if (target, profile) not in started:
+                started[target, profile] = stack.enter_context(Compiler(target, profile=profile,
+                                                                        timeout_s=300))
+            return started[target, profile]
+
         yield compiler
 
 
-@pytest.fixture(scope="module")
-def v5e_profiler():
-    with Compiler("v5e", profile=True, timeout_s=300) as compiler:
-        yield compiler
+@pytest.fixture
+def v5e(compilers):
+    return compilers("v5e")
+
+
+@pytest.fixture
+def v5e_profiler(compilers):
+    return compilers("v5e", profile=True)
 
 
 @pytest.mark.compiler
@@ -56,9 +73,8 @@ def test_raised_vmem_limit_makes_v1_2048_compile(v5e):
 
 
 @pytest.mark.compiler
-def test_default_limits_in_chip_table_match_the_compiler():
-    with Compiler("v6e") as v6e:
-        result = v6e.compile(V1_2048)
+def test_default_limits_in_chip_table_match_the_compiler(compilers):
+    result = compilers("v6e").compile(V1_2048)
     assert result["status"] == "vmem_oom"
     assert result["oom_limit_bytes"] == chip("v6e").default_vmem_limit_bytes == 32 * MiB
 
@@ -141,11 +157,12 @@ def test_run_job_rows_and_raised_limits():
     ("v5e", Case("v5", "bfloat16", 2048, 4096, 2048, 1024, 1024, 1024), (32, 64, 96)),
     ("v6e", Case("v3", "float32", 2048, 2048, 2048, 1024, 1024, 1024), (64, 96)),
 ])
-def test_a_raised_limit_changes_whether_a_kernel_fits_not_what_it_compiles_to(target, case, limits_mib):
+def test_a_raised_limit_changes_whether_a_kernel_fits_not_what_it_compiles_to(compilers, target, case,
+                                                                            limits_mib):
     """Why run_job does not compile a kernel again at a raised limit above one it fits in
     (vmem_method = fits_lower_limit): at every limit it fits in, the same VMEM use and cycles."""
-    with Compiler(target, profile=True) as profiler:
-        results = [profiler.compile(case, mib * MiB) for mib in limits_mib]
+    profiler = compilers(target, profile=True)
+    results = [profiler.compile(case, mib * MiB) for mib in limits_mib]
     assert {(r["status"], r["vmem_bytes"], r["est_cycles"]) for r in results} == {
         ("ok", results[0]["vmem_bytes"], results[0]["est_cycles"])}, results
 
@@ -224,13 +241,12 @@ def test_reduced_cases_keep_blocks_and_cap_grid():
     ("v6e", Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)),
     ("v6e", Case("v3", "float32", 2048, 2048, 2048, 1024, 1024, 1024)),
 ])
-def test_blocked_vmem_from_a_small_grid_matches_the_full_compile(target, case):
+def test_blocked_vmem_from_a_small_grid_matches_the_full_compile(compilers, target, case):
     """What run_job derives for a 3-D block grid (a profiled compile of its representative small grid)
     against a plain compile of the full grid: the same verdict and bytes."""
     probe = extrapolate.representative(case)
     assert extrapolate.grid_counts(probe)[1] <= 16
-    with Compiler(target) as plain, Compiler(target, profile=True) as profiler:
-        full, small = plain.compile(case), profiler.compile(probe)
+    full, small = compilers(target).compile(case), compilers(target, profile=True).compile(probe)
     assert (small["status"], small["vmem_bytes"], small["oom_limit_bytes"]) == (
         full["status"], full["vmem_bytes"], full["oom_limit_bytes"]), (small, full)
 

@@ -9,6 +9,9 @@ from experiments.analysis import claims, intervals, model_columns, validation
 from experiments.analysis import timing_model as tm
 from experiments.core.schema import INTERVAL_COLUMNS
 
+# the module's fitted table (noisy) made once: every test of this file on one worker
+pytestmark = pytest.mark.xdist_group("intervals")
+
 
 @pytest.fixture(scope="module")
 def noisy():

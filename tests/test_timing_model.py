@@ -101,6 +101,10 @@ def synthetic_table(noise=0.0, seed=0):
     return model_columns.apply(df)[0]
 
 
+# the module's fitted table (synthetic) made once: every test of this file on one worker
+pytestmark = pytest.mark.xdist_group("timing_model")
+
+
 @pytest.fixture(scope="module")
 def synthetic():
     return synthetic_table()
