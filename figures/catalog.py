@@ -3,7 +3,8 @@ its caption and alt text in every language and the provenance embedded in its fi
 
 A kind of figure is one `Entry`: its drawing function and its caption and alt-text templates. A new
 kind is a new entry (and, if the configuration yields it, a line in `figure_specs`); the gallery, the
-report and the embedded metadata pick it up from here."""
+report and the embedded metadata pick it up from here. A study adds its kinds with `register`, each with
+the figures a configuration yields of it (studies/README.md)."""
 import dataclasses
 from pathlib import Path
 from typing import Callable
@@ -14,12 +15,10 @@ from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import post_configs
 from experiments.analysis.toolchains import primary_rows
 from experiments.plan.search import search_covers
-from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
 from figures.cite import RESULTS_LICENCE, citation, post_attribution
 from figures.labels import text
 from figures.style import LANGUAGES, save, use_style
-from figures.then_and_now import plot_then_and_now
 
 PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
 
@@ -34,6 +33,11 @@ class Entry:
     draw: Callable
     caption: dict[str, str]
     alt: dict[str, str]
+    # A study's kind: the figures a config yields of it, (config, targets) -> {name: (kind, args)}; the
+    # core's kinds are listed in figure_specs.
+    specs: Callable[[dict, list], dict] | None = None
+    # Drawn from every toolchain's estimates; the others each target's own compiler's (primary_rows).
+    every_toolchain: bool = False
 
 
 CATALOG = {
@@ -152,32 +156,15 @@ CATALOG = {
                   "Pallas 配置，三角形为 XLA。",
         },
     ),
-    "then_and_now": Entry(
-        plot_then_and_now,
-        caption={
-            "en": "VMEM that the post's configurations need on {target} under each toolchain (the compiler "
-                  "of the post's time and today's), against the default scoped-VMEM limit: the "
-                  "configurations on which a toolchain disagrees with the post, drawn; the others, on which "
-                  "every toolchain agrees, counted above the bars; estimated by each toolchain's libtpu "
-                  "without a TPU.",
-            "zh": "原文配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，与默认 "
-                  "scoped VMEM 上限对比：画出有工具链与原文结论不一致的配置；"
-                  "其余各工具链都与原文一致的配置只在"
-                  "条形上方计数；由各工具链的 libtpu 在无 TPU 的机器上估计。",
-        },
-        alt={
-            "en": "Horizontal bars, one row per configuration of the post on which some toolchain disagrees "
-                  "with the post's verdict, one bar per toolchain: filled where it compiles at the default "
-                  "limit, hatched where it runs out of VMEM, edged in red where it disagrees; a line marks "
-                  "the default limit; a line of text above the bars counts the configurations not drawn.",
-            "zh": "横向条形图：每行是一个有工具链与原文结论不一致的原文配置，每个工具链一根条；在默认上限内"
-                  "可编译为实心，VMEM 不足为斜线填充，不一致的加红边；竖线为默认上限；"
-                  "条形上方一行文字给出未画出"
-                  "的配置个数。",
-        },
-    ),
 }
-KINDS = {kind: entry.draw for kind, entry in CATALOG.items()}
+
+
+def register(kind: str, entry: Entry) -> None:
+    """Add a study's kind of figure (its package does, when imported: experiments/plan/studies.py)."""
+    if CATALOG.get(kind, entry) != entry:
+        raise ValueError(f"figure kind={kind!r} is registered twice, differently")
+    CATALOG[kind] = entry
+
 
 
 def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
@@ -200,14 +187,13 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
         specs[f"roofline_{target}"] = ("roofline", dict(target=target))
         if target in PUBLISHED_TARGETS:
             specs[f"fidelity_{target}"] = ("fidelity", dict(target=target))
-    toolchains = parse_toolchains(config)
-    if len(toolchains) > 1:  # the post's configurations under each toolchain
-        primary = next(t.name for t in toolchains.values() if t.pipeline)
-        specs["then_and_now_v5e"] = ("then_and_now", dict(target="v5e", primary=primary))
     if len(targets) > 1:
         for name, spec in experiments.items():
             for dtype in spec["dtypes"]:
                 specs[f"generations_{name}_{dtype}"] = ("generations", dict(experiment=name, dtype=dtype))
+    for entry in CATALOG.values():  # the studies' kinds
+        if entry.specs is not None:
+            specs.update(entry.specs(config, targets))
     return specs
 
 
@@ -334,15 +320,15 @@ def figure_title(fig) -> str:
 def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None,
            served: dict | None = None) -> list[Path]:
     """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
-    pipeline's own toolchain, whose estimates all kinds but then_and_now draw, except for the targets
-    another toolchain is `served` for; None: every row)."""
-    if kind != "then_and_now":
+    pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
+    for the targets another toolchain is `served` for; None: every row)."""
+    if not CATALOG[kind].every_toolchain:
         df = primary_rows(df, primary, served)
     df = latest_runs(df)  # one measured curve per configuration: each target's latest run
     paths = []
     for lang in LANGUAGES:
         use_style(lang)
-        fig = KINDS[kind](df, lang=lang, **args)
+        fig = CATALOG[kind].draw(df, lang=lang, **args)
         info = provenance(df, name, kind, args, lang, figure_title(fig))
         paths += save(fig, stem(directory, name, lang), info)
     return paths

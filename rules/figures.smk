@@ -16,7 +16,7 @@ rule figures:
     params:
         figures=lambda wc: settings(FIGURES),
         # CITATION.cff: the citation embedded in every file
-        code=code("scripts/draw_figures.py", "figures/*.mplstyle", "CITATION.cff"),
+        code=code("scripts/draw_figures.py", "figures/*.mplstyle", "CITATION.cff", *STUDY_CODE),
     script:
         "../scripts/draw_figures.py"
 
@@ -40,7 +40,7 @@ rule gallery:
         "../environment.yml"
     params:
         figures=lambda wc: settings(FIGURES),
-        code=code("scripts/gallery.py"),
+        code=code("scripts/gallery.py", *STUDY_CODE),
     script:
         "../scripts/gallery.py"
 

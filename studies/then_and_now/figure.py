@@ -12,8 +12,11 @@ import pandas as pd
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from experiments.analysis.toolchains import TARGET, config_name, disagrees, then_and_now, toolchains_of
+from experiments.analysis.toolchains import TARGET, config_name, toolchains_of
 from experiments.core.units import MiB
+from experiments.plan.toolchains import parse as parse_toolchains
+from figures.catalog import Entry, register
+from studies.then_and_now.analysis import disagrees, then_and_now
 
 TEXT = {
     "en": {
@@ -112,3 +115,40 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     for j, note in enumerate(notes[:3]):
         fig.text(0.01, -0.02 - 0.035 * j, note, fontsize=8.5, color="#D55E00")
     return fig
+
+
+def figure_specs(config: dict, targets) -> dict:
+    """The figure a config yields: the post's chip under every toolchain, when it has more than one."""
+    toolchains = parse_toolchains(config)
+    if len(toolchains) < 2:
+        return {}
+    primary = next(t.name for t in toolchains.values() if t.pipeline)
+    return {"then_and_now_v5e": ("then_and_now", dict(target=TARGET, primary=primary))}
+
+
+register("then_and_now", Entry(
+    plot_then_and_now,
+    caption={
+        "en": "VMEM that the post's configurations need on {target} under each toolchain (the compiler "
+              "of the post's time and today's), against the default scoped-VMEM limit: the "
+              "configurations on which a toolchain disagrees with the post, drawn; the others, on which "
+              "every toolchain agrees, counted above the bars; estimated by each toolchain's libtpu "
+              "without a TPU.",
+        "zh": "原文配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，与默认 "
+              "scoped VMEM 上限对比：画出有工具链与原文结论不一致的配置；"
+              "其余各工具链都与原文一致的配置只在"
+              "条形上方计数；由各工具链的 libtpu 在无 TPU 的机器上估计。",
+    },
+    alt={
+        "en": "Horizontal bars, one row per configuration of the post on which some toolchain disagrees "
+              "with the post's verdict, one bar per toolchain: filled where it compiles at the default "
+              "limit, hatched where it runs out of VMEM, edged in red where it disagrees; a line marks "
+              "the default limit; a line of text above the bars counts the configurations not drawn.",
+        "zh": "横向条形图：每行是一个有工具链与原文结论不一致的原文配置，每个工具链一根条；在默认上限内"
+              "可编译为实心，VMEM 不足为斜线填充，不一致的加红边；竖线为默认上限；"
+              "条形上方一行文字给出未画出"
+              "的配置个数。",
+    },
+    specs=figure_specs,
+    every_toolchain=True,
+))
