@@ -16,7 +16,12 @@ rule figures:
     params:
         figures=lambda wc: settings(FIGURES),
         # CITATION.cff: the citation embedded in every file
-        code=code("scripts/draw_figures.py", "figures/*.mplstyle", "CITATION.cff", *STUDY_CODE),
+        code=code(
+            "scripts/draw_figures.py",
+            "figures/*.mplstyle",
+            "CITATION.cff",
+            modules=study_modules("figure"),
+        ),
     script:
         "../scripts/draw_figures.py"
 
@@ -40,7 +45,7 @@ rule gallery:
         "../environment.yml"
     params:
         figures=lambda wc: settings(FIGURES),
-        code=code("scripts/gallery.py", *STUDY_CODE),
+        code=code("scripts/gallery.py", modules=study_modules("figure")),
     script:
         "../scripts/gallery.py"
 

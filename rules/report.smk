@@ -42,10 +42,11 @@ rule report:
             "report/templates/*",
             "report/captions/*",
             "report/locale/*/LC_MESSAGES/*.po",
-            *STUDY_CODE,
+            *STUDY_TEMPLATES,
             "kernels/*.py",
             "figures/*.mplstyle",
             "CITATION.cff",
+            modules=study_modules("figure", "section"),
         ),
     script:
         "../scripts/report.py"
