@@ -1,6 +1,6 @@
 """The report's "Then and now" section: the post's configurations under each toolchain.
 
-Its messages are marked with N_() here and in templates/then_and_now.html.j2; report/build.py
+Its messages are marked with gettext() here and in templates/then_and_now.html.j2; experiments/core/i18n.py
 extracts both, so a missing translation stops the build like any other.
 """
 import pandas as pd
@@ -16,10 +16,6 @@ def toolchain_name(name: str, gettext) -> str:
     if name in TOOLCHAIN_NAMES:
         return gettext(TOOLCHAIN_NAMES[name])
     return gettext("toolchain %(name)s") % {"name": name}
-
-
-def N_(message: str) -> str:
-    return message
 
 
 def result_cell(status, vmem, error, gettext) -> str:

@@ -16,7 +16,13 @@ rule figures:
     params:
         figures=lambda wc: settings(FIGURES),
         # CITATION.cff: the citation embedded in every file
-        code=code("scripts/draw_figures.py", "figures/*.mplstyle", "CITATION.cff"),
+        # the catalog: the figures' words in every language (experiments/core/i18n.py)
+        code=code(
+            "scripts/draw_figures.py",
+            "figures/*.mplstyle",
+            "CITATION.cff",
+            "locale/*/LC_MESSAGES/*.po",
+        ),
     script:
         "../scripts/draw_figures.py"
 
@@ -40,7 +46,7 @@ rule gallery:
         "../environment.yml"
     params:
         figures=lambda wc: settings(FIGURES),
-        code=code("scripts/gallery.py"),
+        code=code("scripts/gallery.py", "locale/*/LC_MESSAGES/*.po"),
     script:
         "../scripts/gallery.py"
 

@@ -7,16 +7,11 @@ import pytest
 
 from figures import plots
 from figures.catalog import KINDS, describe, figure_specs, render, stem
-from figures.labels import LABELS
 
 CONFIG = {"targets": ["v5e"], "compile_study": {"experiments": {
     "v1": {"kernel": "v1", "dtypes": ["float32"]},
     "v5": {"kernel": "v5", "dtypes": ["bfloat16"], "search": {}},
 }}}
-
-
-def test_label_catalogs_have_the_same_keys():
-    assert LABELS["en"].keys() == LABELS["zh"].keys()
 
 
 def test_single_target_config_has_no_generations_figure():
@@ -301,15 +296,22 @@ def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, mon
     from fontTools.ttLib import TTFont
     from matplotlib import font_manager
 
+    from experiments.core.i18n import translations
+    from figures.catalog import CATALOG
     from figures.labels import LABELS
     from figures.style import cjk_figure_font
+    from figures.then_and_now import TEXT
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = cjk_figure_font()
     assert path.is_relative_to(tmp_path) and path.stat().st_size < 2_000_000
     cut = set(TTFont(str(path)).getBestCmap())
     latin = set(TTFont(font_manager.findfont("DejaVu Sans")).getBestCmap())
-    drawn = {ch for v in LABELS["zh"].values() for ch in str(v)} - {"\n"}
+    messages = [*LABELS.values(), *(e.caption for e in CATALOG.values()), *(e.alt for e in CATALOG.values()),
+                *(m for m in TEXT.values() if not isinstance(m, dict)), *TEXT["verdict"].values()]
+    zh = translations("zh")
+    drawn = {ch for m in messages for ch in (zh.pgettext(*m) if isinstance(m, tuple) else zh.gettext(m))}
+    drawn -= {"\n"}
     missing = {ch for ch in drawn if ord(ch) not in cut | latin}
     assert not missing
     assert cjk_figure_font() == path  # the second call reuses it
