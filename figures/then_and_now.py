@@ -34,8 +34,7 @@ COLORS = ["#E69F00", "#009E73", "#CC79A7", "#0072B2"]  # older toolchains first;
 
 
 def verdict(status: str, lang: str) -> str:
-    verdicts = TEXT["verdict"]  # not inside translate(): babel would take the key for a message
-    return translate(lang, verdicts[status]) if status in verdicts else status
+    return translate(lang, TEXT["verdict"][status]) if status in TEXT["verdict"] else status
 
 
 def label(row) -> str:

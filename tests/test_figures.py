@@ -291,8 +291,8 @@ def test_gallery_lists_every_figure_offline(table, tmp_path):
 
 def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, monkeypatch):
     """The Chinese figures embed a subset of a once-cut copy of Noto Sans CJK SC (figures/style.py):
-    every character of every Chinese label must be in it (or in DejaVu Sans, the fallback), and it is
-    cut again, not trusted, when absent from the cache folder."""
+    every character of every Chinese label, the core's and the studies', must be in it (or in DejaVu
+    Sans, the fallback), and it is cut again, not trusted, when absent from the cache folder."""
     from fontTools.ttLib import TTFont
     from matplotlib import font_manager
 
@@ -301,6 +301,7 @@ def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, mon
     from figures.labels import LABELS
     from figures.style import cjk_figure_font
     from figures.then_and_now import TEXT
+    from studies.history.figure import TEXT as HISTORY_TEXT
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = cjk_figure_font()
@@ -308,7 +309,8 @@ def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, mon
     cut = set(TTFont(str(path)).getBestCmap())
     latin = set(TTFont(font_manager.findfont("DejaVu Sans")).getBestCmap())
     messages = [*LABELS.values(), *(e.caption for e in CATALOG.values()), *(e.alt for e in CATALOG.values()),
-                *(m for m in TEXT.values() if not isinstance(m, dict)), *TEXT["verdict"].values()]
+                *(m for m in TEXT.values() if not isinstance(m, dict)), *TEXT["verdict"].values(),
+                *HISTORY_TEXT.values()]  # a study's figure too
     zh = translations("zh")
     drawn = {ch for m in messages for ch in (zh.pgettext(*m) if isinstance(m, tuple) else zh.gettext(m))}
     drawn -= {"\n"}

@@ -8,6 +8,7 @@ from babel.messages import pofile
 from experiments.core import i18n
 from figures.catalog import CATALOG
 from figures.labels import LABELS, SOURCE_NAMES, text
+from studies.history.figure import TEXT as HISTORY_TEXT
 
 
 def key(message) -> tuple[str, str | None]:
@@ -49,6 +50,8 @@ def test_extraction_covers_every_figure_string_and_the_studies():
     figures_and_studies = i18n.used_messages(under=("figures/", "studies/"))
     assert ("Matrix size (M = K = N)", None) in figures_and_studies
     assert ("Abstract", None) in used and ("Abstract", None) not in figures_and_studies
+    # a study's figure: found by the studies/ glob
+    assert {key(m) for m in HISTORY_TEXT.values()} <= i18n.used_messages(under=("studies/",))
 
 
 def test_every_translation_keeps_the_placeholders():

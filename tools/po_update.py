@@ -23,6 +23,10 @@ def main(new_path: str | None) -> None:
     new = runpy.run_path(new_path)["ZH"] if new_path else {}
     for key, msgstr in new.items():
         context, msgid = key if isinstance(key, tuple) else (None, key)
+        held = catalog.get(msgid, context=context)
+        if held is not None and held.string and held.string != msgstr:
+            raise SystemExit(f"{new_path}: {key!r} is translated {held.string!r} already, not {msgstr!r}: "
+                             "give one of the two a context (NC_ or pgettext) or change it with po_edit.py")
         flags = ("python-format",) if PYTHON_FORMAT.search(msgid) else ()
         catalog.add(msgid, msgstr, flags=flags, context=context)
     used = i18n.used_messages()

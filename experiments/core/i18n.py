@@ -1,21 +1,22 @@
 """The one translation system for every text the project shows (figures, report, gallery, studies).
 
 English is the source language, written in the code and marked for extraction; each other language is
-one gettext catalog, locale/<lang>/LC_MESSAGES/messages.po, beside its glossary (locale/<lang>/glossary.yaml).
-It lives in the core, below figures and report, so that both (and experiments/analysis/claims.py) read
-one catalog and no lower layer imports a higher one.
+one gettext catalog, locale/<lang>/LC_MESSAGES/messages.po, beside its glossary (glossary.yaml). It lives
+in the core, below figures and report, so that both (and experiments/analysis/claims.py) read one catalog
+and no lower layer imports a higher one.
 
-Marking a message:
-- `translate(lang, "… %(n)s …", n=3)`: translated and filled at once (figures, gallery);
-- `gettext("…")`, `_("…")` in the report's code and templates (Jinja's i18n extension);
-- `N_("…")`: a message stored now (a table of labels), translated where it is used;
-- `NC_(context, "…")`, `pgettext(context, "…")`: where one English string needs another translation here
-  than elsewhere.
-Placeholders are %-format with names, `%(n)s`, `%(x).1f`, and a literal % is `%%` (as in Jinja's newstyle
-gettext), so every message of the catalog follows one convention that babel checks (python-format).
+Marking a message where it is written:
+- figures, gallery, studies: `N_("… %(n)s …")` (a module constant or a table of labels), shown with
+  `translate(lang, message, n=3)`; `NC_(context, "…")` where one English string needs another
+  translation here than elsewhere (pgettext);
+- report: `gettext("…")`, `_("…")` in its code and templates (Jinja's i18n extension), `N_` for tables.
+Placeholders are %-format with names, `%(n)s`, `%(x).1f`, a literal % is `%%` (as Jinja's newstyle
+gettext requires), so every message follows one convention, which babel checks (python-format).
+Only literals are extracted: `translate(lang, TEXT["key"])` marks nothing, and a literal inside a
+marking call (`gettext(NAMES["key"])`) would be taken for a message (the catalog test then fails).
 
-`used_messages` reads the marks from the files EXTRACT names (a study's are under studies/); the catalog
-must hold exactly those: a missing or empty translation is refused (CatalogError), and
+`used_messages` reads the marks from the files EXTRACT names (a study's by the studies/ globs); the
+catalog must hold exactly those: a missing or empty translation is refused (CatalogError), and
 tools/po_update.py adds translations and drops the unused.
 """
 import functools
@@ -40,8 +41,7 @@ EXTRACT = (
     (JINJA, "report/templates/*.j2"),
     (JINJA, "studies/**/*.j2"),
 )
-KEYWORDS = {"_": None, "N_": None, "gettext": None, "translate": (2,), "pgettext": ((1, "c"), 2),
-            "NC_": ((1, "c"), 2)}
+KEYWORDS = {"_": None, "N_": None, "gettext": None, "pgettext": ((1, "c"), 2), "NC_": ((1, "c"), 2)}
 
 
 class CatalogError(ValueError):
