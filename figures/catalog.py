@@ -18,7 +18,7 @@ from experiments.plan.search import search_covers
 from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
 from figures.cite import RESULTS_LICENCE, citation, post_attribution
-from figures.labels import text
+from figures.labels import JOINS, join, text
 from figures.style import LANGUAGES, save, use_style
 from figures.then_and_now import plot_then_and_now
 
@@ -183,7 +183,7 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
             parts.append(text(lang, "caption_measured", device_kind=first.device_kind))
         else:
             parts.append(text(lang, "caption_published"))
-    return ("；" if lang == "zh" else "; ").join(parts)
+    return join(lang, "sentences", parts)
 
 
 def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> dict:
@@ -202,11 +202,11 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
         sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
         libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
         unit="TOP/s" if args.get("dtype") == "int8" else "TFLOP/s",
-        sizes=(f"{sizes[0]}{' 至 ' if lang == 'zh' else ' to '}{sizes[-1]}" if len(sizes) > 1
+        sizes=(translate(lang, JOINS["range"], first=sizes[0], last=sizes[-1]) if len(sizes) > 1
                else str(sizes[0])) if sizes else "–",
-        size_list=("、" if lang == "zh" else ", ").join(str(s) for s in sizes) or "–",
+        size_list=join(lang, "list", (str(s) for s in sizes)) or "–",
         n_series=len({plots.config_key(r) for r in drawn.itertuples()}) if len(drawn) else 0,
-        others=("、" if lang == "zh" else " and ").join(text(lang, f"others_{s}") for s in others)
+        others=join(lang, "two", (text(lang, f"others_{s}") for s in others))
         or text(lang, "others_published"),
         targets=", ".join(_values(estimates, "target")),
     )
@@ -214,7 +214,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
     caption = translate(lang, entry.caption, **fields)
     notes = figure_notes(df, kind, args, lang)
     if notes:  # the figure prints at most three lines of them; the caption and the metadata all
-        caption += (" " + "；".join(notes) + "。") if lang == "zh" else (" " + "; ".join(notes) + ".")
+        caption = translate(lang, JOINS["notes"], caption=caption, notes=join(lang, "sentences", notes))
     return {"caption": caption, "alt": translate(lang, entry.alt, **fields),
             "sources": sorted(set(rows.source)) if len(rows) else []}
 

@@ -92,11 +92,20 @@ LABELS = {
                         "every bk runs out of VMEM (or fails to compile); blank: no configuration with "
                         "this (bm, bn), neither the post's nor the search's."),
 }
+# how a language joins the parts of a sentence and lists of names (Chinese: 、 and full-width ；)
+JOINS = {"sentences": N_("; "), "list": N_(", "), "two": N_(" and "), "range": N_("%(first)s to %(last)s"),
+         "notes": N_("%(caption)s %(notes)s.")}
 SOURCE_NAMES = {"published": N_("published"), "measured": N_("measured"), "estimate": N_("estimated")}
 
 
 def text(lang: str, key: str, **values) -> str:
     return translate(lang, LABELS[key], **values)
+
+
+def join(lang: str, how: str, parts) -> str:
+    """`parts` joined as `lang` joins sentences ("sentences"), names ("list") or names and one more
+    ("two")."""
+    return translate(lang, JOINS[how]).join(parts)
 
 
 def source_names(lang: str) -> dict[str, str]:

@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 from experiments.analysis.summaries import MIN_RANK_POINTS, default_limit, model_only, post_configs
 from experiments.core.chips import generation_order
 from experiments.core.units import MiB, flops, tflops
-from figures.labels import LABELS, source_names, text
+from figures.labels import LABELS, join, source_names, text
 
 SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
@@ -62,8 +62,8 @@ def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
         return []
     groups = sorted(hit.groupby("target"), key=lambda kv: generation_order(kv[0]))
     sizes = [", ".join(str(int(m)) for m in sorted(set(g.m))) for _, g in groups]
-    where = sizes[0] if len(groups) == 1 else ("；" if lang == "zh" else "; ").join(
-        f"{t} {s}" for (t, _), s in zip(groups, sizes, strict=True))
+    where = sizes[0] if len(groups) == 1 else join(
+        lang, "sentences", (f"{t} {s}" for (t, _), s in zip(groups, sizes, strict=True)))
     return [text(lang, "flagged_xla", sizes=where)]
 
 

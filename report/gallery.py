@@ -21,7 +21,7 @@ from figures.cite import (
     credit,
     post_attribution,
 )
-from figures.labels import source_names
+from figures.labels import join, source_names
 from figures.style import FORMATS, LANGUAGES
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
@@ -66,8 +66,7 @@ def figure_title(png: Path) -> str:
 
 def kinds_label(sources, lang: str) -> str:
     names = source_names(lang)
-    return ("、" if lang == "zh" else ", ").join(names[s] for s in ("estimate", "measured", "published")
-                                                 if s in sources)
+    return join(lang, "list", (names[s] for s in ("estimate", "measured", "published") if s in sources))
 
 
 def commit_of(df: pd.DataFrame) -> str:
