@@ -26,15 +26,15 @@ from figures.style import FORMATS, LANGUAGES
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),
-    "alt": N_("Alt text"), "copy": N_("Copy"), "figure": N_("Figure"),
+    "alt": N_("Alt text"), "copy": N_("Copy"), "figure": N_("Figure"), "colon": N_(": "),
     "intro": N_("Every figure of this run, with its caption, its files and snippets to paste into a post. "
                 "The snippets keep the attribution and say whether the numbers are estimated, measured or "
                 "published; the figures and data are %(licence)s."),
     "shows": N_("Numbers shown: %(kinds)s."),
 }
-# the link to the other language's page, in that language's own words; names and punctuation
-OTHER = {"en": {"other": "简体中文", "other_language": "中文版", "colon": ": "},
-         "zh": {"other": "English", "other_language": "English", "colon": "："}}
+# the link to the other language's page, in that language's own words
+OTHER = {"en": {"other": "简体中文", "other_language": "中文版"},
+         "zh": {"other": "English", "other_language": "English"}}
 NAMES = {"markdown": "Markdown", "html": "HTML", "bibtex": "BibTeX"}
 STYLE = """
 body { font-family: "Report CJK", -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1a1a1a;
