@@ -3,7 +3,8 @@ its caption and alt text in every language and the provenance embedded in its fi
 
 A kind of figure is one `Entry`: its drawing function and its caption and alt-text templates. A new
 kind is a new entry (and, if the configuration yields it, a line in `figure_specs`); the gallery, the
-report and the embedded metadata pick it up from here."""
+report and the embedded metadata pick it up from here. A study adds its kinds with `register`, each with
+the figures a configuration yields of it (studies/README.md)."""
 import dataclasses
 from pathlib import Path
 from typing import Callable
@@ -15,12 +16,10 @@ from experiments.analysis.summaries import post_configs
 from experiments.analysis.toolchains import primary_rows
 from experiments.core.i18n import N_, translate
 from experiments.plan.search import search_covers
-from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
 from figures.cite import RESULTS_LICENCE, citation, post_attribution
 from figures.labels import JOINS, join, text
 from figures.style import LANGUAGES, save, use_style
-from figures.then_and_now import plot_then_and_now
 
 PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
 
@@ -35,6 +34,11 @@ class Entry:
     draw: Callable
     caption: str  # English, marked for extraction (N_); translated and filled by `describe`
     alt: str
+    # A study's kind: the figures a config yields of it, (config, targets) -> {name: (kind, args)}; the
+    # core's kinds are listed in figure_specs.
+    specs: Callable[[dict, list], dict] | None = None
+    # Drawn from every toolchain's estimates; the others each target's own compiler's (primary_rows).
+    every_toolchain: bool = False
 
 
 CATALOG = {
@@ -94,20 +98,15 @@ CATALOG = {
         alt=N_("Line chart: estimated %(unit)s against matrix size (%(sizes)s), one colour per TPU "
                "generation; circles on dashed lines for the best Pallas configuration, triangles for XLA."),
     ),
-    "then_and_now": Entry(
-        plot_then_and_now,
-        caption=N_("VMEM that the post's configurations need on %(target)s under each toolchain (the "
-                   "compiler of the post's time and today's), against the default scoped-VMEM limit: the "
-                   "configurations on which a toolchain disagrees with the post, drawn; the others, on "
-                   "which every toolchain agrees, counted above the bars; estimated by each toolchain's "
-                   "libtpu without a TPU."),
-        alt=N_("Horizontal bars, one row per configuration of the post on which some toolchain disagrees "
-               "with the post's verdict, one bar per toolchain: filled where it compiles at the default "
-               "limit, hatched where it runs out of VMEM, edged in red where it disagrees; a line marks "
-               "the default limit; a line of text above the bars counts the configurations not drawn."),
-    ),
 }
-KINDS = {kind: entry.draw for kind, entry in CATALOG.items()}
+
+
+def register(kind: str, entry: Entry) -> None:
+    """Add a study's kind of figure (its package does, when imported: experiments/plan/studies.py)."""
+    if CATALOG.get(kind, entry) != entry:
+        raise ValueError(f"figure kind={kind!r} is registered twice, differently")
+    CATALOG[kind] = entry
+
 
 
 def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
@@ -130,14 +129,13 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
         specs[f"roofline_{target}"] = ("roofline", dict(target=target))
         if target in PUBLISHED_TARGETS:
             specs[f"fidelity_{target}"] = ("fidelity", dict(target=target))
-    toolchains = parse_toolchains(config)
-    if len(toolchains) > 1:  # the post's configurations under each toolchain
-        primary = next(t.name for t in toolchains.values() if t.pipeline)
-        specs["then_and_now_v5e"] = ("then_and_now", dict(target="v5e", primary=primary))
     if len(targets) > 1:
         for name, spec in experiments.items():
             for dtype in spec["dtypes"]:
                 specs[f"generations_{name}_{dtype}"] = ("generations", dict(experiment=name, dtype=dtype))
+    for entry in CATALOG.values():  # the studies' kinds
+        if entry.specs is not None:
+            specs.update(entry.specs(config, targets))
     return specs
 
 
@@ -264,15 +262,15 @@ def figure_title(fig) -> str:
 def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None,
            served: dict | None = None) -> list[Path]:
     """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
-    pipeline's own toolchain, whose estimates all kinds but then_and_now draw, except for the targets
-    another toolchain is `served` for; None: every row)."""
-    if kind != "then_and_now":
+    pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
+    for the targets another toolchain is `served` for; None: every row)."""
+    if not CATALOG[kind].every_toolchain:
         df = primary_rows(df, primary, served)
     df = latest_runs(df)  # one measured curve per configuration: each target's latest run
     paths = []
     for lang in LANGUAGES:
         use_style(lang)
-        fig = KINDS[kind](df, lang=lang, **args)
+        fig = CATALOG[kind].draw(df, lang=lang, **args)
         info = provenance(df, name, kind, args, lang, figure_title(fig))
         paths += save(fig, stem(directory, name, lang), info)
     return paths

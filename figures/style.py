@@ -77,10 +77,11 @@ def cjk_font_path() -> Path:
 
 @functools.cache
 def drawable_characters() -> str:
-    """Every character a figure can draw: printable ASCII, every other character in the figures' code and
-    in the translations of the messages that figures/ and studies/ mark."""
+    """Every character a figure can draw: printable ASCII, every other character in the code of the
+    figures and the studies (their figures: symbols) and in the translations of the messages they mark."""
     chars = {chr(c) for c in range(0x20, 0x7F)}
-    for module in sorted(Path(__file__).parent.glob("*.py")):
+    root = Path(__file__).resolve().parent.parent
+    for module in sorted([*root.glob("figures/*.py"), *root.glob("studies/*/*.py")]):
         chars |= {ch for ch in module.read_text(encoding="utf-8") if ord(ch) > 0x7E}
     drawn = used_messages(under=("figures/", "studies/"))
     for language in LANGUAGES[1:]:
@@ -91,10 +92,10 @@ def drawable_characters() -> str:
 
 def cjk_figure_font() -> Path:
     """Noto Sans CJK SC cut down to the characters the figures can draw (drawable_characters): every PDF
-    embeds a subset of its font, and cutting the 16 MB font took ~0.7 s per subset, twice per Chinese
-    PDF. Cut once, then kept in the user's cache folder under a name derived from the font and the
-    characters. A character outside it falls back to DejaVu Sans and, lacking there too, fails the
-    figure (figures/batch.py makes a missing glyph an error)."""
+    embeds a subset of its font, and cutting the 16 MB font for each one is slow. Cut once, then kept in
+    the user's cache folder under a name derived from the font and the characters. A character outside
+    it falls back to DejaVu Sans and, lacking there too, fails the figure (figures/batch.py makes a
+    missing glyph an error)."""
     import hashlib
     import os
 

@@ -83,8 +83,14 @@ def study_outputs(target):
     ]
 
 
+from experiments.plan.studies import load as load_studies
 from figures.catalog import figure_specs, stem
 from figures.style import FORMATS as FIGURE_FORMATS, LANGUAGES
+
+load_studies(config["studies"])  # the run's studies register their kinds of figure (figure_specs)
+# The run's studies' code belongs to the code of the figures, the gallery and the report: they are
+# loaded by name, so no import closure finds it.
+STUDY_CODE = [f"studies/{name}/{files}" for name in config["studies"] for files in ("*.py", "templates/*")]
 
 # The post's numbers, shipped with the workflow: relative to the working directory (the checkout itself,
 # unless --directory says otherwise), so a moved checkout reruns nothing; local() because with remote

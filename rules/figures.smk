@@ -15,13 +15,13 @@ rule figures:
     threads: 2
     params:
         figures=lambda wc: settings(FIGURES),
-        # CITATION.cff: the citation embedded in every file
-        # the catalog: the figures' words in every language (experiments/core/i18n.py)
+        # CITATION.cff: the citation embedded in every file; the catalog: the words in every language
         code=code(
             "scripts/draw_figures.py",
             "figures/*.mplstyle",
             "CITATION.cff",
             "locale/*/LC_MESSAGES/*.po",
+            *STUDY_CODE,
         ),
     script:
         "../scripts/draw_figures.py"
@@ -46,7 +46,7 @@ rule gallery:
         "../environment.yml"
     params:
         figures=lambda wc: settings(FIGURES),
-        code=code("scripts/gallery.py", "locale/*/LC_MESSAGES/*.po"),
+        code=code("scripts/gallery.py", "locale/*/LC_MESSAGES/*.po", *STUDY_CODE),
     script:
         "../scripts/gallery.py"
 

@@ -4,12 +4,12 @@
 
 rule report:
     input:
+        **REPORT_TABLES,
         table="results/matmul.parquet",
         correctness="results/correctness.parquet",
         claims="results/claims.csv",
         fidelity="results/fidelity.csv",
         constants="results/timing_model.csv",
-        then_and_now="results/then_and_now.csv",
         best_vs_xla="results/best_vs_xla.csv",
         advice=expand("results/advice/{shape}.csv", shape=ADVICE),
         advice_figures=expand("results/advice/{shape}.png", shape=ADVICE),
@@ -33,6 +33,7 @@ rule report:
     params:
         targets=TARGETS,
         figures=lambda wc: settings(FIGURES),
+        study_tables=list(REPORT_TABLES),
         # the config the report prints under "Configuration used"
         config=lambda wc: settings(config),
         # the report quotes the kernels' code: every kernel module is part of its code
@@ -42,6 +43,7 @@ rule report:
             "report/captions/*",
             "locale/*/LC_MESSAGES/*.po",
             "locale/*/glossary.yaml",
+            *STUDY_CODE,
             "kernels/*.py",
             "figures/*.mplstyle",
             "CITATION.cff",

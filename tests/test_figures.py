@@ -5,13 +5,26 @@ import warnings
 import pandas as pd
 import pytest
 
+from experiments.plan.studies import load as load_studies
 from figures import plots
-from figures.catalog import KINDS, describe, figure_specs, render, stem
+from figures.catalog import CATALOG, describe, figure_specs, render, stem
 
+load_studies(["then_and_now"])  # the default config's study: its kind of figure
 CONFIG = {"targets": ["v5e"], "compile_study": {"experiments": {
     "v1": {"kernel": "v1", "dtypes": ["float32"]},
     "v5": {"kernel": "v5", "dtypes": ["bfloat16"], "search": {}},
 }}}
+
+
+def test_a_study_s_figure_comes_with_its_config_and_draws_every_toolchain():
+    from studies.then_and_now.figure import figure_specs as study_specs
+
+    toolchains = {"toolchains": {"current": {"pipeline": True},
+                                 "post": {"pins": {"jax": "0.4.36"}, "runs": "published"}}}
+    assert study_specs(CONFIG, ["v5e"]) == {}  # one toolchain: nothing to compare
+    assert figure_specs({**CONFIG, **toolchains})["then_and_now_v5e"] == (
+        "then_and_now", {"target": "v5e", "primary": "current"})
+    assert CATALOG["then_and_now"].every_toolchain and not CATALOG["experiment"].every_toolchain
 
 
 def test_single_target_config_has_no_generations_figure():
@@ -35,7 +48,7 @@ def test_every_figure_renders_in_both_languages_without_missing_glyphs(table, tm
 @pytest.mark.slow
 def test_figures_render_without_published_rows(table, tmp_path):
     estimates_only = table[table.source == "estimate"]
-    for kind in KINDS:
+    for kind in CATALOG:
         args = ({"target": "v5e"} if kind in ("vmem", "roofline", "fidelity", "then_and_now")
                 else {"experiment": "v5", "dtype": "bfloat16"})
         if kind in ("experiment", "search"):
@@ -60,7 +73,8 @@ def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table,
     from figures import batch
     from figures.batch import render_all
 
-    assert set(batch.SLOWEST_FIRST) == set(KINDS)  # every kind has its place in the drawing order
+    core = {kind for kind, entry in CATALOG.items() if entry.specs is None}  # a study's: after experiment
+    assert set(batch.SLOWEST_FIRST) == core  # every kind of the core has its place in the drawing order
     path = tmp_path / "table.parquet"
     table.to_parquet(path)
     specs = {name: spec for name, spec in figure_specs(CONFIG).items()
@@ -300,8 +314,8 @@ def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, mon
     from figures.catalog import CATALOG
     from figures.labels import LABELS
     from figures.style import cjk_figure_font
-    from figures.then_and_now import TEXT
     from studies.history.figure import TEXT as HISTORY_TEXT
+    from studies.then_and_now.figure import TEXT
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = cjk_figure_font()
@@ -406,7 +420,7 @@ def test_flagged_estimates_are_not_drawn_in_any_figure(table):
 def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
     import matplotlib.pyplot as plt
 
-    from figures.then_and_now import plot_then_and_now
+    from studies.then_and_now.figure import plot_then_and_now
 
     df = table.copy()
     df.loc[df.source == "estimate", "toolchain"] = "current"

@@ -28,6 +28,7 @@ TINY = {
                         "v3": {"kernel": "v3", "dtypes": ["float32"], "blocks": [[256, 256, 256]]}},
     },
     "measure": {"device": "off", "samples": 5},  # carried files in the tests hold 5 samples a row
+    "studies": ["then_and_now"],  # as the default config: a study's code reruns its outputs too
 }
 
 
@@ -80,6 +81,9 @@ STUDY_ONWARDS = {"compile_study_job", "compile_study_target", *TABLE_ONWARDS}
     ("figures/plots.py", {"figures", "gallery", "report"}),
     ("report/findings.py", {"gallery", "report"}),
     ("report/templates/report.html.j2", {"report"}),
+    # a study is loaded by name, not imported: its code still belongs to the stages it adds to
+    ("studies/then_and_now/figure.py", {"then_and_now", "figures", "gallery", "report"}),
+    ("studies/then_and_now/templates/then_and_now.html.j2", {"report"}),
 ])
 def test_a_code_edit_reruns_its_stage_and_what_follows(finished_run, module, reruns):
     path = finished_run / module

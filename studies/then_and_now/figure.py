@@ -12,9 +12,12 @@ import pandas as pd
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from experiments.analysis.toolchains import TARGET, config_name, disagrees, then_and_now, toolchains_of
+from experiments.analysis.toolchains import TARGET, config_name, toolchains_of
 from experiments.core.i18n import N_, translate
 from experiments.core.units import MiB
+from experiments.plan.toolchains import parse as parse_toolchains
+from figures.catalog import Entry, register
+from studies.then_and_now.analysis import disagrees, then_and_now
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("VMEM needed by the post's configurations, then and now\n(%(target)s, estimated by each "
@@ -103,3 +106,27 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     for j, note in enumerate(notes[:3]):
         fig.text(0.01, -0.02 - 0.035 * j, note, fontsize=8.5, color="#D55E00")
     return fig
+
+
+def figure_specs(config: dict, targets) -> dict:
+    """The figure a config yields: the post's chip under every toolchain, when it has more than one."""
+    toolchains = parse_toolchains(config)
+    if len(toolchains) < 2:
+        return {}
+    primary = next(t.name for t in toolchains.values() if t.pipeline)
+    return {"then_and_now_v5e": ("then_and_now", dict(target=TARGET, primary=primary))}
+
+
+register("then_and_now", Entry(
+    plot_then_and_now,
+    caption=N_("VMEM that the post's configurations need on %(target)s under each toolchain (the compiler "
+               "of the post's time and today's), against the default scoped-VMEM limit: the configurations "
+               "on which a toolchain disagrees with the post, drawn; the others, on which every toolchain "
+               "agrees, counted above the bars; estimated by each toolchain's libtpu without a TPU."),
+    alt=N_("Horizontal bars, one row per configuration of the post on which some toolchain disagrees with "
+           "the post's verdict, one bar per toolchain: filled where it compiles at the default limit, "
+           "hatched where it runs out of VMEM, edged in red where it disagrees; a line marks the default "
+           "limit; a line of text above the bars counts the configurations not drawn."),
+    specs=figure_specs,
+    every_toolchain=True,
+))
