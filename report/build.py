@@ -1,8 +1,8 @@
 """Build the report: one Jinja template, a gettext catalog per language, HTML and PDF.
 
-English is the template's source language; report/locale/<lang>/LC_MESSAGES/messages.po holds each
-translation. The build refuses a catalog that lacks, or leaves empty, any message the template or this
-module uses, so the languages cannot drift apart.
+English is the template's source language; the project's one catalog per language (locale/, read by
+experiments/core/i18n.py, which the figures use too) holds each translation. The build refuses a catalog
+that lacks, or leaves empty, any message the project marks, so the languages cannot drift apart.
 """
 import io
 from pathlib import Path
@@ -14,19 +14,16 @@ import pygments
 import pygments.formatters
 import pygments.lexers
 import yaml
-from babel.messages import mofile, pofile
-from babel.messages.extract import extract_from_file
 from babel.support import Translations
 from markupsafe import Markup
 
 from experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
 from experiments.analysis.toolchains import primary_rows
+from experiments.core.i18n import N_, glossary, translations
 from experiments.core.provenance import build_date
 from experiments.core.tables import write_atomic
-from experiments.plan.studies import load_all as load_every_study
 from figures.catalog import CATALOG, describe, figure_specs_of
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
-from figures.labels import GLOSSARY
 from kernels import REGISTRY
 from report import findings, front, sections, tables
 from report.advice import advice_section
@@ -34,7 +31,6 @@ from report.advice import advice_section
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TEMPLATES = HERE / "templates"
-LOCALE = HERE / "locale"
 LANGUAGES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}
 DTYPE_ORDER = ("float32", "bfloat16", "int8")
 
@@ -48,55 +44,6 @@ def experiment_sections(df: pd.DataFrame) -> list[tuple[str, tuple[str, ...], st
         dtypes = tuple(d for d in DTYPE_ORDER if d in set(rows.dtype))
         out.append((experiment, dtypes, REGISTRY[rows.kernel.iloc[0]].module_path))
     return out
-
-
-class CatalogError(ValueError):
-    """A translation catalog misses or leaves empty a message the report uses."""
-
-
-def N_(message: str) -> str:
-    """Marks a message for extraction; translated where it is used."""
-    return message
-
-
-def used_messages() -> set[str]:
-    """Every message id in the templates and in the N_() / gettext() calls of the report's modules, and
-    of every study's report section (all studies, whichever a run switches on)."""
-    ids = set()
-    methods = [("report.html.j2", TEMPLATES / "report.html.j2", "jinja2.ext:babel_extract",
-                {"extensions": "jinja2.ext.i18n"}),
-               ("build.py", Path(__file__), "python", {}),
-               ("tables.py", HERE / "tables.py", "python", {}),
-               ("front.py", HERE / "front.py", "python", {}),
-               ("advice.py", HERE / "advice.py", "python", {}),
-               ("claims.py", ROOT / "experiments" / "analysis" / "claims.py", "python", {})]
-    load_every_study()
-    for section in sections.REGISTRY.values():
-        methods += [(path.name, path, "jinja2.ext:babel_extract", {"extensions": "jinja2.ext.i18n"})
-                    for path in sorted(section.templates.glob("*.j2"))]
-        methods += [(path.name, path, "python", {}) for path in section.messages]
-    for _name, path, method, options in methods:
-        for _lineno, message, _comments, _context in extract_from_file(
-                method, str(path), keywords={"_": None, "N_": None, "gettext": None}, options=options):
-            ids.add(message if isinstance(message, str) else message[0])
-    return ids
-
-
-def translations(lang: str):
-    """The checked translations for `lang` (English: the identity)."""
-    if lang == "en":
-        return Translations()
-    path = LOCALE / lang / "LC_MESSAGES" / "messages.po"
-    with open(path, "rb") as f:
-        catalog = pofile.read_po(f, locale=lang.replace("-", "_"))
-    have = {m.id: m.string for m in catalog if m.id}
-    missing = sorted(i for i in used_messages() if not have.get(i))
-    if missing:
-        raise CatalogError(f"{path}: {len(missing)} messages missing or untranslated, e.g. {missing[:3]}")
-    buffer = io.BytesIO()
-    mofile.write_mo(buffer, catalog)
-    buffer.seek(0)
-    return Translations(buffer)
 
 
 def environment(lang: str) -> tuple[jinja2.Environment, Translations]:
@@ -416,7 +363,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         correctness=correctness, bibtex=bibtex("tpu_matmul_repro", c.title, commit),
         citation=c, post_attribution=post_attribution(lang), licence=RESULTS_LICENCE,
         licence_url=RESULTS_LICENCE_URL, listings=list(listings.values()),
-        glossary=[(en, zh) for en, zh in GLOSSARY],
+        glossary=list(glossary("zh")[0]),
         gallery_href=f"{figures_href}/index{'' if lang == 'en' else '.' + lang}.html",
         studies=studies,
         model=model,

@@ -4,19 +4,15 @@ Every number here comes from results/claims.csv, fidelity.csv and best_vs_xla.cs
 computed from the run's table), and the studies' sections' own files (report/sections.py), never from
 the template: a test builds the page
 from fixture files and finds their numbers in it. Messages are marked N_() and extracted by
-report/build.py, so a missing translation stops the build.
+experiments/core/i18n.py, so a missing translation stops the build.
 """
 import json
 
 import numpy as np
 import pandas as pd
 
+from experiments.core.i18n import N_
 from report.tables import TOOLCHAIN_NAMES, VERDICT_NAMES
-
-
-def N_(message: str) -> str:
-    return message
-
 
 # The out-of-sample score the abstract quotes: each of the post's figures predicted by a fit that
 # never saw it (experiments/analysis/validation.py), over every point both sides completed.

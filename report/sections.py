@@ -4,7 +4,8 @@ A study's package registers its `Section` when imported (experiments/plan/studie
 studies). The report places each one after the timing model, in the order registered, with a line in
 the contents (and one for its appendix), its sentences in the abstract and its findings in the key
 findings box, each linked to the section; its templates and Python messages are extracted and checked
-with the report's own (report/build.py), so a missing translation stops the build like any other.
+with every other (experiments/core/i18n.py: EXTRACT takes studies/ whole), so a missing translation
+stops the build like any other.
 """
 import dataclasses
 from pathlib import Path
@@ -29,7 +30,7 @@ class Inputs:
 class Section:
     anchor: str  # its id in the page, e.g. "then-and-now"
     title: str  # its heading and its line in the contents: an N_() message
-    templates: Path  # the study's folder of Jinja templates (every one is extracted)
+    templates: Path  # the study's folder of Jinja templates
     body: str  # the template of the section; it reads the context as `section`
     # (Inputs) -> the template's context; its keys "abstract" and "findings" (lists of sentences) go to
     # the first page, "appendix" (bool) places the appendix
@@ -37,7 +38,6 @@ class Section:
     tables: tuple[str, ...] = ()  # the results/<name>.csv it reads: inputs of the report rule by name
     appendix: str | None = None  # the template of its appendix
     appendix_title: str | None = None  # an N_() message
-    messages: tuple[Path, ...] = ()  # its Python files with _()/N_()/gettext() messages
 
 
 REGISTRY: dict[str, Section] = {}

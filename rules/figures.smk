@@ -15,11 +15,12 @@ rule figures:
     threads: 2
     params:
         figures=lambda wc: settings(FIGURES),
-        # CITATION.cff: the citation embedded in every file
+        # CITATION.cff: the citation embedded in every file; the catalog: the words in every language
         code=code(
             "scripts/draw_figures.py",
             "figures/*.mplstyle",
             "CITATION.cff",
+            "locale/*/LC_MESSAGES/*.po",
             modules=study_modules("figure"),
         ),
     script:
@@ -45,7 +46,7 @@ rule gallery:
         "../environment.yml"
     params:
         figures=lambda wc: settings(FIGURES),
-        code=code("scripts/gallery.py", modules=study_modules("figure")),
+        code=code("scripts/gallery.py", "locale/*/LC_MESSAGES/*.po", modules=study_modules("figure")),
     script:
         "../scripts/gallery.py"
 

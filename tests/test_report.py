@@ -1,4 +1,4 @@
-"""The report: complete catalogs, autoescaping, no external resources, findings that state the
+"""The report (its catalog: tests/test_i18n.py): autoescaping, no external resources, findings that state the
 fixture's numbers, partial data, and a PDF with the CJK font embedded."""
 import re
 import shutil
@@ -22,20 +22,6 @@ def render(df, lang="en", **kwargs):
     args = dict(lang=lang, config_yaml="targets: [v5e]\n", targets=TARGETS, figure_names=FIGURES,
                 correctness=CORRECTNESS)
     return build.render_html(df, **(args | kwargs))
-
-
-def test_catalog_is_complete():
-    assert build.translations("zh").gettext("Abstract") == "摘要"
-
-
-def test_missing_translation_fails_the_build(tmp_path, monkeypatch):
-    catalog = tmp_path / "zh" / "LC_MESSAGES" / "messages.po"
-    catalog.parent.mkdir(parents=True)
-    text = (build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po").read_text()
-    catalog.write_text(text.replace('msgstr "摘要"', 'msgstr ""'))
-    monkeypatch.setattr(build, "LOCALE", tmp_path)
-    with pytest.raises(build.CatalogError, match="Abstract"):
-        build.translations("zh")
 
 
 def test_autoescaping_is_on(table):
@@ -253,23 +239,6 @@ def test_the_chip_of_the_post_is_sourced(table):
     assert "v5litepod-1" in en and "does not name it" in en
     assert "v5litepod-1" in zh and "原文没有写明" in zh
     assert "on a TPU v5e" not in en
-
-
-def test_chinese_uses_the_glossary():
-    """Every Chinese string of the figures and the report uses the fixed terms, not their variants."""
-    from babel.messages import pofile
-
-    from figures.catalog import CATALOG
-    from figures.labels import AVOID, LABELS, SOURCE_NAMES
-
-    with open(build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po", "rb") as f:
-        report_strings = [m.string for m in pofile.read_po(f) if m.id]
-    strings = (report_strings + list(LABELS["zh"].values()) + list(SOURCE_NAMES["zh"].values())
-               + [e.caption["zh"] for e in CATALOG.values()] + [e.alt["zh"] for e in CATALOG.values()])
-    for text in strings:
-        for variant, term in AVOID.items():
-            assert not re.search(variant, text), f"{text!r}: use {term!r}, not {variant!r}"
-    assert any("归约" in s for s in report_strings) and any("流水线" in s for s in report_strings)
 
 
 def measured_runs(runs: int, sizes):

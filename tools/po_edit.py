@@ -1,5 +1,6 @@
-"""Rewrite parts of translations in the report's Chinese catalog: python3 tools/po_edit.py EDITS.py,
-where EDITS.py defines EDITS = [(old, new), ...], each replaced in every msgstr that holds it."""
+"""Rewrite parts of translations in the Chinese catalog (locale/zh/LC_MESSAGES/messages.po):
+python3 tools/po_edit.py EDITS.py, where EDITS.py defines EDITS = [(old, new), ...], each replaced in
+every msgstr that holds it."""
 import runpy
 import sys
 from pathlib import Path
@@ -8,16 +9,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from babel.messages import pofile  # noqa: E402
 
-from report import build  # noqa: E402
+from experiments.core import i18n  # noqa: E402
 
-path = build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po"
-with open(path, "rb") as f:
-    catalog = pofile.read_po(f, locale="zh_Hans")
+catalog = i18n.read_catalog("zh")
 for old, new in runpy.run_path(sys.argv[1])["EDITS"]:
     hits = [m for m in catalog if m.id and old in (m.string or "")]
     if not hits:
         raise SystemExit(f"{old!r}: in no translation")
     for m in hits:
         m.string = m.string.replace(old, new)
-with open(path, "wb") as f:
+with open(i18n.catalog_path("zh"), "wb") as f:
     pofile.write_po(f, catalog, width=100, sort_output=True)

@@ -1,9 +1,10 @@
-"""Add translations to, and drop unused messages from, the report's Chinese catalog.
+"""Add translations to, and drop unused messages from, the Chinese catalog (locale/zh/LC_MESSAGES/).
 
-    python3 tools/po_update.py NEW.py   (NEW.py defines ZH = {msgid: msgstr})
+    python3 tools/po_update.py NEW.py   (NEW.py defines ZH = {msgid: msgstr}; the key of a message
+                                         marked with a context, NC_() or pgettext(), is (context, msgid))
 
-Messages the report no longer uses (report.build.used_messages) are removed, so the catalog holds
-exactly what the build checks.
+Messages that no file marks any more (experiments/core/i18n.py: EXTRACT, used_messages) are removed, so
+the catalog holds exactly what the build checks; a message with placeholders is flagged python-format.
 """
 import runpy
 import sys
@@ -12,23 +13,27 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from babel.messages import pofile  # noqa: E402
+from babel.messages.catalog import PYTHON_FORMAT  # noqa: E402
 
-from report import build  # noqa: E402
+from experiments.core import i18n  # noqa: E402
 
 
 def main(new_path: str | None) -> None:
-    path = build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po"
-    with open(path, "rb") as f:
-        catalog = pofile.read_po(f, locale="zh_Hans")
+    catalog = i18n.read_catalog("zh")
     new = runpy.run_path(new_path)["ZH"] if new_path else {}
-    for msgid, msgstr in new.items():
-        flags = ("python-format",) if "%(" in msgid else ()
-        catalog.add(msgid, msgstr, flags=flags)
-    used = build.used_messages()
+    for key, msgstr in new.items():
+        context, msgid = key if isinstance(key, tuple) else (None, key)
+        held = catalog.get(msgid, context=context)
+        if held is not None and held.string and held.string != msgstr:
+            raise SystemExit(f"{new_path}: {key!r} is translated {held.string!r} already, not {msgstr!r}: "
+                             "give one of the two a context (NC_ or pgettext) or change it with po_edit.py")
+        flags = ("python-format",) if PYTHON_FORMAT.search(msgid) else ()
+        catalog.add(msgid, msgstr, flags=flags, context=context)
+    used = i18n.used_messages()
     for message in list(catalog):
-        if message.id and message.id not in used:
-            del catalog[message.id]
-    with open(path, "wb") as f:
+        if message.id and (message.id, message.context) not in used:
+            catalog.delete(message.id, context=message.context)
+    with open(i18n.catalog_path("zh"), "wb") as f:
         pofile.write_po(f, catalog, width=100, omit_header=False, sort_output=True)
 
 

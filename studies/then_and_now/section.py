@@ -1,14 +1,15 @@
 """The report's "Then and now" section: the post's configurations under each toolchain, and its lines
 on the first page (registered with report.sections when the study is loaded).
 
-Its messages are marked with N_() here and in templates/; report/build.py extracts both, so a missing
-translation stops the build like any other.
+Its messages are marked with N_() here and in templates/; experiments/core/i18n.py extracts both, so a
+missing translation stops the build like any other.
 """
 from pathlib import Path
 
 import pandas as pd
 
 from experiments.analysis.toolchains import TARGET, toolchains_of
+from experiments.core.i18n import N_
 from experiments.core.units import MiB
 from report.front import toolchain_name as short_toolchain_name
 from report.sections import Section, register
@@ -24,10 +25,6 @@ def toolchain_name(name: str, gettext) -> str:
     if name in TOOLCHAIN_NAMES:
         return gettext(TOOLCHAIN_NAMES[name])
     return gettext("toolchain %(name)s") % {"name": name}
-
-
-def N_(message: str) -> str:
-    return message
 
 
 def result_cell(status, vmem, error, gettext) -> str:
@@ -146,5 +143,4 @@ def context(inputs) -> dict:
 register(Section(
     anchor="then-and-now", title=N_("Then and now: the post's compiler against today's"),
     templates=HERE / "templates", body="then_and_now.html.j2", context=context, tables=("then_and_now",),
-    appendix="then_and_now_table.html.j2", appendix_title=N_("Then and now, every configuration"),
-    messages=(Path(__file__),)))
+    appendix="then_and_now_table.html.j2", appendix_title=N_("Then and now, every configuration")))
