@@ -103,6 +103,7 @@ def study_modules(*kinds):
 
 
 STUDY_TEMPLATES = [f"studies/{name}/templates/*" for name in config["studies"]]
+STUDY_CATALOGS = [f"studies/{name}/locale/*/LC_MESSAGES/*.po" for name in config["studies"]]
 
 # The post's numbers, shipped with the workflow: relative to the working directory (the checkout itself,
 # unless --directory says otherwise), so a moved checkout reruns nothing; local() because with remote

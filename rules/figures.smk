@@ -21,6 +21,7 @@ rule figures:
             "figures/*.mplstyle",
             "CITATION.cff",
             "locale/*/LC_MESSAGES/*.po",
+            *STUDY_CATALOGS,
             modules=study_modules("figure"),
         ),
     script:
@@ -46,7 +47,12 @@ rule gallery:
         "../environment.yml"
     params:
         figures=lambda wc: settings(FIGURES),
-        code=code("scripts/gallery.py", "locale/*/LC_MESSAGES/*.po", modules=study_modules("figure")),
+        code=code(
+            "scripts/gallery.py",
+            "locale/*/LC_MESSAGES/*.po",
+            *STUDY_CATALOGS,
+            modules=study_modules("figure"),
+        ),
     script:
         "../scripts/gallery.py"
 

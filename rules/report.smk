@@ -42,6 +42,7 @@ rule report:
             "report/templates/*",
             "report/captions/*",
             "locale/*/LC_MESSAGES/*.po",
+            *STUDY_CATALOGS,
             "locale/*/glossary.yaml",
             *STUDY_TEMPLATES,
             "kernels/*.py",

@@ -1,9 +1,9 @@
 """The one translation system (experiments/core/i18n.py): the catalog holds exactly the messages the
 figures, report and studies mark, each translated with the same placeholders, in the glossary's terms."""
 import re
+import shutil
 
 import pytest
-from babel.messages import pofile
 
 from experiments.core import i18n
 from figures.catalog import CATALOG
@@ -34,10 +34,43 @@ def test_missing_translation_fails_the_build(tmp_path, monkeypatch, msgid, msgst
         i18n.translations("zh")
 
 
-def test_the_catalog_holds_exactly_the_marked_messages():
-    """No unused message (tools/po_update.py drops them), none missing, the context kept."""
-    held = {(m.id, m.context) for m in i18n.read_catalog("zh") if m.id}
-    assert held == i18n.used_messages()
+@pytest.mark.parametrize("study", i18n.scopes())
+def test_each_catalog_holds_exactly_the_messages_of_its_scope(study):
+    """No unused message (tools/po_update.py drops them), none missing, the context kept: the core's
+    catalog the core's marks, a study's (in its folder) those of its folder that the core lacks."""
+    held = {(m.id, m.context) for m in i18n.read_catalog("zh", study) if m.id}
+    assert held == i18n.scope_messages(study) and held
+
+
+def test_the_catalogs_together_hold_every_marked_message_with_one_translation():
+    """The core's and the studies' catalogs split the messages: none left out, a study's own text in its
+    folder (two studies that mark one message both hold it, translated alike)."""
+    held = {}
+    for study in i18n.scopes():
+        for m in i18n.read_catalog("zh", study):
+            if m.id:
+                assert held.setdefault((m.id, m.context), m.string) == m.string, m.id
+    assert set(held) == i18n.used_messages()
+    assert "then_and_now" in i18n.scopes() and "history" in i18n.scopes()
+    assert ("Then and now: the post's compiler against today's", None) in i18n.scope_messages("then_and_now")
+    assert i18n.translate("zh", "Then and now, every configuration") == "当年与今天：全部配置"
+
+
+def test_a_study_without_its_catalog_fails_the_build(tmp_path, monkeypatch):
+    studies = tmp_path / "studies"
+    shutil.copytree(i18n.STUDIES, studies, ignore=shutil.ignore_patterns("locale", "__pycache__"))
+    monkeypatch.setattr(i18n, "STUDIES", studies)
+    i18n._marked.cache_clear()
+    monkeypatch.setattr(i18n, "ROOT", tmp_path)  # the core's files: none here, so every mark is a study's
+    try:
+        with pytest.raises(i18n.CatalogError, match=r"studies/\w+/locale/zh/LC_MESSAGES/messages.po: no"):
+            i18n.translations("zh")
+    finally:
+        i18n._marked.cache_clear()
+
+
+def test_the_catalogs_keep_the_contexts():
+    held = {(m.id, m.context) for study in i18n.scopes() for m in i18n.read_catalog("zh", study) if m.id}
     assert ("default scoped limit %(limit).0f MiB", "vmem figure") in held  # one English, two translations
     assert ("default scoped limit %(limit).0f MiB", None) in held
 
@@ -54,14 +87,15 @@ def test_extraction_covers_every_figure_string_and_the_studies():
     assert {key(m) for m in HISTORY_TEXT.values()} <= i18n.used_messages(under=("studies/",))
 
 
-def test_every_translation_keeps_the_placeholders():
+@pytest.mark.parametrize("study", i18n.scopes())
+def test_every_translation_keeps_the_placeholders(study):
     """%(name)s in the English, %(name)s in the translation (babel's python-format check), and a
     literal % written %%, in the figures' messages as in the report's."""
-    catalog = i18n.read_catalog("zh")
+    catalog = i18n.read_catalog("zh", study)
     problems = [(m.id, [str(e) for e in errors]) for m, errors in catalog.check()]
     assert not problems, problems[:3]
     python_format = [m for m in catalog if m.id and m.python_format]
-    assert len(python_format) > 100 and all("python-format" in m.flags for m in python_format)
+    assert python_format and all("python-format" in m.flags for m in python_format)
 
 
 def test_figure_text_is_filled_after_translation():
@@ -75,8 +109,7 @@ def test_chinese_uses_the_glossary():
     """Every Chinese string of the figures, the report and the studies uses the fixed terms, not their
     variants."""
     terms, avoid = i18n.glossary("zh")
-    with open(i18n.catalog_path("zh"), "rb") as f:
-        strings = [m.string for m in pofile.read_po(f) if m.id]
+    strings = [m.string for study in i18n.scopes() for m in i18n.read_catalog("zh", study) if m.id]
     for text_zh in strings:
         for variant, term in avoid.items():
             assert not re.search(variant, text_zh), f"{text_zh!r}: use {term!r}, not {variant!r}"

@@ -1,7 +1,11 @@
 """The one translation system for every text the project shows (figures, report, gallery, studies).
 
 English is the source language, written in the code and marked for extraction; each other language is
-one gettext catalog, locale/<lang>/LC_MESSAGES/messages.po, beside its glossary (glossary.yaml). It lives
+one gettext catalog, locale/<lang>/LC_MESSAGES/messages.po, beside its glossary (glossary.yaml), plus
+one per study that marks messages of its own, in the study's folder
+(studies/<name>/locale/<lang>/LC_MESSAGES/messages.po), so that a study carries its translations
+with it. A study's catalog holds the messages marked in its folder that the core does not mark; the
+translations are the core's and the studies' merged. It lives
 in the core, below figures and report, so that both (and experiments/analysis/claims.py) read one catalog
 and no lower layer imports a higher one.
 
@@ -15,9 +19,10 @@ gettext requires), so every message follows one convention, which babel checks (
 Only literals are extracted: `translate(lang, TEXT["key"])` marks nothing, and a literal inside a
 marking call (`gettext(NAMES["key"])`) would be taken for a message (the catalog test then fails).
 
-`used_messages` reads the marks from the files EXTRACT names (a study's by the studies/ globs); the
-catalog must hold exactly those: a missing or empty translation is refused (CatalogError), and
-tools/po_update.py adds translations and drops the unused.
+`used_messages` reads the marks from the files EXTRACT names, and each study's from STUDY_EXTRACT under
+its folder; each catalog must hold exactly its own (`scope_messages`): a missing or empty translation
+is refused (CatalogError), and tools/po_update.py adds translations, drops the unused and moves a
+message to the catalog of the scope that marks it.
 """
 import functools
 import io
@@ -37,10 +42,10 @@ EXTRACT = (
     ("python", "experiments/analysis/claims.py"),
     ("python", "figures/*.py"),
     ("python", "report/*.py"),
-    ("python", "studies/**/*.py"),
     (JINJA, "report/templates/*.j2"),
-    (JINJA, "studies/**/*.j2"),
 )
+STUDIES = ROOT / "studies"
+STUDY_EXTRACT = (("python", "**/*.py"), (JINJA, "**/*.j2"))  # under studies/<name>/
 KEYWORDS = {"_": None, "N_": None, "gettext": None, "pgettext": ((1, "c"), 2), "NC_": ((1, "c"), 2)}
 
 
@@ -58,13 +63,17 @@ def NC_(context: str, message: str) -> tuple[str, str]:
     return context, message
 
 
-def catalog_path(lang: str) -> Path:
-    return LOCALE / lang / "LC_MESSAGES" / "messages.po"
+def catalog_path(lang: str, study: str | None = None) -> Path:
+    """The core's catalog for `lang`, or the study's."""
+    return (LOCALE if study is None else STUDIES / study / "locale") / lang / "LC_MESSAGES" / "messages.po"
 
 
-def read_catalog(lang: str) -> Catalog:
-    """The language's catalog as written, unchecked (for tools and tests)."""
-    with open(catalog_path(lang), "rb") as f:
+def read_catalog(lang: str, study: str | None = None) -> Catalog:
+    """A catalog as written, unchecked (for tools and tests); an empty one where the file is absent."""
+    path = catalog_path(lang, study)
+    if not path.exists():
+        return Catalog(locale=lang.replace("-", "_"))
+    with open(path, "rb") as f:
         return pofile.read_po(f, locale=lang.replace("-", "_"))
 
 
@@ -79,33 +88,71 @@ def _marked(method: str, pattern: str) -> frozenset[tuple[str, str | None]]:
     return frozenset(found)
 
 
+def _patterns() -> list[tuple[str, str]]:
+    return [*EXTRACT, *((method, f"studies/{name}/{pattern}") for name in studies()
+                        for method, pattern in STUDY_EXTRACT)]
+
+
+def studies() -> list[str]:
+    """The study folders (studies/<name>/ with an __init__.py)."""
+    return sorted(p.parent.name for p in STUDIES.glob("*/__init__.py"))
+
+
 def used_messages(under: tuple[str, ...] = ("",)) -> frozenset[tuple[str, str | None]]:
-    """(message, context) of every message marked in the files EXTRACT names (those whose pattern starts
-    with one of `under`, e.g. ("figures/", "studies/") for the words a figure can draw)."""
-    return frozenset().union(*(_marked(method, pattern) for method, pattern in EXTRACT
+    """(message, context) of every message marked in the core's files and the studies' (those whose
+    pattern starts with one of `under`, e.g. ("figures/", "studies/") for the words a figure can draw)."""
+    return frozenset().union(*(_marked(method, pattern) for method, pattern in _patterns()
                                if pattern.startswith(under)))
 
 
-@functools.cache
-def _checked(path: Path, lang: str, _mtime_ns: int) -> Translations:
-    with open(path, "rb") as f:
-        catalog = pofile.read_po(f, locale=lang.replace("-", "_"))
+def scope_messages(study: str | None = None) -> frozenset[tuple[str, str | None]]:
+    """The messages one catalog holds: the core's marks (study None), or those a study marks in its
+    folder that the core does not."""
+    core = frozenset().union(*(_marked(method, pattern) for method, pattern in EXTRACT))
+    if study is None:
+        return core
+    return frozenset().union(*(_marked(method, f"studies/{study}/{pattern}")
+                               for method, pattern in STUDY_EXTRACT)) - core
+
+
+def scopes() -> list[str | None]:
+    """Every catalog's scope: the core (None), then each study that marks messages of its own."""
+    return [None, *(name for name in studies() if scope_messages(name))]
+
+
+def _checked_catalog(lang: str, study: str | None) -> Catalog:
+    path = catalog_path(lang, study)
+    need = scope_messages(study)
+    if not path.exists():
+        raise CatalogError(f"{path}: no such catalog, and {len(need)} messages need one, e.g. "
+                           f"{sorted(i for i, _ in need)[:3]}")
+    catalog = read_catalog(lang, study)
     have = {(m.id, m.context): m.string for m in catalog if m.id}
-    missing = sorted(f"{c}|{i}" if c else i for i, c in used_messages() if not have.get((i, c)))
+    missing = sorted(f"{c}|{i}" if c else i for i, c in need if not have.get((i, c)))
     if missing:
         raise CatalogError(f"{path}: {len(missing)} messages missing or untranslated, e.g. {missing[:3]}")
-    buffer = io.BytesIO()
-    mofile.write_mo(buffer, catalog)
-    buffer.seek(0)
-    return Translations(buffer)
+    return catalog
+
+
+@functools.cache
+def _checked(lang: str, _versions: tuple) -> Translations:
+    merged = None
+    for study in scopes():
+        buffer = io.BytesIO()
+        mofile.write_mo(buffer, _checked_catalog(lang, study))
+        buffer.seek(0)
+        part = Translations(buffer)
+        merged = part if merged is None else merged.merge(part)
+    return merged
 
 
 def translations(lang: str) -> Translations:
-    """The checked translations for `lang` (English: the identity), read again when the file changes."""
+    """The checked translations for `lang` (English: the identity), the core's and every study's
+    merged; read again when a catalog changes."""
     if lang == "en":
         return Translations()
-    path = catalog_path(lang)
-    return _checked(path, lang, path.stat().st_mtime_ns)
+    paths = [catalog_path(lang, study) for study in scopes()]
+    return _checked(lang, tuple((str(p), p.stat().st_mtime_ns if p.exists() else 0) for p in paths))
 
 
 def translate(lang: str, message: str | tuple[str, str], **values) -> str:

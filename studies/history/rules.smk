@@ -49,6 +49,7 @@ rule history_figure:
             "figures/*.mplstyle",
             "CITATION.cff",
             "locale/*/LC_MESSAGES/*.po",
+            "studies/history/locale/*/LC_MESSAGES/*.po",
         ),
     script:
         "scripts/figure.py"
