@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib
 
 from experiments.core.cache_dirs import user_cache
-from experiments.core.i18n import read_catalog, used_messages
+from experiments.core.i18n import read_catalog, scopes, used_messages
 from experiments.core.tables import write_atomic
 
 matplotlib.use("Agg")
@@ -85,8 +85,8 @@ def drawable_characters() -> str:
         chars |= {ch for ch in module.read_text(encoding="utf-8") if ord(ch) > 0x7E}
     drawn = used_messages(under=("figures/", "studies/"))
     for language in LANGUAGES[1:]:
-        chars |= {ch for m in read_catalog(language) if (m.id, m.context) in drawn for ch in m.string
-                  if ord(ch) > 0x7E}
+        chars |= {ch for study in scopes() for m in read_catalog(language, study)
+                  if (m.id, m.context) in drawn for ch in m.string if ord(ch) > 0x7E}
     return "".join(sorted(chars))
 
 
