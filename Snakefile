@@ -1,6 +1,7 @@
 # tpu-matmul-repro: reproduces "TPU MatMul Kernel" (Pallas MatMul kernels v1-v5 against XLA).
 # Rules live in rules/*.smk; experiments are data in config/config.yaml.
 import os
+from pathlib import Path
 import sys
 
 from snakemake.utils import min_version
@@ -41,16 +42,20 @@ include: "rules/compile_study.smk"
 include: "rules/toolchains.smk"
 include: "rules/measure.smk"
 include: "rules/aggregate.smk"
+
+
+# Optional studies, one folder each (studies/README.md), before the figures and the report that they add
+# to: those the config's `studies` names add their outputs to `all` and their tables to the report's inputs.
+STUDY_OUTPUTS = []
+REPORT_TABLES = {}  # name -> results/<name>.csv, read by a study's report section (report/sections.py)
+for _study_rules in sorted(Path(workflow.basedir).glob("studies/*/rules.smk")):
+
+    include: _study_rules
+
+
 include: "rules/figures.smk"
 include: "rules/report.smk"
 include: "rules/advice.smk"
-
-
-# Optional studies, one folder each; those the config's `studies` names add their outputs to `all`.
-STUDY_OUTPUTS = []
-
-
-include: "studies/history/rules.smk"
 
 
 rule all:
@@ -59,7 +64,6 @@ rule all:
         "results/matmul.parquet",
         "results/fidelity.csv",
         "results/best_vs_xla.csv",
-        "results/then_and_now.csv",
         "results/timing_model.csv",
         "results/claims.csv",
         expand("results/figures/{name}.png", name=FIGURES),

@@ -12,11 +12,16 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from experiments.plan.studies import load as load_studies
 from figures.catalog import render
 
 # Drawn first when figures are shared among processes: the slowest kinds (most panels, most points).
-# Every kind of figures/catalog.py is here (tests/test_figures.py).
-SLOWEST_FIRST = ("search", "generations", "experiment", "then_and_now", "fidelity", "roofline", "vmem")
+# Every kind of figures/catalog.py is here (tests/test_figures.py); a study's kinds come after experiment.
+SLOWEST_FIRST = ("search", "generations", "experiment", "fidelity", "roofline", "vmem")
+
+
+def _rank(kind: str) -> float:
+    return SLOWEST_FIRST.index(kind) if kind in SLOWEST_FIRST else SLOWEST_FIRST.index("experiment") + 0.5
 
 _df = None  # the table, in a worker process (read once by _start_worker)
 
@@ -27,10 +32,11 @@ def _read(table):
     return read_results(table)  # each target's latest measured run, no raw samples
 
 
-def _start_worker(table, log_path) -> None:
-    """A worker's set-up: read the table; its stderr (warnings, tracebacks) into the job's log, as the
-    main process's is (experiments/core/runtime.py:logged)."""
+def _start_worker(table, log_path, studies) -> None:
+    """A worker's set-up: load the run's studies (their kinds of figure), read the table; its stderr
+    (warnings, tracebacks) into the job's log, as the main process's is (experiments/core/runtime.py)."""
     global _df
+    load_studies(studies)
     if log_path:
         stream = open(log_path, "a", buffering=1)  # noqa: SIM115 (open for the process's life)
         os.dup2(stream.fileno(), 2)
@@ -48,21 +54,23 @@ def _draw(df, name: str, spec: tuple, directory: str, primary, served) -> list[P
 
 
 def render_all(table, specs: dict, directory, *, primary=None, served=None, processes: int = 1,
-               log_path=None) -> list[Path]:
+               log_path=None, studies=()) -> list[Path]:
     """Draw every figure of `specs` (name -> (kind, arguments), figures/catalog.py:figure_specs) from the
     table at `table` into `directory`, in `processes` processes; returns the paths written, in the
     order of `specs`. `log_path`: where the worker processes' stderr goes (the job's log)."""
     if processes < 1:
         raise ValueError(f"{processes=} must be at least 1")
+    load_studies(studies)
     names = list(specs)
     args = (str(directory), primary, served)
     if processes == 1 or len(names) < 2:
         df = _read(table)
         return [p for name in names for p in _draw(df, name, specs[name], *args)]
-    order = sorted(names, key=lambda n: SLOWEST_FIRST.index(specs[n][0]))
+    order = sorted(names, key=lambda n: _rank(specs[n][0]))
     # spawn: a clean interpreter per worker (no forked matplotlib or thread state). It imports the
     # Snakemake script again as __mp_main__ (scripts/draw_figures.py guards its work with __main__).
     with ProcessPoolExecutor(min(processes, len(names)), mp_context=get_context("spawn"),
-                             initializer=_start_worker, initargs=(str(table), log_path)) as pool:
+                             initializer=_start_worker,
+                             initargs=(str(table), log_path, tuple(studies))) as pool:
         futures = {name: pool.submit(_draw, None, name, specs[name], *args) for name in order}
         return [p for name in names for p in futures[name].result()]

@@ -3,7 +3,8 @@ its caption and alt text in every language and the provenance embedded in its fi
 
 A kind of figure is one `Entry`: its drawing function and its caption and alt-text templates. A new
 kind is a new entry (and, if the configuration yields it, a line in `figure_specs`); the gallery, the
-report and the embedded metadata pick it up from here."""
+report and the embedded metadata pick it up from here. A study adds its kinds with `register`, each with
+the figures a configuration yields of it (studies/README.md)."""
 import dataclasses
 from pathlib import Path
 from typing import Callable
@@ -13,13 +14,12 @@ import pandas as pd
 from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import post_configs
 from experiments.analysis.toolchains import primary_rows
+from experiments.core.i18n import N_, translate
 from experiments.plan.search import search_covers
-from experiments.plan.toolchains import parse as parse_toolchains
 from figures import plots
 from figures.cite import RESULTS_LICENCE, citation, post_attribution
-from figures.labels import text
+from figures.labels import JOINS, join, text
 from figures.style import LANGUAGES, save, use_style
-from figures.then_and_now import plot_then_and_now
 
 PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
 
@@ -32,152 +32,81 @@ class Entry:
     n_series, others, targets."""
 
     draw: Callable
-    caption: dict[str, str]
-    alt: dict[str, str]
+    caption: str  # English, marked for extraction (N_); translated and filled by `describe`
+    alt: str
+    # A study's kind: the figures a config yields of it, (config, targets) -> {name: (kind, args)}; the
+    # core's kinds are listed in figure_specs.
+    specs: Callable[[dict, list], dict] | None = None
+    # Drawn from every toolchain's estimates; the others each target's own compiler's (primary_rows).
+    every_toolchain: bool = False
 
 
 CATALOG = {
     "experiment": Entry(
         plots.plot_experiment,
-        caption={
-            "en": "Throughput of the post's {experiment} configurations ({description}) in {dtype} on TPU "
-                  "{target} against matrix size, next to XLA's jnp.matmul; {sources}.",
-            "zh": "原文 {experiment} 各配置（{description}）以 {dtype} 在 TPU {target} 上的吞吐量随矩阵大小的"
-                  "变化，并与 XLA 的 jnp.matmul 对比；{sources}。",
-        },
-        alt={
-            "en": "Line chart of {unit} (y axis) against matrix size M = K = N, {sizes} (x axis, log "
-                  "scale), {n_series} series: the configurations of {experiment} {dtype} on {target} and "
-                  "XLA's jnp.matmul; {sources}. A configuration that fails is a × at zero, its reason "
-                  "written under the plot.",
-            "zh": "折线图：纵轴为 {unit}，横轴为矩阵大小 M = K = N（{sizes}，对数刻度），共 {n_series} 个系列"
-                  "："
-                  "{target} 上 {experiment} {dtype} 的各配置与 XLA 的 jnp.matmul；{sources}。失败的配置在零处"
-                  "标 ×，原因写在图下方。",
-        },
+        caption=N_("Throughput of the post's %(experiment)s configurations (%(description)s) in %(dtype)s "
+                   "on TPU %(target)s against matrix size, next to XLA's jnp.matmul; %(sources)s."),
+        alt=N_("Line chart of %(unit)s (y axis) against matrix size M = K = N, %(sizes)s (x axis, log "
+               "scale), %(n_series)s series: the configurations of %(experiment)s %(dtype)s on %(target)s "
+               "and XLA's jnp.matmul; %(sources)s. A configuration that fails is a × at zero, its reason "
+               "written under the plot."),
     ),
     "vmem": Entry(
         plots.plot_vmem,
-        caption={
-            "en": "VMEM that each of the post's configurations uses on {target} (or requests, where it does "
-                  "not fit), against the default scoped-VMEM limit; estimated by libtpu {libtpu}'s compiler "
-                  "without a TPU.",
-            "zh": "原文各配置在 {target} 上使用的 VMEM（放不下时为申请量），与默认 scoped VMEM 上限对比；"
-                  "由 libtpu {libtpu} 的编译器在无 TPU 的机器上估计。",
-        },
-        alt={
-            "en": "Small multiples, one panel per experiment and data type: VMEM in MiB (log scale) against "
-                  "matrix size, one dashed line per configuration; dots fit the default limit, × marks run "
-                  "out of VMEM, hollow squares fit a raised limit; a dash-dot line marks the default limit.",
-            "zh": "分面图，每个实验与数据类型一格：纵轴为 VMEM（MiB，对数刻度），横轴为矩阵大小，每个配置一条"
-                  "虚线；圆点表示在默认上限内可编译，× 表示 VMEM 不足，空心方块表示提高上限后可编译；"
-                  "点划线为默认上限。",
-        },
+        caption=N_("VMEM that each of the post's configurations uses on %(target)s (or requests, where it "
+                   "does not fit), against the default scoped-VMEM limit; estimated by libtpu %(libtpu)s's "
+                   "compiler without a TPU."),
+        alt=N_("Small multiples, one panel per experiment and data type: VMEM in MiB (log scale) against "
+               "matrix size, one dashed line per configuration; dots fit the default limit, × marks run "
+               "out of VMEM, hollow squares fit a raised limit; a dash-dot line marks the default limit."),
     ),
     "roofline": Entry(
         plots.plot_roofline,
-        caption={
-            "en": "Roofline on {target}: the estimated throughput of every configuration that compiles, "
-                  "against its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under the "
-                  "compute peak and the HBM bandwidth; estimated by libtpu {libtpu} without a TPU.",
-            "zh": "{target} 上的 Roofline 模型：每个可编译配置的估计吞吐量与其算术强度（HBM 与 VMEM 之间每搬"
-                  "运"
-                  "一字节对应的 FLOP）的关系，上方为峰值算力与 HBM 带宽两条屋顶线；由 libtpu {libtpu} 在无 TP"
-                  "U "
-                  "的机器上估计。",
-        },
-        alt={
-            "en": "Log-log scatter plots, one panel per data type (int8 in TOP/s): estimated throughput "
-                  "against arithmetic intensity, hollow markers of one colour and shape per experiment, "
-                  "black diamonds for XLA, under the roof set by the compute peak and the HBM bandwidth.",
-            "zh": "双对数散点图，每种数据类型一格（int8 以 TOP/s 计）：纵轴为估计吞吐量，横轴为算术强度；"
-                  "每个实验一种颜色和形状的空心标记，XLA 为黑色菱形；上方为峰值算力与 HBM 带宽构成的屋顶线。",
-        },
+        caption=N_("Roofline on %(target)s: the estimated throughput of every configuration that compiles, "
+                   "against its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under "
+                   "the compute peak and the HBM bandwidth; estimated by libtpu %(libtpu)s without a TPU."),
+        alt=N_("Log-log scatter plots, one panel per data type (int8 in TOP/s): estimated throughput "
+               "against arithmetic intensity, hollow markers of one colour and shape per experiment, black "
+               "diamonds for XLA, under the roof set by the compute peak and the HBM bandwidth."),
     ),
     "search": Entry(
         plots.plot_search,
-        caption={
-            "en": "Block-size search of {experiment} in {dtype} on {target}: for each (bm, bn) and matrix "
-                  "size, the best estimated {unit} over bk; estimated by libtpu {libtpu} without a TPU.",
-            "zh": "{target} 上 {experiment}（{dtype}）的分块大小搜索：对每个 (bm, bn) 与矩阵大小，取各 bk 中"
-                  "最高的估计 {unit}；由 libtpu {libtpu} 在无 TPU 的机器上估计。",
-        },
-        alt={
-            "en": "Heatmaps, one per matrix size ({size_list}), bm on the y axis and bn on the x axis; each "
-                  "cell gives the best estimated {unit} and its bk; × marks cells where every bk runs out of "
-                  "VMEM, blank cells have no configuration (neither the post's nor the search's).",
-            "zh": "热力图，每个矩阵大小（{size_list}）一幅，纵轴为 bm，横轴为 bn；每格给出最高的估计 {unit} "
-                  "及对应"
-                  "的 bk；× 表示所有 bk 均 VMEM 不足，空白格表示原文和搜索中都没有该组合。",
-        },
+        caption=N_("Block-size search of %(experiment)s in %(dtype)s on %(target)s: for each (bm, bn) and "
+                   "matrix size, the best estimated %(unit)s over bk; estimated by libtpu %(libtpu)s "
+                   "without a TPU."),
+        alt=N_("Heatmaps, one per matrix size (%(size_list)s), bm on the y axis and bn on the x axis; each "
+               "cell gives the best estimated %(unit)s and its bk; × marks cells where every bk runs out "
+               "of VMEM, blank cells have no configuration (neither the post's nor the search's)."),
     ),
     "fidelity": Entry(
         plots.plot_fidelity,
-        caption={
-            "en": "libtpu's raw estimate and the timing model out of sample (each of the post's figures "
-                  "predicted by a fit that left it out) against {others} on {target}: the points "
-                  "results/fidelity.csv scores at sizes from 2048 up (one per configuration in each of the "
-                  "post's figures, so XLA's baseline once per figure), log-log with the line y = x.",
-            "zh": "libtpu 的原始估计与样本外的计时模型（原文每幅图都由不含该图的拟合来预测），"
-                  "对比 {target} 上的{others}：即 results/fidelity.csv 在大小 2048 及以上所评分的点"
-                  "（原文每幅图中每个配置一个点，"
-                  "XLA 基线在每幅图中各计一次），双对数坐标，并画出 y = x。",
-        },
-        alt={
-            "en": "Log-log scatter plots, one panel per estimator: its TFLOP/s (y) against {others} TFLOP/s "
-                  "(x), one colour per experiment and black diamonds for XLA, with the diagonal y = x; the "
-                  "number of points, the median ratio, the median absolute log ratio and (from 5 points up) "
-                  "the Spearman correlation are written in the corner.",
-            "zh": "双对数散点图，每个估计方法一格：纵轴为其 TFLOP/s，横轴为{others} TFLOP/s，"
-                  "每个实验一种颜色，"
-                  "XLA 为黑色菱形，并画出对角线 y = x；左上角写有点数、比值中位数、对数比绝对值的中位数，"
-                  "以及（点数不少于 5 时）Spearman 相关系数。",
-        },
+        caption=N_("libtpu's raw estimate and the timing model out of sample (each of the post's figures "
+                   "predicted by a fit that left it out) against %(others)s on %(target)s: the points "
+                   "results/fidelity.csv scores at sizes from 2048 up (one per configuration in each of "
+                   "the post's figures, so XLA's baseline once per figure), log-log with the line y = x."),
+        alt=N_("Log-log scatter plots, one panel per estimator: its TFLOP/s (y) against %(others)s TFLOP/s "
+               "(x), one colour per experiment and black diamonds for XLA, with the diagonal y = x; the "
+               "number of points, the median ratio, the median absolute log ratio and (from 5 points up) "
+               "the Spearman correlation are written in the corner."),
     ),
     "generations": Entry(
         plots.plot_generations,
-        caption={
-            "en": "{experiment} in {dtype} across TPU generations ({targets}): the best estimated of the "
-                  "post's own Pallas configurations at each size (the same ones on every generation; the "
-                  "block search runs on some targets only) and XLA's jnp.matmul; estimated by libtpu "
-                  "{libtpu} without a TPU.",
-            "zh": "{experiment}（{dtype}）在各代 TPU（{targets}）上的表现：每个大小下原文自身 Pallas "
-                  "配置中估计最优者（各代比较同一组配置；分块搜索只在部分目标上运行）与 XLA 的 "
-                  "jnp.matmul；由 libtpu {libtpu} 在无 TPU 的机器上估计。",
-        },
-        alt={
-            "en": "Line chart: estimated {unit} against matrix size ({sizes}), one colour per TPU "
-                  "generation; circles on dashed lines for the best Pallas configuration, triangles for XLA.",
-            "zh": "折线图：纵轴为估计 {unit}，横轴为矩阵大小（{sizes}），每代 TPU 一种颜色；圆点虚线为最优 "
-                  "Pallas 配置，三角形为 XLA。",
-        },
-    ),
-    "then_and_now": Entry(
-        plot_then_and_now,
-        caption={
-            "en": "VMEM that the post's configurations need on {target} under each toolchain (the compiler "
-                  "of the post's time and today's), against the default scoped-VMEM limit: the "
-                  "configurations on which a toolchain disagrees with the post, drawn; the others, on which "
-                  "every toolchain agrees, counted above the bars; estimated by each toolchain's libtpu "
-                  "without a TPU.",
-            "zh": "原文配置在 {target} 上、在各工具链（原文当年的编译器与今天的编译器）下所需的 VMEM，与默认 "
-                  "scoped VMEM 上限对比：画出有工具链与原文结论不一致的配置；"
-                  "其余各工具链都与原文一致的配置只在"
-                  "条形上方计数；由各工具链的 libtpu 在无 TPU 的机器上估计。",
-        },
-        alt={
-            "en": "Horizontal bars, one row per configuration of the post on which some toolchain disagrees "
-                  "with the post's verdict, one bar per toolchain: filled where it compiles at the default "
-                  "limit, hatched where it runs out of VMEM, edged in red where it disagrees; a line marks "
-                  "the default limit; a line of text above the bars counts the configurations not drawn.",
-            "zh": "横向条形图：每行是一个有工具链与原文结论不一致的原文配置，每个工具链一根条；在默认上限内"
-                  "可编译为实心，VMEM 不足为斜线填充，不一致的加红边；竖线为默认上限；"
-                  "条形上方一行文字给出未画出"
-                  "的配置个数。",
-        },
+        caption=N_("%(experiment)s in %(dtype)s across TPU generations (%(targets)s): the best estimated "
+                   "of the post's own Pallas configurations at each size (the same ones on every "
+                   "generation; the block search runs on some targets only) and XLA's jnp.matmul; "
+                   "estimated by libtpu %(libtpu)s without a TPU."),
+        alt=N_("Line chart: estimated %(unit)s against matrix size (%(sizes)s), one colour per TPU "
+               "generation; circles on dashed lines for the best Pallas configuration, triangles for XLA."),
     ),
 }
-KINDS = {kind: entry.draw for kind, entry in CATALOG.items()}
+
+
+def register(kind: str, entry: Entry) -> None:
+    """Add a study's kind of figure (its package does, when imported: experiments/plan/studies.py)."""
+    if CATALOG.get(kind, entry) != entry:
+        raise ValueError(f"figure kind={kind!r} is registered twice, differently")
+    CATALOG[kind] = entry
+
 
 
 def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
@@ -200,14 +129,13 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
         specs[f"roofline_{target}"] = ("roofline", dict(target=target))
         if target in PUBLISHED_TARGETS:
             specs[f"fidelity_{target}"] = ("fidelity", dict(target=target))
-    toolchains = parse_toolchains(config)
-    if len(toolchains) > 1:  # the post's configurations under each toolchain
-        primary = next(t.name for t in toolchains.values() if t.pipeline)
-        specs["then_and_now_v5e"] = ("then_and_now", dict(target="v5e", primary=primary))
     if len(targets) > 1:
         for name, spec in experiments.items():
             for dtype in spec["dtypes"]:
                 specs[f"generations_{name}_{dtype}"] = ("generations", dict(experiment=name, dtype=dtype))
+    for entry in CATALOG.values():  # the studies' kinds
+        if entry.specs is not None:
+            specs.update(entry.specs(config, targets))
     return specs
 
 
@@ -253,7 +181,7 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
             parts.append(text(lang, "caption_measured", device_kind=first.device_kind))
         else:
             parts.append(text(lang, "caption_published"))
-    return ("；" if lang == "zh" else "; ").join(parts)
+    return join(lang, "sentences", parts)
 
 
 def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> dict:
@@ -272,20 +200,20 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
         sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
         libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
         unit="TOP/s" if args.get("dtype") == "int8" else "TFLOP/s",
-        sizes=(f"{sizes[0]}{' 至 ' if lang == 'zh' else ' to '}{sizes[-1]}" if len(sizes) > 1
+        sizes=(translate(lang, JOINS["range"], first=sizes[0], last=sizes[-1]) if len(sizes) > 1
                else str(sizes[0])) if sizes else "–",
-        size_list=("、" if lang == "zh" else ", ").join(str(s) for s in sizes) or "–",
+        size_list=join(lang, "list", (str(s) for s in sizes)) or "–",
         n_series=len({plots.config_key(r) for r in drawn.itertuples()}) if len(drawn) else 0,
-        others=("、" if lang == "zh" else " and ").join(text(lang, f"others_{s}") for s in others)
+        others=join(lang, "two", (text(lang, f"others_{s}") for s in others))
         or text(lang, "others_published"),
         targets=", ".join(_values(estimates, "target")),
     )
     entry = CATALOG[kind]
-    caption = entry.caption[lang].format(**fields)
+    caption = translate(lang, entry.caption, **fields)
     notes = figure_notes(df, kind, args, lang)
     if notes:  # the figure prints at most three lines of them; the caption and the metadata all
-        caption += (" " + "；".join(notes) + "。") if lang == "zh" else (" " + "; ".join(notes) + ".")
-    return {"caption": caption, "alt": entry.alt[lang].format(**fields),
+        caption = translate(lang, JOINS["notes"], caption=caption, notes=join(lang, "sentences", notes))
+    return {"caption": caption, "alt": translate(lang, entry.alt, **fields),
             "sources": sorted(set(rows.source)) if len(rows) else []}
 
 
@@ -334,15 +262,15 @@ def figure_title(fig) -> str:
 def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None,
            served: dict | None = None) -> list[Path]:
     """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
-    pipeline's own toolchain, whose estimates all kinds but then_and_now draw, except for the targets
-    another toolchain is `served` for; None: every row)."""
-    if kind != "then_and_now":
+    pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
+    for the targets another toolchain is `served` for; None: every row)."""
+    if not CATALOG[kind].every_toolchain:
         df = primary_rows(df, primary, served)
     df = latest_runs(df)  # one measured curve per configuration: each target's latest run
     paths = []
     for lang in LANGUAGES:
         use_style(lang)
-        fig = KINDS[kind](df, lang=lang, **args)
+        fig = CATALOG[kind].draw(df, lang=lang, **args)
         info = provenance(df, name, kind, args, lang, figure_title(fig))
         paths += save(fig, stem(directory, name, lang), info)
     return paths

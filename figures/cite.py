@@ -9,6 +9,8 @@ from pathlib import Path
 
 import yaml
 
+from experiments.core.i18n import N_, translate
+
 CITATION_FILE = Path(__file__).resolve().parent.parent / "CITATION.cff"
 # Figures and tables are data for others to reuse with credit; the code stays MIT (LICENSE).
 RESULTS_LICENCE = "CC BY 4.0"
@@ -48,24 +50,25 @@ def citation(path: Path = CITATION_FILE) -> Citation:
                          "license, authors, date-published is required)") from None
 
 
+# the credit lines, English; translated by translate() (experiments/core/i18n.py)
+POST_ATTRIBUTION = N_("Published numbers: %(author)s, “%(title)s” (%(date)s), read off the post's figures by "
+                      "pixel position; the post's code and figures: %(url)s (%(licence)s licence).")
+CREDIT = N_("Source: %(title)s v%(version)s (commit %(commit)s%(where)s), %(licence)s")
+
+
 def post_attribution(lang: str) -> str:
     """The credit line for the post's published numbers, wherever they are shown."""
     c = citation()
-    if lang == "zh":
-        return (f"原文数据：{c.post_author}《{c.post_title}》（{c.post_date}），从原文的图中按像素位置读取；"
-                f"原文代码与图：{c.post_url}（{c.post_licence} 许可）。")
-    return (f"Published numbers: {c.post_author}, “{c.post_title}” ({c.post_date}), read off the post's "
-            f"figures by pixel position; the post's code and figures: {c.post_url} "
-            f"({c.post_licence} licence).")
+    return translate(lang, POST_ATTRIBUTION, author=c.post_author, title=c.post_title, date=c.post_date,
+                     url=c.post_url, licence=c.post_licence)
 
 
 def credit(lang: str, commit: str) -> str:
     """The attribution a reuser keeps with a figure (CC BY asks for it)."""
     c = citation()
     where = f", {c.repository}" if c.repository else ""
-    if lang == "zh":
-        return f"来源：{c.title} v{c.version}（提交 {commit}{where}），{RESULTS_LICENCE}"
-    return f"Source: {c.title} v{c.version} (commit {commit}{where}), {RESULTS_LICENCE}"
+    return translate(lang, CREDIT, title=c.title, version=c.version, commit=commit, where=where,
+                     licence=RESULTS_LICENCE)
 
 
 def bibtex(key: str, title: str, commit: str, note: str = "") -> str:

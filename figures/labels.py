@@ -1,211 +1,114 @@
-"""Every string a figure shows, in English and 简体中文. Both catalogs must have the same keys
-(tests/test_figures.py checks), so the two languages cannot drift apart."""
+"""Every string a figure shows, by a short name: English source strings marked for extraction (N_), their
+translations in the one catalog (locale/<lang>/LC_MESSAGES/messages.po, experiments/core/i18n.py)."""
+from experiments.core.i18n import N_, NC_, translate
 
 LABELS = {
-    "en": {
-        "more_notes": "… more notes in the figure's caption and file metadata",
-        "out_of_sample": "left out of the fit, off by a median {pct:.0f} % ({n} points)",
-        "axis_post": "{unit}, as the post timed it",
-        "axis_device": "{unit}, device time",
-        "axis_estimate": "{unit}, libtpu's estimate",
-        "axis_mixed": "{unit}",
-        "float32_roof": "float32 as the model implies: peak {peak:.0f} TFLOP/s (bf16 peak / {factor:.2f})",
-        "title_fidelity_compiler": "libtpu's estimate\nagainst {source} ({target})",
-        "title_fidelity_model": "Timing model, out of sample\nagainst {source} ({target})",
-        "fidelity_axis": "TFLOP/s, estimated",
-        "agreement_few": "n = {n}, median ratio {ratio:.2f}, |log| {mal:.2f}",
-        "size": "Matrix size (M = K = N)",
-        "vmem": "VMEM (MiB)",
-        "intensity": "Arithmetic intensity (FLOP per HBM byte)",
-        "modelled_post": "timing model fitted to the post",
-        "flagged_xla": "XLA at {sizes} not drawn: its estimate falls as size grows (flagged, a cost-model "
-                       "artefact)",
-        "interval_band": "shaded: the timing model's 80 % prediction interval, from its held-out errors on "
-                         "the post's v5e numbers",
-        "interval_unchecked": "; no measurement on {target} checks it",
-        "reference_axis": "{source} TFLOP/s",
-        "xla": "XLA jnp.matmul",
-        "kernel": "Pallas {kernel}",
-        "blocks": "blocks ({bm}, {bk}, {bn})",
-        "splits": "N = {n}",
-        "estimate": "estimated",
-        "measured": "measured",
-        "published": "published (the post)",
-        "peak": "peak {peak:.0f}",
-        "failed_estimate": "✗ {label}: VMEM {need:.1f} MiB > {limit:.0f} MiB",
-        "failed_estimate_bound": "✗ {label}: VMEM ≥ {need:.1f} MiB > {limit:.0f} MiB physical (not compiled)",
-        "failed_other": "✗ {label}: {status}",
-        "failed_published": "✗ {label}: failed in the post",
-        "title_experiment": "{experiment}: {description} ({dtype}, {target})",
-        "title_vmem": "VMEM used against the limit ({target}, estimated by libtpu {libtpu})",
-        "title_roofline": "Roofline ({target}, estimated by libtpu {libtpu})",
-        "title_search": "{experiment} block search: estimated {unit}, best bk per cell ({dtype}, {target})",
-        "title_fidelity": "Estimates against {source} numbers ({target})",
-        "title_generations": "{experiment} across TPU generations ({dtype}, estimated)",
-        "limit_default": "default scoped limit {limit:.0f} MiB",
-        "ok_default": "fits the default limit",
-        "ok_raised_any": "fits a raised limit",
-        "oom": "out of VMEM",
-        "hbm_roof": "HBM {bw:.0f} GB/s",
-        "compute_roof": "peak {peak:.0f} TFLOP/s ({dtype})",
-        "size_panel": "M = K = N = {size}",
-        "bm": "bm",
-        "bn": "bn",
-        "best_bk": "bk {bk}",
-        "no_data": "no data for this figure",
-        "identity": "y = x",
-        "agreement": "n = {n}, median ratio {ratio:.2f}, |log| {mal:.2f}, Spearman {spearman:.2f}",
-        "best_pallas": "best Pallas {target}",
-        "best_pallas_model_only": "best Pallas {target}, model only",
-        "xla_target": "XLA {target}",
-        "generations_note": "filled: from libtpu's cycle estimate (static profile) through the timing model; "
-                            "hollow, dotted: model only (no compiler cycles: libtpu's static profiler "
-                            "aborts for this target), from the chip's peak, HBM bandwidth and the model's "
-                            "constants alone, less certain",
-        "missing_cycles": "no estimate drawn at {sizes} for {label}: {reason}",
-        "reason_profiler_crashed": "libtpu's static profiler crashed (it compiles: VMEM verdict kept)",
-        "reason_no_static_profile": "this libtpu has no static profile",
-        "reason_extrapolation_failed": "a small grid of the same blocks could not be profiled",
-        "reason_model_only": "; a model-only estimate is in the generations figure",
-        "description_v1": "naive, whole arrays in VMEM",
-        "description_v2": "row/column split grid",
-        "description_v3": "3-D block grid",
-        "description_v4": "block-size search",
-        "description_v5": "low-precision inputs + float32 accumulator",
-        "description_v5_int8": "int8 inputs + int32 accumulator",
-        "description_other": "Pallas kernel",
-        "caption_estimate": "estimated by libtpu {libtpu} for {target} without a TPU (dashed lines)",
-        "caption_modelled": "modelled from libtpu {libtpu}'s estimates for {target} by the timing model "
-                            "fitted on the post's numbers, timed as the post did, without a TPU "
-                            "(dashed lines)",
-        "caption_measured": "measured on {device_kind} (solid lines)",
-        "caption_published": "the post's published numbers, read off its figures (hollow markers)",
-        "others_published": "the post's published numbers",
-        "others_measured": "measurements",
-        "subtitle_estimate": "estimated by libtpu (dashed)",
-        "subtitle_modelled_post": "timing model fitted to the post, timed as the post (dashed)",
-        "subtitle_measured": "measured (solid)",
-        "subtitle_published": "published in the post (hollow)",
-        "search_legend": "Each cell: the best estimated {unit} over bk (top) and that bk (bottom). ×: every "
-                         "bk runs out of VMEM (or fails to compile); blank: no configuration with this "
-                         "(bm, bn), neither the post's nor the search's.",
-    },
-    "zh": {
-        "more_notes": "… 其余说明见图注与文件元数据",
-        "out_of_sample": "不参与拟合时误差中位数为 {pct:.0f} %（{n} 个点）",
-        "axis_post": "{unit}，按原文方式计时",
-        "axis_device": "{unit}，设备时间",
-        "axis_estimate": "{unit}，libtpu 估计",
-        "axis_mixed": "{unit}",
-        "float32_roof": "模型推算的 float32 峰值 {peak:.0f} TFLOP/s（bf16 峰值 / {factor:.2f}）",
-        "title_fidelity_compiler": "libtpu 估计\n与{source}对比（{target}）",
-        "title_fidelity_model": "计时模型（样本外）\n与{source}对比（{target}）",
-        "fidelity_axis": "TFLOP/s，估计值",
-        "agreement_few": "n = {n}，比值中位数 {ratio:.2f}，|log| {mal:.2f}",
-        "size": "矩阵大小（M = K = N）",
-        "vmem": "VMEM (MiB)",
-        "intensity": "算术强度（每 HBM 字节的 FLOP）",
-        "modelled_post": "按原文数据拟合的计时模型",
-        "flagged_xla": "XLA 在 {sizes} 处未画出：其估计随尺寸增大反而下降（已标记，属代价模型的假象）",
-        "interval_band": "阴影：计时模型的 80 % 预测区间，由其在原文 v5e 数据上的留出误差得出",
-        "interval_unchecked": "；{target} 上没有任何实测检验过它",
-        "reference_axis": "{source} TFLOP/s",
-        "xla": "XLA jnp.matmul",
-        "kernel": "Pallas {kernel}",
-        "blocks": "分块 ({bm}, {bk}, {bn})",
-        "splits": "N = {n}",
-        "estimate": "估计值",
-        "measured": "实测值",
-        "published": "原文数据",
-        "peak": "峰值 {peak:.0f}",
-        "failed_estimate": "× {label}：VMEM {need:.1f} MiB > {limit:.0f} MiB",
-        "failed_estimate_bound": "× {label}：VMEM ≥ {need:.1f} MiB > 物理容量 {limit:.0f} MiB（未编译）",
-        "failed_other": "× {label}：{status}",
-        "failed_published": "× {label}：原文中运行失败",
-        "title_experiment": "{experiment}：{description}（{dtype}，{target}）",
-        "title_vmem": "VMEM 用量与上限（{target}，libtpu {libtpu} 估计）",
-        "title_roofline": "Roofline 模型（{target}，libtpu {libtpu} 估计）",
-        "title_search": "{experiment} 分块搜索：估计 {unit}，每格取最优 bk（{dtype}，{target}）",
-        "title_fidelity": "估计值与{source}对比（{target}）",
-        "title_generations": "{experiment} 在各代 TPU 上的表现（{dtype}，估计）",
-        "limit_default": "默认 scoped VMEM 上限 {limit:.0f} MiB",
-        "ok_default": "默认上限内可编译",
-        "ok_raised_any": "调高上限后可编译",
-        "oom": "VMEM 不足",
-        "hbm_roof": "HBM {bw:.0f} GB/s",
-        "compute_roof": "峰值 {peak:.0f} TFLOP/s ({dtype})",
-        "size_panel": "M = K = N = {size}",
-        "bm": "bm",
-        "bn": "bn",
-        "best_bk": "bk {bk}",
-        "no_data": "此图无数据",
-        "identity": "y = x",
-        "agreement": "n = {n}，比值中位数 {ratio:.2f}，|log| {mal:.2f}，Spearman 相关系数 {spearman:.2f}",
-        "best_pallas": "最优 Pallas {target}",
-        "best_pallas_model_only": "最优 Pallas {target}，仅模型",
-        "xla_target": "XLA {target}",
-        "generations_note": "实心：libtpu 的周期估计（静态性能剖析）经计时模型换算；空心、点线：仅模型"
-                            "（无编译器周期：libtpu 的静态性能剖析器在此代芯片上崩溃），"
-                            "只由芯片峰值、HBM 带宽"
-                            "和模型常数得出，可信度较低",
-        "missing_cycles": "{sizes} 处未画出估计：{label}。原因：{reason}",
-        "reason_profiler_crashed": "libtpu 的静态性能剖析器崩溃（可以编译：保留 VMEM 结论）",
-        "reason_no_static_profile": "此版本 libtpu 没有静态性能剖析",
-        "reason_extrapolation_failed": "同分块的小网格无法剖析",
-        "reason_model_only": "；仅模型的估计见各代 TPU 对比图",
-        "description_v1": "朴素实现：整个矩阵放入 VMEM",
-        "description_v2": "按行、列切分的网格",
-        "description_v3": "三维分块网格",
-        "description_v4": "分块大小搜索",
-        "description_v5": "低精度输入 + float32 累加器",
-        "description_v5_int8": "int8 输入 + int32 累加器",
-        "description_other": "Pallas 算子",
-        "caption_estimate": "虚线为 libtpu {libtpu} 在无 TPU 的机器上为 {target} 做的估计",
-        "caption_modelled": "虚线为 libtpu {libtpu} 在无 TPU 的机器上为 {target} 做的估计，经以原文数据拟合的"
-                            "计时模型按原文的计时方式换算",
-        "caption_measured": "实线为在 {device_kind} 上的实测",
-        "caption_published": "空心点为原文数据（从原文的图中读取）",
-        "others_published": "原文数据",
-        "others_measured": "实测值",
-        "subtitle_estimate": "libtpu 估计（虚线）",
-        "subtitle_modelled_post": "按原文数据拟合的计时模型，按原文方式计时（虚线）",
-        "subtitle_measured": "实测（实线）",
-        "subtitle_published": "原文数据（空心点）",
-        "search_legend": "每格：上为各 bk 中最高的估计 {unit}，下为对应的 bk。×：所有 bk 均 VMEM 不足（或编译"
-                         "失败）；"
-                         "空白：原文和搜索中都没有这一 (bm, bn) 组合。",
-    },
+    "more_notes": N_("… more notes in the figure's caption and file metadata"),
+    "out_of_sample": N_("left out of the fit, off by a median %(pct).0f %% (%(n)s points)"),
+    "axis_post": N_("%(unit)s, as the post timed it"),
+    "axis_device": N_("%(unit)s, device time"),
+    "axis_estimate": N_("%(unit)s, libtpu's estimate"),
+    "axis_mixed": N_("%(unit)s"),
+    "float32_roof": N_("float32 as the model implies: peak %(peak).0f TFLOP/s (bf16 peak / %(factor).2f)"),
+    "title_fidelity_compiler": N_("libtpu's estimate\nagainst %(source)s (%(target)s)"),
+    "title_fidelity_model": N_("Timing model, out of sample\nagainst %(source)s (%(target)s)"),
+    "fidelity_axis": N_("TFLOP/s, estimated"),
+    "agreement_few": N_("n = %(n)s, median ratio %(ratio).2f, |log| %(mal).2f"),
+    "size": N_("Matrix size (M = K = N)"),
+    "vmem": N_("VMEM (MiB)"),
+    "intensity": N_("Arithmetic intensity (FLOP per HBM byte)"),
+    "modelled_post": N_("timing model fitted to the post"),
+    "flagged_xla": N_("XLA at %(sizes)s not drawn: its estimate falls as size grows (flagged, a cost-model "
+                      "artefact)"),
+    "interval_band": N_("shaded: the timing model's 80 %% prediction interval, from its held-out errors on "
+                        "the post's v5e numbers"),
+    "interval_unchecked": N_("; no measurement on %(target)s checks it"),
+    "reference_axis": N_("%(source)s TFLOP/s"),
+    "xla": N_("XLA jnp.matmul"),
+    "kernel": N_("Pallas %(kernel)s"),
+    "blocks": N_("blocks (%(bm)s, %(bk)s, %(bn)s)"),
+    "splits": N_("N = %(n)s"),
+    "estimate": N_("estimated"),
+    "measured": N_("measured"),
+    "published": N_("published (the post)"),
+    "peak": N_("peak %(peak).0f"),
+    "failed_estimate": N_("✗ %(label)s: VMEM %(need).1f MiB > %(limit).0f MiB"),
+    "failed_estimate_bound": N_("✗ %(label)s: VMEM ≥ %(need).1f MiB > %(limit).0f MiB physical (not "
+                                "compiled)"),
+    "failed_other": N_("✗ %(label)s: %(status)s"),
+    "failed_published": N_("✗ %(label)s: failed in the post"),
+    "title_experiment": N_("%(experiment)s: %(description)s (%(dtype)s, %(target)s)"),
+    "title_vmem": N_("VMEM used against the limit (%(target)s, estimated by libtpu %(libtpu)s)"),
+    "title_roofline": N_("Roofline (%(target)s, estimated by libtpu %(libtpu)s)"),
+    "title_search": N_("%(experiment)s block search: estimated %(unit)s, best bk per cell (%(dtype)s, "
+                       "%(target)s)"),
+    "title_fidelity": N_("Estimates against %(source)s numbers (%(target)s)"),
+    "title_generations": N_("%(experiment)s across TPU generations (%(dtype)s, estimated)"),
+    "limit_default": NC_("vmem figure", "default scoped limit %(limit).0f MiB"),
+    "ok_default": N_("fits the default limit"),
+    "ok_raised_any": N_("fits a raised limit"),
+    "oom": N_("out of VMEM"),
+    "hbm_roof": N_("HBM %(bw).0f GB/s"),
+    "compute_roof": N_("peak %(peak).0f TFLOP/s (%(dtype)s)"),
+    "size_panel": N_("M = K = N = %(size)s"),
+    "bm": N_("bm"),
+    "bn": N_("bn"),
+    "best_bk": N_("bk %(bk)s"),
+    "no_data": N_("no data for this figure"),
+    "identity": N_("y = x"),
+    "agreement": N_("n = %(n)s, median ratio %(ratio).2f, |log| %(mal).2f, Spearman %(spearman).2f"),
+    "best_pallas": N_("best Pallas %(target)s"),
+    "best_pallas_model_only": N_("best Pallas %(target)s, model only"),
+    "xla_target": N_("XLA %(target)s"),
+    "generations_note": N_("filled: from libtpu's cycle estimate (static profile) through the timing "
+                           "model; hollow, dotted: model only (no compiler cycles: libtpu's static "
+                           "profiler aborts for this target), from the chip's peak, HBM bandwidth and the "
+                           "model's constants alone, less certain"),
+    "missing_cycles": N_("no estimate drawn at %(sizes)s for %(label)s: %(reason)s"),
+    "reason_profiler_crashed": N_("libtpu's static profiler crashed (it compiles: VMEM verdict kept)"),
+    "reason_no_static_profile": N_("this libtpu has no static profile"),
+    "reason_extrapolation_failed": N_("a small grid of the same blocks could not be profiled"),
+    "reason_model_only": N_("; a model-only estimate is in the generations figure"),
+    "description_v1": N_("naive, whole arrays in VMEM"),
+    "description_v2": N_("row/column split grid"),
+    "description_v3": N_("3-D block grid"),
+    "description_v4": N_("block-size search"),
+    "description_v5": N_("low-precision inputs + float32 accumulator"),
+    "description_v5_int8": N_("int8 inputs + int32 accumulator"),
+    "description_other": N_("Pallas kernel"),
+    "caption_estimate": N_("estimated by libtpu %(libtpu)s for %(target)s without a TPU (dashed lines)"),
+    "caption_modelled": N_("modelled from libtpu %(libtpu)s's estimates for %(target)s by the timing model "
+                           "fitted on the post's numbers, timed as the post did, without a TPU (dashed "
+                           "lines)"),
+    "caption_measured": N_("measured on %(device_kind)s (solid lines)"),
+    "caption_published": N_("the post's published numbers, read off its figures (hollow markers)"),
+    "others_published": N_("the post's published numbers"),
+    "others_measured": N_("measurements"),
+    "subtitle_estimate": N_("estimated by libtpu (dashed)"),
+    "subtitle_modelled_post": N_("timing model fitted to the post, timed as the post (dashed)"),
+    "subtitle_measured": N_("measured (solid)"),
+    "subtitle_published": N_("published in the post (hollow)"),
+    "search_legend": N_("Each cell: the best estimated %(unit)s over bk (top) and that bk (bottom). ×: "
+                        "every bk runs out of VMEM (or fails to compile); blank: no configuration with "
+                        "this (bm, bn), neither the post's nor the search's."),
 }
-
-SOURCE_NAMES = {
-    "en": {"published": "published", "measured": "measured", "estimate": "estimated"},
-    "zh": {"published": "原文数据", "measured": "实测值", "estimate": "估计值"},
-}
+# how a language joins the parts of a sentence and lists of names (Chinese: 、 and full-width ；)
+JOINS = {"sentences": N_("; "), "list": N_(", "), "two": N_(" and "), "range": N_("%(first)s to %(last)s"),
+         "notes": N_("%(caption)s %(notes)s.")}
+SOURCE_NAMES = {"published": N_("published"), "measured": N_("measured"), "estimate": N_("estimated")}
 
 
 def text(lang: str, key: str, **values) -> str:
-    return LABELS[lang][key].format(**values)
+    return translate(lang, LABELS[key], **values)
 
 
-# Fixed terms: the same Chinese word for the same thing in every figure and in the report
-# (tests/test_report.py checks the catalogs against the variants on the right).
-GLOSSARY = [
-    ("kernel", "算子"),
-    ("block (bm, bk, bn)", "分块"),
-    ("accumulator", "累加器"),
-    ("pipelining", "流水线"),
-    ("contraction (K) dimension", "归约维（K 维）"),
-    ("out of VMEM", "VMEM 不足"),
-    ("scoped-VMEM limit", "scoped VMEM 上限"),
-    ("estimated / measured / published", "估计值 / 实测值 / 原文数据"),
-    ("systolic array (the MXU)", "脉动阵列"),
-    ("vector memory (VMEM)", "向量内存（VMEM）"),
-    ("static profile (libtpu's cycle estimate)", "静态性能剖析"),
-]
-AVOID = {  # variant (a regular expression) -> the glossary term to use instead
-    "内核": "算子", "核函数": "算子", "收缩维": "归约维", "规约维": "归约维", "内存不足": "VMEM 不足",
-    "内存耗尽": "VMEM 不足", "原文发布": "原文数据", "(?<!分)块大小": "分块大小", "累积器": "累加器",
-    "管线": "流水线", "流水(?!线)": "流水线",
-    "静态剖析": "静态性能剖析", "静态分析": "静态性能剖析", "收缩阵列": "脉动阵列", "心动阵列": "脉动阵列",
-    "矢量内存": "向量内存（VMEM）", "向量存储器": "向量内存（VMEM）",
-}
+def join(lang: str, how: str, parts) -> str:
+    """`parts` joined as `lang` joins sentences ("sentences"), names ("list") or names and one more
+    ("two")."""
+    return translate(lang, JOINS[how]).join(parts)
+
+
+def source_names(lang: str) -> dict[str, str]:
+    """What each kind of number is called: estimated, measured, published."""
+    return {source: translate(lang, name) for source, name in SOURCE_NAMES.items()}
+

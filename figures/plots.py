@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 from experiments.analysis.summaries import MIN_RANK_POINTS, default_limit, model_only, post_configs
 from experiments.core.chips import generation_order
 from experiments.core.units import MiB, flops, tflops
-from figures.labels import LABELS, SOURCE_NAMES, text
+from figures.labels import LABELS, join, source_names, text
 
 SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
@@ -62,8 +62,8 @@ def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
         return []
     groups = sorted(hit.groupby("target"), key=lambda kv: generation_order(kv[0]))
     sizes = [", ".join(str(int(m)) for m in sorted(set(g.m))) for _, g in groups]
-    where = sizes[0] if len(groups) == 1 else ("；" if lang == "zh" else "; ").join(
-        f"{t} {s}" for (t, _), s in zip(groups, sizes, strict=True))
+    where = sizes[0] if len(groups) == 1 else join(
+        lang, "sentences", (f"{t} {s}" for (t, _), s in zip(groups, sizes, strict=True)))
     return [text(lang, "flagged_xla", sizes=where)]
 
 
@@ -85,7 +85,7 @@ def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
     bare = bare.assign(is_model_only=model_only(bare))
     groups = {}  # (reason, has a model-only estimate) -> {configuration: sizes}
     for r in bare.itertuples():
-        reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS[lang] else "extrapolation_failed"
+        reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS else "extrapolation_failed"
         configs = groups.setdefault((reason, bool(r.is_model_only)), {})
         configs.setdefault(config_label(r, lang), set()).add(int(r.m))
     lines = []
@@ -313,7 +313,7 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     ax.set_ylabel(axis_label(lang, dtype, "post" if post_method else "estimate"
                              if set(rows.source) == {"estimate"} else "mixed"))
     # post_method: the estimates drawn are the timing model's, timed as the post timed its calls
-    names = dict(SOURCE_NAMES[lang], **({"estimate": text(lang, "modelled_post")} if post_method else {}))
+    names = dict(source_names(lang), **({"estimate": text(lang, "modelled_post")} if post_method else {}))
     styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
     # Below the plot: the legend, then at most three lines of notes (all of them: in the caption).
@@ -392,10 +392,8 @@ def axis_label(lang: str, dtype: str, kind: str) -> str:
 
 
 def experiment_description(experiment: str, dtype: str, lang: str) -> str:
-    from figures.labels import LABELS
-
     for key in (f"description_{experiment}_{dtype}", f"description_{experiment}"):
-        if key in LABELS[lang]:
+        if key in LABELS:
             return text(lang, key)
     return text(lang, "description_other")
 
@@ -617,7 +615,7 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     panels = fidelity_panels(df, target)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(min(7.2, 3.8 * max(1, len(panels))), 4.2),
                              squeeze=False, sharey=True)
-    fig.suptitle(text(lang, "title_fidelity", source=SOURCE_NAMES[lang]["published"], target=target))
+    fig.suptitle(text(lang, "title_fidelity", source=source_names(lang)["published"], target=target))
     if not panels:
         no_data(axes[0][0], lang)
         return fig
@@ -625,7 +623,7 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     hi = max(max(p.y.max(), p.ref_tflops.max()) for _, _, p, _ in panels) * 1.5
     experiments = sorted(set().union(*(set(p[p.kernel != "xla"].experiment) for _, _, p, _ in panels)))
     for ax, (other, estimator, points, score) in zip(axes[0], panels, strict=True):
-        source = SOURCE_NAMES[lang][other]
+        source = source_names(lang)[other]
         ax.set_title(text(lang, f"title_fidelity_{estimator}", source=source, target=target), fontsize=10)
         for experiment in experiments:
             group = points[(points.kernel != "xla") & (points.experiment == experiment)]
@@ -638,7 +636,7 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         ax.set_yscale("log")
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
-        ax.set_xlabel(text(lang, "reference_axis", source=SOURCE_NAMES[lang][other]))
+        ax.set_xlabel(text(lang, "reference_axis", source=source_names(lang)[other]))
         # a rank correlation only on MIN_RANK_POINTS points or more (summaries.MIN_RANK_POINTS)
         ranked = score["n"] >= MIN_RANK_POINTS and pd.notna(score["spearman"])
         ax.text(0.03, 0.97, text(lang, "agreement" if ranked else "agreement_few", n=score["n"],

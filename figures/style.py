@@ -5,12 +5,14 @@ Matplotlib explicitly by file path and under a family name of its own (CJK_FAMIL
 font found by chance (another copy of Noto Sans CJK, other glyph forms) can stand in for it;
 `mpl_font` itself is not imported, since importing it changes Matplotlib's global settings.
 """
+import functools
 import importlib.util
 from pathlib import Path
 
 import matplotlib
 
 from experiments.core.cache_dirs import user_cache
+from experiments.core.i18n import read_catalog, scopes, used_messages
 from experiments.core.tables import write_atomic
 
 matplotlib.use("Agg")
@@ -73,23 +75,34 @@ def cjk_font_path() -> Path:
     return path
 
 
+@functools.cache
+def drawable_characters() -> str:
+    """Every character a figure can draw: printable ASCII, every other character in the code of the
+    figures and the studies (their figures: symbols) and in the translations of the messages they mark."""
+    chars = {chr(c) for c in range(0x20, 0x7F)}
+    root = Path(__file__).resolve().parent.parent
+    for module in sorted([*root.glob("figures/*.py"), *root.glob("studies/*/*.py")]):
+        chars |= {ch for ch in module.read_text(encoding="utf-8") if ord(ch) > 0x7E}
+    drawn = used_messages(under=("figures/", "studies/"))
+    for language in LANGUAGES[1:]:
+        chars |= {ch for study in scopes() for m in read_catalog(language, study)
+                  if (m.id, m.context) in drawn for ch in m.string if ord(ch) > 0x7E}
+    return "".join(sorted(chars))
+
+
 def cjk_figure_font() -> Path:
-    """Noto Sans CJK SC cut down to the characters the figures can draw (printable ASCII and every
-    other character in the figures' code: labels, glossary, symbols): every PDF embeds a subset of its
-    font, and cutting the 16 MB font
-    took ~0.7 s per subset, twice per Chinese PDF. Cut once, then kept in the user's cache folder under
-    a name derived from the font and the characters. A character outside it falls back to DejaVu Sans
-    and, lacking there too, fails the figure (figures/batch.py makes a missing glyph an error)."""
+    """Noto Sans CJK SC cut down to the characters the figures can draw (drawable_characters): every PDF
+    embeds a subset of its font, and cutting the 16 MB font for each one is slow. Cut once, then kept in
+    the user's cache folder under a name derived from the font and the characters. A character outside
+    it falls back to DejaVu Sans and, lacking there too, fails the figure (figures/batch.py makes a
+    missing glyph an error)."""
     import hashlib
     import os
 
     from fontTools import subset
 
     source = cjk_font_path()
-    chars = {chr(c) for c in range(0x20, 0x7F)}
-    for module in sorted(Path(__file__).parent.glob("*.py")):
-        chars |= {ch for ch in module.read_text(encoding="utf-8") if ord(ch) > 0x7E}
-    text = "".join(sorted(chars))
+    text = drawable_characters()
     stat = source.stat()
     key = hashlib.sha256(f"{source.name} {stat.st_size} {subset.__name__} {CJK_FAMILY} {text}".encode()
                          ).hexdigest()[:16]

@@ -1,8 +1,8 @@
 """Build the report: one Jinja template, a gettext catalog per language, HTML and PDF.
 
-English is the template's source language; report/locale/<lang>/LC_MESSAGES/messages.po holds each
-translation. The build refuses a catalog that lacks, or leaves empty, any message the template or this
-module uses, so the languages cannot drift apart.
+English is the template's source language; the project's one catalog per language (locale/, read by
+experiments/core/i18n.py, which the figures use too) holds each translation. The build refuses a catalog
+that lacks, or leaves empty, any message the project marks, so the languages cannot drift apart.
 """
 import io
 from pathlib import Path
@@ -14,27 +14,23 @@ import pygments
 import pygments.formatters
 import pygments.lexers
 import yaml
-from babel.messages import mofile, pofile
-from babel.messages.extract import extract_from_file
 from babel.support import Translations
 from markupsafe import Markup
 
 from experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
 from experiments.analysis.toolchains import primary_rows
+from experiments.core.i18n import N_, glossary, translations
 from experiments.core.provenance import build_date
 from experiments.core.tables import write_atomic
-from figures.catalog import describe, figure_specs_of
+from figures.catalog import CATALOG, describe, figure_specs_of
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
-from figures.labels import GLOSSARY
 from kernels import REGISTRY
-from report import findings, front, tables
+from report import findings, front, sections, tables
 from report.advice import advice_section
-from report.then_and_now import section as section_then_and_now
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TEMPLATES = HERE / "templates"
-LOCALE = HERE / "locale"
 LANGUAGES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}
 DTYPE_ORDER = ("float32", "bfloat16", "int8")
 
@@ -50,58 +46,12 @@ def experiment_sections(df: pd.DataFrame) -> list[tuple[str, tuple[str, ...], st
     return out
 
 
-class CatalogError(ValueError):
-    """A translation catalog misses or leaves empty a message the report uses."""
-
-
-def N_(message: str) -> str:
-    """Marks a message for extraction; translated where it is used."""
-    return message
-
-
-def used_messages() -> set[str]:
-    """Every message id in the template and in this module's N_() / gettext() calls."""
-    ids = set()
-    methods = [("report.html.j2", TEMPLATES / "report.html.j2", "jinja2.ext:babel_extract",
-                {"extensions": "jinja2.ext.i18n"}),
-               ("build.py", Path(__file__), "python", {}),
-               ("tables.py", HERE / "tables.py", "python", {}),
-               ("then_and_now.html.j2", TEMPLATES / "then_and_now.html.j2", "jinja2.ext:babel_extract",
-                {"extensions": "jinja2.ext.i18n"}),
-               ("then_and_now_table.html.j2", TEMPLATES / "then_and_now_table.html.j2",
-                "jinja2.ext:babel_extract", {"extensions": "jinja2.ext.i18n"}),
-               ("front.py", HERE / "front.py", "python", {}),
-               ("advice.py", HERE / "advice.py", "python", {}),
-               ("then_and_now.py", HERE / "then_and_now.py", "python", {}),
-               ("claims.py", ROOT / "experiments" / "analysis" / "claims.py", "python", {})]
-    for _name, path, method, options in methods:
-        for _lineno, message, _comments, _context in extract_from_file(
-                method, str(path), keywords={"_": None, "N_": None, "gettext": None}, options=options):
-            ids.add(message if isinstance(message, str) else message[0])
-    return ids
-
-
-def translations(lang: str):
-    """The checked translations for `lang` (English: the identity)."""
-    if lang == "en":
-        return Translations()
-    path = LOCALE / lang / "LC_MESSAGES" / "messages.po"
-    with open(path, "rb") as f:
-        catalog = pofile.read_po(f, locale=lang.replace("-", "_"))
-    have = {m.id: m.string for m in catalog if m.id}
-    missing = sorted(i for i in used_messages() if not have.get(i))
-    if missing:
-        raise CatalogError(f"{path}: {len(missing)} messages missing or untranslated, e.g. {missing[:3]}")
-    buffer = io.BytesIO()
-    mofile.write_mo(buffer, catalog)
-    buffer.seek(0)
-    return Translations(buffer)
-
-
 def environment(lang: str) -> tuple[jinja2.Environment, Translations]:
     """A Jinja environment with autoescaping and the language's checked translations installed."""
     trans = translations(lang)
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+    # the report's templates, then those of the studies' sections (loaded by then)
+    folders = [TEMPLATES, *dict.fromkeys(s.templates for s in sections.REGISTRY.values())]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(folders), autoescape=True,
                              extensions=["jinja2.ext.i18n"], undefined=jinja2.StrictUndefined)
     env.install_gettext_translations(trans, newstyle=True)
     return env, trans
@@ -130,7 +80,8 @@ WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figure
 
 def report_order(specs: dict) -> list[str]:
     """The figures' names in the order the report places them (render_pages numbers them so): the
-    timing model's, then and now, one experiment across generations, the post's chip's experiments
+    timing model's, the studies' sections' (their kinds: figures.catalog.register), one experiment
+    across generations, the post's chip's experiments
     (each figure, then its block search), VMEM and roofline, then the appendix's (the other targets',
     the other generations'). The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
     targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
@@ -145,7 +96,7 @@ def report_order(specs: dict) -> list[str]:
 
     others = [t for t in targets if t != main]
     order = (sorted(n for n in specs if n.startswith("fidelity_"))
-             + sorted(n for n in specs if n.startswith("then_and_now_")) + lead
+             + sorted(n for n, (k, _) in specs.items() if k in CATALOG and CATALOG[k].specs) + lead
              + kernels([main]) + [f"vmem_{main}", f"roofline_{main}"]
              + kernels(others) + [f"vmem_{t}" for t in others] + [f"roofline_{t}" for t in others]
              + [n for n in generations if n not in lead])
@@ -313,34 +264,36 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                  correctness: dict, figures_href: str = "../figures",
                  primary_toolchain: str | None = None, served: dict | None = None,
                  claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
-                 constants: pd.DataFrame | None = None, then_and_now: pd.DataFrame | None = None,
-                 best_vs_xla: pd.DataFrame | None = None,
+                 constants: pd.DataFrame | None = None, best_vs_xla: pd.DataFrame | None = None,
+                 study_tables: dict | None = None,
                  measured: pd.DataFrame | None = None, advice: dict | None = None) -> tuple[str, str]:
     """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
     language's PDF, every details element open), from one reading of the table. `figure_names`: the
     run's figures, as {name: (kind, args)} (figures.catalog.figure_specs) or names. claims, fidelity,
-    constants, then_and_now and best_vs_xla are the results/*.csv of those names; each is computed
-    from `df` when not given. `measured`: every measured row (experiments.analysis.runs.read_measured)
-    where `df` holds each target's latest run only; by default `df`'s. `advice`: {shape: the advisor's
+    constants and best_vs_xla are the results/*.csv of those names; each is computed from `df` when
+    not given; `study_tables`: {name: results/<name>.csv} for the loaded studies' sections
+    (report/sections.py), which likewise compute what is not given. `measured`: every measured row
+    (experiments.analysis.runs.read_measured) where `df` holds each target's latest run only; by
+    default `df`'s. `advice`: {shape: the advisor's
     table} (results/advice/<shape>.csv), for the "beyond the post" section."""
     from experiments.analysis.summaries import best_vs_xla as best_table
-    from experiments.analysis.toolchains import then_and_now as then_and_now_table
 
     env, trans = environment(lang)
     gettext = trans.gettext
-    # "Then and now" reads every toolchain's estimates; the rest of the report each target's own
-    # compiler's: the pipeline's, or the toolchain `served` names for it.
-    then_and_now_section = section_then_and_now(df, primary_toolchain, gettext)
-    if then_and_now is None:
-        then_and_now = then_and_now_table(df, primary_toolchain)
+    # The studies' sections may read every toolchain's estimates; the rest of the report each target's
+    # own compiler's: the pipeline's, or the toolchain `served` names for it.
+    every_toolchain = df
     df = primary_rows(df, primary_toolchain, served)
     measured = df[df.source == "measured"] if measured is None else measured
     model = tables.timing_model_section(df, gettext, claims=claims, fidelity=fidelity, constants=constants)
     if best_vs_xla is None:
         best_vs_xla = best_table(df)
+    study_tables = study_tables or {}
+    sources = ["claims.csv", "fidelity.csv", "best_vs_xla.csv"] + [
+        f"{name}.csv" for s in sections.REGISTRY.values() for name in s.tables]
     first_page = front.front_page(claims=model["claims_table"], fidelity=model["fidelity_table"],
-                                  then_and_now=then_and_now, best=best_vs_xla, primary=primary_toolchain,
-                                  gettext=gettext)
+                                  best=best_vs_xla, primary=primary_toolchain, gettext=gettext,
+                                  sources=sources)
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
     commit = ", ".join(git_shas) or gettext("unknown")
@@ -360,10 +313,13 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     main_target = "v5e" if "v5e" in targets else targets[0]
     other_targets = [t for t in targets if t != main_target]
     summaries_by_target = {t: findings.summary(df, t) for t in targets}
-    # Figures are numbered in the order the template places them: the timing model, then and now,
+    # Figures are numbered in the order the template places them: the timing model, the studies',
     # generations, the main target's experiments, VMEM and roofline, then the appendix's.
     fidelity_figures = figures.many(sorted(n for n in specs if n.startswith("fidelity_")))
-    then_and_now_figures = figures.many(sorted(n for n in specs if n.startswith("then_and_now_")))
+    studies = sections.rendered(sections.Inputs(
+        df=every_toolchain, tables={name: study_tables.get(name) for s in sections.REGISTRY.values()
+                                    for name in s.tables},
+        primary=primary_toolchain, gettext=gettext, figures=figures.many, specs=specs))
     # one experiment across generations in the story (the post's headline, v5 in bfloat16), the rest after
     generations = sorted(n for n in specs if n.startswith("generations_"))
     lead = [n for n in generations if n == "generations_v5_bfloat16"] or generations[:1]
@@ -392,7 +348,8 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),
                       "published": gettext("published")},
         # between sentences and after a label: Chinese runs on without a space and has its own colon
-        sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":", min_rank_points=MIN_RANK_POINTS,
+        sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":",
+        list_sep="、" if lang == "zh" else ", ", min_rank_points=MIN_RANK_POINTS,
         config_yaml=config_yaml, front=first_page, main_target=main_target, other_targets=other_targets,
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
@@ -406,10 +363,9 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         correctness=correctness, bibtex=bibtex("tpu_matmul_repro", c.title, commit),
         citation=c, post_attribution=post_attribution(lang), licence=RESULTS_LICENCE,
         licence_url=RESULTS_LICENCE_URL, listings=list(listings.values()),
-        glossary=[(en, zh) for en, zh in GLOSSARY],
+        glossary=list(glossary("zh")[0]),
         gallery_href=f"{figures_href}/index{'' if lang == 'en' else '.' + lang}.html",
-        then_and_now=then_and_now_section,
-        then_and_now_figures=then_and_now_figures,
+        studies=studies,
         model=model,
         estimator_names={"compiler": gettext("libtpu's estimate"),
                          "model": gettext("timing model, device time"),

@@ -1,21 +1,18 @@
 """The report's first page: an abstract and a "Key findings" box, read from the run's result files.
 
-Every number here comes from results/claims.csv, fidelity.csv, then_and_now.csv and best_vs_xla.csv
-(or the same tables computed from the run's table), never from the template: a test builds the page
+Every number here comes from results/claims.csv, fidelity.csv and best_vs_xla.csv (or the same tables
+computed from the run's table), and the studies' sections' own files (report/sections.py), never from
+the template: a test builds the page
 from fixture files and finds their numbers in it. Messages are marked N_() and extracted by
-report/build.py, so a missing translation stops the build.
+experiments/core/i18n.py, so a missing translation stops the build.
 """
 import json
 
 import numpy as np
 import pandas as pd
 
+from experiments.core.i18n import N_
 from report.tables import TOOLCHAIN_NAMES, VERDICT_NAMES
-
-
-def N_(message: str) -> str:
-    return message
-
 
 # The out-of-sample score the abstract quotes: each of the post's figures predicted by a fit that
 # never saw it (experiments/analysis/validation.py), over every point both sides completed.
@@ -41,26 +38,6 @@ def fidelity_score(fidelity: pd.DataFrame, key: tuple, scope: str = "all") -> di
         return None
     r = hit.iloc[0]
     return dict(n=int(r.n), mal=float(r.median_abs_log_ratio), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
-
-
-def toolchain_agreement(table: pd.DataFrame | None, primary: str | None) -> list[dict]:
-    """Per toolchain of then_and_now.csv (the others first, `primary` last): how many of the post's
-    configurations it compiled and how many of those agree with the post's verdict."""
-    if table is None or table.empty:
-        return []
-    names = [c[: -len("_agrees")] for c in table.columns if c.endswith("_agrees")]
-    names = sorted(n for n in names if n != primary) + [n for n in names if n == primary]
-    out = []
-    for name in names:
-        agrees = table[f"{name}_agrees"].map(lambda v: None if pd.isna(v) else str(v) in ("True", "1", "1.0"))
-        compared = agrees.dropna()
-        libtpu = table.get(f"{name}_libtpu", pd.Series(dtype=object)).dropna()
-        if not len(compared):
-            continue
-        out.append(dict(name=name, agree=int(compared.sum()), n=len(compared),
-                        disagree=int((~compared.astype(bool)).sum()),
-                        libtpu=str(libtpu.iloc[0]) if len(libtpu) else "?"))
-    return out
 
 
 def best_at(best: pd.DataFrame | None, target: str = "v5e") -> list[dict]:
@@ -108,8 +85,8 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
     return rows
 
 
-def front_page(*, claims, fidelity, then_and_now, best, primary, gettext) -> dict:
-    """Context for the abstract and the key findings box."""
+def front_page(*, claims, fidelity, best, primary, gettext, sources=()) -> dict:
+    """Context for the abstract and the key findings box (`sources`: the results/ files it quotes)."""
     rows = claim_rows(claims, primary, gettext)
     counts = {v: 0 for v in VERDICT_NAMES}
     mine = claims[claims.toolchain == primary] if claims is not None and len(claims) and primary in set(
@@ -117,9 +94,6 @@ def front_page(*, claims, fidelity, then_and_now, best, primary, gettext) -> dic
     if mine is not None and len(mine):
         for verdict in mine.drop_duplicates("claim_id").verdict:
             counts[verdict] = counts.get(verdict, 0) + 1
-    agreement = toolchain_agreement(then_and_now, primary)
-    for a in agreement:
-        a["label"] = toolchain_name(a["name"], gettext)
     other_toolchains = []
     if claims is not None and len(claims) and rows:
         first = claims[claims.toolchain == primary] if primary in set(claims.toolchain) else claims
@@ -129,4 +103,4 @@ def front_page(*, claims, fidelity, then_and_now, best, primary, gettext) -> dic
                 holds=counts["holds"], differs=counts["differs"],
                 untested=counts["not tested"], inconclusive=counts.get("inconclusive", 0),
                 model=fidelity_score(fidelity, OUT_OF_SAMPLE),
-                raw=fidelity_score(fidelity, RAW), agreement=agreement, best=best_at(best))
+                raw=fidelity_score(fidelity, RAW), best=best_at(best), sources=list(sources))

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 from PIL import Image
 
+from experiments.core.i18n import N_, translate
 from figures.catalog import describe, stem
 from figures.cite import (
     CITATION_FILE,
@@ -20,30 +21,21 @@ from figures.cite import (
     credit,
     post_attribution,
 )
+from figures.labels import join, source_names
 from figures.style import FORMATS, LANGUAGES
 
-TEXT = {
-    "en": {
-        "title": "Figures of tpu-matmul-repro", "other": "简体中文", "files": "Files", "other_language": "中"
-                                                                                                     "文版",
-        "intro": "Every figure of this run, with its caption, its files and snippets to paste into a post. "
-                 "The snippets keep the attribution and say whether the numbers are estimated, measured or "
-                 "published; the figures and data are {licence}.",
-        "markdown": "Markdown", "html": "HTML", "cite": "Cite this figure", "bibtex": "BibTeX",
-        "alt": "Alt text",
-        "kinds": {"estimate": "estimated", "measured": "measured", "published": "published"},
-        "shows": "Numbers shown: {kinds}.", "copy": "Copy", "figure": "Figure", "colon": ": ",
-    },
-    "zh": {
-        "title": "tpu-matmul-repro 图表", "other": "English", "files": "文件", "other_language": "English",
-        "intro": "本次运行的全部图表，附图注、文件和可直接粘贴到文章中的代码片段。片段保留署名，并注明数字是"
-                 "估计值、"
-                 "实测值还是原文数据；图表与数据采用 {licence} 许可。",
-        "markdown": "Markdown", "html": "HTML", "cite": "引用此图", "bibtex": "BibTeX",
-        "alt": "替代文本", "kinds": {"estimate": "估计值", "measured": "实测值", "published": "原文数据"},
-        "shows": "图中数字：{kinds}。", "copy": "复制", "figure": "图", "colon": "：",
-    },
+TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
+    "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),
+    "alt": N_("Alt text"), "copy": N_("Copy"), "figure": N_("Figure"), "colon": N_(": "),
+    "intro": N_("Every figure of this run, with its caption, its files and snippets to paste into a post. "
+                "The snippets keep the attribution and say whether the numbers are estimated, measured or "
+                "published; the figures and data are %(licence)s."),
+    "shows": N_("Numbers shown: %(kinds)s."),
 }
+# the link to the other language's page, in that language's own words
+OTHER = {"en": {"other": "简体中文", "other_language": "中文版"},
+         "zh": {"other": "English", "other_language": "English"}}
+NAMES = {"markdown": "Markdown", "html": "HTML", "bibtex": "BibTeX"}
 STYLE = """
 body { font-family: "Report CJK", -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; color: #1a1a1a;
        max-width: 60rem; margin: 0 auto; padding: 1rem; line-height: 1.5; }
@@ -73,9 +65,8 @@ def figure_title(png: Path) -> str:
 
 
 def kinds_label(sources, lang: str) -> str:
-    names = TEXT[lang]["kinds"]
-    return ("、" if lang == "zh" else ", ").join(names[s] for s in ("estimate", "measured", "published")
-                                                 if s in sources)
+    names = source_names(lang)
+    return join(lang, "list", (names[s] for s in ("estimate", "measured", "published") if s in sources))
 
 
 def commit_of(df: pd.DataFrame) -> str:
@@ -86,7 +77,7 @@ def commit_of(df: pd.DataFrame) -> str:
 def snippets(name: str, lang: str, title: str, info: dict, commit: str) -> dict:
     """Markdown and HTML to paste, the attribution and the kind of numbers included."""
     src = f"{stem('', name, lang).name}.png"
-    kinds = TEXT[lang]["shows"].format(kinds=kinds_label(info["sources"], lang))
+    kinds = translate(lang, TEXT["shows"], kinds=kinds_label(info["sources"], lang))
     attribution = credit(lang, commit)
     lines = [kinds, attribution]
     if "published" in info["sources"]:
@@ -105,7 +96,7 @@ def snippets(name: str, lang: str, title: str, info: dict, commit: str) -> dict:
 def cite_text(name: str, title: str, commit: str, lang: str) -> str:
     c = citation()
     where = f" {c.repository}" if c.repository else ""
-    label = "图" if lang == "zh" else "Figure"
+    label = translate(lang, TEXT["figure"])
     return (f"{c.authors} ({c.year}). {label} “{title}” ({name}). {c.title}, v{c.version}, "
             f"commit {commit}.{where}")
 
@@ -114,7 +105,8 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
     """One gallery page: a card per figure, numbered and ordered as the report numbers them."""
     from report.build import report_order
 
-    t = TEXT[lang]
+    t = {key: translate(lang, message) for key, message in TEXT.items() if key not in ("intro", "shows")}
+    t |= OTHER[lang] | NAMES
     commit = commit_of(df)
     other = "index.html" if lang == "zh" else "index.zh.html"
     cards = []
@@ -130,9 +122,10 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
         cite = cite_text(name, title, commit, lang)
         bib = bibtex(f"tpu_matmul_repro_{name}", f"{title} ({name})", commit)
         ids = {k: f"{k}-{number}" for k in ("md", "html", "cite", "bib")}
+        shows = translate(lang, TEXT["shows"], kinds=kinds_label(info["sources"], lang))
         cards.append(f"""<section class="card" id="{name}">
 <h2>{t["figure"]} {number}. {html.escape(title)}</h2>
-<p><span class="kind">{html.escape(t["shows"].format(kinds=kinds_label(info["sources"], lang)))}</span></p>
+<p><span class="kind">{html.escape(shows)}</span></p>
 <a href="{base}.png"><img src="{base}.png" alt="{html.escape(info["alt"], quote=True)}" loading="lazy"></a>
 <p>{html.escape(info["caption"])}</p>
 <p class="meta">{t["alt"]}{t["colon"]}{html.escape(info["alt"])}</p>
@@ -147,7 +140,7 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
 <textarea id="{ids["bib"]}" readonly rows="8">{html.escape(bib)}</textarea>
 </section>""")
     lang_tag = "zh-Hans" if lang == "zh" else "en"
-    intro = t["intro"].format(licence=f'<a href="{RESULTS_LICENCE_URL}">{RESULTS_LICENCE}</a>')
+    intro = translate(lang, TEXT["intro"], licence=f'<a href="{RESULTS_LICENCE_URL}">{RESULTS_LICENCE}</a>')
     credit_line = html.escape(post_attribution(lang))
     return f"""<!DOCTYPE html>
 <html lang="{lang_tag}">

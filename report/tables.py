@@ -2,6 +2,7 @@
 import pandas as pd
 
 from experiments.analysis.summaries import default_limit
+from experiments.core.i18n import N_
 from experiments.core.schema import CONFIG
 from experiments.core.units import MiB, flops, tflops
 from figures.plots import config_label, experiment_rows
@@ -163,11 +164,6 @@ def measured_tables(measured: pd.DataFrame) -> dict:
     runs = measured.drop_duplicates(["target", "run_label"])
     return dict(tables=tables, rows=f"{len(measured):,}", runs=f"{len(runs):,}", per_run=PER_RUN_TABLES,
                 max_rows=MAX_TABLE_ROWS, summarised=any(t["summary"] or t["more"] for t in tables))
-
-
-def N_(message: str) -> str:
-    """Marks a message for extraction (report/build.py); translated where it is used."""
-    return message
 
 
 TOOLCHAIN_NAMES = {"current": N_("today's compiler"), "post": N_("the post's compiler")}

@@ -57,10 +57,11 @@ MEASURED = [PLAN.measured_file] if DEVICE else []
 IMPORTED = list(PLAN.imported)
 
 
-def code(script, *data_globs):
-    """The `code` param of a rule: a digest of its script's import closure and the data files it reads
-    (experiments/plan/code_inputs.py). A change reruns the rule; a moved checkout does not."""
-    return code_digest(script, *data_globs, root=REPO)
+def code(script, *data_globs, modules=()):
+    """The `code` param of a rule: a digest of its script's import closure (and `modules`') and the
+    data files it reads (experiments/plan/code_inputs.py). A change reruns the rule; a moved checkout
+    does not."""
+    return code_digest(script, *data_globs, root=REPO, modules=tuple(modules))
 
 
 def settings(job):
@@ -83,8 +84,26 @@ def study_outputs(target):
     ]
 
 
+from experiments.plan.studies import load as load_studies
 from figures.catalog import figure_specs, stem
 from figures.style import FORMATS as FIGURE_FORMATS, LANGUAGES
+
+load_studies(config["studies"])  # the run's studies register their kinds of figure (figure_specs)
+
+
+def study_modules(*kinds):
+    """The run's studies' modules of these kinds (figure, section), which experiments/plan/studies.py
+    imports by name: part of the code of the stages they add to, though no import closure finds them."""
+    return [
+        f"studies/{name}/{kind}.py"
+        for name in config["studies"]
+        for kind in kinds
+        if (REPO / "studies" / name / f"{kind}.py").exists()
+    ]
+
+
+STUDY_TEMPLATES = [f"studies/{name}/templates/*" for name in config["studies"]]
+STUDY_CATALOGS = [f"studies/{name}/locale/*/LC_MESSAGES/*.po" for name in config["studies"]]
 
 # The post's numbers, shipped with the workflow: relative to the working directory (the checkout itself,
 # unless --directory says otherwise), so a moved checkout reruns nothing; local() because with remote

@@ -15,8 +15,15 @@ rule figures:
     threads: 2
     params:
         figures=lambda wc: settings(FIGURES),
-        # CITATION.cff: the citation embedded in every file
-        code=code("scripts/draw_figures.py", "figures/*.mplstyle", "CITATION.cff"),
+        # CITATION.cff: the citation embedded in every file; the catalog: the words in every language
+        code=code(
+            "scripts/draw_figures.py",
+            "figures/*.mplstyle",
+            "CITATION.cff",
+            "locale/*/LC_MESSAGES/*.po",
+            *STUDY_CATALOGS,
+            modules=study_modules("figure"),
+        ),
     script:
         "../scripts/draw_figures.py"
 
@@ -40,7 +47,12 @@ rule gallery:
         "../environment.yml"
     params:
         figures=lambda wc: settings(FIGURES),
-        code=code("scripts/gallery.py"),
+        code=code(
+            "scripts/gallery.py",
+            "locale/*/LC_MESSAGES/*.po",
+            *STUDY_CATALOGS,
+            modules=study_modules("figure"),
+        ),
     script:
         "../scripts/gallery.py"
 

@@ -4,12 +4,12 @@
 
 rule report:
     input:
+        **REPORT_TABLES,
         table="results/matmul.parquet",
         correctness="results/correctness.parquet",
         claims="results/claims.csv",
         fidelity="results/fidelity.csv",
         constants="results/timing_model.csv",
-        then_and_now="results/then_and_now.csv",
         best_vs_xla="results/best_vs_xla.csv",
         advice=expand("results/advice/{shape}.csv", shape=ADVICE),
         advice_figures=expand("results/advice/{shape}.png", shape=ADVICE),
@@ -33,6 +33,7 @@ rule report:
     params:
         targets=TARGETS,
         figures=lambda wc: settings(FIGURES),
+        study_tables=list(REPORT_TABLES),
         # the config the report prints under "Configuration used"
         config=lambda wc: settings(config),
         # the report quotes the kernels' code: every kernel module is part of its code
@@ -40,10 +41,14 @@ rule report:
             "scripts/report.py",
             "report/templates/*",
             "report/captions/*",
-            "report/locale/*/LC_MESSAGES/*.po",
+            "locale/*/LC_MESSAGES/*.po",
+            *STUDY_CATALOGS,
+            "locale/*/glossary.yaml",
+            *STUDY_TEMPLATES,
             "kernels/*.py",
             "figures/*.mplstyle",
             "CITATION.cff",
+            modules=study_modules("figure", "section"),
         ),
     script:
         "../scripts/report.py"

@@ -74,23 +74,3 @@ rule toolchain_target:
         code=code("scripts/concat_tables.py"),
     script:
         "../scripts/concat_tables.py"
-
-
-rule then_and_now:
-    input:
-        "results/matmul.parquet",
-    output:
-        report(
-            "results/then_and_now.csv",
-            caption="../report/captions/then_and_now.rst",
-            category="Tables",
-            labels={"table": "then_and_now.csv"},
-        ),
-    log:
-        "logs/aggregate/then_and_now.log",
-    conda:
-        "../environment.yml"
-    params:
-        code=code("scripts/then_and_now.py"),
-    script:
-        "../scripts/then_and_now.py"

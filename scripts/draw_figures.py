@@ -15,7 +15,8 @@ def make(log) -> None:
     specs = codec.decode(snakemake.params.figures)
     paths = render_all(snakemake.input[0], specs, Path(snakemake.output[0]).parent,
                        primary=primary(snakemake.config), served=served(snakemake.config),
-                       processes=snakemake.threads, log_path=snakemake.log[0])
+                       processes=snakemake.threads, log_path=snakemake.log[0],
+                       studies=snakemake.config["studies"])
     log.info("wrote %d figures in %d process(es): %d files", len(specs), snakemake.threads, len(paths))
 
 

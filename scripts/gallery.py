@@ -8,9 +8,11 @@ from experiments.analysis.runs import read_results
 from experiments.core import codec
 from experiments.core.runtime import logged
 from experiments.core.tables import write_text_atomic
+from experiments.plan.studies import load as load_studies
 from report.gallery import pages, results_files
 
 with logged(snakemake.log[0]) as log:
+    load_studies(snakemake.config["studies"])  # their kinds of figure (the catalog's captions)
     figures = codec.decode(snakemake.params.figures)
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
     figures_dir = Path(snakemake.output.index).parent

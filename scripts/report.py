@@ -23,24 +23,28 @@ def make(log) -> None:
     from experiments.analysis.runs import read_measured, read_results
     from experiments.core import codec
     from experiments.core.tables import write_text_atomic
+    from experiments.plan.studies import load as load_studies
     from experiments.plan.toolchains import primary, served
     from figures.style import cjk_font_path
     from report.build import config_text, embed_cjk_font, render_pages, write_pdf
 
+    load_studies(snakemake.config["studies"])  # their report sections (report/sections.py)
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
     measured = read_measured(snakemake.input.table)  # every measured row: the measurements section
     checks = pd.read_parquet(snakemake.input.correctness)
     correctness = {"passed": int(checks.passed.sum()), "total": len(checks)}
     config_yaml = config_text(dict(snakemake.config))
     model = {name: read_csv(getattr(snakemake.input, name))
-             for name in ("claims", "fidelity", "constants", "then_and_now", "best_vs_xla")}
+             for name in ("claims", "fidelity", "constants", "best_vs_xla")}
+    study_tables = {name: read_csv(getattr(snakemake.input, name)) for name in snakemake.params.study_tables}
     advice = {Path(path).stem: pd.read_csv(path) for path in snakemake.input.advice}
     figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name
     lang, html_path = snakemake.wildcards.lang, Path(snakemake.output.html)
     common = dict(lang=lang, config_yaml=config_yaml, targets=snakemake.params.targets,
                   figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
                   figures_href=str(figures_href), primary_toolchain=primary(snakemake.config),
-                  served=served(snakemake.config), measured=measured, advice=advice, **model)
+                  served=served(snakemake.config), measured=measured, advice=advice,
+                  study_tables=study_tables, **model)
     html, pdf_html = render_pages(df, **common)
     write_text_atomic(embed_cjk_font(html, cjk_font_path()), html_path)
     write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",

@@ -31,6 +31,7 @@ TINY = {
                         "v3": {"kernel": "v3", "dtypes": ["float32"], "blocks": [[256, 256, 256]]}},
     },
     "measure": {"device": "off", "samples": 5},  # carried files in the tests hold 5 samples a row
+    "studies": ["then_and_now"],  # as the default config: a study's code reruns its outputs too
 }
 
 

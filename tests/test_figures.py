@@ -5,18 +5,26 @@ import warnings
 import pandas as pd
 import pytest
 
+from experiments.plan.studies import load as load_studies
 from figures import plots
-from figures.catalog import KINDS, describe, figure_specs, render, stem
-from figures.labels import LABELS
+from figures.catalog import CATALOG, describe, figure_specs, render, stem
 
+load_studies(["then_and_now"])  # the default config's study: its kind of figure
 CONFIG = {"targets": ["v5e"], "compile_study": {"experiments": {
     "v1": {"kernel": "v1", "dtypes": ["float32"]},
     "v5": {"kernel": "v5", "dtypes": ["bfloat16"], "search": {}},
 }}}
 
 
-def test_label_catalogs_have_the_same_keys():
-    assert LABELS["en"].keys() == LABELS["zh"].keys()
+def test_a_study_s_figure_comes_with_its_config_and_draws_every_toolchain():
+    from studies.then_and_now.figure import figure_specs as study_specs
+
+    toolchains = {"toolchains": {"current": {"pipeline": True},
+                                 "post": {"pins": {"jax": "0.4.36"}, "runs": "published"}}}
+    assert study_specs(CONFIG, ["v5e"]) == {}  # one toolchain: nothing to compare
+    assert figure_specs({**CONFIG, **toolchains})["then_and_now_v5e"] == (
+        "then_and_now", {"target": "v5e", "primary": "current"})
+    assert CATALOG["then_and_now"].every_toolchain and not CATALOG["experiment"].every_toolchain
 
 
 def test_single_target_config_has_no_generations_figure():
@@ -40,7 +48,7 @@ def test_every_figure_renders_in_both_languages_without_missing_glyphs(table, tm
 @pytest.mark.slow
 def test_figures_render_without_published_rows(table, tmp_path):
     estimates_only = table[table.source == "estimate"]
-    for kind in KINDS:
+    for kind in CATALOG:
         args = ({"target": "v5e"} if kind in ("vmem", "roofline", "fidelity", "then_and_now")
                 else {"experiment": "v5", "dtype": "bfloat16"})
         if kind in ("experiment", "search"):
@@ -65,7 +73,8 @@ def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table,
     from figures import batch
     from figures.batch import render_all
 
-    assert set(batch.SLOWEST_FIRST) == set(KINDS)  # every kind has its place in the drawing order
+    core = {kind for kind, entry in CATALOG.items() if entry.specs is None}  # a study's: after experiment
+    assert set(batch.SLOWEST_FIRST) == core  # every kind of the core has its place in the drawing order
     path = tmp_path / "table.parquet"
     table.to_parquet(path)
     specs = {name: spec for name, spec in figure_specs(CONFIG).items()
@@ -296,20 +305,29 @@ def test_gallery_lists_every_figure_offline(table, tmp_path):
 
 def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, monkeypatch):
     """The Chinese figures embed a subset of a once-cut copy of Noto Sans CJK SC (figures/style.py):
-    every character of every Chinese label must be in it (or in DejaVu Sans, the fallback), and it is
-    cut again, not trusted, when absent from the cache folder."""
+    every character of every Chinese label, the core's and the studies', must be in it (or in DejaVu
+    Sans, the fallback), and it is cut again, not trusted, when absent from the cache folder."""
     from fontTools.ttLib import TTFont
     from matplotlib import font_manager
 
+    from experiments.core.i18n import translations
+    from figures.catalog import CATALOG
     from figures.labels import LABELS
     from figures.style import cjk_figure_font
+    from studies.history.figure import TEXT as HISTORY_TEXT
+    from studies.then_and_now.figure import TEXT
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = cjk_figure_font()
     assert path.is_relative_to(tmp_path) and path.stat().st_size < 2_000_000
     cut = set(TTFont(str(path)).getBestCmap())
     latin = set(TTFont(font_manager.findfont("DejaVu Sans")).getBestCmap())
-    drawn = {ch for v in LABELS["zh"].values() for ch in str(v)} - {"\n"}
+    messages = [*LABELS.values(), *(e.caption for e in CATALOG.values()), *(e.alt for e in CATALOG.values()),
+                *(m for m in TEXT.values() if not isinstance(m, dict)), *TEXT["verdict"].values(),
+                *HISTORY_TEXT.values()]  # a study's figure too
+    zh = translations("zh")
+    drawn = {ch for m in messages for ch in (zh.pgettext(*m) if isinstance(m, tuple) else zh.gettext(m))}
+    drawn -= {"\n"}
     missing = {ch for ch in drawn if ord(ch) not in cut | latin}
     assert not missing
     assert cjk_figure_font() == path  # the second call reuses it
@@ -402,7 +420,7 @@ def test_flagged_estimates_are_not_drawn_in_any_figure(table):
 def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
     import matplotlib.pyplot as plt
 
-    from figures.then_and_now import plot_then_and_now
+    from studies.then_and_now.figure import plot_then_and_now
 
     df = table.copy()
     df.loc[df.source == "estimate", "toolchain"] = "current"

@@ -35,6 +35,11 @@ STUDY_ONWARDS = {"compile_study_job", "compile_study_target", *TABLE_ONWARDS}
     ("figures/plots.py", {"figures", "gallery", "report"}),
     ("report/findings.py", {"gallery", "report"}),
     ("report/templates/report.html.j2", {"report"}),
+    # a study is loaded by name, not imported: its code still belongs to the stages it adds to
+    ("studies/then_and_now/figure.py", {"figures", "gallery", "report"}),
+    ("studies/then_and_now/section.py", {"report"}),
+    ("studies/then_and_now/analysis.py", {"then_and_now", "figures", "gallery", "report"}),
+    ("studies/then_and_now/templates/then_and_now.html.j2", {"report"}),
 ])
 def test_a_code_edit_reruns_its_stage_and_what_follows(finished_run, module, reruns):
     path = finished_run / module

@@ -1,4 +1,4 @@
-"""The report: complete catalogs, autoescaping, no external resources, findings that state the
+"""The report (its catalog: tests/test_i18n.py): autoescaping, no external resources, findings that state the
 fixture's numbers, partial data, and a PDF with the CJK font embedded."""
 import re
 import shutil
@@ -8,8 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from report import build
+from experiments.plan.studies import load as load_studies
+from report import build, sections
 
+load_studies(["then_and_now"])  # the default config's study: its section and first-page lines
 TARGETS = ["v5e"]
 FIGURES = {"v1_float32_v5e", "v5_bfloat16_v5e", "search_v5_bfloat16_v5e", "vmem_v5e", "roofline_v5e",
            "fidelity_v5e"}
@@ -20,20 +22,6 @@ def render(df, lang="en", **kwargs):
     args = dict(lang=lang, config_yaml="targets: [v5e]\n", targets=TARGETS, figure_names=FIGURES,
                 correctness=CORRECTNESS)
     return build.render_html(df, **(args | kwargs))
-
-
-def test_catalog_is_complete():
-    assert build.translations("zh").gettext("Abstract") == "摘要"
-
-
-def test_missing_translation_fails_the_build(tmp_path, monkeypatch):
-    catalog = tmp_path / "zh" / "LC_MESSAGES" / "messages.po"
-    catalog.parent.mkdir(parents=True)
-    text = (build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po").read_text()
-    catalog.write_text(text.replace('msgstr "摘要"', 'msgstr ""'))
-    monkeypatch.setattr(build, "LOCALE", tmp_path)
-    with pytest.raises(build.CatalogError, match="Abstract"):
-        build.translations("zh")
 
 
 def test_autoescaping_is_on(table):
@@ -69,7 +57,8 @@ def test_findings_state_the_fixture_numbers(table):
 
 
 def result_files():
-    """claims.csv, fidelity.csv, then_and_now.csv and best_vs_xla.csv of a run, as the report reads them."""
+    """claims.csv, fidelity.csv, best_vs_xla.csv and the study's then_and_now.csv of a run, as the report
+    reads them."""
     import json
 
     blank = dict(claim="", post_value="", this_value="", source="", reason="", source_kind="compile")
@@ -102,7 +91,8 @@ def result_files():
                               bn=1024, fraction_of_xla=f, fraction_of_post_xla=0.97, xla_flagged=False,
                               best_tflops=180.0, xla_tflops=190.0, configurations=5)
                          for e, f in (("compiler", 0.5), ("model", 0.93))])
-    return dict(claims=claims, fidelity=fidelity, then_and_now=then_and_now, best_vs_xla=best)
+    return dict(claims=claims, fidelity=fidelity, best_vs_xla=best,
+                study_tables={"then_and_now": then_and_now})
 
 
 def first_page(html: str) -> str:
@@ -131,6 +121,23 @@ def test_first_page_states_the_result_files(table):
     zh = first_page(render(table, "zh", primary_toolchain="current", **result_files()))
     assert "原文的 2 条结论中，1 条成立，1 条不符。" in zh and "原文当年的编译器" in zh
     assert "。 " not in zh.split("</p>")[0]  # Chinese sentences run on without a space
+
+
+@pytest.mark.slow
+def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_when_loaded(table, monkeypatch):
+    """The then-and-now study adds its section after the timing model, its lines to the contents and the
+    appendix list, its sentences to the abstract and key findings, and its file to the sources; the
+    report without the study (studies: []) has none of them and still builds."""
+    with_study = render(table, "en", primary_toolchain="current", **result_files())
+    monkeypatch.setattr(sections, "REGISTRY", {})
+    without = render(table, "en", primary_toolchain="current", **result_files())
+    assert with_study.index('<section id="timing-model">') < with_study.index('<section id="then-and-now">')
+    assert '<a href="#then-and-now">' in with_study and "then_and_now.csv" in first_page(with_study)
+    assert "gives the post&#39;s VMEM verdict for 1 of 2" in with_study
+    for text in ('id="then-and-now"', 'href="#then-and-now"', "then_and_now.csv", "VMEM verdict for"):
+        assert text not in without, text
+    assert "claims.csv, fidelity.csv, best_vs_xla.csv." in first_page(without)
+    assert "</html>" in without
 
 
 @pytest.mark.slow
@@ -232,23 +239,6 @@ def test_the_chip_of_the_post_is_sourced(table):
     assert "v5litepod-1" in en and "does not name it" in en
     assert "v5litepod-1" in zh and "原文没有写明" in zh
     assert "on a TPU v5e" not in en
-
-
-def test_chinese_uses_the_glossary():
-    """Every Chinese string of the figures and the report uses the fixed terms, not their variants."""
-    from babel.messages import pofile
-
-    from figures.catalog import CATALOG
-    from figures.labels import AVOID, LABELS, SOURCE_NAMES
-
-    with open(build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po", "rb") as f:
-        report_strings = [m.string for m in pofile.read_po(f) if m.id]
-    strings = (report_strings + list(LABELS["zh"].values()) + list(SOURCE_NAMES["zh"].values())
-               + [e.caption["zh"] for e in CATALOG.values()] + [e.alt["zh"] for e in CATALOG.values()])
-    for text in strings:
-        for variant, term in AVOID.items():
-            assert not re.search(variant, text), f"{text!r}: use {term!r}, not {variant!r}"
-    assert any("归约" in s for s in report_strings) and any("流水线" in s for s in report_strings)
 
 
 def measured_runs(runs: int, sizes):

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from experiments.analysis.aggregate import combine
-from experiments.analysis.toolchains import agreement, missing_reason, primary_rows, then_and_now
+from experiments.analysis.toolchains import primary_rows
 from experiments.compile_study import toolchain_env
 from experiments.compile_study.toolchain_jobs import environment_marker, run_toolchain_jobs
 from experiments.compile_study.tpu_compile import Compiler
@@ -25,6 +25,7 @@ from experiments.core.schema import ESTIMATE_STATUSES, KEY
 from experiments.plan import config as experiment_config
 from experiments.plan import jobs as plan_jobs
 from experiments.plan import plan, toolchains
+from studies.then_and_now.analysis import agreement, missing_reason, then_and_now
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "data" / "published_v5e.csv"

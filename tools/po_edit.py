@@ -1,5 +1,6 @@
-"""Rewrite parts of translations in the report's Chinese catalog: python3 tools/po_edit.py EDITS.py,
-where EDITS.py defines EDITS = [(old, new), ...], each replaced in every msgstr that holds it."""
+"""Rewrite parts of translations in the Chinese catalogs (locale/zh/LC_MESSAGES/messages.po and the
+studies'): python3 tools/po_edit.py EDITS.py, where EDITS.py defines EDITS = [(old, new), ...], each
+replaced in every msgstr that holds it."""
 import runpy
 import sys
 from pathlib import Path
@@ -8,16 +9,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from babel.messages import pofile  # noqa: E402
 
-from report import build  # noqa: E402
+from experiments.core import i18n  # noqa: E402
 
-path = build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po"
-with open(path, "rb") as f:
-    catalog = pofile.read_po(f, locale="zh_Hans")
+catalogs = {study: i18n.read_catalog("zh", study) for study in i18n.scopes()}
 for old, new in runpy.run_path(sys.argv[1])["EDITS"]:
-    hits = [m for m in catalog if m.id and old in (m.string or "")]
+    hits = [m for catalog in catalogs.values() for m in catalog if m.id and old in (m.string or "")]
     if not hits:
         raise SystemExit(f"{old!r}: in no translation")
     for m in hits:
         m.string = m.string.replace(old, new)
-with open(path, "wb") as f:
-    pofile.write_po(f, catalog, width=100, sort_output=True)
+for study, catalog in catalogs.items():
+    with open(i18n.catalog_path("zh", study), "wb") as f:
+        pofile.write_po(f, catalog, width=100, sort_output=True)

@@ -1,9 +1,13 @@
-"""Add translations to, and drop unused messages from, the report's Chinese catalog.
+"""Add translations to, and drop unused messages from, the Chinese catalogs: the core's
+(locale/zh/LC_MESSAGES/) and each study's (studies/<name>/locale/zh/LC_MESSAGES/).
 
-    python3 tools/po_update.py NEW.py   (NEW.py defines ZH = {msgid: msgstr})
+    python3 tools/po_update.py NEW.py   (NEW.py defines ZH = {msgid: msgstr}; the key of a message
+                                         marked with a context, NC_() or pgettext(), is (context, msgid))
 
-Messages the report no longer uses (report.build.used_messages) are removed, so the catalog holds
-exactly what the build checks.
+Each catalog is written to hold exactly the messages of its scope (experiments/core/i18n.py:
+scope_messages): a translation moves to the catalog of the scope that marks its message (a study's, or
+the core's once the core marks it too), and a message no file marks any more is removed, so the
+catalogs hold exactly what the build checks. A message with placeholders is flagged python-format.
 """
 import runpy
 import sys
@@ -12,24 +16,45 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from babel.messages import pofile  # noqa: E402
+from babel.messages.catalog import PYTHON_FORMAT  # noqa: E402
 
-from report import build  # noqa: E402
+from experiments.core import i18n  # noqa: E402
+
+LANG = "zh"
 
 
 def main(new_path: str | None) -> None:
-    path = build.LOCALE / "zh" / "LC_MESSAGES" / "messages.po"
-    with open(path, "rb") as f:
-        catalog = pofile.read_po(f, locale="zh_Hans")
+    held = {}  # (msgid, context) -> translation, from every catalog as written
+    for study in [None, *i18n.studies()]:
+        held |= {(m.id, m.context): m.string for m in i18n.read_catalog(LANG, study) if m.id and m.string}
     new = runpy.run_path(new_path)["ZH"] if new_path else {}
-    for msgid, msgstr in new.items():
-        flags = ("python-format",) if "%(" in msgid else ()
-        catalog.add(msgid, msgstr, flags=flags)
-    used = build.used_messages()
-    for message in list(catalog):
-        if message.id and message.id not in used:
-            del catalog[message.id]
-    with open(path, "wb") as f:
-        pofile.write_po(f, catalog, width=100, omit_header=False, sort_output=True)
+    for key, msgstr in new.items():
+        context, msgid = key if isinstance(key, tuple) else (None, key)
+        before = held.get((msgid, context))
+        if before and before != msgstr:
+            raise SystemExit(f"{new_path}: {key!r} is translated {before!r} already, not {msgstr!r}: "
+                             "give one of the two a context (NC_ or pgettext) or change it with po_edit.py")
+        held[(msgid, context)] = msgstr
+    for study in [None, *i18n.studies()]:
+        scope = i18n.scope_messages(study)
+        path = i18n.catalog_path(LANG, study)
+        if not scope and not path.exists():
+            continue
+        catalog = i18n.read_catalog(LANG, study)  # its header and dates kept: the same bytes when unchanged
+        if not path.exists():
+            catalog.header_comment = (f"# Chinese (Simplified) translations of the {study} study's texts\n"
+                                      "# (the messages its folder marks that the core does not). Terms\n"
+                                      "# follow locale/zh/glossary.yaml. Update with tools/po_update.py.")
+            catalog.project, catalog.locale, catalog.fuzzy = "tpu-matmul-repro", "zh_Hans", False
+        for message in list(catalog):
+            if message.id and (message.id, message.context) not in scope:
+                catalog.delete(message.id, context=message.context)
+        for msgid, context in sorted(scope, key=lambda k: (k[0], k[1] or "")):
+            flags = ("python-format",) if PYTHON_FORMAT.search(msgid) else ()
+            catalog.add(msgid, held.get((msgid, context), ""), flags=flags, context=context)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            pofile.write_po(f, catalog, width=100, omit_header=False, sort_output=True)
 
 
 if __name__ == "__main__":

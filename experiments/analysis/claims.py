@@ -15,7 +15,7 @@ difference lies inside it; the ratio of two modelled speeds gets the same half-w
 states the scoped-VMEM limit each compared configuration needed to compile. Measurements have no
 interval here: holds or differs.
 
-Reason texts are templates (English; report/locale has their translations) filled from `values`.
+Reason texts are templates (English; locale/ has their translations) filled from `values`.
 """
 import json
 
@@ -27,6 +27,7 @@ from experiments.analysis import timing_model as tm
 from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import default_limit, post_configs
 from experiments.core.chips import chip
+from experiments.core.i18n import N_
 from experiments.core.units import MiB, flops, tflops
 
 TARGET = "v5e"  # the post's chip
@@ -34,11 +35,6 @@ ABOUT = 0.2  # "about" a number: within |ln(ours / post's)| <= 0.2 (about 20 %)
 NEAR = 0.9  # "nearly matches": at least 90 % of XLA's TFLOP/s
 LEVEL = 0.8  # the prediction interval a modelled speed's verdict is decided with
 TOOLCHAIN = "current"  # the libtpu of this run (another helper may add older toolchains)
-
-
-def N_(message: str) -> str:
-    """Marks a template for translation (report/build.py extracts these)."""
-    return message
 
 
 CLAIMS = {

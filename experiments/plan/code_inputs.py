@@ -85,7 +85,9 @@ def digest(paths, root: Path = ROOT, *, semantic: bool = False) -> str:
 
 
 @functools.cache
-def code_digest(script: str, *data_globs: str, root: Path = ROOT) -> str:
-    """The digest of `script`'s import closure plus the data files matching `data_globs`."""
+def code_digest(script: str, *data_globs: str, root: Path = ROOT, modules: tuple = ()) -> str:
+    """The digest of `script`'s import closure plus the data files matching `data_globs`; `modules`:
+    more modules whose closures count, ones the script imports by name at run time (a study's)."""
     data = [p for pattern in data_globs for p in sorted(root.glob(pattern)) if p.is_file()]
-    return digest(closure(script, root) + data, root)
+    code = {p for module in (script, *modules) for p in closure(module, root)}
+    return digest(sorted(code) + data, root)

@@ -204,20 +204,13 @@ def load_yaml(path) -> dict:
     return loaded or {}
 
 
-def overlaid(config: dict, *overlays: dict) -> dict:
-    """`config` with each overlay merged in key by key, as Snakemake merges a --configfile into the
-    workflow's config: mappings merge recursively, any other value replaces the one before."""
-    out = copy.deepcopy(config)
-    for overlay in overlays:
-        for key, value in (overlay or {}).items():
-            if isinstance(value, dict) and isinstance(out.get(key), dict):
-                out[key] = overlaid(out[key], value)
-            else:
-                out[key] = copy.deepcopy(value)
-    return out
-
-
 def load_with_overlays(*paths) -> dict:
-    """config/config.yaml with the config files at `paths` overlaid (a study's config.yaml)."""
-    return overlaid(load_yaml(ROOT / "config" / "config.yaml"), *map(load_yaml, paths))
+    """config/config.yaml with the config files at `paths` merged in as `--configfile` merges them
+    (Snakemake's own update_config: mappings key by key, any other value replaced): a study's overlay."""
+    from snakemake.utils import update_config
+
+    config = load_yaml(ROOT / "config" / "config.yaml")
+    for path in paths:
+        update_config(config, load_yaml(path))
+    return config
 

@@ -12,59 +12,36 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from packaging.version import Version
 
+from experiments.core.i18n import N_, NC_, translate
 from experiments.core.units import MiB
 from figures.cite import RESULTS_LICENCE, citation
 from studies.history.releases import Release
 
-TEXT = {
-    "en": {
-        "title": "VMEM the post's changed configurations need, release by release\n"
-                 "({target}, estimated by each release's libtpu at the default scoped limit, no TPU used)",
-        "axis": "VMEM (MiB)",
-        "release": "jax release (libtpu of its [tpu] extra), oldest first",
-        "ok": "fits the default limit",
-        "oom": "out of VMEM (what the compiler requests)",
-        "limit": "default scoped limit {limit:.0f} MiB",
-        "changed": "first release changed: jax {jax}, libtpu {libtpu}",
-        "change": "{before} → {after} MiB ({delta:+.0f} KiB)",
-        "sizes": "{config} at {sizes}",
-        "unprobed": "grey releases were not probed by the bisection: no point, nothing interpolated",
-        "failed": "✗ {release}: no VMEM figure ({status})",
-        "no_data": "no configuration changed between the endpoints",
-        "caption": "VMEM that each of the post's configurations whose figure differs between the post's "
-                   "toolchain and today's needs on {target}, per jax release (with the libtpu its [tpu] "
-                   "extra pins), at the releases the bisection probed ({probed} of {releases}); estimated "
-                   "by each release's libtpu without a TPU.",
-        "alt": "Small multiples, one panel per group of configurations with the same figures: VMEM in MiB "
-               "against the jax release (x axis, {releases} releases from jax {first} to {last}); points "
-               "only at the {probed} probed releases, dots where it fits and × where it runs out of VMEM, a "
-               "dashed line at the default limit and a vertical line at the first release that changed it.",
-        "sources": "estimated by libtpu {libtpus} (one environment per jax release, deviceless compiles for "
-                   "{target}); release list from the jax wheels' [tpu] extras (data/releases.csv)",
-    },
-    "zh": {
-        "title": "原文中 VMEM 有变化的配置在各版本下所需的 VMEM\n"
-                 "（{target}，由各版本的 libtpu 在默认 scoped 上限下估计，未使用 TPU）",
-        "axis": "VMEM（MiB）",
-        "release": "jax 版本（及其 [tpu] 附加依赖固定的 libtpu），由旧到新",
-        "ok": "在默认上限内可编译",
-        "oom": "VMEM 不足（编译器请求的大小）",
-        "limit": "默认 scoped 上限 {limit:.0f} MiB",
-        "changed": "首个发生变化的版本：jax {jax}，libtpu {libtpu}",
-        "change": "{before} → {after} MiB（{delta:+.0f} KiB）",
-        "sizes": "{config}，大小 {sizes}",
-        "unprobed": "灰色版本未被二分查找探测：没有数据点，也不做插值",
-        "failed": "✗ {release}：没有 VMEM 数值（{status}）",
-        "no_data": "两端版本之间没有配置发生变化",
-        "caption": "原文各配置中、其 VMEM 在原文当年的工具链与今天的工具链之间不同者，在 {target} 上按 jax "
-                   "版本（及其 [tpu] 附加依赖固定的 libtpu）所需的 VMEM，仅含二分查找探测过的版本"
-                   "（{releases} 个中的 {probed} 个）；由各版本的 libtpu 在无 TPU 的机器上估计。",
-        "alt": "分面图，VMEM 数值相同的配置合为一格：纵轴为 VMEM（MiB），横轴为 jax 版本（共 {releases} 个，"
-               "从 jax {first} 到 {last}）；只在探测过的 {probed} 个版本处有点，圆点表示可编译，× 表示 VMEM "
-               "不足；虚线为默认上限，竖线为首个发生变化的版本。",
-        "sources": "由 libtpu {libtpus} 估计（每个 jax 版本一个环境，为 {target} 做无设备编译）；"
-                   "版本列表取自 jax wheel 的 [tpu] 附加依赖（data/releases.csv）",
-    },
+TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
+    "title": N_("VMEM the post's changed configurations need, release by release\n(%(target)s, estimated "
+                "by each release's libtpu at the default scoped limit, no TPU used)"),
+    "axis": NC_("history figure", "VMEM (MiB)"),  # the core figures' has no full-width brackets
+    "release": N_("jax release (libtpu of its [tpu] extra), oldest first"),
+    "ok": NC_("history figure", "fits the default limit"),
+    "oom": N_("out of VMEM (what the compiler requests)"),
+    "limit": N_("default scoped limit %(limit).0f MiB"),
+    "changed": N_("first release changed: jax %(jax)s, libtpu %(libtpu)s"),
+    "change": N_("%(before)s → %(after)s MiB (%(delta)+.0f KiB)"),
+    "sizes": N_("%(config)s at %(sizes)s"),
+    "unprobed": N_("grey releases were not probed by the bisection: no point, nothing interpolated"),
+    "failed": N_("✗ %(release)s: no VMEM figure (%(status)s)"),
+    "no_data": N_("no configuration changed between the endpoints"),
+    "caption": N_("VMEM that each of the post's configurations whose figure differs between the post's "
+                  "toolchain and today's needs on %(target)s, per jax release (with the libtpu its [tpu] "
+                  "extra pins), at the releases the bisection probed (%(probed)s of %(releases)s); "
+                  "estimated by each release's libtpu without a TPU."),
+    "alt": N_("Small multiples, one panel per group of configurations with the same figures: VMEM in MiB "
+              "against the jax release (x axis, %(releases)s releases from jax %(first)s to %(last)s); "
+              "points only at the %(probed)s probed releases, dots where it fits and × where it runs out "
+              "of VMEM, a dashed line at the default limit and a vertical line at the first release that "
+              "changed it."),
+    "sources": N_("estimated by libtpu %(libtpus)s (one environment per jax release, deviceless compiles "
+                  "for %(target)s); release list from the jax wheels' [tpu] extras (data/releases.csv)"),
 }
 OK_COLOR, OOM_COLOR, LIMIT_COLOR = "#0072B2", "#D55E00", "#D55E00"
 CHANGE_COLORS = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9"]  # one per release that changed a figure
@@ -85,7 +62,8 @@ def panel_title(names: list[str], lang: str) -> str:
     configs = list(dict.fromkeys(name.rsplit(", ", 1)[0] for name in names))
     if len(configs) > 1:
         return "; ".join(names)
-    return TEXT[lang]["sizes"].format(config=configs[0], sizes=", ".join(n.rsplit(", ", 1)[1] for n in names))
+    sizes = ", ".join(n.rsplit(", ", 1)[1] for n in names)
+    return translate(lang, TEXT["sizes"], config=configs[0], sizes=sizes)
 
 
 def mib(value: float) -> str:
@@ -94,14 +72,16 @@ def mib(value: float) -> str:
 
 
 def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[Release], lang: str):
-    t = TEXT[lang]
+    def t(key, **values):
+        return translate(lang, TEXT[key], **values)
+
     panels = groups(vmem) if len(vmem) else []
     fig, axes = plt.subplots(max(len(panels), 1), 1, sharex=True, squeeze=False,
                              figsize=(8, 1.5 * max(len(panels), 1) + 2.2))
     axes = axes[:, 0]
-    fig.suptitle(t["title"].format(target=TARGET), fontsize=9)
+    fig.suptitle(t("title", target=TARGET), fontsize=9)
     if not panels:
-        axes[0].text(0.5, 0.5, t["no_data"], ha="center", va="center", transform=axes[0].transAxes)
+        axes[0].text(0.5, 0.5, t("no_data"), ha="center", va="center", transform=axes[0].transAxes)
         axes[0].set_axis_off()
         return fig
     probed = set(vmem.release_index)
@@ -115,7 +95,7 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
         ax.plot(fits.release_index, fits.vmem_bytes / MiB, "o", color=OK_COLOR, markersize=5)
         ax.plot(oom.release_index, oom.vmem_bytes / MiB, "x", color=OOM_COLOR, markersize=6, mew=1.5)
         for row in one[~one.status.isin(["ok", "vmem_oom"])].itertuples():
-            notes.append(t["failed"].format(release=f"jax {row.jax}", status=row.status))
+            notes.append(t("failed", release=f"jax {row.jax}", status=row.status))
         limit = one.vmem_limit_bytes.dropna()
         if len(limit):
             ax.axhline(limit.iloc[0] / MiB, color=LIMIT_COLOR, linestyle="--", linewidth=0.9)
@@ -127,12 +107,12 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
             ax.axvline(x - 0.5, color=color, linewidth=1.2)
             before = one[one.release_index < x].vmem_bytes.dropna()
             if len(before):
-                ax.text(x - 0.3, 0.06, t["change"].format(
-                    before=mib(before.iloc[-1]), after=mib(row.first_changed_vmem_bytes),
+                ax.text(x - 0.3, 0.06, t(
+                    "change", before=mib(before.iloc[-1]), after=mib(row.first_changed_vmem_bytes),
                     delta=(row.first_changed_vmem_bytes - before.iloc[-1]) / 1024),
                     transform=ax.get_xaxis_transform(), fontsize=6.5, color=color)
         ax.set_title(panel_title(names, lang), fontsize=7, loc="left")
-        ax.set_ylabel(t["axis"], fontsize=7)
+        ax.set_ylabel(t("axis"), fontsize=7)
         high = max(one.vmem_bytes.max() / MiB, limit.iloc[0] / MiB if len(limit) else 0)
         ax.set_ylim(0, high * 1.25 if high > 0 else 1)
         ax.grid(axis="y", alpha=0.3)
@@ -142,18 +122,18 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
     for i, tick in enumerate(axes[-1].get_xticklabels()):
         tick.set_color("black" if i in probed else "#999999")
     axes[-1].set_xlim(-0.6, len(releases) - 0.4)
-    axes[-1].set_xlabel("\n".join([t["release"], t["unprobed"], *dict.fromkeys(notes)]), fontsize=7)
-    handles = [Line2D([], [], marker="o", linestyle="", color=OK_COLOR, label=t["ok"]),
-               Line2D([], [], marker="x", linestyle="", color=OOM_COLOR, mew=1.5, label=t["oom"])]
+    axes[-1].set_xlabel("\n".join([t("release"), t("unprobed"), *dict.fromkeys(notes)]), fontsize=7)
+    handles = [Line2D([], [], marker="o", linestyle="", color=OK_COLOR, label=t("ok")),
+               Line2D([], [], marker="x", linestyle="", color=OOM_COLOR, mew=1.5, label=t("oom"))]
     limits = vmem.vmem_limit_bytes.dropna()
     if len(limits):
         handles.append(Line2D([], [], color=LIMIT_COLOR, linestyle="--",
-                              label=t["limit"].format(limit=limits.iloc[0] / MiB)))
+                              label=t("limit", limit=limits.iloc[0] / MiB)))
     for row in first_change.drop_duplicates(["first_changed_jax"]).itertuples():
         if pd.notna(row.first_changed_jax):
             handles.append(Line2D([], [], color=colors[str(row.first_changed_jax)],
-                                  label=t["changed"].format(jax=row.first_changed_jax,
-                                                            libtpu=row.first_changed_libtpu)))
+                                  label=t("changed", jax=row.first_changed_jax,
+                                          libtpu=row.first_changed_libtpu)))
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7)
     return fig
 
@@ -165,14 +145,18 @@ def versions(column: pd.Series) -> list[str]:
 
 def provenance(vmem: pd.DataFrame, releases: list[Release], lang: str, title: str) -> dict:
     """What the figure's files say about themselves (the fields figures/style.py embeds)."""
-    t, c = TEXT[lang], citation()
+    c = citation()
+
+    def t(key, **values):
+        return translate(lang, TEXT[key], **values)
+
     fields = dict(target=TARGET, probed=vmem.release_index.nunique() if len(vmem) else 0,
                   releases=len(releases), first=releases[0].jax, last=releases[-1].jax,
                   libtpus=", ".join(versions(vmem.installed_libtpu)) if len(vmem) else "–")
     jaxes = versions(vmem.installed_jax) if len(vmem) else []
     return {
-        "title": title, "caption": t["caption"].format(**fields), "alt": t["alt"].format(**fields),
-        "sources": t["sources"].format(**fields),
+        "title": title, "caption": t("caption", **fields), "alt": t("alt", **fields),
+        "sources": t("sources", **fields),
         "toolchain": f"jax {', '.join(jaxes)}; libtpu {fields['libtpus']}" if jaxes else "–",
         "commit": ", ".join(sorted(set(vmem.git_sha.dropna().astype(str)))) if len(vmem) else "unknown",
         "licence": f"{RESULTS_LICENCE}; credit: {c.title} v{c.version}",

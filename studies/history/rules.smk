@@ -44,7 +44,13 @@ rule history_figure:
     conda:
         "../../environment.yml"
     params:
-        code=code("studies/history/scripts/figure.py", "figures/*.mplstyle", "CITATION.cff"),
+        code=code(
+            "studies/history/scripts/figure.py",
+            "figures/*.mplstyle",
+            "CITATION.cff",
+            "locale/*/LC_MESSAGES/*.po",
+            "studies/history/locale/*/LC_MESSAGES/*.po",
+        ),
     script:
         "scripts/figure.py"
 

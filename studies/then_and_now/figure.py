@@ -12,40 +12,32 @@ import pandas as pd
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
-from experiments.analysis.toolchains import TARGET, config_name, disagrees, then_and_now, toolchains_of
+from experiments.analysis.toolchains import TARGET, config_name, toolchains_of
+from experiments.core.i18n import N_, translate
 from experiments.core.units import MiB
+from experiments.plan.toolchains import parse as parse_toolchains
+from figures.catalog import Entry, register
+from studies.then_and_now.analysis import disagrees, then_and_now
 
-TEXT = {
-    "en": {
-        "title": "VMEM needed by the post's configurations, then and now\n"
-                 "({target}, estimated by each toolchain's libtpu at the default scoped limit, no TPU used)",
-        "toolchain": "{name}: jax {jax}, libtpu {libtpu}",
-        "oom": "hatched: out of VMEM (what the compiler requests)",
-        "disagree": "red edge: disagrees with the post",
-        "limit": "default scoped limit {limit:.0f} MiB",
-        "axis": "VMEM (MiB, log scale)",
-        "verdict": {"ok": "post: ok", "failed": "post: ✗"},
-        "missing": "{name}: no results ({reason})",
-        "no_data": "no estimates of the post's configurations",
-        "agreed": "not drawn: the {n} other configurations, on which every toolchain agrees with the post",
-        "all_agree": "every toolchain agrees with the post on all {n} configurations",
-    },
-    "zh": {
-        "title": "原文各配置所需的 VMEM：当年与现在\n"
-                 "（{target}，由各工具链的 libtpu 在默认 scoped 上限下估计，未使用 TPU）",
-        "toolchain": "{name}：jax {jax}，libtpu {libtpu}",
-        "oom": "斜线：VMEM 不足（编译器请求的大小）",
-        "disagree": "红色边框：与原文结论不一致",
-        "limit": "默认 scoped 上限 {limit:.0f} MiB",
-        "axis": "VMEM（MiB，对数坐标）",
-        "verdict": {"ok": "原文：成功", "failed": "原文：失败"},
-        "missing": "{name}：无结果（{reason}）",
-        "no_data": "没有原文配置的估计",
-        "agreed": "未画出：其余 {n} 个配置，各工具链的结论都与原文一致",
-        "all_agree": "全部 {n} 个配置上，各工具链的结论都与原文一致",
-    },
+TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
+    "title": N_("VMEM needed by the post's configurations, then and now\n(%(target)s, estimated by each "
+                "toolchain's libtpu at the default scoped limit, no TPU used)"),
+    "toolchain": N_("%(name)s: jax %(jax)s, libtpu %(libtpu)s"),
+    "oom": N_("hatched: out of VMEM (what the compiler requests)"),
+    "disagree": N_("red edge: disagrees with the post"),
+    "limit": N_("default scoped limit %(limit).0f MiB"),
+    "axis": N_("VMEM (MiB, log scale)"),
+    "verdict": {"ok": N_("post: ok"), "failed": N_("post: ✗")},
+    "missing": N_("%(name)s: no results (%(reason)s)"),
+    "no_data": N_("no estimates of the post's configurations"),
+    "agreed": N_("not drawn: the %(n)s other configurations, on which every toolchain agrees with the post"),
+    "all_agree": N_("every toolchain agrees with the post on all %(n)s configurations"),
 }
 COLORS = ["#E69F00", "#009E73", "#CC79A7", "#0072B2"]  # older toolchains first; the pipeline's last (blue)
+
+
+def verdict(status: str, lang: str) -> str:
+    return translate(lang, TEXT["verdict"][status]) if status in TEXT["verdict"] else status
 
 
 def label(row) -> str:
@@ -53,7 +45,9 @@ def label(row) -> str:
 
 
 def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, target: str = TARGET):
-    t = TEXT[lang]
+    def t(key, **values):
+        return translate(lang, TEXT[key], **values)
+
     table = then_and_now(df, primary)
     names = toolchains_of(df, primary)
     # the configurations some toolchain disagrees on, large; the others counted in one line
@@ -61,9 +55,9 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     agreed = len(table) - len(differ)
     table = differ.reset_index(drop=True) if len(differ) else table.iloc[0:0]
     fig, ax = plt.subplots(figsize=(6.4, 0.42 * max(len(table), 3) + 1.9))
-    fig.suptitle(t["title"].format(target=target), fontsize=10)
+    fig.suptitle(t("title", target=target), fontsize=10)
     if table.empty or not names:
-        message = t["all_agree"].format(n=agreed) if names and agreed else t["no_data"]
+        message = t("all_agree", n=agreed) if names and agreed else t("no_data")
         ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
         return fig
@@ -74,11 +68,11 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
         color = COLORS[-1] if name == primary else COLORS[i % (len(COLORS) - 1)]
         rows = est[est.toolchain == name]
         first = rows.iloc[0]
-        handles.append(Patch(color=color, label=t["toolchain"].format(name=name, jax=first.jax_version,
-                                                                       libtpu=first.libtpu_version)))
+        handles.append(Patch(color=color, label=t("toolchain", name=name, jax=first.jax_version,
+                                                   libtpu=first.libtpu_version)))
         errors = table[f"{name}_error"].fillna("")
         if (table[f"{name}_status"] == "toolchain_error").all():
-            notes.append(t["missing"].format(name=name, reason=str(errors.iloc[0]).splitlines()[0][:90]))
+            notes.append(t("missing", name=name, reason=str(errors.iloc[0]).splitlines()[0][:90]))
         for y, row in enumerate(table.itertuples()):
             status, vmem = getattr(row, f"{name}_status"), getattr(row, f"{name}_vmem_bytes")
             if status not in ("ok", "vmem_oom") or pd.isna(vmem):
@@ -95,20 +89,44 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     if len(limits):
         limit = limits.iloc[0] / MiB
         ax.axvline(limit, color="#D55E00", linewidth=1)
-        handles.append(plt.Line2D([], [], color="#D55E00", label=t["limit"].format(limit=limit)))
-    handles += [Patch(facecolor="white", edgecolor="#444444", hatch="////", label=t["oom"]),
-                Patch(facecolor="white", edgecolor="#D55E00", linewidth=1.2, label=t["disagree"])]
+        handles.append(plt.Line2D([], [], color="#D55E00", label=t("limit", limit=limit)))
+    handles += [Patch(facecolor="white", edgecolor="#444444", hatch="////", label=t("oom")),
+                Patch(facecolor="white", edgecolor="#D55E00", linewidth=1.2, label=t("disagree"))]
     ax.set_yticks(range(len(table)))
-    ax.set_yticklabels([f"{label(r)}  [{t['verdict'].get(r.published_status, r.published_status)}]"
+    ax.set_yticklabels([f"{label(r)}  [{verdict(r.published_status, lang)}]"
                         for r in table.itertuples()], fontsize=9)
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.set_xlabel(t["axis"])
+    ax.set_xlabel(t("axis"))
     ax.grid(axis="x", which="both", alpha=0.3)
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8.5)
     # above the bars: the configurations not drawn (under them the legend, which a note would overprint)
-    ax.set_title(t["agreed"].format(n=agreed), fontsize=8.5, color="#333333")
+    ax.set_title(t("agreed", n=agreed), fontsize=8.5, color="#333333")
     for j, note in enumerate(notes[:3]):
         fig.text(0.01, -0.02 - 0.035 * j, note, fontsize=8.5, color="#D55E00")
     return fig
+
+
+def figure_specs(config: dict, targets) -> dict:
+    """The figure a config yields: the post's chip under every toolchain, when it has more than one."""
+    toolchains = parse_toolchains(config)
+    if len(toolchains) < 2:
+        return {}
+    primary = next(t.name for t in toolchains.values() if t.pipeline)
+    return {"then_and_now_v5e": ("then_and_now", dict(target=TARGET, primary=primary))}
+
+
+register("then_and_now", Entry(
+    plot_then_and_now,
+    caption=N_("VMEM that the post's configurations need on %(target)s under each toolchain (the compiler "
+               "of the post's time and today's), against the default scoped-VMEM limit: the configurations "
+               "on which a toolchain disagrees with the post, drawn; the others, on which every toolchain "
+               "agrees, counted above the bars; estimated by each toolchain's libtpu without a TPU."),
+    alt=N_("Horizontal bars, one row per configuration of the post on which some toolchain disagrees with "
+           "the post's verdict, one bar per toolchain: filled where it compiles at the default limit, "
+           "hatched where it runs out of VMEM, edged in red where it disagrees; a line marks the default "
+           "limit; a line of text above the bars counts the configurations not drawn."),
+    specs=figure_specs,
+    every_toolchain=True,
+))

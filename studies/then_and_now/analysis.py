@@ -1,0 +1,64 @@
+"""Then and now: the post's configurations under each toolchain, against the post's own verdicts.
+
+The core's figures and findings read each target's own compiler's estimates only
+(experiments.analysis.toolchains.primary_rows); this study reads every toolchain's.
+"""
+import pandas as pd
+
+from experiments.analysis.summaries import MATCH, default_limit, post_configs
+from experiments.analysis.toolchains import TARGET, short_error, toolchains_of
+
+
+def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
+    """One row per Pallas configuration the post published: its verdict (ok / failed), and per
+    toolchain the status, the VMEM bytes behind it (used, or requested when out of VMEM), the limit,
+    and whether it agrees with the post (ok with ok; vmem_oom with failed). No estimate: empty status.
+
+    Columns: experiment, kernel, dtype, m, k, n, bm, bk, bn, published_status, then per toolchain T:
+    T_status, T_vmem_bytes, T_limit_bytes, T_agrees, T_libtpu, T_error.
+    """
+    published = df[(df.source == "published") & (df.target == TARGET) & (df.kernel != "xla")]
+    out = published[MATCH + ["status"]].rename(columns={"status": "published_status"}).drop_duplicates(MATCH)
+    estimates = post_configs(default_limit(df[(df.source == "estimate") & (df.target == TARGET)]))
+    for name in toolchains_of(df, primary):
+        rows = estimates[estimates.toolchain == name].drop_duplicates(MATCH)
+        rows = rows[MATCH + ["status", "vmem_bytes", "vmem_limit_bytes", "libtpu_version", "error"]]
+        rows = rows.rename(columns={"status": f"{name}_status", "vmem_bytes": f"{name}_vmem_bytes",
+                                    "vmem_limit_bytes": f"{name}_limit_bytes",
+                                    "libtpu_version": f"{name}_libtpu",
+                                    "error": f"{name}_error"})
+        # the compiler's first line says why (the rest is the kernel's serialised body)
+        rows[f"{name}_error"] = rows[f"{name}_error"].fillna("").map(short_error)
+        out = out.merge(rows, on=MATCH, how="left")
+        status = out[f"{name}_status"]
+        agrees = (((status == "ok") & (out.published_status == "ok")) | (
+            (status == "vmem_oom") & (out.published_status == "failed"))).astype("boolean")
+        agrees[~status.isin(["ok", "vmem_oom"])] = pd.NA  # nothing compiled: no verdict to compare
+        out[f"{name}_agrees"] = agrees
+    names = toolchains_of(df, primary)
+    if names:  # the configurations at least one toolchain compiled (a run's sizes may be fewer)
+        out = out[out[[f"{n}_status" for n in names]].notna().any(axis=1)]
+    order = {"v1": 1, "v2": 2, "v3": 3, "v4": 4, "v5": 5}
+    out = out.assign(_order=out.experiment.map(order).fillna(9))
+    return out.sort_values(["_order", "dtype", "bm", "bk", "bn", "m"], na_position="first").drop(
+        columns="_order").reset_index(drop=True)
+
+
+def disagrees(value) -> bool:
+    """True where a toolchain's verdict differs from the post's (not where it has none)."""
+    return value is not pd.NA and pd.notna(value) and not bool(value)
+
+
+def agreement(table: pd.DataFrame, name: str) -> dict:
+    """Feasibility agreement of toolchain `name` with the post over the configurations it compiled."""
+    compared = table[f"{name}_agrees"].dropna().astype(bool) if f"{name}_agrees" in table else pd.Series([])
+    return dict(toolchain=name, n=len(compared), agree=int(compared.sum()), total=len(table),
+                fraction=float(compared.mean()) if len(compared) else float("nan"))
+
+
+def missing_reason(df: pd.DataFrame, name: str) -> str | None:
+    """Why toolchain `name` has no results (its rows' error), or None if it compiled something."""
+    rows = df[(df.source == "estimate") & (df.toolchain == name)]
+    if len(rows) and (rows.status == "toolchain_error").all():
+        return str(rows.error.iloc[0])
+    return None

@@ -1,0 +1,29 @@
+# The then-and-now study (studies/then_and_now/README.md): the post's configurations under each toolchain
+# of the config against the post's own VMEM verdicts. In `all`, with its figure and report section,
+# when the config's `studies` lists then_and_now (the default config does); `snakemake then_and_now`
+# builds its table either way.
+
+
+rule then_and_now:
+    input:
+        "results/matmul.parquet",
+    output:
+        report(
+            "results/then_and_now.csv",
+            caption="caption.rst",
+            category="Tables",
+            labels={"table": "then_and_now.csv"},
+        ),
+    log:
+        "logs/aggregate/then_and_now.log",
+    conda:
+        "../../environment.yml"
+    params:
+        code=code("studies/then_and_now/scripts/then_and_now.py"),
+    script:
+        "scripts/then_and_now.py"
+
+
+if "then_and_now" in config["studies"]:
+    STUDY_OUTPUTS += rules.then_and_now.output
+    REPORT_TABLES["then_and_now"] = rules.then_and_now.output[0]

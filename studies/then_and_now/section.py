@@ -1,0 +1,146 @@
+"""The report's "Then and now" section: the post's configurations under each toolchain, and its lines
+on the first page (registered with report.sections when the study is loaded).
+
+Its messages are marked with N_() here and in templates/; experiments/core/i18n.py extracts both, so a
+missing translation stops the build like any other.
+"""
+from pathlib import Path
+
+import pandas as pd
+
+from experiments.analysis.toolchains import TARGET, toolchains_of
+from experiments.core.i18n import N_
+from experiments.core.units import MiB
+from report.front import toolchain_name as short_toolchain_name
+from report.sections import Section, register
+from report.tables import TOOLCHAIN_NAMES
+from studies.then_and_now.analysis import agreement, disagrees, missing_reason, then_and_now
+
+HERE = Path(__file__).resolve().parent
+
+
+def toolchain_name(name: str, gettext) -> str:
+    """"today's compiler" for the config's `current`, "the post's compiler" for `post`, else "toolchain
+    <name>" (a name from the config)."""
+    if name in TOOLCHAIN_NAMES:
+        return gettext(TOOLCHAIN_NAMES[name])
+    return gettext("toolchain %(name)s") % {"name": name}
+
+
+def result_cell(status, vmem, error, gettext) -> str:
+    """'ok, 12.32 MiB', 'out of VMEM, 48.82 MiB', '≥ 192.00 MiB, not compiled', or the status."""
+    if not isinstance(status, str) or not status:
+        return "–"
+    if status == "ok" and pd.notna(vmem):
+        return gettext("ok, %(mib).2f MiB") % {"mib": vmem / MiB}
+    if status == "vmem_oom" and pd.notna(vmem):
+        if str(error).startswith("not compiled"):
+            return gettext("out of VMEM, ≥ %(mib).2f MiB (not compiled)") % {"mib": vmem / MiB}
+        return gettext("out of VMEM, %(mib).2f MiB") % {"mib": vmem / MiB}
+    return status
+
+
+def config_cell(row) -> str:
+    if pd.isna(row.bm):
+        return f"{row.experiment}"
+    if row.kernel == "v2":
+        return f"{row.experiment}, N = {int(row.m // row.bm)}"
+    return f"{row.experiment} ({int(row.bm)}, {int(row.bk)}, {int(row.bn)})"
+
+
+def comparison(df: pd.DataFrame, primary: str | None, gettext) -> dict | None:
+    """The toolchains' summaries and the appendix's rows, or None when this run has a single toolchain."""
+    names = toolchains_of(df, primary)
+    if len(names) < 2:
+        return None
+    table = then_and_now(df, primary)
+    est = df[(df.source == "estimate") & (df.target == TARGET)]
+    columns, summaries, missing = [], [], []
+    for name in names:
+        first = est[est.toolchain == name].iloc[0]
+        a = agreement(table, name)
+        columns.append(dict(name=name, jax=first.jax_version, libtpu=first.libtpu_version))
+        reason = missing_reason(df, name)
+        if reason:
+            missing.append(dict(name=toolchain_name(name, gettext), reason=reason))
+            continue
+        no_cycles = est[(est.toolchain == name) & (est.cycles_method == "no_static_profile")]
+        summaries.append(dict(name=toolchain_name(name, gettext), jax=first.jax_version,
+                              libtpu=first.libtpu_version, agree=a["agree"],
+                              n=a["n"], total=a["total"], pct=100 * a["fraction"] if a["n"] else 0.0,
+                              no_cycles=len(no_cycles) > 0))
+    verdicts = {"ok": gettext("ok"), "failed": gettext("failed")}
+    rows = []
+    for r in table.itertuples():
+        cells = []
+        for name in names:
+            agrees = getattr(r, f"{name}_agrees")
+            cells.append(dict(text=result_cell(getattr(r, f"{name}_status"), getattr(r, f"{name}_vmem_bytes"),
+                                               getattr(r, f"{name}_error"), gettext),
+                              disagrees=disagrees(agrees)))
+        rows.append(dict(config=config_cell(r), dtype=r.dtype, size=int(r.m),
+                         post=verdicts.get(r.published_status, r.published_status), cells=cells))
+    return dict(columns=columns, summaries=summaries, missing=missing, rows=rows)
+
+
+def toolchain_agreement(table: pd.DataFrame | None, primary: str | None) -> list[dict]:
+    """Per toolchain of then_and_now.csv (the others first, `primary` last): how many of the post's
+    configurations it compiled and how many of those agree with the post's verdict."""
+    if table is None or table.empty:
+        return []
+    names = [c[: -len("_agrees")] for c in table.columns if c.endswith("_agrees")]
+    names = sorted(n for n in names if n != primary) + [n for n in names if n == primary]
+    out = []
+    for name in names:
+        agrees = table[f"{name}_agrees"].map(lambda v: None if pd.isna(v) else str(v) in ("True", "1", "1.0"))
+        compared = agrees.dropna()
+        libtpu = table.get(f"{name}_libtpu", pd.Series(dtype=object)).dropna()
+        if not len(compared):
+            continue
+        out.append(dict(name=name, agree=int(compared.sum()), n=len(compared),
+                        disagree=int((~compared.astype(bool)).sum()),
+                        libtpu=str(libtpu.iloc[0]) if len(libtpu) else "?"))
+    return out
+
+
+def first_page(table: pd.DataFrame | None, primary: str | None, gettext) -> tuple[list[str], list[str]]:
+    """The abstract's sentences and the key findings' lines, from then_and_now.csv."""
+    agreement_rows = toolchain_agreement(table, primary)
+    abstract = []
+    if len(agreement_rows) > 1:
+        now, then = agreement_rows[-1], agreement_rows[0]
+        abstract.append(gettext(
+            "Today's compiler (libtpu %(libtpu)s) gives the post's VMEM verdict for %(agree)s of %(n)s of "
+            "its configurations; the post's own (libtpu %(then)s) for %(then_agree)s of %(then_n)s.") % dict(
+            libtpu=now["libtpu"], agree=now["agree"], n=now["n"], then=then["libtpu"],
+            then_agree=then["agree"], then_n=then["n"]))
+        if then["agree"] == then["n"] and now["agree"] < now["n"]:
+            abstract.append(gettext("The configurations that no longer fit changed with the compiler, not "
+                                    "with the kernels."))
+    findings = []
+    for a in agreement_rows:
+        label = short_toolchain_name(a["name"], gettext)
+        findings.append(gettext(
+            "%(label)s (libtpu %(libtpu)s): %(agree)s of %(n)s of the post's configurations get the post's "
+            "VMEM verdict, %(disagree)s do not.") % dict(
+            label=label.capitalize(), libtpu=a["libtpu"], agree=a["agree"], n=a["n"],
+            disagree=a["disagree"]))
+    return abstract, findings
+
+
+def context(inputs) -> dict:
+    """The section's context (report.sections.Inputs in): every toolchain's rows of the run's table."""
+    table = inputs.tables.get("then_and_now")
+    if table is None:
+        table = then_and_now(inputs.df, inputs.primary)
+    compared = comparison(inputs.df, inputs.primary, inputs.gettext)
+    abstract, findings = first_page(table, inputs.primary, inputs.gettext)
+    names = sorted(n for n, (kind, _) in inputs.specs.items() if kind == "then_and_now")
+    return dict(compared=compared, figures=inputs.figures(names), abstract=abstract, findings=findings,
+                appendix=compared is not None)
+
+
+register(Section(
+    anchor="then-and-now", title=N_("Then and now: the post's compiler against today's"),
+    templates=HERE / "templates", body="then_and_now.html.j2", context=context, tables=("then_and_now",),
+    appendix="then_and_now_table.html.j2", appendix_title=N_("Then and now, every configuration")))
