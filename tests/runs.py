@@ -3,8 +3,9 @@ session), and the helpers to run Snakemake on a copy of the repository with the 
 
 The tiny config compiles two kernels at one size for one target, checks two kernels at one shape and
 measures nothing, yet every stage runs (compile study, correctness, table, timing model, claims, the
-then-and-now study, figures, gallery, report). Tests whose meaning is a stage's rebuild rules, a refusal that leaves the
-outputs alone or an interrupted run's resumption need every stage, not the CI config's sweep.
+then-and-now study, figures, gallery, report). Tests whose meaning is a stage's rebuild rules, a
+refusal that leaves the outputs alone or an interrupted run's resumption need every stage, not the CI
+config's sweep.
 """
 import re
 import shutil
