@@ -10,7 +10,7 @@ only, like every figure.
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from experiments.analysis.toolchains import TARGET, config_name, toolchains_of
 from experiments.core.i18n import N_, translate
@@ -97,7 +97,11 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
                         for r in table.itertuples()], fontsize=9)
     ax.invert_yaxis()
     ax.set_xscale("log")
+    # plain numbers at 1, 2 and 5 of each decade: the bars span less than one, where matplotlib would
+    # label a minor tick "2 × 10¹"
+    ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel(t("axis"))
     ax.grid(axis="x", which="both", alpha=0.3)
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8.5)
