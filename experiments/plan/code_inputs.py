@@ -33,6 +33,16 @@ def _discovers_modules(source: str) -> bool:
 
 def _imports(path: Path, root: Path) -> set[Path]:
     """Repository files that `path` imports (top level or inside functions), one level deep."""
+    stat = path.stat()
+    found, discovers = _imports_of(path, root, stat.st_mtime_ns, stat.st_size)
+    # the package's modules as they are now (a kernel added beside an unchanged __init__.py counts)
+    return set(found) | (set(path.parent.glob("*.py")) if discovers else set())
+
+
+@functools.cache
+def _imports_of(path: Path, root: Path, _mtime_ns: int, _size: int) -> tuple[frozenset[Path], bool]:
+    """The imports read from one version of a file (parsed once: a workflow's rules share most of
+    their closures), and whether it is a package that imports all of its own modules."""
     source = path.read_text()
     names = set()
     for node in ast.walk(ast.parse(source, filename=str(path))):
@@ -50,9 +60,7 @@ def _imports(path: Path, root: Path) -> set[Path]:
             module = _module_file(".".join(parts[:i]), root)
             if module is not None:
                 found.add(module)
-    if path.name == "__init__.py" and _discovers_modules(source):
-        found |= set(path.parent.glob("*.py"))
-    return found
+    return frozenset(found), path.name == "__init__.py" and _discovers_modules(source)
 
 
 def closure(script, root: Path = ROOT) -> list[Path]:

@@ -3,6 +3,7 @@
 Every error names the config key and the offending value, and is raised before any job runs.
 """
 import copy
+import functools
 import math
 from pathlib import Path
 
@@ -22,9 +23,19 @@ class ConfigError(ValueError):
     """A configuration value that cannot run; the message names the key and the value."""
 
 
+# libyaml's parser where PyYAML has it: the same documents, read several times faster (every Snakemake
+# start reads the schema and the config files)
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.cache
+def _schema_file(_mtime_ns: int) -> dict:
+    return yaml.load(SCHEMA.read_text(), Loader=_SafeLoader)
+
+
 def schema() -> dict:
     """config/schema.yaml, with its kernel enums filled from the kernel registry (kernels/)."""
-    loaded = yaml.safe_load(SCHEMA.read_text())
+    loaded = copy.deepcopy(_schema_file(SCHEMA.stat().st_mtime_ns))
     defs = loaded["$defs"]
     defs["kernel"]["enum"] = list(REGISTRY)
     defs["pallas_kernel"]["enum"] = [name for name, spec in REGISTRY.items() if spec.pallas]
@@ -167,7 +178,7 @@ def _key(path) -> str:
     return out
 
 
-class _StrictLoader(yaml.SafeLoader):
+class _StrictLoader(_SafeLoader):
     """YAML that refuses a key given twice in one mapping (plain YAML keeps the last, silently)."""
 
 
