@@ -132,8 +132,27 @@ BAD_CONFIGS = [  # (key, bad value, what the error must say)
 ]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("key, value, message", BAD_CONFIGS, ids=[f"{k}={v}" for k, v, _ in BAD_CONFIGS])
+def test_bad_config_is_refused_with_the_key_and_the_value(key, value, message):
+    """What the Snakefile runs on a config before any job (rules/common.smk: checked, make_plan), in
+    this process; test_bad_config_fails_before_any_job runs Snakemake on one case of each kind."""
+    from experiments.plan.config import ConfigError
+    from experiments.plan.plan import validate
+
+    config = yaml.safe_load((ROOT / "config" / "config.ci.yaml").read_text())
+    with pytest.raises(ConfigError) as refused:
+        validate(set_key(config, key, value))
+    assert message in str(refused.value)
+
+
+# One case of each kind through Snakemake itself: a type the schema refuses, a semantic check (the plan
+# refuses), an empty list.
+END_TO_END_BAD_CONFIGS = [BAD_CONFIGS[0], BAD_CONFIGS[3], BAD_CONFIGS[6]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key, value, message", END_TO_END_BAD_CONFIGS,
+                         ids=[f"{k}={v}" for k, v, _ in END_TO_END_BAD_CONFIGS])
 def test_bad_config_fails_before_any_job(workdir, key, value, message):
     config = yaml.safe_load((workdir / "config" / "config.ci.yaml").read_text())
     (workdir / "config" / "bad.yaml").write_text(yaml.safe_dump(set_key(config, key, value)))
@@ -249,6 +268,7 @@ def stable_columns(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns=[c for c in ("compile_s",) if c in df]).reset_index(drop=True)
 
 
+@pytest.mark.xdist_group("tiny_run")  # with test_rebuild.py: the tiny run made on one worker
 @pytest.mark.slow
 def test_interrupted_runs_resume_to_the_same_results(tmp_path, tiny_run, monkeypatch):
     """Interrupted twice (Ctrl-C during the compile study, SIGTERM to Snakemake during the figures),
