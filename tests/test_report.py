@@ -377,8 +377,9 @@ def test_chinese_running_text_has_no_english(table):
 @pytest.mark.slow
 def test_the_gallery_numbers_the_figures_as_the_report_does(table, tmp_path):
     """Figure N is the same figure in the report and in the gallery (issue 26)."""
+    from PIL import Image, PngImagePlugin
+
     from figures.catalog import figure_specs
-    from figures.catalog import render as draw
     from report.gallery import page
 
     config = {"targets": ["v5e", "v6e"], "compile_study": {"experiments": {
@@ -390,8 +391,10 @@ def test_the_gallery_numbers_the_figures_as_the_report_does(table, tmp_path):
     html = render(df, "en", targets=["v5e", "v6e"], figure_names=specs)
     in_report = {name: int(n) for name, n in
                  re.findall(r'<a class="fignum" href="#fig-([^"]+)">Figure (\d+)\.</a>', html)}
-    for name, (kind, args) in specs.items():
-        draw(df, name, kind, args, tmp_path)
+    for name in specs:  # the gallery reads each PNG's title; the numbers are what is compared here
+        title = PngImagePlugin.PngInfo()
+        title.add_text("Title", name)
+        Image.new("RGB", (1, 1)).save(tmp_path / f"{name}.png", pnginfo=title)
     gallery = page(df, specs, "en", tmp_path)
     in_gallery = {name: int(n) for name, n in
                   re.findall(r'<section class="card" id="([^"]+)">\n<h2>Figure (\d+)\.', gallery)}
