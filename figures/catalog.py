@@ -1,10 +1,10 @@
-"""Which figures a configuration yields, under stable names; how to draw each one; and what each one is:
-its caption and alt text in every language and the provenance embedded in its files.
+"""How to draw each kind of figure, and what each one is: its caption and alt text in every language and
+the provenance embedded in its files (figures/specs.py: which figures a configuration yields).
 
 A kind of figure is one `Entry`: its drawing function and its caption and alt-text templates. A new
-kind is a new entry (and, if the configuration yields it, a line in `figure_specs`); the gallery, the
-report and the embedded metadata pick it up from here. A study adds its kinds with `register`, each with
-the figures a configuration yields of it (studies/README.md)."""
+kind is a new entry (and, if the configuration yields it, a line in figures/specs.py:figure_specs); the
+gallery, the report and the embedded metadata pick it up from here. A study adds its kinds with
+`register` (studies/README.md)."""
 import dataclasses
 from pathlib import Path
 from typing import Callable
@@ -15,13 +15,11 @@ from experiments.analysis.runs import latest_runs
 from experiments.analysis.summaries import post_configs
 from experiments.analysis.toolchains import primary_rows
 from experiments.core.i18n import N_, translate
-from experiments.plan.search import search_covers
 from figures import plots
 from figures.cite import RESULTS_LICENCE, citation, post_attribution
 from figures.labels import JOINS, join, text
-from figures.style import LANGUAGES, save, use_style
-
-PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
+from figures.specs import LANGUAGES, stem
+from figures.style import save, use_style
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,9 +32,6 @@ class Entry:
     draw: Callable
     caption: str  # English, marked for extraction (N_); translated and filled by `describe`
     alt: str
-    # A study's kind: the figures a config yields of it, (config, targets) -> {name: (kind, args)}; the
-    # core's kinds are listed in figure_specs.
-    specs: Callable[[dict, list], dict] | None = None
     # Drawn from every toolchain's estimates; the others each target's own compiler's (primary_rows).
     every_toolchain: bool = False
 
@@ -102,46 +97,11 @@ CATALOG = {
 
 
 def register(kind: str, entry: Entry) -> None:
-    """Add a study's kind of figure (its package does, when imported: experiments/plan/studies.py)."""
+    """Add a study's kind of figure (its figure.py does, when loaded: experiments/plan/studies.py)."""
     if CATALOG.get(kind, entry) != entry:
         raise ValueError(f"figure kind={kind!r} is registered twice, differently")
     CATALOG[kind] = entry
 
-
-
-def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
-    """name -> (kind, arguments) for every figure of a configuration, e.g. v5_bfloat16_v5e.
-
-    `targets` defaults to the config's; the workflow adds the TPU generations measured or imported.
-    """
-    targets = list(targets or config["targets"])
-    experiments = config["compile_study"]["experiments"]
-    specs = {}
-    for target in targets:
-        for name, spec in experiments.items():
-            for dtype in spec["dtypes"]:
-                specs[f"{name}_{dtype}_{target}"] = (
-                    "experiment", dict(experiment=name, dtype=dtype, target=target))
-                if search_covers(spec, dtype, target):
-                    specs[f"search_{name}_{dtype}_{target}"] = (
-                        "search", dict(experiment=name, dtype=dtype, target=target))
-        specs[f"vmem_{target}"] = ("vmem", dict(target=target))
-        specs[f"roofline_{target}"] = ("roofline", dict(target=target))
-        if target in PUBLISHED_TARGETS:
-            specs[f"fidelity_{target}"] = ("fidelity", dict(target=target))
-    if len(targets) > 1:
-        for name, spec in experiments.items():
-            for dtype in spec["dtypes"]:
-                specs[f"generations_{name}_{dtype}"] = ("generations", dict(experiment=name, dtype=dtype))
-    for entry in CATALOG.values():  # the studies' kinds
-        if entry.specs is not None:
-            specs.update(entry.specs(config, targets))
-    return specs
-
-
-def stem(directory, name: str, lang: str) -> Path:
-    """English figures keep the plain name (v5_bfloat16_v5e.png); others add the language."""
-    return Path(directory) / (name if lang == "en" else f"{name}.{lang}")
 
 
 def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
@@ -274,24 +234,3 @@ def render(df, name: str, kind: str, args: dict, directory, primary: str | None 
         info = provenance(df, name, kind, args, lang, figure_title(fig))
         paths += save(fig, stem(directory, name, lang), info)
     return paths
-
-
-def spec_from_name(name: str) -> tuple[str, dict]:
-    """(kind, arguments) of a figure from its stable name, e.g. search_v5_bfloat16_v5e."""
-    parts = name.split("_")
-    if parts[0] in ("vmem", "roofline", "fidelity") and len(parts) == 2:
-        return parts[0], {"target": parts[1]}
-    if parts[0] == "search" and len(parts) == 4:
-        return "search", dict(experiment=parts[1], dtype=parts[2], target=parts[3])
-    if parts[0] == "generations" and len(parts) == 3:
-        return "generations", dict(experiment=parts[1], dtype=parts[2])
-    if len(parts) == 3:
-        return "experiment", dict(experiment=parts[0], dtype=parts[1], target=parts[2])
-    raise ValueError(f"figure name={name!r} matches no kind of figure in {sorted(CATALOG)}")
-
-
-def figure_specs_of(figures) -> dict[str, tuple[str, dict]]:
-    """{name: (kind, args)} from such a dict, or from figure names alone."""
-    if isinstance(figures, dict):
-        return {name: (kind, dict(args)) for name, (kind, args) in figures.items()}
-    return {name: spec_from_name(name) for name in sorted(figures)}

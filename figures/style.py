@@ -14,6 +14,7 @@ import matplotlib
 from experiments.core.cache_dirs import user_cache
 from experiments.core.i18n import read_catalog, scopes, used_messages
 from experiments.core.tables import write_atomic
+from figures.specs import FORMATS, LANGUAGES
 
 matplotlib.use("Agg")
 
@@ -23,8 +24,6 @@ from matplotlib import font_manager  # noqa: E402
 STYLE = Path(__file__).with_name("repro.mplstyle")
 CJK_FAMILY = "tpu-matmul-repro Noto Sans CJK SC"  # the cut-down copy's family name (cjk_figure_font)
 LATIN_FAMILY = "DejaVu Sans"  # ships with Matplotlib; also has the symbols (✗) Noto CJK lacks
-FORMATS = ("png", "svg", "pdf")
-LANGUAGES = ("en", "zh")
 # Fixed metadata: no creation dates or tool versions, so an unchanged table gives identical files.
 METADATA = {
     "png": {"Software": None},

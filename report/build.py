@@ -22,8 +22,9 @@ from experiments.analysis.toolchains import primary_rows
 from experiments.core.i18n import N_, glossary, translations
 from experiments.core.provenance import build_date
 from experiments.core.tables import write_atomic
-from figures.catalog import CATALOG, describe, figure_specs_of
+from figures.catalog import describe
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
+from figures.specs import STUDY_SPECS, figure_specs_of
 from kernels import REGISTRY
 from report import findings, front, sections, tables
 from report.advice import advice_section
@@ -80,7 +81,7 @@ WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figure
 
 def report_order(specs: dict) -> list[str]:
     """The figures' names in the order the report places them (render_pages numbers them so): the
-    timing model's, the studies' sections' (their kinds: figures.catalog.register), one experiment
+    timing model's, the studies' sections' (their kinds: figures.specs.register), one experiment
     across generations, the post's chip's experiments
     (each figure, then its block search), VMEM and roofline, then the appendix's (the other targets',
     the other generations'). The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
@@ -96,7 +97,7 @@ def report_order(specs: dict) -> list[str]:
 
     others = [t for t in targets if t != main]
     order = (sorted(n for n in specs if n.startswith("fidelity_"))
-             + sorted(n for n, (k, _) in specs.items() if k in CATALOG and CATALOG[k].specs) + lead
+             + sorted(n for n, (k, _) in specs.items() if k in STUDY_SPECS) + lead
              + kernels([main]) + [f"vmem_{main}", f"roofline_{main}"]
              + kernels(others) + [f"vmem_{t}" for t in others] + [f"roofline_{t}" for t in others]
              + [n for n in generations if n not in lead])
@@ -269,7 +270,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                  measured: pd.DataFrame | None = None, advice: dict | None = None) -> tuple[str, str]:
     """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
     language's PDF, every details element open), from one reading of the table. `figure_names`: the
-    run's figures, as {name: (kind, args)} (figures.catalog.figure_specs) or names. claims, fidelity,
+    run's figures, as {name: (kind, args)} (figures.specs.figure_specs) or names. claims, fidelity,
     constants and best_vs_xla are the results/*.csv of those names; each is computed from `df` when
     not given; `study_tables`: {name: results/<name>.csv} for the loaded studies' sections
     (report/sections.py), which likewise compute what is not given. `measured`: every measured row

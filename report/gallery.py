@@ -11,7 +11,7 @@ import pandas as pd
 from PIL import Image
 
 from experiments.core.i18n import N_, translate
-from figures.catalog import describe, stem
+from figures.catalog import describe
 from figures.cite import (
     CITATION_FILE,
     RESULTS_LICENCE,
@@ -22,7 +22,7 @@ from figures.cite import (
     post_attribution,
 )
 from figures.labels import join, source_names
-from figures.style import FORMATS, LANGUAGES
+from figures.specs import FORMATS, LANGUAGES, stem
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),

@@ -85,14 +85,14 @@ def study_outputs(target):
 
 
 from experiments.plan.studies import load as load_studies
-from figures.catalog import figure_specs, stem
-from figures.style import FORMATS as FIGURE_FORMATS, LANGUAGES
+from figures.specs import FORMATS as FIGURE_FORMATS, LANGUAGES, figure_specs, stem
 
-load_studies(config["studies"])  # the run's studies register their kinds of figure (figure_specs)
+# the run's studies add the figures a config yields of their kinds (their specs.py; no drawing code)
+load_studies(config["studies"], modules=("specs",))
 
 
 def study_modules(*kinds):
-    """The run's studies' modules of these kinds (figure, section), which experiments/plan/studies.py
+    """The run's studies' modules of these kinds (specs, figure, section), which experiments/plan/studies.py
     imports by name: part of the code of the stages they add to, though no import closure finds them."""
     return [
         f"studies/{name}/{kind}.py"

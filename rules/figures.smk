@@ -22,7 +22,7 @@ rule figures:
             "CITATION.cff",
             "locale/*/LC_MESSAGES/*.po",
             *STUDY_CATALOGS,
-            modules=study_modules("figure"),
+            modules=study_modules("specs", "figure"),
         ),
     script:
         "../scripts/draw_figures.py"
@@ -51,7 +51,7 @@ rule gallery:
             "scripts/gallery.py",
             "locale/*/LC_MESSAGES/*.po",
             *STUDY_CATALOGS,
-            modules=study_modules("figure"),
+            modules=study_modules("specs", "figure"),
         ),
     script:
         "../scripts/gallery.py"

@@ -48,7 +48,7 @@ rule report:
             "kernels/*.py",
             "figures/*.mplstyle",
             "CITATION.cff",
-            modules=study_modules("figure", "section"),
+            modules=study_modules("specs", "figure", "section"),
         ),
     script:
         "../scripts/report.py"

@@ -172,7 +172,7 @@ def test_block_search_runs_only_where_its_config_says(config):
     from experiments.compile_study.study import searched as is_searched
     from experiments.plan.config import with_defaults
     from experiments.plan.jobs import study_jobs
-    from figures.catalog import figure_specs
+    from figures.specs import figure_specs
 
     def searched(jobs):
         return {key for key, job in jobs.items() if any(is_searched(c, job) for c in job.cases)}

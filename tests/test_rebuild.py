@@ -39,6 +39,7 @@ STUDY_ONWARDS = {"compile_study_job", "compile_study_target", *TABLE_ONWARDS}
     ("report/findings.py", {"gallery", "report"}),
     ("report/templates/report.html.j2", {"report"}),
     # a study is loaded by name, not imported: its code still belongs to the stages it adds to
+    ("studies/then_and_now/specs.py", {"figures", "gallery", "report"}),
     ("studies/then_and_now/figure.py", {"figures", "gallery", "report"}),
     ("studies/then_and_now/section.py", {"report"}),
     ("studies/then_and_now/analysis.py", {"then_and_now", "figures", "gallery", "report"}),

@@ -195,7 +195,8 @@ def test_embedded_font_covers_the_page(table):
 
 @pytest.mark.slow
 def test_figures_are_numbered_with_anchors_captions_and_a_cite_line(table):
-    from figures.catalog import describe, spec_from_name
+    from figures.catalog import describe
+    from figures.specs import spec_from_name
 
     for lang in ("en", "zh"):
         html = render(table, lang)
@@ -379,7 +380,7 @@ def test_the_gallery_numbers_the_figures_as_the_report_does(table, tmp_path):
     """Figure N is the same figure in the report and in the gallery (issue 26)."""
     from PIL import Image, PngImagePlugin
 
-    from figures.catalog import figure_specs
+    from figures.specs import figure_specs
     from report.gallery import page
 
     config = {"targets": ["v5e", "v6e"], "compile_study": {"experiments": {

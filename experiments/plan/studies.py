@@ -1,8 +1,9 @@
 """The optional studies (studies/<name>/, studies/README.md) as the core meets them: by the names in the
 config's `studies` list, never by an import of its own (tests/test_structure.py checks).
 
-Loading a study imports its package and, where it has them, its modules `figure` and `section`, which
-register what the study adds to the core: kinds of figure (figures.catalog.register) and report
+Loading a study imports its package and, where it has them, its modules `specs`, `figure` and `section`,
+which register what the study adds to the core: the figures a config yields of its kinds
+(figures.specs.register: what planning needs), how to draw them (figures.catalog.register) and report
 sections (report.sections.register). Each process that draws figures or builds the report loads the
 run's studies first. Nothing imports those modules statically, so a study's own scripts (its table)
 do not depend on its figure or section code (rules/common.smk: study_modules).
@@ -12,11 +13,12 @@ import importlib.util
 
 from experiments.plan.config import study_names
 
-PLUGIN_MODULES = ("figure", "section")  # a study's modules that register themselves when loaded
+PLUGIN_MODULES = ("specs", "figure", "section")  # a study's modules that register themselves when loaded
 
 
-def load(names) -> list:
-    """Import the studies `names` and their figure and section modules; returns the packages."""
+def load(names, modules=PLUGIN_MODULES) -> list:
+    """Import the studies `names` and those of their modules (all: what drawing and the report need;
+    ("specs",): what planning needs); returns the packages."""
     known = study_names()
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -25,7 +27,7 @@ def load(names) -> list:
     packages = []
     for name in names:
         package = importlib.import_module(f"studies.{name}")
-        for module in PLUGIN_MODULES:
+        for module in modules:
             if importlib.util.find_spec(f"{package.__name__}.{module}") is not None:
                 importlib.import_module(f"{package.__name__}.{module}")
         packages.append(package)

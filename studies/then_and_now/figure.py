@@ -15,7 +15,6 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from experiments.analysis.toolchains import TARGET, config_name, toolchains_of
 from experiments.core.i18n import N_, translate
 from experiments.core.units import MiB
-from experiments.plan.toolchains import parse as parse_toolchains
 from figures.catalog import Entry, register
 from studies.then_and_now.analysis import disagrees, then_and_now
 
@@ -112,15 +111,6 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     return fig
 
 
-def figure_specs(config: dict, targets) -> dict:
-    """The figure a config yields: the post's chip under every toolchain, when it has more than one."""
-    toolchains = parse_toolchains(config)
-    if len(toolchains) < 2:
-        return {}
-    primary = next(t.name for t in toolchains.values() if t.pipeline)
-    return {"then_and_now_v5e": ("then_and_now", dict(target=TARGET, primary=primary))}
-
-
 register("then_and_now", Entry(
     plot_then_and_now,
     caption=N_("VMEM that the post's configurations need on %(target)s under each toolchain (the compiler "
@@ -131,6 +121,5 @@ register("then_and_now", Entry(
            "the post's verdict, one bar per toolchain: filled where it compiles at the default limit, "
            "hatched where it runs out of VMEM, edged in red where it disagrees; a line marks the default "
            "limit; a line of text above the bars counts the configurations not drawn."),
-    specs=figure_specs,
     every_toolchain=True,
 ))

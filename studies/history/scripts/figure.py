@@ -8,8 +8,9 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parents[2]))  # the repository 
 import pandas as pd
 
 from experiments.core.runtime import logged
-from figures.catalog import figure_title, stem
-from figures.style import LANGUAGES, save, use_style
+from figures.catalog import figure_title
+from figures.specs import LANGUAGES, stem
+from figures.style import save, use_style
 from studies.history import releases
 from studies.history.figure import plot_history, provenance
 

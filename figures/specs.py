@@ -1,0 +1,80 @@
+"""Which figures a configuration yields, under stable names (e.g. v5_bfloat16_v5e), and the names of
+their files: what the workflow plans with, so planning needs no drawing code (figures/catalog.py draws
+them and says what each one is).
+
+A study adds the figures a config yields of its own kinds with `register` (its specs.py, loaded by
+experiments/plan/studies.py).
+"""
+from pathlib import Path
+from typing import Callable
+
+from experiments.plan.search import search_covers
+
+FORMATS = ("png", "svg", "pdf")
+LANGUAGES = ("en", "zh")
+PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
+CORE_KINDS = ("experiment", "search", "vmem", "roofline", "fidelity", "generations")
+# A study's kind -> the figures a config yields of it: (config, targets) -> {name: (kind, args)}.
+STUDY_SPECS: dict[str, Callable[[dict, list], dict]] = {}
+
+
+def register(kind: str, specs: Callable[[dict, list], dict]) -> None:
+    """Add a study's kind of figure to what configs yield (its specs.py does, when loaded)."""
+    if kind in CORE_KINDS or STUDY_SPECS.get(kind, specs) is not specs:
+        raise ValueError(f"figure kind={kind!r} is registered twice, differently")
+    STUDY_SPECS[kind] = specs
+
+
+def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
+    """name -> (kind, arguments) for every figure of a configuration, e.g. v5_bfloat16_v5e.
+
+    `targets` defaults to the config's; the workflow adds the TPU generations measured or imported.
+    """
+    targets = list(targets or config["targets"])
+    experiments = config["compile_study"]["experiments"]
+    specs = {}
+    for target in targets:
+        for name, spec in experiments.items():
+            for dtype in spec["dtypes"]:
+                specs[f"{name}_{dtype}_{target}"] = (
+                    "experiment", dict(experiment=name, dtype=dtype, target=target))
+                if search_covers(spec, dtype, target):
+                    specs[f"search_{name}_{dtype}_{target}"] = (
+                        "search", dict(experiment=name, dtype=dtype, target=target))
+        specs[f"vmem_{target}"] = ("vmem", dict(target=target))
+        specs[f"roofline_{target}"] = ("roofline", dict(target=target))
+        if target in PUBLISHED_TARGETS:
+            specs[f"fidelity_{target}"] = ("fidelity", dict(target=target))
+    if len(targets) > 1:
+        for name, spec in experiments.items():
+            for dtype in spec["dtypes"]:
+                specs[f"generations_{name}_{dtype}"] = ("generations", dict(experiment=name, dtype=dtype))
+    for study_specs in STUDY_SPECS.values():
+        specs.update(study_specs(config, targets))
+    return specs
+
+
+def stem(directory, name: str, lang: str) -> Path:
+    """English figures keep the plain name (v5_bfloat16_v5e.png); others add the language."""
+    return Path(directory) / (name if lang == "en" else f"{name}.{lang}")
+
+
+def spec_from_name(name: str) -> tuple[str, dict]:
+    """(kind, arguments) of a core figure from its stable name, e.g. search_v5_bfloat16_v5e."""
+    parts = name.split("_")
+    if parts[0] in ("vmem", "roofline", "fidelity") and len(parts) == 2:
+        return parts[0], {"target": parts[1]}
+    if parts[0] == "search" and len(parts) == 4:
+        return "search", dict(experiment=parts[1], dtype=parts[2], target=parts[3])
+    if parts[0] == "generations" and len(parts) == 3:
+        return "generations", dict(experiment=parts[1], dtype=parts[2])
+    if len(parts) == 3:
+        return "experiment", dict(experiment=parts[0], dtype=parts[1], target=parts[2])
+    raise ValueError(f"figure name={name!r} matches no kind of figure in {list(CORE_KINDS)}")
+
+
+def figure_specs_of(figures) -> dict[str, tuple[str, dict]]:
+    """{name: (kind, args)} from such a dict, or from figure names alone."""
+    if isinstance(figures, dict):
+        return {name: (kind, dict(args)) for name, (kind, args) in figures.items()}
+    return {name: spec_from_name(name) for name in sorted(figures)}

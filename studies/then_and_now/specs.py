@@ -1,0 +1,16 @@
+"""The figure a config yields of this study: the post's chip under every toolchain, when the config has
+more than one (registered with figures.specs, what planning reads; figure.py draws it)."""
+from experiments.analysis.toolchains import TARGET
+from experiments.plan.toolchains import parse as parse_toolchains
+from figures.specs import register
+
+
+def figure_specs(config: dict, targets) -> dict:
+    toolchains = parse_toolchains(config)
+    if len(toolchains) < 2:
+        return {}
+    primary = next(t.name for t in toolchains.values() if t.pipeline)
+    return {"then_and_now_v5e": ("then_and_now", dict(target=TARGET, primary=primary))}
+
+
+register("then_and_now", figure_specs)
