@@ -12,9 +12,6 @@ from runs import TINY_RUN, copy_repository, copy_run, planned, snakemake
 from experiments.plan.code_inputs import closure
 
 ROOT = Path(__file__).resolve().parent.parent
-# On one worker, with the interrupted-run test (test_workflow.py): the session's tiny run is made once
-# while the other worker has other tests to run, not waited for by both.
-pytestmark = pytest.mark.xdist_group("tiny_run")
 
 
 @pytest.fixture

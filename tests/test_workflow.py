@@ -268,7 +268,6 @@ def stable_columns(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns=[c for c in ("compile_s",) if c in df]).reset_index(drop=True)
 
 
-@pytest.mark.xdist_group("tiny_run")  # with test_rebuild.py: the tiny run made on one worker
 @pytest.mark.slow
 def test_interrupted_runs_resume_to_the_same_results(tmp_path, tiny_run, monkeypatch):
     """Interrupted twice (Ctrl-C during the compile study, SIGTERM to Snakemake during the figures),
