@@ -24,6 +24,7 @@ from experiments.core.provenance import build_date
 from experiments.core.tables import write_atomic
 from figures.catalog import describe
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
+from figures.labels import join
 from figures.specs import STUDY_SPECS, figure_specs_of
 from kernels import REGISTRY
 from report import findings, front, sections, tables
@@ -350,7 +351,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                       "published": gettext("published")},
         # between sentences and after a label: Chinese runs on without a space and has its own colon
         sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":",
-        list_sep="、" if lang == "zh" else ", ", min_rank_points=MIN_RANK_POINTS,
+        sources=join(lang, "list", first_page["sources"]), min_rank_points=MIN_RANK_POINTS,
         config_yaml=config_yaml, front=first_page, main_target=main_target, other_targets=other_targets,
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
