@@ -19,15 +19,23 @@ rule check_carried:
 
 
 # One configuration measured under one run label in two files (a file copied under two names, or this
-# run's own file carried back in) stops here too, naming both files, before the aggregate starts.
+# run's own file carried back in) stops here too, naming both files, before the aggregate starts. The
+# mark is named after the set of files it vouches for: a refused set leaves the good set's mark in place,
+# so taking the bad file out again leaves the previous run complete, not to be remade.
+UNIQUE_MARK = (
+    "results/carried/unique-%s.checked"
+    % hashlib.sha256("\n".join(MEASURED + IMPORTED).encode()).hexdigest()[:12]
+)
+
+
 rule check_carried_files:
     input:
         measured=MEASURED + IMPORTED,
         checked=[f"results/carried/{Path(p).stem}.checked" for p in IMPORTED],
     output:
-        "results/carried/all-files.unique",
+        UNIQUE_MARK,
     log:
-        "logs/carried/all-files.log",
+        UNIQUE_MARK.replace("results/", "logs/").replace(".checked", ".log"),
     conda:
         "../environment.yml"
     params:
@@ -48,7 +56,7 @@ rule aggregate:
         measured=MEASURED + IMPORTED,
         # carried files join only once checked: a bad one stops here, before the table is touched
         checked=[f"results/carried/{Path(p).stem}.checked" for p in IMPORTED]
-        + (["results/carried/all-files.unique"] if IMPORTED else []),
+        + ([UNIQUE_MARK] if IMPORTED else []),
     output:
         "results/matmul.parquet",
     log:

@@ -1,5 +1,6 @@
 # Shared set-up: check the config, plan every job (experiments/plan/plan.py), and derive each stage's
 # code digest. Rules read the plan; none re-derives it.
+import hashlib
 import os
 import re
 from pathlib import Path

@@ -2,10 +2,11 @@
 session), and the helpers to run Snakemake on a copy of the repository with the tiny config.
 
 The tiny config compiles two kernels at one size for one target, checks two kernels at one shape and
-measures nothing, yet every stage runs (compile study, correctness, table, timing model, claims, the
-then-and-now study, figures, gallery, report). Tests whose meaning is a stage's rebuild rules, a
-refusal that leaves the outputs alone or an interrupted run's resumption need every stage, not the CI
-config's sweep.
+measures nothing here, yet every stage runs (compile study, correctness, table, timing model, claims,
+the then-and-now study, figures, gallery, report), and the run carries in one measurement file made
+elsewhere (`CARRIED`). Tests whose meaning is a stage's rebuild rules, a refusal that leaves the
+outputs alone or an interrupted run's resumption need every stage, not the CI config's sweep (which
+.ci/run runs end to end).
 """
 import re
 import shutil
@@ -17,6 +18,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RUN = ("--configfile", "config/tiny.yaml", "--replace-workflow-config")
+CARRIED = Path("data/measured/cpu-laptop.parquet")  # the tiny run's measurement from another machine
 
 TINY = {
     "correctness": {
@@ -63,9 +65,27 @@ def copy_repository(dest: Path) -> Path:
     return dest
 
 
+def carried_measurement(path: Path) -> Path:
+    """A measurement file as another machine would leave it: here this CPU, measured by the same code
+    that measures a TPU (XLA's matmul at one shape, run label "laptop")."""
+    from experiments.core.cases import Case
+    from experiments.measure.device import Device
+    from experiments.measure.harness import MeasureJob, run_measure_job
+    from experiments.plan.config import with_defaults
+    from experiments.plan.jobs import measure_settings
+
+    job = MeasureJob(Device("cpu", "cpu", "cpu", 1), "laptop", "xla", (Case("xla", "float32", 256, 256, 256),),
+                     settings=measure_settings(with_defaults({}), samples=5))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    run_measure_job(job).to_parquet(path)
+    return path
+
+
 def make_tiny_run(repo: Path) -> None:
-    """A copy of the repository with a finished run of the tiny config: nothing left to do."""
+    """A copy of the repository with a finished run of the tiny config, a measurement carried in
+    (`CARRIED`): nothing left to do."""
     copy_repository(repo)
+    carried_measurement(repo / CARRIED)
     result = snakemake(repo, "--cores", "2")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert planned(repo) == {}

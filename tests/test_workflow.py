@@ -1,5 +1,6 @@
-"""The Snakemake workflow end to end on the CI-sized config: refusing bad configs and dry runs with the
-cluster profiles; surviving interruptions and giving the same estimates twice on the tiny config."""
+"""The Snakemake workflow end to end: the shared tiny run's outputs, surviving interruptions and giving
+the same estimates twice on the tiny config; refusing bad configs and dry runs with the cluster
+profiles on the CI-sized config."""
 import os
 import shutil
 import signal
@@ -15,8 +16,6 @@ import yaml
 from runs import TINY_RUN
 
 from experiments.measure.device import CACHE_VARIABLE, Device
-from experiments.plan.config import with_defaults
-from experiments.plan.jobs import measure_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
@@ -51,62 +50,36 @@ def test_lint_passes(workdir):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def carried_measurement(workdir: Path) -> Path:
-    """A measurement file as another machine would leave it: here the CPU, measured by the same code."""
-    from experiments.core.cases import Case
-    from experiments.measure.device import Device
-    from experiments.measure.harness import MeasureJob, run_measure_job
-
-    cases = (Case("xla", "float32", 256, 256, 256),)
-    job = MeasureJob(Device("cpu", "cpu", "cpu", 1), "laptop", "xla", cases,
-                     settings=measure_settings(with_defaults({}), samples=5))
-    path = workdir / "data" / "measured" / "cpu-laptop.parquet"
-    path.parent.mkdir(parents=True)
-    run_measure_job(job).to_parquet(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def ci_run(tmp_path_factory):
-    """One complete run of the CI config, with a measurement file carried in from elsewhere."""
-    workdir = make_workdir(tmp_path_factory.mktemp("ci_run"))
-    carried_measurement(workdir)
-    result = snakemake(workdir, "--cores", "2", *CI_RUN)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return workdir
-
-
 @pytest.mark.slow
-def test_ci_config_runs_end_to_end(ci_run):
-    workdir = ci_run
-    df = pd.read_parquet(workdir / "results" / "correctness.parquet")
-    assert df.passed.all()
-    assert set(df["mode"]) == {"interpret", "tpu-interpret"}
-    assert set(df.kernel) == {"v1", "v2", "v3", "v5", "xla"}
-    table = pd.read_parquet(workdir / "results" / "matmul.parquet")
+def test_the_tiny_run_makes_every_output(tiny_run):
+    """The session's tiny run (tests/runs.py), as a user reads it: every stage's output, the carried
+    measurement in the table and the report. .ci/run runs the CI-sized config end to end as well, with
+    the post's toolchain and a measurement of this CPU."""
+    results = tiny_run / "results"
+    df = pd.read_parquet(results / "correctness.parquet")
+    assert df.passed.all() and set(df.kernel) == {"v1", "v3"} and set(df["mode"]) == {"interpret"}
+    table = pd.read_parquet(results / "matmul.parquet")
     estimates = table[table.source == "estimate"]
-    assert set(estimates.target) == {"v5e"}  # the CI config replaced, not merged into, the default
-    assert set(estimates.experiment) == {"v1", "v3", "v5"}
-    v1 = estimates[(estimates.kernel == "v1") & ~estimates.raised_limit].set_index("m").status
-    assert v1.to_dict() == {1024: "ok", 2048: "vmem_oom"}
-    assert (workdir / "results" / "estimates" / "v5e.parquet").exists()
-    assert (workdir / "results" / "fidelity.csv").read_text().startswith("target,compared_with,estimator")
-    claims = pd.read_csv(workdir / "results" / "claims.csv")
+    assert set(estimates.target) == {"v5e"}  # the tiny config replaced, not merged into, the default
+    assert set(estimates.experiment) == {"v1", "v3"} and (estimates.status == "ok").all()  # 512 fits VMEM
+    assert (results / "estimates" / "v5e.parquet").exists()
+    # one published point of the tiny config's kind: the timing model says it cannot be fitted, and why
+    assert "not fitted: 1 points cannot fit" in (results / "fidelity.csv").read_text()
+    claims = pd.read_csv(results / "claims.csv")
     assert len(claims) == 7 and set(claims.verdict) <= {"holds", "differs", "not tested"}
-    # measured on this machine's CPU (the CI config asks for it) and carried in from data/measured/
-    measured = table[table.source == "measured"]
-    assert set(measured.run_label) == {"ci", "laptop"} and (measured.status == "ok").all()
+    measured = table[table.source == "measured"]  # carried in from data/measured/, not measured here
+    assert set(measured.run_label) == {"laptop"} and (measured.status == "ok").all()
     assert (measured.n_samples >= 5).all() and (measured.tflops > 0).all()
-    assert (workdir / "results" / "measured" / "cpu-ci.parquet").exists()
-    figures = workdir / "results" / "figures"
-    for name in ("v1_float32_v5e", "v5_bfloat16_v5e", "vmem_v5e", "fidelity_v5e"):
+    assert not (results / "measured").exists()
+    figures = results / "figures"
+    for name in ("v1_float32_v5e", "vmem_v5e", "fidelity_v5e"):
         for suffix in (".png", ".svg", ".pdf", ".zh.png", ".zh.svg", ".zh.pdf"):
             assert (figures / f"{name}{suffix}").stat().st_size > 0
     for lang in ("en", "zh"):
-        html = (workdir / "results" / "report" / f"report.{lang}.html").read_text()
+        html = (results / "report" / f"report.{lang}.html").read_text()
         assert "v1" in html and "</html>" in html
         assert ("run laptop" if lang == "en" else "运行 laptop") in html  # the carried measurement's table
-        assert (workdir / "results" / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")
+        assert (results / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")
 
 
 def set_key(config: dict, dotted: str, value) -> dict:
@@ -275,6 +248,7 @@ def test_interrupted_runs_resume_to_the_same_results(tmp_path, tiny_run, monkeyp
     tiny config (tests/runs.py), which runs every stage that can be interrupted: what is tested is the
     interruption and the resumption, which a larger sweep would only make longer."""
     repo = runs.copy_repository(tmp_path / "repo")
+    shutil.copy2(tiny_run / runs.CARRIED, repo / runs.CARRIED)
     # Caches of its own: compiles and outputs made again here, not copied from the first run's
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "caches"))
     interrupt(repo, "results/estimates/v5e/*.parquet", signal.SIGINT, whole_group=True)
