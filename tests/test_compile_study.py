@@ -18,7 +18,8 @@ from experiments.core.schema import ESTIMATE_STATUSES
 pytestmark = pytest.mark.xdist_group("compile_study")
 
 V1_1024 = Case("v1", "float32", 1024, 1024, 1024)
-V1_2048 = Case("v1", "float32", 2048, 2048, 2048)
+V1_2048 = Case("v1", "float32", 2048, 2048, 2048)  # the post's out of VMEM (48.82 MiB): ~12 s a compile
+V1_1536 = Case("v1", "float32", 1536, 1536, 1536)  # out of VMEM too (27.57 MiB), in a third of the time
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +65,6 @@ def test_out_of_vmem_is_a_result_with_sizes(v5e):
     assert "Scoped allocation with size 48.82M and limit 16.00M" in result["error"]
     assert result["vmem_bytes"] == round(48.82 * MiB)
     assert result["oom_limit_bytes"] == chip("v5e").default_vmem_limit_bytes == 16 * MiB
-
-
-@pytest.mark.compiler
-def test_raised_vmem_limit_makes_v1_2048_compile(v5e):
-    result = v5e.compile(V1_2048, 64 * MiB)
-    assert result["status"] == "ok" and 48 * MiB < result["vmem_bytes"] < 64 * MiB
 
 
 @pytest.mark.compiler
@@ -128,20 +123,21 @@ def test_extrapolation_matches_full_profile_within_2_percent(v5e_profiler, case)
 
 @pytest.mark.compiler
 def test_run_job_rows_and_raised_limits():
-    cases = (V1_1024, V1_2048, Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128))
-    job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(32, 64, 96, 256),
+    cases = (V1_1024, V1_1536, Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128))
+    job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(24, 32, 48, 256),
               timeout_s=300, profile_max_steps=64)
     df = run_job(job)
-    # Only V1_2048 ran out (48.82 MiB requested): 32 MiB is below that, 256 MiB above v5e's VMEM; it
-    # fits at 64 MiB, so its 96 MiB row is the 64 MiB compile's (not compiled again).
+    # Only V1_1536 ran out (27.57 MiB requested): 24 MiB is below that, 256 MiB above v5e's VMEM; it
+    # fits at 32 MiB, so its 48 MiB row is the 32 MiB compile's (not compiled again).
     assert len(df) == 3 + 2
-    v1_2048 = df[(df.m == 2048)].set_index("vmem_limit_bytes")
-    assert v1_2048.status.to_dict() == {16 * MiB: "vmem_oom", 64 * MiB: "ok", 96 * MiB: "ok"}
-    assert v1_2048.vmem_method.to_dict() == {16 * MiB: "compiled", 64 * MiB: "compiled",
-                                             96 * MiB: "fits_lower_limit"}
-    assert v1_2048.loc[96 * MiB, "compile_s"] == 0
+    v1_1536 = df[(df.m == 1536)].set_index("vmem_limit_bytes")
+    assert v1_1536.status.to_dict() == {16 * MiB: "vmem_oom", 32 * MiB: "ok", 48 * MiB: "ok"}
+    assert v1_1536.vmem_method.to_dict() == {16 * MiB: "compiled", 32 * MiB: "compiled",
+                                             48 * MiB: "fits_lower_limit"}
+    assert 24 * MiB < v1_1536.loc[32 * MiB, "vmem_bytes"] < 32 * MiB  # the raised limit made it fit
+    assert v1_1536.loc[48 * MiB, "compile_s"] == 0
     for column in ("vmem_bytes", "est_cycles", "tflops"):
-        assert v1_2048.loc[96 * MiB, column] == v1_2048.loc[64 * MiB, column]
+        assert v1_1536.loc[48 * MiB, column] == v1_1536.loc[32 * MiB, column]
     ok = df[df.status == "ok"]
     assert ok.est_cycles.notna().all() and (ok.tflops > 0).all()
     assert (ok.tflops <= ok.roofline_tflops * 1.0001).all()
@@ -153,8 +149,8 @@ def test_run_job_rows_and_raised_limits():
 
 @pytest.mark.compiler
 @pytest.mark.parametrize("target, case, limits_mib", [
-    ("v5e", V1_2048, (64, 96)),
-    ("v5e", Case("v5", "bfloat16", 2048, 4096, 2048, 1024, 1024, 1024), (32, 64, 96)),
+    ("v5e", V1_1536, (32, 64)),
+    ("v5e", Case("v5", "bfloat16", 2048, 4096, 2048, 1024, 1024, 1024), (32, 64)),
     ("v6e", Case("v3", "float32", 2048, 2048, 2048, 1024, 1024, 1024), (64, 96)),
 ])
 def test_a_raised_limit_changes_whether_a_kernel_fits_not_what_it_compiles_to(compilers, target, case,
