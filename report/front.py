@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from experiments.core.i18n import N_
-from report.tables import TOOLCHAIN_NAMES, VERDICT_NAMES
+from report.tables import VERDICT_NAMES, toolchain_name
 
 # The out-of-sample score the abstract quotes: each of the post's figures predicted by a fit that
 # never saw it (experiments/analysis/validation.py), over every point both sides completed.
@@ -20,11 +20,6 @@ OUT_OF_SAMPLE = ("model", "leave one experiment out")
 RAW = ("compiler", "none (libtpu's estimate)")
 SOURCE_KINDS = {"compile": N_("compiler's VMEM verdict"), "model": N_("timing model, out of sample"),
                 "measured": N_("measured"), "none": N_("no data")}
-
-
-def toolchain_name(name: str, gettext) -> str:
-    """"today's compiler" for the config's `current`, "the post's compiler" for `post`, else the name."""
-    return gettext(TOOLCHAIN_NAMES[name]) if name in TOOLCHAIN_NAMES else name
 
 
 def fidelity_score(fidelity: pd.DataFrame, key: tuple, scope: str = "all") -> dict | None:

@@ -167,6 +167,16 @@ def measured_tables(measured: pd.DataFrame) -> dict:
 
 
 TOOLCHAIN_NAMES = {"current": N_("today's compiler"), "post": N_("the post's compiler")}
+
+
+def toolchain_name(name: str, gettext, *, standalone: bool = False) -> str:
+    """"today's compiler" for the config's `current`, "the post's compiler" for `post`; another of the
+    config's toolchains by its name, or as "toolchain <name>" where the name stands alone (a row's)."""
+    if name in TOOLCHAIN_NAMES:
+        return gettext(TOOLCHAIN_NAMES[name])
+    return gettext("toolchain %(name)s") % {"name": name} if standalone else name
+
+
 VERDICT_NAMES = {"holds": N_("holds"), "differs": N_("differs"), "inconclusive": N_("inconclusive"),
                  "not tested": N_("not tested")}
 ESTIMATOR_NAMES = {
@@ -207,8 +217,7 @@ def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
                          verdict_class=r.verdict.replace(" ", "-"),
                          reason=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
                          source=gettext(SOURCES[r.source_kind]) % values,
-                         toolchain=gettext(TOOLCHAIN_NAMES[r.toolchain]) if r.toolchain in TOOLCHAIN_NAMES
-                         else r.toolchain))
+                         toolchain=toolchain_name(r.toolchain, gettext)))
     return rows
 
 

@@ -1,6 +1,8 @@
 import fcntl
+import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 # Tests run JAX on the CPU even where libtpu is installed (it is a pinned dependency).
@@ -15,14 +17,41 @@ from experiments.core.schema import frame as to_frame  # noqa: E402
 
 
 def pytest_collection_modifyitems(items):
-    """The slow tests and the files that keep their tests together (an `xdist_group` mark: costly module
-    fixtures, made once while the file's tests run one after another) first, in the files' order; then
-    the rest. pyproject's `--dist loadgroup` hands tests to the two workers in this order as they free
-    up, so both end on short tests instead of one being handed a minute-long run at the end."""
-    def later(item):
-        return not (item.get_closest_marker("slow") or item.get_closest_marker("xdist_group"))
+    """The order in which pyproject's `--dist loadgroup` hands tests to the two workers as they free up
+    (it hands out the files that keep their tests together, an `xdist_group` mark, first, the largest
+    first): then the tests on the session's tiny run, then the other slow tests, in the files' order;
+    then the rest. The tiny run is made by the first worker to ask while the other still works through
+    a group (the compiler tests), rather than by both at once with one waiting; and both workers end on
+    short tests instead of one being handed a minute-long run at the end."""
+    def order(item):
+        if item.get_closest_marker("xdist_group"):
+            return 0
+        if "tiny_run" in item.fixturenames:
+            return 1
+        return 2 if item.get_closest_marker("slow") else 3
 
-    items.sort(key=later)
+    items.sort(key=order)
+
+
+TIMELINE = os.environ.get("TEST_TIMELINE")  # a file: see pytest_runtest_logreport
+_timeline_here = False  # this process runs tests (an xdist worker, or pytest without workers)
+
+
+def pytest_configure(config):
+    global _timeline_here
+    _timeline_here = bool(TIMELINE) and (hasattr(config, "workerinput")
+                                         or not getattr(config.option, "numprocesses", 0))
+
+
+def pytest_runtest_logreport(report):
+    """With TEST_TIMELINE=file, a JSON line per phase (setup, call, teardown) of each test as it ends:
+    the worker, the end time and the duration. tools/test_timeline.py reads the file: which worker ran
+    what when, and where one waited for the other (a long setup)."""
+    if _timeline_here:
+        with open(TIMELINE, "a") as f:
+            f.write(json.dumps(dict(worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
+                                    test=report.nodeid, phase=report.when, end=time.time(),
+                                    seconds=report.duration)) + "\n")
 
 
 def made_once(name: str, make, tmp_path_factory) -> Path:
@@ -99,5 +128,3 @@ def table():
         row("v1", "v1", "float32", 2048, status="failed", source="published", limit=None),
     ], {}).drop(columns=["jax_version", "libtpu_version", "git_sha"])
     return combine([estimates], published)
-
-

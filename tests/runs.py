@@ -3,8 +3,8 @@ session), and the helpers to run Snakemake on a copy of the repository with the 
 
 The tiny config compiles two kernels at one size for one target, checks two kernels at one shape and
 measures nothing here, yet every stage runs (compile study, correctness, table, timing model, claims,
-the then-and-now study, figures, gallery, report), and the run carries in one measurement file made
-elsewhere (`CARRIED`). Tests whose meaning is a stage's rebuild rules, a refusal that leaves the
+the then-and-now study, figures, gallery, report), and the run carries in a measurement file from a
+TPU VM (`CARRIED`). Tests whose meaning is a stage's rebuild rules, a refusal that leaves the
 outputs alone or an interrupted run's resumption need every stage, not the CI config's sweep (which
 .ci/run runs end to end).
 """
@@ -18,7 +18,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RUN = ("--configfile", "config/tiny.yaml", "--replace-workflow-config")
-CARRIED = Path("data/measured/cpu-laptop.parquet")  # the tiny run's measurement from another machine
+CARRIED = Path("data/measured/v5e-tpu-vm.parquet")  # the tiny run's measurement from a TPU VM
 
 TINY = {
     "correctness": {
@@ -54,7 +54,8 @@ def planned(repo: Path) -> dict[str, int]:
 
 def copy_repository(dest: Path) -> Path:
     """The tracked files of this checkout (with their modification times), as a clone would have them,
-    and the tiny config as config/tiny.yaml."""
+    the tiny config as config/tiny.yaml and a measurement file carried in from a TPU VM (`CARRIED`)."""
+    from test_carried import measured_rows
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
     for name in files:
@@ -62,30 +63,13 @@ def copy_repository(dest: Path) -> Path:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)
     (dest / "config" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    measured_rows().assign(run_label="tpu-vm").to_parquet(dest / CARRIED, index=False)
     return dest
 
 
-def carried_measurement(path: Path) -> Path:
-    """A measurement file as another machine would leave it: here this CPU, measured by the same code
-    that measures a TPU (XLA's matmul at one shape, run label "laptop")."""
-    from experiments.core.cases import Case
-    from experiments.measure.device import Device
-    from experiments.measure.harness import MeasureJob, run_measure_job
-    from experiments.plan.config import with_defaults
-    from experiments.plan.jobs import measure_settings
-
-    job = MeasureJob(Device("cpu", "cpu", "cpu", 1), "laptop", "xla", (Case("xla", "float32", 256, 256, 256),),
-                     settings=measure_settings(with_defaults({}), samples=5))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    run_measure_job(job).to_parquet(path)
-    return path
-
-
 def make_tiny_run(repo: Path) -> None:
-    """A copy of the repository with a finished run of the tiny config, a measurement carried in
-    (`CARRIED`): nothing left to do."""
+    """A copy of the repository with a finished run of the tiny config: nothing left to do."""
     copy_repository(repo)
-    carried_measurement(repo / CARRIED)
     result = snakemake(repo, "--cores", "2")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert planned(repo) == {}

@@ -68,8 +68,9 @@ def test_the_tiny_run_makes_every_output(tiny_run):
     claims = pd.read_csv(results / "claims.csv")
     assert len(claims) == 7 and set(claims.verdict) <= {"holds", "differs", "not tested"}
     measured = table[table.source == "measured"]  # carried in from data/measured/, not measured here
-    assert set(measured.run_label) == {"laptop"} and (measured.status == "ok").all()
-    assert (measured.n_samples >= 5).all() and (measured.tflops > 0).all()
+    assert set(measured.run_label) == {"tpu-vm"} and set(measured.status) == {"ok", "vmem_oom"}
+    ok = measured[measured.status == "ok"]
+    assert (ok.n_samples >= 5).all() and (ok.tflops > 0).all()
     assert not (results / "measured").exists()
     figures = results / "figures"
     for name in ("v1_float32_v5e", "vmem_v5e", "fidelity_v5e"):
@@ -78,7 +79,7 @@ def test_the_tiny_run_makes_every_output(tiny_run):
     for lang in ("en", "zh"):
         html = (results / "report" / f"report.{lang}.html").read_text()
         assert "v1" in html and "</html>" in html
-        assert ("run laptop" if lang == "en" else "运行 laptop") in html  # the carried measurement's table
+        assert ("run tpu-vm" if lang == "en" else "运行 tpu-vm") in html  # the carried measurement's table
         assert (results / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")
 
 
@@ -242,13 +243,12 @@ def stable_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_interrupted_runs_resume_to_the_same_results(tmp_path, tiny_run, monkeypatch):
+def test_interrupted_runs_resume_to_the_same_results(tmp_path, request, monkeypatch):
     """Interrupted twice (Ctrl-C during the compile study, SIGTERM to Snakemake during the figures),
     then resumed with the same command: the results equal the session's uninterrupted run's. On the
     tiny config (tests/runs.py), which runs every stage that can be interrupted: what is tested is the
     interruption and the resumption, which a larger sweep would only make longer."""
     repo = runs.copy_repository(tmp_path / "repo")
-    shutil.copy2(tiny_run / runs.CARRIED, repo / runs.CARRIED)
     # Caches of its own: compiles and outputs made again here, not copied from the first run's
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "caches"))
     interrupt(repo, "results/estimates/v5e/*.parquet", signal.SIGINT, whole_group=True)
@@ -256,7 +256,9 @@ def test_interrupted_runs_resume_to_the_same_results(tmp_path, tiny_run, monkeyp
     result = runs.snakemake(repo, "--cores", "2")  # the same command, nothing added
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert not list(repo.rglob(".*.tmp"))  # no half-written table left behind
-    # Determinism: the interrupted-and-resumed run and the uninterrupted one (same versions) agree.
+    # Determinism: the interrupted-and-resumed run and the uninterrupted one (same versions) agree. That
+    # one is asked for only now, so that this test runs while another worker makes it.
+    tiny_run = request.getfixturevalue("tiny_run")
     for table in ("estimates/v5e.parquet", "correctness.parquet", "matmul.parquet"):
         pd.testing.assert_frame_equal(stable_columns(pd.read_parquet(repo / "results" / table)),
                                       stable_columns(pd.read_parquet(tiny_run / "results" / table)))

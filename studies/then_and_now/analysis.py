@@ -49,11 +49,30 @@ def disagrees(value) -> bool:
     return value is not pd.NA and pd.notna(value) and not bool(value)
 
 
+def toolchains_in(table: pd.DataFrame) -> list[str]:
+    """The toolchains of a then-and-now table, in its columns' order."""
+    return [c[: -len("_agrees")] for c in table.columns if c.endswith("_agrees")]
+
+
+def from_csv(table: pd.DataFrame) -> pd.DataFrame:
+    """then_and_now.csv as read back from its file, as then_and_now() returned it: the `T_agrees`
+    columns true, false or NA again (the file holds them as text or numbers)."""
+    table = table.copy()
+    for column in toolchains_in(table):
+        table[f"{column}_agrees"] = table[f"{column}_agrees"].map(
+            lambda v: pd.NA if pd.isna(v) else str(v) in ("True", "1", "1.0")).astype("boolean")
+    return table
+
+
 def agreement(table: pd.DataFrame, name: str) -> dict:
-    """Feasibility agreement of toolchain `name` with the post over the configurations it compiled."""
+    """Feasibility agreement of toolchain `name` with the post over the configurations it compiled,
+    and the libtpu it was."""
     compared = table[f"{name}_agrees"].dropna().astype(bool) if f"{name}_agrees" in table else pd.Series([])
-    return dict(toolchain=name, n=len(compared), agree=int(compared.sum()), total=len(table),
-                fraction=float(compared.mean()) if len(compared) else float("nan"))
+    libtpu = table[f"{name}_libtpu"].dropna() if f"{name}_libtpu" in table else pd.Series([])
+    return dict(toolchain=name, n=len(compared), agree=int(compared.sum()),
+                disagree=int((~compared).sum()), total=len(table),
+                fraction=float(compared.mean()) if len(compared) else float("nan"),
+                libtpu=str(libtpu.iloc[0]) if len(libtpu) else "?")
 
 
 def missing_reason(df: pd.DataFrame, name: str) -> str | None:

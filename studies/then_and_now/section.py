@@ -11,20 +11,18 @@ import pandas as pd
 from experiments.analysis.toolchains import TARGET, toolchains_of
 from experiments.core.i18n import N_
 from experiments.core.units import MiB
-from report.front import toolchain_name as short_toolchain_name
 from report.sections import Section, register
-from report.tables import TOOLCHAIN_NAMES
-from studies.then_and_now.analysis import agreement, disagrees, missing_reason, then_and_now
+from report.tables import toolchain_name
+from studies.then_and_now.analysis import (
+    agreement,
+    disagrees,
+    from_csv,
+    missing_reason,
+    then_and_now,
+    toolchains_in,
+)
 
 HERE = Path(__file__).resolve().parent
-
-
-def toolchain_name(name: str, gettext) -> str:
-    """"today's compiler" for the config's `current`, "the post's compiler" for `post`, else "toolchain
-    <name>" (a name from the config)."""
-    if name in TOOLCHAIN_NAMES:
-        return gettext(TOOLCHAIN_NAMES[name])
-    return gettext("toolchain %(name)s") % {"name": name}
 
 
 def result_cell(status, vmem, error, gettext) -> str:
@@ -48,12 +46,12 @@ def config_cell(row) -> str:
     return f"{row.experiment} ({int(row.bm)}, {int(row.bk)}, {int(row.bn)})"
 
 
-def comparison(df: pd.DataFrame, primary: str | None, gettext) -> dict | None:
-    """The toolchains' summaries and the appendix's rows, or None when this run has a single toolchain."""
+def comparison(df: pd.DataFrame, table: pd.DataFrame, primary: str | None, gettext) -> dict | None:
+    """The toolchains' summaries and the appendix's rows (from `table`, the study's then_and_now.csv), or
+    None when this run has a single toolchain."""
     names = toolchains_of(df, primary)
     if len(names) < 2:
         return None
-    table = then_and_now(df, primary)
     est = df[(df.source == "estimate") & (df.target == TARGET)]
     columns, summaries, missing = [], [], []
     for name in names:
@@ -62,10 +60,10 @@ def comparison(df: pd.DataFrame, primary: str | None, gettext) -> dict | None:
         columns.append(dict(name=name, jax=first.jax_version, libtpu=first.libtpu_version))
         reason = missing_reason(df, name)
         if reason:
-            missing.append(dict(name=toolchain_name(name, gettext), reason=reason))
+            missing.append(dict(name=toolchain_name(name, gettext, standalone=True), reason=reason))
             continue
         no_cycles = est[(est.toolchain == name) & (est.cycles_method == "no_static_profile")]
-        summaries.append(dict(name=toolchain_name(name, gettext), jax=first.jax_version,
+        summaries.append(dict(name=toolchain_name(name, gettext, standalone=True), jax=first.jax_version,
                               libtpu=first.libtpu_version, agree=a["agree"],
                               n=a["n"], total=a["total"], pct=100 * a["fraction"] if a["n"] else 0.0,
                               no_cycles=len(no_cycles) > 0))
@@ -84,23 +82,13 @@ def comparison(df: pd.DataFrame, primary: str | None, gettext) -> dict | None:
 
 
 def toolchain_agreement(table: pd.DataFrame | None, primary: str | None) -> list[dict]:
-    """Per toolchain of then_and_now.csv (the others first, `primary` last): how many of the post's
-    configurations it compiled and how many of those agree with the post's verdict."""
+    """Per toolchain of then_and_now.csv (the others first, `primary` last) that compiled any of the
+    post's configurations: how many it compiled and how many of those agree with the post's verdict."""
     if table is None or table.empty:
         return []
-    names = [c[: -len("_agrees")] for c in table.columns if c.endswith("_agrees")]
+    names = toolchains_in(table)
     names = sorted(n for n in names if n != primary) + [n for n in names if n == primary]
-    out = []
-    for name in names:
-        agrees = table[f"{name}_agrees"].map(lambda v: None if pd.isna(v) else str(v) in ("True", "1", "1.0"))
-        compared = agrees.dropna()
-        libtpu = table.get(f"{name}_libtpu", pd.Series(dtype=object)).dropna()
-        if not len(compared):
-            continue
-        out.append(dict(name=name, agree=int(compared.sum()), n=len(compared),
-                        disagree=int((~compared.astype(bool)).sum()),
-                        libtpu=str(libtpu.iloc[0]) if len(libtpu) else "?"))
-    return out
+    return [a for a in (agreement(table, name) for name in names) if a["n"]]
 
 
 def first_page(table: pd.DataFrame | None, primary: str | None, gettext) -> tuple[list[str], list[str]]:
@@ -119,7 +107,7 @@ def first_page(table: pd.DataFrame | None, primary: str | None, gettext) -> tupl
                                     "with the kernels."))
     findings = []
     for a in agreement_rows:
-        label = short_toolchain_name(a["name"], gettext)
+        label = toolchain_name(a["toolchain"], gettext)
         findings.append(gettext(
             "%(label)s (libtpu %(libtpu)s): %(agree)s of %(n)s of the post's configurations get the post's "
             "VMEM verdict, %(disagree)s do not.") % dict(
@@ -130,10 +118,9 @@ def first_page(table: pd.DataFrame | None, primary: str | None, gettext) -> tupl
 
 def context(inputs) -> dict:
     """The section's context (report.sections.Inputs in): every toolchain's rows of the run's table."""
-    table = inputs.tables.get("then_and_now")
-    if table is None:
-        table = then_and_now(inputs.df, inputs.primary)
-    compared = comparison(inputs.df, inputs.primary, inputs.gettext)
+    table = inputs.tables.get("then_and_now")  # the study's file, as the report script read it
+    table = then_and_now(inputs.df, inputs.primary) if table is None else from_csv(table)
+    compared = comparison(inputs.df, table, inputs.primary, inputs.gettext)
     abstract, findings = first_page(table, inputs.primary, inputs.gettext)
     names = sorted(n for n, (kind, _) in inputs.specs.items() if kind == "then_and_now")
     return dict(compared=compared, figures=inputs.figures(names), abstract=abstract, findings=findings,
