@@ -2,7 +2,7 @@
 import dataclasses
 
 from experiments.core.chips import CHIPS
-from kernels import REGISTRY, checks
+from kernels import DECLARED, checks
 from kernels.spec import BLOCKS
 
 MAX_DIM = 32768  # as config/schema.yaml's dim: no TPU holds larger operands
@@ -36,10 +36,10 @@ def parse_shape(text: str) -> tuple[int, int, int]:
 
 
 def checked(shapes, dtype: str, targets, kernel: str) -> Request:
-    if kernel not in REGISTRY or REGISTRY[kernel].grid != BLOCKS:
-        blocked = sorted(n for n, s in REGISTRY.items() if s.grid == BLOCKS)
+    if kernel not in DECLARED or DECLARED[kernel].grid != BLOCKS:
+        blocked = sorted(n for n, s in DECLARED.items() if s.grid == BLOCKS)
         raise AdviceError(f"--kernel {kernel!r}: expected a blocked kernel, one of {blocked}")
-    supported = REGISTRY[kernel].dtypes
+    supported = DECLARED[kernel].dtypes
     if dtype not in supported:
         raise AdviceError(f"--dtype {dtype!r}: kernel {kernel} takes one of {list(supported)}")
     for target in targets:

@@ -1,5 +1,7 @@
-"""Argument checks shared by the kernel wrappers, run before tracing so errors name the values."""
-import jax.numpy as jnp
+"""Argument checks shared by the kernel wrappers, run before tracing so errors name the values.
+
+No jax here: planning checks a config's blocks with these without importing it (kernels/__init__.py).
+"""
 import numpy as np
 
 # Mosaic tiles the last two dims of a VMEM block by (8, 128) for 32-bit data: a block dim must be a
@@ -47,11 +49,6 @@ def check_blocks(m: int, k: int, n: int, bm: int, bk: int, bn: int) -> None:
     # bk is the lane dim of A's block and the sublane dim of B's block: the lane tile is the stricter.
     check_block("bk", bk, "k", k, LANE)
     check_block("bn", bn, "n", n, LANE)
-
-
-def accumulator_dtype(dtype) -> jnp.dtype:
-    """float32 for floating inputs, int32 for integer inputs (the MXU's accumulators)."""
-    return jnp.dtype(jnp.int32) if jnp.issubdtype(dtype, jnp.integer) else jnp.dtype(jnp.float32)
 
 
 def check_vmem_limit(vmem_limit_bytes) -> None:

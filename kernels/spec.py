@@ -24,21 +24,37 @@ class Tiling:
     out_spec: object  # pl.BlockSpec of the output
 
 
-@dataclasses.dataclass(frozen=True)
-class KernelSpec:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KernelFacts:
+    """What a kernel's SPEC says in plain data: all that config checking and planning need.
+    kernels.DECLARED reads these from the kernel modules' source, without importing them (or jax)."""
+
     name: str  # as written in configs and result tables
-    wrapper: Callable  # the public, validating wrapper: wrapper(a, b, **kwargs, interpret=...)
     dtypes: tuple[str, ...]  # input dtypes it accepts
     grid: str  # one of GRID_KINDS
     description: str  # one line, for labels and the report
     pallas: bool = True  # False for XLA's own matmul (no VMEM blocks of ours, no static profile)
     accumulator: bool = False  # holds a (bm, bn) float32/int32 VMEM scratch accumulator
-    # (m, k, n, **the wrapper's block arguments) -> Tiling, for kernels with a grid (SPLIT, BLOCKS)
-    tiling: Callable | None = None
 
     def __post_init__(self):
         if self.grid not in GRID_KINDS:
             raise ValueError(f"{self.name}: grid={self.grid!r} is not one of {GRID_KINDS}")
+
+    def facts(self) -> "KernelFacts":
+        """The plain-data part (for a KernelSpec: without its functions)."""
+        return KernelFacts(**{f.name: getattr(self, f.name) for f in dataclasses.fields(KernelFacts)})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KernelSpec(KernelFacts):
+    """A kernel's SPEC: its facts, its wrapper and its tiling."""
+
+    wrapper: Callable  # the public, validating wrapper: wrapper(a, b, **kwargs, interpret=...)
+    # (m, k, n, **the wrapper's block arguments) -> Tiling, for kernels with a grid (SPLIT, BLOCKS)
+    tiling: Callable | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
         if (self.grid != WHOLE) != (self.tiling is not None):
             raise ValueError(f"{self.name}: a kernel with grid={self.grid!r} declares its tiling if and only "
                              "if it has a grid")

@@ -13,14 +13,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from kernels import compat
-from kernels.checks import (
-    FLOAT_DTYPES,
-    INT_DTYPES,
-    accumulator_dtype,
-    check_blocks,
-    check_operands,
-    check_vmem_limit,
-)
+from kernels.checks import FLOAT_DTYPES, INT_DTYPES, check_blocks, check_operands, check_vmem_limit
 from kernels.spec import BLOCKS, KernelSpec
 from kernels.v3_block import tiling  # v3's grid and BlockSpecs: v5 changes only where the sum is kept
 
@@ -37,6 +30,11 @@ def matmul_v5_kernel(a_ref, b_ref, o_ref, acc_ref):
     @pl.when(pl.program_id(2) == pl.num_programs(2) - 1)
     def _write():
         o_ref[...] = acc_ref[...].astype(o_ref.dtype)
+
+
+def accumulator_dtype(dtype) -> jnp.dtype:
+    """float32 for floating inputs, int32 for integer inputs (the MXU's accumulators)."""
+    return jnp.dtype(jnp.int32) if jnp.issubdtype(dtype, jnp.integer) else jnp.dtype(jnp.float32)
 
 
 def v5_out_dtype(dtype) -> jnp.dtype:

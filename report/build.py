@@ -26,7 +26,7 @@ from figures.catalog import describe
 from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
 from figures.labels import join
 from figures.specs import STUDY_SPECS, figure_specs_of
-from kernels import REGISTRY
+from kernels import source_file
 from report import findings, front, sections, tables
 from report.advice import advice_section
 
@@ -44,7 +44,7 @@ def experiment_sections(df: pd.DataFrame) -> list[tuple[str, tuple[str, ...], st
     out = []
     for experiment, rows in est.groupby("experiment", sort=True):
         dtypes = tuple(d for d in DTYPE_ORDER if d in set(rows.dtype))
-        out.append((experiment, dtypes, REGISTRY[rows.kernel.iloc[0]].module_path))
+        out.append((experiment, dtypes, source_file(rows.kernel.iloc[0])))
     return out
 
 

@@ -88,3 +88,48 @@ def test_bad_operands_raise_value_error():
         matmul_v3(a8, b8, interpret=True)
     with pytest.raises(ValueError, match="operand dtypes differ"):
         matmul_xla(a, b.astype(jnp.bfloat16))
+
+
+def test_the_declared_facts_are_the_registry_s():
+    """kernels.DECLARED reads each SPEC's plain-data fields from the source without importing it: the
+    same facts as the imported specs, for every kernel, and the same source files."""
+    import kernels
+
+    assert list(kernels.DECLARED) == list(kernels.REGISTRY)
+    for name, spec in kernels.REGISTRY.items():
+        assert kernels.DECLARED[name] == spec.facts(), name
+        assert kernels.source_file(name) == spec.module_path
+
+
+def test_a_spec_field_that_is_not_plain_data_is_refused_naming_it(tmp_path, monkeypatch):
+    """A SPEC field planning could not read (a call) stops with the file and the expression; a sum of
+    tuples of imported names is read."""
+    import kernels
+
+    module = tmp_path / "v9_new.py"
+    module.write_text("from kernels.checks import FLOAT_DTYPES\nfrom kernels.spec import BLOCKS, KernelSpec\n"
+                      "def dtypes():\n    return FLOAT_DTYPES\n"
+                      "SPEC = KernelSpec(name='v9', wrapper=None, dtypes=dtypes(), grid=BLOCKS, "
+                      "description='new')\n")
+    monkeypatch.setattr(kernels, "HERE", tmp_path)
+    with pytest.raises(ValueError, match=r"SPEC's 'dtypes\(\)' is not plain data"):
+        kernels._declared(module)
+    module.write_text(module.read_text().replace("dtypes=dtypes()", "dtypes=FLOAT_DTYPES + ('int8',)"))
+    assert kernels._declared(module).dtypes == ("float32", "bfloat16", "int8")
+
+
+def test_planning_a_run_imports_no_jax():
+    """Every Snakemake start checks the config and plans the jobs: from the kernels' declared facts
+    (kernels.DECLARED), so no start pays for importing jax."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, yaml; from experiments.plan.config import checked; "
+            "from experiments.plan.plan import make_plan; "
+            "make_plan(checked(yaml.safe_load(open('config/config.yaml')))); "
+            "print(sorted(m for m in sys.modules if m == 'jax' or m.startswith('jax.')))")
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -35,11 +35,11 @@ def reduced_cases(case: Case) -> list[Case]:
     gk = grid[2] if len(grid) == 3 else 1
     # v2 has one split count for both m and n, so its reduced grids stay square.
     base = POINTS_ONE_K_STEP if gk == 1 else POINTS
-    shape = ((a, a, c) for a, _, c in base) if case.spec.grid == SPLIT else base
+    shape = ((a, a, c) for a, _, c in base) if case.facts.grid == SPLIT else base
     points = {(min(a, gi), min(b, gj), min(c, gk)) for a, b, c in shape}
     out = []
     for a, b, c in sorted(points):
-        if case.spec.grid == SPLIT:  # v2's blocks span k; its grid is (splits, splits) over m and n
+        if case.facts.grid == SPLIT:  # v2's blocks span k; its grid is (splits, splits) over m and n
             out.append(dataclasses.replace(case, m=case.bm * a, n=case.bn * b))
         else:
             out.append(dataclasses.replace(case, m=case.bm * a, n=case.bn * b, k=case.bk * c))

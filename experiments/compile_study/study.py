@@ -103,7 +103,7 @@ class CycleEstimator:
 def searched(case: Case, job) -> bool:
     """A configuration of the experiment's block search, not one of the post's own (those are the ones
     retried at raised limits); XLA's baseline is never searched. Estimated and measured rows alike."""
-    return case.spec.pallas and case not in job.raise_limits_for
+    return case.facts.pallas and case not in job.raise_limits_for
 
 
 def chip_columns(c: Chip, case: Case) -> dict:
@@ -182,16 +182,16 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
         bound = beyond_physical_vmem(job.target, case)
         if bound:
             result, cycles, method, vmem_method = bound, None, "", "block_bound"
-        elif case.spec.grid == BLOCKS:
+        elif case.facts.grid == BLOCKS:
             result, cycles, method, vmem_method = probed(case, limit)
-        elif case.spec.pallas and job.static_profile and small_grid(case):
+        elif case.facts.pallas and job.static_profile and small_grid(case):
             # v1, v2 with a small grid: its code depends on the size, so compiled at full size, once:
             # the profiled compile gives the VMEM verdict and the cycles alike.
             result, cycles, method, vmem_method = probed(case, limit)
         else:  # the kernel's code depends on the size (v1, v2, XLA): compiled at full size
             result, cycles, method, vmem_method = compiler.compile(case, limit), None, "", "compiled"
             if result["status"] == "ok":
-                if not case.spec.pallas:
+                if not case.facts.pallas:
                     cycles, method = result["est_cycles"], "xla_cost_model"
                 elif job.static_profile:
                     cycles, method = estimator.cycles(case, limit)
@@ -210,7 +210,7 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
         (tests/test_compile_study.py checks this against full compiles): one profiled compile of a
         small grid of the same shape of steps gives the VMEM verdict, and is also the largest of the
         small grids the cycle fit profiles. Other kernels come here only with small grids."""
-        probe = case if small_grid(case) or case.spec.grid != BLOCKS else extrapolate.representative(case)
+        probe = case if small_grid(case) or case.facts.grid != BLOCKS else extrapolate.representative(case)
         vmem_method = "compiled" if probe == case else "representative"
         if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
             result = compiler.compile(probe, limit)
@@ -307,7 +307,7 @@ def beyond_physical_vmem(target: str, case: Case) -> dict | None:
     No limit can make such a kernel fit, and libtpu takes minutes to say so (v1 at 8192: > 2 min).
     The row's error says it was not compiled; vmem_bytes is then the lower bound, not the compiler's.
     """
-    if not case.spec.pallas:
+    if not case.facts.pallas:
         return None
     need, have = min_vmem_bytes(case), chip(target).vmem_bytes
     if need <= have:
@@ -320,7 +320,7 @@ def beyond_physical_vmem(target: str, case: Case) -> dict | None:
 def block_elements(case: Case) -> int:
     """The elements of a case's blocks (0 without blocks): an order in which no case comes after one
     whose blocks are at least as large along every axis."""
-    return (case.bm * case.bk * case.bn) if case.spec.grid == BLOCKS else 0
+    return (case.bm * case.bk * case.bn) if case.facts.grid == BLOCKS else 0
 
 
 def single_step_axes(case: Case) -> tuple[bool, ...]:
@@ -341,7 +341,7 @@ def dominated_result(case: Case, out_of_vmem) -> dict | None:
     the raised limits are chosen from. vmem_bytes stays empty (the compiler was not asked);
     tests/test_compile_study.py compiles dominated configurations to check the verdict.
     """
-    if case.spec.grid != BLOCKS:
+    if case.facts.grid != BLOCKS:
         return None
     for other, row in out_of_vmem:
         problem = (other.kernel, other.dtype, other.m, other.k, other.n)

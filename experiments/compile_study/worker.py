@@ -24,7 +24,6 @@ if __name__ == "__main__":
 from experiments.compile_study import compiler_output  # noqa: E402
 from experiments.core.cases import Case, wrapper  # noqa: E402
 from experiments.core.chips import chip  # noqa: E402
-from kernels import compat  # noqa: E402
 
 PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
 
@@ -62,7 +61,7 @@ def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
     args = (jax.ShapeDtypeStruct((case.m, case.k), case.dtype, sharding=sharding),
             jax.ShapeDtypeStruct((case.k, case.n), case.dtype, sharding=sharding))
     kwargs = case.kwargs()
-    if case.spec.pallas:
+    if case.facts.pallas:
         kwargs["vmem_limit_bytes"] = vmem_limit_bytes
     fn = wrapper(case.kernel)
     return jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args).compile().as_text()
@@ -78,6 +77,9 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
         except Exception as e:
             # An older libtpu than the jax (an intermediate release of the history): write the Mosaic
             # IR version it reads, as jax would on a TPU host with it (kernels/compat.py), and retry.
+            # (Imported here, as jax is: the compile job's process imports this module for its name.)
+            from kernels import compat
+
             version = compat.readable_mosaic_ir_version(str(e))
             if version is None or not compat.use_mosaic_ir_version(version):
                 raise
@@ -87,7 +89,7 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
     except Exception as e:  # the compiler's verdict is a result, not a crash
         result |= compiler_output.compile_failure(e)
     else:
-        if not case.spec.pallas:
+        if not case.facts.pallas:
             result["est_cycles"] = compiler_output.xla_estimated_cycles(text)
         else:
             result["vmem_bytes"] = compiler_output.vmem_bytes_used(text)

@@ -6,7 +6,7 @@ its SPEC (kernels/spec.py): nothing here names a kernel.
 import dataclasses
 import itertools
 
-from kernels import kernel_spec
+from kernels import kernel_facts, kernel_spec
 from kernels.checks import split_blocks
 from kernels.spec import BLOCKS, SPLIT
 
@@ -30,18 +30,24 @@ class Case:
 
     @property
     def spec(self):
+        """The kernel's spec, its wrapper included (imports the kernels and jax)."""
         return kernel_spec(self.kernel)
+
+    @property
+    def facts(self):
+        """The kernel's plain-data facts (kernels.DECLARED: no jax)."""
+        return kernel_facts(self.kernel)
 
     def kwargs(self) -> dict:
         """Keyword arguments for the kernel's wrapper."""
-        if self.spec.grid == SPLIT:
+        if self.facts.grid == SPLIT:
             return {"splits": self.m // self.bm}
         if self.bm is None:
             return {}
         return {"bm": self.bm, "bk": self.bk, "bn": self.bn}
 
     def grid(self) -> tuple[int, ...]:
-        if self.spec.grid == SPLIT:
+        if self.facts.grid == SPLIT:
             return (self.m // self.bm, self.n // self.bn)
         if self.bm is None:
             return ()
@@ -58,7 +64,7 @@ def wrapper(kernel: str):
 
 def expand(kernel: str, dtype: str, shapes, *, blocks=(), splits=()) -> list[Case]:
     """Cases of one kernel and dtype over shapes (m, k, n) and, per grid kind, blocks or splits."""
-    grid = kernel_spec(kernel).grid
+    grid = kernel_facts(kernel).grid
     cases = []
     for m, k, n in shapes:
         if grid == SPLIT:

@@ -50,7 +50,7 @@ def hbm_bytes(case: Case) -> int:
     """
     s = ITEMSIZE[case.dtype]
     out_s = out_itemsize(case)
-    if case.spec.grid == WHOLE:
+    if case.facts.grid == WHOLE:
         return (case.m * case.k + case.k * case.n) * s + case.m * case.n * out_s
     g = _grid_indices(case.grid())
     a_map, b_map, o_map = block_index_maps(case)
@@ -92,7 +92,7 @@ def min_vmem_bytes(case: Case) -> int:
     """A lower bound on the VMEM a Pallas kernel needs: one buffer of each block (the pipeline
     double-buffers most of them, and the compiler adds scratch), plus v5's accumulator."""
     s, out_s = ITEMSIZE[case.dtype], out_itemsize(case)
-    if case.spec.grid == WHOLE:
+    if case.facts.grid == WHOLE:
         return (case.m * case.k + case.k * case.n) * s + case.m * case.n * out_s
-    acc = case.bm * case.bn * 4 if case.spec.accumulator else 0
+    acc = case.bm * case.bn * 4 if case.facts.accumulator else 0
     return (case.bm * case.bk + case.bk * case.bn) * s + case.bm * case.bn * out_s + acc

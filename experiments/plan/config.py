@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from kernels import REGISTRY
+from kernels import DECLARED
 from kernels.spec import BLOCKS
 
 # The blocked kernels (v3, v5): the ones with block searches and block shapes in the schema.
-BLOCKED = tuple(name for name, spec in REGISTRY.items() if spec.grid == BLOCKS)
+BLOCKED = tuple(name for name, facts in DECLARED.items() if facts.grid == BLOCKS)
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "config" / "schema.yaml"
 
@@ -37,8 +37,8 @@ def schema() -> dict:
     """config/schema.yaml, with its kernel enums filled from the kernel registry (kernels/)."""
     loaded = copy.deepcopy(_schema_file(SCHEMA.stat().st_mtime_ns))
     defs = loaded["$defs"]
-    defs["kernel"]["enum"] = list(REGISTRY)
-    defs["pallas_kernel"]["enum"] = [name for name, spec in REGISTRY.items() if spec.pallas]
+    defs["kernel"]["enum"] = list(DECLARED)
+    defs["pallas_kernel"]["enum"] = [name for name, facts in DECLARED.items() if facts.pallas]
     defs["blocked_kernel"]["enum"] = list(BLOCKED)
     loaded["properties"]["studies"]["items"]["enum"] = study_names()
     return loaded

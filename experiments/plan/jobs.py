@@ -12,7 +12,7 @@ from experiments.core.cases import Case, expand, search_space
 from experiments.plan.config import BLOCKED, ConfigError
 from experiments.plan.search import search_covers
 from experiments.plan.toolchains import ToolchainError, parse, primary
-from kernels import REGISTRY, checks
+from kernels import DECLARED, checks
 from kernels.spec import BLOCKS, SPLIT
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def check_toolchains(config: dict) -> dict:
 
 def check_case(case: Case, key: str) -> None:
     """Raise ConfigError if the kernel would refuse `case` (tiling, divisibility, dtype)."""
-    supported = REGISTRY[case.kernel].dtypes
+    supported = DECLARED[case.kernel].dtypes
     if case.dtype not in supported:
         raise ConfigError(f"{key}: dtype={case.dtype!r} not supported by kernel {case.kernel!r} "
                           f"(supported: {list(supported)})")
@@ -46,7 +46,7 @@ def check_case(case: Case, key: str) -> None:
         try:
             checks.check_blocks(case.m, case.k, case.n, case.bm, case.bk, case.bn)
         except ValueError as e:
-            if REGISTRY[case.kernel].grid == SPLIT:  # the blocks follow from the split count and the shape
+            if DECLARED[case.kernel].grid == SPLIT:  # the blocks follow from the split count and the shape
                 raise ConfigError(f"{key}.splits: splits={case.m // case.bm} at shape m={case.m}, "
                                   f"k={case.k}, n={case.n} gives blocks ({case.bm}, {case.bk}, {case.bn}): "
                                   f"{e}") from None
@@ -55,7 +55,7 @@ def check_case(case: Case, key: str) -> None:
 
 def check_grid_args(kernel: str, spec: dict, key: str) -> None:
     """A split kernel (v2) needs its split counts, a blocked one (v3, v5) its blocks."""
-    needs = GRID_ARGS.get(REGISTRY[kernel].grid)
+    needs = GRID_ARGS.get(DECLARED[kernel].grid)
     if needs and needs not in spec:
         raise ConfigError(f"{key}.{needs}: required for kernel {kernel!r}")
 
