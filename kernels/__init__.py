@@ -17,6 +17,7 @@ import functools
 import importlib
 import pkgutil
 from pathlib import Path
+from types import MappingProxyType
 
 from kernels import checks, spec
 from kernels.spec import KernelFacts, KernelSpec
@@ -45,16 +46,33 @@ def _discover() -> dict[str, KernelSpec]:
         s = getattr(importlib.import_module(f"{__name__}.{name}"), "SPEC", None)
         if s is not None:
             found.append((s, s.module_path))
-    return _unique(found)
+    registry = _unique(found)
+    declared = _declarations()
+    for name, s in registry.items():  # what planning read from the source is what the kernel says
+        if declared.get(name) != s.facts():
+            raise ValueError(f"{s.module_path}: its SPEC's facts {s.facts()} are read from its source as "
+                             f"{declared.get(name)}; write its plain fields as literals or module constants")
+    if set(declared) != set(registry):
+        raise ValueError(f"kernels declared {sorted(declared)} but registered {sorted(registry)}")
+    return registry
 
 
 def _declared(path: Path) -> KernelFacts | None:
     """The KernelFacts of the `SPEC = KernelSpec(...)` in a kernel module's source, or None if it has
-    none. Each field is a literal, a tuple of them, a sum of tuples, or a name: assigned earlier at the
-    module's top level, or imported from kernels.checks or kernels.spec."""
+    none. Each field is a literal, a tuple of them, a sum of tuples, or a name: assigned once at the
+    module's top level above it, or imported from kernels.checks or kernels.spec. Anything else, and
+    any SPEC that is not such a call with keyword arguments, is refused naming the file, so a fact is
+    never read wrong."""
+    where = path.relative_to(HERE.parent)
     tree = ast.parse(path.read_text(), filename=str(path))
     names: dict[str, object] = {}
-    fields = {f for f in KernelFacts.__dataclass_fields__}
+    fields = set(KernelFacts.__dataclass_fields__)
+    facts = None
+
+    def refuse(what: str):
+        raise ValueError(f"{where}: {what}; planning reads a SPEC's plain fields without importing the "
+                         "kernel: write them as literals, or as names assigned once above it or imported "
+                         "from kernels.checks or kernels.spec")
 
     def value(node):
         if isinstance(node, ast.Constant):
@@ -65,23 +83,47 @@ def _declared(path: Path) -> KernelFacts | None:
             return value(node.left) + value(node.right)
         if isinstance(node, ast.Name) and node.id in names:
             return names[node.id]
-        raise ValueError(f"{path.relative_to(HERE.parent)}: SPEC's {ast.unparse(node)!r} is not plain data "
-                         "(a literal, or a name assigned above or imported from kernels.checks or "
-                         "kernels.spec): planning reads it without importing the kernel")
+        refuse(f"SPEC's {ast.unparse(node)!r} is not plain data")
+
+    def read_spec(call):
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "KernelSpec"):
+            refuse(f"SPEC = {ast.unparse(call)!r} is not a KernelSpec(...) call")
+        if call.args or any(k.arg is None for k in call.keywords):
+            refuse("SPEC's KernelSpec(...) takes its fields as keyword arguments only")
+        try:
+            return KernelFacts(**{k.arg: value(k.value) for k in call.keywords if k.arg in fields})
+        except TypeError as e:
+            refuse(f"SPEC: {e}")
 
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module in _PLAIN_MODULES:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound = {node.name}  # its body's names are its own
+        else:
+            bound = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        if "SPEC" in bound:
+            if facts is not None:
+                refuse("SPEC is assigned twice")
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                refuse("SPEC is not assigned with a plain `SPEC = KernelSpec(...)`")
+            facts = read_spec(node.value)
+            continue
+        for name in bound:  # a name bound again, or by anything but a plain assignment: no longer a fact
+            names.pop(name, None)
+        module = f"kernels.{node.module}" if isinstance(node, ast.ImportFrom) and node.level == 1 else (
+            node.module if isinstance(node, ast.ImportFrom) else None)
+        if module in _PLAIN_MODULES and node.level in (0, 1):
             for alias in node.names:
-                names[alias.asname or alias.name] = getattr(_PLAIN_MODULES[node.module], alias.name)
+                if alias.name == "*":
+                    refuse(f"`from {module} import *` hides which names a SPEC may use")
+                names[alias.asname or alias.name] = getattr(_PLAIN_MODULES[module], alias.name)
         elif isinstance(node, ast.Assign) and [type(t) for t in node.targets] == [ast.Name]:
-            target = node.targets[0].id
-            if target == "SPEC":
-                return KernelFacts(**{k.arg: value(k.value) for k in node.value.keywords if k.arg in fields})
             try:
-                names[target] = value(node.value)
+                names[node.targets[0].id] = value(node.value)
             except ValueError:
-                names.pop(target, None)  # not plain data (a function, a jax object): never a fact
-    return None
+                pass  # not plain data (a function, a jax object): never a fact
+    return facts
 
 
 @functools.cache
@@ -91,8 +133,9 @@ def _scanned() -> tuple[tuple[KernelFacts, str], ...]:
                  if (facts := _declared(HERE / f"{name}.py")) is not None)
 
 
-def _declarations() -> dict[str, KernelFacts]:
-    return _unique(_scanned())
+@functools.cache
+def _declarations() -> MappingProxyType:
+    return MappingProxyType(_unique(_scanned()))
 
 
 def source_file(name: str) -> str:

@@ -23,7 +23,7 @@ rule check_carried:
 # mark is named after the set of files it vouches for: a refused set leaves the good set's mark in place,
 # so taking the bad file out again leaves the previous run complete, not to be remade.
 UNIQUE_MARK = (
-    "results/carried/unique-%s.checked"
+    "results/carried/all-files-%s.unique"
     % hashlib.sha256("\n".join(MEASURED + IMPORTED).encode()).hexdigest()[:12]
 )
 
@@ -35,7 +35,7 @@ rule check_carried_files:
     output:
         UNIQUE_MARK,
     log:
-        UNIQUE_MARK.replace("results/", "logs/").replace(".checked", ".log"),
+        UNIQUE_MARK.replace("results/", "logs/").replace(".unique", ".log"),
     conda:
         "../environment.yml"
     params:

@@ -225,7 +225,7 @@ def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_
             in html.replace("\n", " "))
 
 
-def test_then_and_now_compares_each_toolchain_with_the_post(table):
+def test_then_and_now_compares_each_toolchain_with_the_post(table, tmp_path):
     """Two toolchains over the fixture's configurations: the older one agrees where the newer fails."""
     now = table[table.source == "estimate"].assign(toolchain="current")
     then = now.copy().assign(toolchain="post")
@@ -239,6 +239,16 @@ def test_then_and_now_compares_each_toolchain_with_the_post(table):
     assert row.current_status == "vmem_oom" and row.current_agrees == True  # noqa: E712 (a pandas boolean)
     assert row.post_status == "ok" and row.post_agrees == False  # noqa: E712
     assert agreement(result, "current")["agree"] == agreement(result, "post")["agree"] + 1
+    # The report's section reads the study's file back: the same summaries, appendix and first page.
+    from studies.then_and_now.analysis import from_csv
+    from studies.then_and_now.section import comparison, first_page
+
+    path = tmp_path / "then_and_now.csv"
+    result.to_csv(path, index=False)
+    read = from_csv(pd.read_csv(path))
+    assert comparison(combined, read, "current", str) == comparison(combined, result, "current", str)
+    assert first_page(read, "current", str) == first_page(result, "current", str)
+    assert comparison(combined, read, "current", str)["rows"]  # the appendix was compared, not skipped
 
 
 @pytest.mark.compiler

@@ -58,9 +58,14 @@ def from_csv(table: pd.DataFrame) -> pd.DataFrame:
     """then_and_now.csv as read back from its file, as then_and_now() returned it: the `T_agrees`
     columns true, false or NA again (the file holds them as text or numbers)."""
     table = table.copy()
-    for column in toolchains_in(table):
-        table[f"{column}_agrees"] = table[f"{column}_agrees"].map(
-            lambda v: pd.NA if pd.isna(v) else str(v) in ("True", "1", "1.0")).astype("boolean")
+    read = {"True": True, "False": False, "1": True, "0": False, "1.0": True, "0.0": False}
+    for name in toolchains_in(table):
+        column = f"{name}_agrees"
+        bad = [v for v in table[column].dropna() if str(v) not in read]
+        if bad:
+            raise ValueError(f"then_and_now.csv: column {column!r} holds {bad[0]!r}, not True, False or "
+                             "empty")
+        table[column] = table[column].map(lambda v: pd.NA if pd.isna(v) else read[str(v)]).astype("boolean")
     return table
 
 
