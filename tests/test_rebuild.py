@@ -94,6 +94,31 @@ def test_code_closure_follows_imports_and_the_kernel_registry():
     assert not any(f.startswith(("figures/", "report/")) for f in files)
 
 
+def test_reading_only_the_import_lines_finds_every_import_of_every_module():
+    """code_inputs parses a file's import statements alone (every Snakemake start reads the closure of
+    every rule): for each Python file of the repository, the same imports as parsing the whole file,
+    and for the shapes an import takes (parenthesised, continued, in a function, after `if`)."""
+    import ast
+
+    from experiments.plan.code_inputs import _import_statements
+
+    def imports(source):
+        tree = ast.parse(source)
+        return ({a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+                | {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                   for a in n.names})
+
+    shapes = ('from a import (\n    b,\n    c,\n)\nimport d, \\\n    e\ndef f():\n    import g\n'
+              'if x:\n    from h import i  # why\n"""\nfrom the docstring\'s prose\n"""\n')
+    assert imports(_import_statements(shapes)) == imports(shapes) != set()
+    files = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert len(files) > 100
+    for name in files:
+        source = (ROOT / name).read_text()
+        assert imports(_import_statements(source)) == imports(source), name
+
+
 @pytest.mark.slow
 def test_a_bad_carried_file_stops_the_run_and_leaves_the_outputs(finished_run):
     from test_carried import measured_rows

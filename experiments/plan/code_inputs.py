@@ -10,6 +10,7 @@ nothing (paths in the digest are relative to the repository root).
 import ast
 import functools
 import hashlib
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,13 +40,43 @@ def _imports(path: Path, root: Path) -> set[Path]:
     return set(found) | (set(path.parent.glob("*.py")) if discovers else set())
 
 
+# A line that starts an import statement (at any indentation: imports inside functions count too)
+_IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)[ \t]")
+
+
+def _import_statements(source: str) -> str:
+    """The import statements of `source` alone, each dedented onto its own lines: parsing these is a
+    fraction of parsing the whole file (every Snakemake start reads the closure of every rule). A
+    statement's parentheses or backslashes continue it over the following lines. A line of a string
+    that reads like an import and parses as one is kept too: a file more in a digest, never one less."""
+    lines, out = source.splitlines(), []
+    for i, line in enumerate(lines):
+        if not _IMPORT_LINE.match(line):
+            continue
+        statement = [line.strip()]
+
+        def open_(parts):
+            text = "".join(parts)
+            return parts[-1].endswith("\\") or text.count("(") > text.count(")")
+
+        while open_(statement) and i + len(statement) < len(lines):
+            statement.append(lines[i + len(statement)].strip())
+        text = "\n".join(statement)
+        try:
+            ast.parse(text)
+        except SyntaxError:
+            continue  # prose that starts with "from" or "import"
+        out.append(text)
+    return "\n".join(out)
+
+
 @functools.cache
 def _imports_of(path: Path, root: Path, _mtime_ns: int, _size: int) -> tuple[frozenset[Path], bool]:
     """The imports read from one version of a file (parsed once: a workflow's rules share most of
     their closures), and whether it is a package that imports all of its own modules."""
     source = path.read_text()
     names = set()
-    for node in ast.walk(ast.parse(source, filename=str(path))):
+    for node in ast.walk(ast.parse(_import_statements(source), filename=str(path))):
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
