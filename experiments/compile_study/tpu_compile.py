@@ -8,6 +8,7 @@ what the compile cache hashes: nothing here can change a compile's result.
 import os
 import pickle
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,13 @@ def worker_env(environ=None) -> dict:
     return env
 
 
+def _ignore_interrupts() -> None:
+    """In the worker before its Python starts: a Ctrl-C reaches the whole process group, and the job
+    that started the worker says so once and stops it. A worker still starting would otherwise print
+    Python's own traceback ("Could not import runpy module") before worker.py could ignore it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Compiler:
     """A worker process that compiles cases for one target; killed and restarted after a timeout."""
 
@@ -66,7 +74,8 @@ class Compiler:
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             self._proc = subprocess.Popen(
                 [self.python, "-m", worker.__name__, self.target, profile_dir],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                preexec_fn=_ignore_interrupts)
         return self._proc
 
     def compile(self, case: "Case", vmem_limit_bytes: int | None = None) -> dict:
