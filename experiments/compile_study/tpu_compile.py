@@ -45,6 +45,7 @@ def _ignore_interrupts() -> None:
     that started the worker says so once and stops it. A worker still starting would otherwise print
     Python's own traceback ("Could not import runpy module") before worker.py could ignore it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held by the parent around its start
 
 
 class Compiler:
@@ -72,10 +73,16 @@ class Compiler:
                 # libtpu 0.0.42.1 fails every compile with "Instruction with id > INT_MAX").
                 env.pop("TPU_LIBRARY_PATH", None)
             profile_dir = self._profile_dir.name if self._profile_dir else ""
-            self._proc = subprocess.Popen(
-                [self.python, "-m", worker.__name__, self.target, profile_dir],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-                preexec_fn=_ignore_interrupts)
+            # A Ctrl-C waits until the worker is ours to stop (close() kills it): one arriving inside
+            # Popen would leave the worker running on, unknown to us.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            try:
+                self._proc = subprocess.Popen(
+                    [self.python, "-m", worker.__name__, self.target, profile_dir],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
+                    preexec_fn=_ignore_interrupts)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return self._proc
 
     def compile(self, case: "Case", vmem_limit_bytes: int | None = None) -> dict:
