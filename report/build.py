@@ -4,7 +4,9 @@ English is the template's source language; the project's one catalog per languag
 experiments/core/i18n.py, which the figures use too) holds each translation. The build refuses a catalog
 that lacks, or leaves empty, any message the project marks, so the languages cannot drift apart.
 """
+import base64
 import io
+import string
 from pathlib import Path
 
 import jinja2
@@ -408,29 +410,33 @@ def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
         "pct": 100 * r["fraction_of_xla"], "size": r["size"], "factor": float(factor.value.iloc[0])}
 
 
+def subset_font(font_path, text: str, flavor: str | None = None) -> bytes:
+    """The font file at `font_path` cut down to the glyphs of `text`'s characters (with every layout
+    feature, so shaping is unchanged), as an OpenType file or, with `flavor="woff2"`, a web font."""
+    from fontTools import subset
+
+    options = subset.Options()
+    options.flavor = flavor
+    options.layout_features = ["*"]
+    font = subset.load_font(str(font_path), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(text=text)
+    subsetter.subset(font)
+    buffer = io.BytesIO()
+    subset.save_font(font, buffer, options)
+    return buffer.getvalue()
+
+
 def embed_cjk_font(html: str, font_path) -> str:
     """Embed the CJK font, subset to the page's non-ASCII characters, as a WOFF2 data URI.
 
     The HTML then shows Chinese on any machine, offline, with no system CJK font and no web font
     service; only the glyphs the page uses travel with it (a few hundred KB, not 16 MB).
     """
-    import base64
-
-    from fontTools import subset
-
     chars = sorted({ch for ch in html if ord(ch) > 0x7F})
     if not chars:
         return html
-    options = subset.Options()
-    options.flavor = "woff2"
-    options.layout_features = ["*"]
-    font = subset.load_font(str(font_path), options)
-    subsetter = subset.Subsetter(options)
-    subsetter.populate(text="".join(chars))
-    subsetter.subset(font)
-    buffer = io.BytesIO()
-    subset.save_font(font, buffer, options)
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    data = base64.b64encode(subset_font(font_path, "".join(chars), flavor="woff2")).decode("ascii")
     face = (f'<style>@font-face {{ font-family: "Report CJK"; '
             f'src: url(data:font/woff2;base64,{data}) format("woff2"); }}</style>')
     return html.replace("</head>", face + "\n</head>", 1)
@@ -439,18 +445,30 @@ def embed_cjk_font(html: str, font_path) -> str:
 PDF_CJK_FAMILY = "tpu-matmul-repro Noto Sans CJK SC"  # the bundled font's name inside the PDF's styles
 
 
+# Characters WeasyPrint draws that the page's source need not hold: list markers (disc, circle, square),
+# the hyphen it breaks words with, an ellipsis, a no-break space.
+RENDERER_CHARACTERS = "\u2022\u25e6\u25aa\u2010\u2026\u00a0"
+
+
 def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
-    """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset)."""
+    """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset).
+
+    The font reaches WeasyPrint already cut down to the page's characters (its style sheet is inline, so
+    generated text such as section numbers is among them). WeasyPrint keeps a font's glyph ids when
+    it subsets, and without HarfBuzz's subsetter it went through all of the 16 MB font's glyphs in
+    Python, several times per PDF; the glyphs it draws are the same either way."""
     import weasyprint
     from weasyprint.text.fonts import FontConfiguration
 
+    text = "".join(sorted(set(html) | set(string.printable) | set(RENDERER_CHARACTERS)))
+    data = base64.b64encode(subset_font(font_path, text)).decode("ascii")
     fonts = FontConfiguration()  # @font-face rules only load through a shared FontConfiguration
     # Under a family name no installed font has, and !important: this is a user stylesheet, which the
     # page's own font list (style.css) outranks otherwise, and a CJK character missing from that list
     # went to whatever CJK font fontconfig has (Debian's fonts-noto-cjk: Japanese glyph forms).
     family = f'"{PDF_CJK_FAMILY}"'
     font_css = weasyprint.CSS(string=(
-        f'@font-face {{ font-family: {family}; src: url("{Path(font_path).as_uri()}"); }}'
+        f'@font-face {{ font-family: {family}; src: url(data:font/otf;base64,{data}); }}'
         f'html {{ font-family: {family}, "DejaVu Sans", sans-serif !important; }}'
         f'code, pre, kbd, samp, tt {{ font-family: "DejaVu Sans Mono", {family}, monospace !important; }}'),
         font_config=fonts)
