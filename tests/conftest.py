@@ -43,15 +43,31 @@ def pytest_configure(config):
                                          or not getattr(config.option, "numprocesses", 0))
 
 
+_cpu_at_last_report = None  # this process's and its waited-for children's CPU seconds, at the last report
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
 def pytest_runtest_logreport(report):
     """With TEST_TIMELINE=file, a JSON line per phase (setup, call, teardown) of each test as it ends:
-    the worker, the end time and the duration. tools/test_timeline.py reads the file: which worker ran
-    what when, and where one waited for the other (a long setup)."""
+    the worker, the end time, the duration and the CPU seconds since the worker's previous line, its
+    own and its finished subprocesses' (the suite keeps both cores busy, so CPU is what it costs).
+    tools/test_timeline.py reads the file: which worker ran what when, and where one waited for the
+    other (a long setup)."""
+    global _cpu_at_last_report
     if _timeline_here:
+        cpu = _cpu_seconds()
+        spent = cpu - _cpu_at_last_report if _cpu_at_last_report is not None else None
+        _cpu_at_last_report = cpu
         with open(TIMELINE, "a") as f:
             f.write(json.dumps(dict(worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
                                     test=report.nodeid, phase=report.when, end=time.time(),
-                                    seconds=report.duration)) + "\n")
+                                    seconds=report.duration, cpu=spent)) + "\n")
 
 
 def made_once(name: str, make, tmp_path_factory) -> Path:

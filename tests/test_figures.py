@@ -36,13 +36,32 @@ def test_single_target_config_has_no_generations_figure():
     assert "generations_v5_bfloat16" in two and "fidelity_v6e" not in two
 
 
+SPECS = figure_specs({**CONFIG, "targets": ["v5e", "v6e"]})  # v6e has no rows: "no data" figures
+DRAWN = pytest.mark.xdist_group("figures_drawn")  # the tests that read `drawn`'s files: one worker draws
+
+
+@pytest.fixture(scope="module")
+def drawn(table, tmp_path_factory):
+    """`drawn(name)`: the files of figure `name` of SPECS (both languages, every format), drawn from the
+    `table` fixture once for the tests that read them, with a glyph missing from the fonts an error."""
+    directory, paths = tmp_path_factory.mktemp("drawn"), {}
+
+    def draw(name: str) -> list:
+        if name not in paths:
+            kind, args = SPECS[name]
+            with warnings.catch_warnings():
+                warnings.filterwarnings("error", message=".*Glyph.*missing.*")
+                paths[name] = render(table, name, kind, args, directory)
+        return paths[name]
+
+    return draw
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name, spec", list(figure_specs({**CONFIG, "targets": ["v5e", "v6e"]}).items()))
-def test_every_figure_renders_in_both_languages_without_missing_glyphs(table, tmp_path, name, spec):
-    kind, args = spec
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*Glyph.*missing.*")
-        paths = render(table, name, kind, args, tmp_path)  # v6e has no rows: a "no data" figure
+@DRAWN
+@pytest.mark.parametrize("name", list(SPECS))
+def test_every_figure_renders_in_both_languages_without_missing_glyphs(drawn, name):
+    paths = drawn(name)
     assert len(paths) == 6 and all(p.stat().st_size > 1000 for p in paths)
 
 
@@ -58,11 +77,12 @@ def test_figures_render_without_published_rows(table, tmp_path):
 
 
 @pytest.mark.slow
-def test_two_renders_are_byte_identical(table, tmp_path):
-    first = render(table, "v5_bfloat16_v5e", "experiment",
-                   dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path / "a")
+@DRAWN
+def test_two_renders_are_byte_identical(table, drawn, tmp_path):
+    """The same table draws the same bytes, whatever the process drew before (`drawn` drew others)."""
+    first = drawn("v5_bfloat16_v5e")
     second = render(table, "v5_bfloat16_v5e", "experiment",
-                    dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path / "b")
+                    dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path)
     for a, b in zip(first, second, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
 
@@ -146,9 +166,6 @@ def test_table_without_new_columns_still_draws(table, tmp_path):
 
 # --- self-describing figures: caption, alt text and provenance -----------------------------------------
 
-SPECS = figure_specs({**CONFIG, "targets": ["v5e", "v6e"]})
-
-
 def pdf_info(path) -> dict:
     """The PDF's info dictionary (Matplotlib writes it uncompressed), strings decoded."""
     import re
@@ -180,15 +197,16 @@ def svg_metadata(path) -> dict:
 
 
 @pytest.mark.slow
+@DRAWN
 @pytest.mark.parametrize("name", ["v5_bfloat16_v5e", "vmem_v5e", "roofline_v5e", "search_v5_bfloat16_v5e",
                                   "fidelity_v5e", "generations_v5_bfloat16"])
-def test_every_file_embeds_its_provenance(table, tmp_path, name):
+def test_every_file_embeds_its_provenance(table, drawn, name):
     from PIL import Image
 
     from figures.cite import citation
 
     kind, args = SPECS[name]
-    paths = render(table, name, kind, args, tmp_path)
+    paths = drawn(name)
     post = citation().post_url
     for path in paths:
         lang = "zh" if ".zh." in path.name else "en"
@@ -276,15 +294,15 @@ def test_published_points_that_coincide_are_spread():
 # --- the gallery --------------------------------------------------------------------------------------
 
 @pytest.mark.slow
-def test_gallery_lists_every_figure_offline(table, tmp_path):
+@DRAWN
+def test_gallery_lists_every_figure_offline(table, drawn):
     import re
 
     from report.gallery import pages, results_files
 
     specs = {n: SPECS[n] for n in ("v5_bfloat16_v5e", "vmem_v5e", "search_v5_bfloat16_v5e")}
-    for name, (kind, args) in specs.items():
-        render(table, name, kind, args, tmp_path)
-    written = pages(table, specs, tmp_path)
+    folder = {drawn(name)[0].parent for name in specs}.pop()  # where `drawn` drew them
+    written = pages(table, specs, folder)
     assert set(written) == {"index.html", "index.zh.html"}
     for page_name, html in written.items():
         lang = "zh" if ".zh." in page_name else "en"
@@ -292,10 +310,10 @@ def test_gallery_lists_every_figure_offline(table, tmp_path):
             assert f'id="{name}"' in html
             base = name if lang == "en" else f"{name}.zh"
             for fmt in ("png", "svg", "pdf"):
-                assert f'href="{base}.{fmt}"' in html and (tmp_path / f"{base}.{fmt}").is_file()
+                assert f'href="{base}.{fmt}"' in html and (folder / f"{base}.{fmt}").is_file()
         # offline: every resource it loads is a local file
         for src in re.findall(r'src="([^"]*)"', html):
-            assert not re.match(r"^(https?:)?//", src) and (tmp_path / src).is_file(), src
+            assert not re.match(r"^(https?:)?//", src) and (folder / src).is_file(), src
         assert "<textarea" in html and "CC BY 4.0" in html and "commit abc" in html
         # the snippets carry the kind of numbers and the post's credit where it is shown
         assert ("published" in html and "田山泉" in html) if lang == "en" else ("原文数据" in html)

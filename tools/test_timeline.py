@@ -1,14 +1,15 @@
 """Where the test suite's time goes, worker by worker: read the file that `TEST_TIMELINE=file pytest`
-writes (tests/conftest.py) and print each worker's span, its busy time, and its long phases in the order
-they ran, with their start times. A long `setup` of a test that shares a session fixture (the tiny run)
-is a worker waiting for the other to make it.
+writes (tests/conftest.py) and print each worker's span, its busy time and CPU, and its long phases in
+the order they ran, with their start times; then the CPU of each test file. A long `setup` of a test
+that shares a session fixture (the tiny run) is a worker waiting for the other to make it: long in
+seconds, short in CPU.
 
     TEST_TIMELINE=/tmp/timeline.jsonl python3 -m pytest
     python3 tools/test_timeline.py /tmp/timeline.jsonl --longer-than 8
 """
 import argparse
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 
 def main() -> None:
@@ -28,11 +29,24 @@ def main() -> None:
         start, end = mine[0]["end"] - mine[0]["seconds"] - t0, mine[-1]["end"] - t0
         tests = {p["test"] for p in mine}
         print(f"{worker}: {len(tests)} tests from {start:.0f} s to {end:.0f} s, "
-              f"{sum(p['seconds'] for p in mine):.0f} s in them")
+              f"{sum(p['seconds'] for p in mine):.0f} s in them, {cpu(mine):.0f} CPU-s")
         for p in mine:
             if p["seconds"] >= args.longer_than:
                 began = p["end"] - p["seconds"] - t0
-                print(f"  {began:6.0f} s  {p['seconds']:5.1f} s  {p['phase']:8} {p['test']}")
+                print(f"  {began:6.0f} s  {p['seconds']:5.1f} s  {p.get('cpu') or 0:5.1f} CPU-s  "
+                      f"{p['phase']:8} {p['test']}")
+    by_file = Counter()
+    for p in phases:
+        by_file[p["test"].split("::")[0]] += p.get("cpu") or 0
+    print(f"CPU-s by file ({cpu(phases):.0f} in all):")
+    for name, seconds in by_file.most_common():
+        print(f"  {seconds:6.1f}  {name}")
+
+
+def cpu(phases) -> float:
+    """CPU seconds of the phases: the worker's own and its finished subprocesses' (None in a file
+    written before the timeline counted CPU)."""
+    return sum(p.get("cpu") or 0 for p in phases)
 
 
 if __name__ == "__main__":
