@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.compile_study import compiler_output, extrapolate
-from experiments.compile_study.study import Job, run_job, run_jobs
+from experiments.compile_study import cache, compiler_output, extrapolate
+from experiments.compile_study.study import Job, job_versions, run_job, run_jobs
 from experiments.compile_study.tpu_compile import Compiler
 from experiments.core.cases import Case
 from experiments.core.chips import MiB, chip
@@ -22,19 +22,30 @@ V1_2048 = Case("v1", "float32", 2048, 2048, 2048)  # the post's out of VMEM (48.
 V1_1536 = Case("v1", "float32", 1536, 1536, 1536)  # out of VMEM too (27.57 MiB), in a third of the time
 
 
+@pytest.fixture(scope="module", autouse=True)
+def compile_cache_of_this_module(tmp_path_factory):
+    """A compile cache of this module's own, empty at its start: a compile that two of its tests make
+    alike (with `compilers` or run_job) is made once, and every compile is made here, whatever the
+    machine's own cache holds. A test that is about the cache, or counts compiles, sets its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path_factory.mktemp("compile-cache")))
+        yield
+
+
 @pytest.fixture(scope="module")
 def compilers():
     """`compilers(target, profile=False)`: this module's compile worker for the target, started on first
-    use and kept until the module ends (each start loads libtpu: seconds). A Compiler compiles one case
-    at a time and keeps no state between cases; the tests that need a fresh one (a timeout, a crash)
-    start their own."""
+    use and kept until the module ends (each start loads libtpu: seconds), with the module's compile
+    cache. A Compiler compiles one case at a time and keeps no state between cases; the tests that need
+    a fresh one (a timeout, a crash) start their own."""
     with contextlib.ExitStack() as stack:
         started = {}
 
         def compiler(target: str, profile: bool = False) -> Compiler:
             if (target, profile) not in started:
+                compiles = cache.for_target(target, profile, job_versions(None))
                 started[target, profile] = stack.enter_context(Compiler(target, profile=profile,
-                                                                        timeout_s=300))
+                                                                        timeout_s=300, cache=compiles))
             return started[target, profile]
 
         yield compiler

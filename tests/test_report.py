@@ -24,6 +24,20 @@ def render(df, lang="en", **kwargs):
     return build.render_html(df, **(args | kwargs))
 
 
+@pytest.fixture(scope="module")
+def page(table):
+    """`page(lang)`: the report's HTML of the `table` fixture with this module's defaults (`render`),
+    made once per language for the tests that only read it (a page takes a second or two)."""
+    pages = {}
+
+    def made(lang: str) -> str:
+        if lang not in pages:
+            pages[lang] = render(table, lang)
+        return pages[lang]
+
+    return made
+
+
 def test_autoescaping_is_on(table):
     env, _ = build.environment("en")
     assert env.autoescape is True
@@ -34,10 +48,10 @@ def test_autoescaping_is_on(table):
 
 
 @pytest.mark.slow
-def test_html_loads_no_external_resource(table):
+def test_html_loads_no_external_resource(page):
     # Resources (images, stylesheets, fonts, scripts) are local; links for the reader to follow may not be.
     for lang in ("en", "zh"):
-        html = render(table, lang)
+        html = page(lang)
         links = (re.findall(r'src="([^"]*)"', html) + re.findall(r"url\(([^)]*)\)", html)
                  + re.findall(r'<link[^>]*href="([^"]*)"', html))
         assert links, "expected figure links"
@@ -46,12 +60,12 @@ def test_html_loads_no_external_resource(table):
 
 
 @pytest.mark.slow
-def test_findings_state_the_fixture_numbers(table):
-    en = render(table, "en")
+def test_findings_state_the_fixture_numbers(page):
+    en = page("en")
     assert "On v5e, v1 compiles up to 1024; at 2048 it needs 48.8 MiB of VMEM against a 16 MiB limit." in en
     # v5: the post's best block (512, 1024, 1024) at 2048 is the fixture's 170 against XLA's 180; no 8192 row
     assert "of XLA&#39;s estimate at 8192" not in en
-    zh = render(table, "zh")
+    zh = page("zh")
     assert "在 v5e 上，v1 最大能编译到 1024；到 2048 时需要 48.8 MiB VMEM，超出 16 MiB 的上限。" in zh
     assert 'lang="zh-Hans"' in zh and 'href="report.en.html"' in zh
 
@@ -184,22 +198,22 @@ def test_pdf_embeds_the_cjk_font(table, tmp_path):
 
 
 @pytest.mark.slow
-def test_embedded_font_covers_the_page(table):
+def test_embedded_font_covers_the_page(page):
     from figures.style import cjk_font_path
 
-    html = build.embed_cjk_font(render(table, "zh"), cjk_font_path())
+    html = build.embed_cjk_font(page("zh"), cjk_font_path())
     assert "@font-face" in html and "data:font/woff2;base64," in html
 
 
 # --- figures people can cite, a tighter layout, natural Chinese ---------------------------------------
 
 @pytest.mark.slow
-def test_figures_are_numbered_with_anchors_captions_and_a_cite_line(table):
+def test_figures_are_numbered_with_anchors_captions_and_a_cite_line(table, page):
     from figures.catalog import describe
     from figures.specs import spec_from_name
 
     for lang in ("en", "zh"):
-        html = render(table, lang)
+        html = page(lang)
         numbers = [int(n) for n in re.findall(r'class="fignum" href="#fig-[^"]+">(?:Figure |图 )(\d+)', html)]
         assert numbers == list(range(1, len(FIGURES) + 1)), numbers
         for name in FIGURES:
@@ -225,8 +239,8 @@ def test_each_listing_once_in_the_appendix(table):
 
 
 @pytest.mark.slow
-def test_published_column_note_only_where_the_post_published(table):
-    html = render(table, "en")
+def test_published_column_note_only_where_the_post_published(table, page):
+    html = page("en")
     assert "the post&#39;s published number" in html  # v5 on v5e has published rows
     other = render(table[table.source == "estimate"].assign(target="v6e"), "en", targets=["v6e"])
     assert "the post&#39;s published number" not in other and "parentheses" not in other
@@ -235,8 +249,8 @@ def test_published_column_note_only_where_the_post_published(table):
 
 
 @pytest.mark.slow
-def test_the_chip_of_the_post_is_sourced(table):
-    en, zh = render(table, "en"), render(table, "zh")
+def test_the_chip_of_the_post_is_sourced(page):
+    en, zh = page("en"), page("zh")
     assert "v5litepod-1" in en and "does not name it" in en
     assert "v5litepod-1" in zh and "原文没有写明" in zh
     assert "on a TPU v5e" not in en
@@ -419,7 +433,7 @@ def advice_table() -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval(table, lang):
+def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval(table, page, lang):
     html = render(table, lang, advice={"8192x4096x14336": advice_table()})
     section = html[html.index('<section id="advice">'):]
     section = section[:section.index("</section>")]
@@ -428,4 +442,4 @@ def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval
     assert "189 [164–217]" in section and "193 [168–222]" in section  # best, and XLA, with the 80 % band
     assert "v6e †" in section and "v5e †" not in section  # off v5e: no measurement checks the band
     assert 'src="../advice/8192x4096x14336.png"' in section
-    assert '<section id="advice">' not in render(table, lang)  # no advice asked for, no section
+    assert '<section id="advice">' not in page(lang)  # no advice asked for, no section
