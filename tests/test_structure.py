@@ -112,3 +112,52 @@ def test_every_column_is_declared_once_with_its_meaning():
     assert len(COLUMNS) == len(set(COLUMNS))
     for column in COLUMN_SPECS:
         assert column.meaning and column.sources and set(column.sources) <= set(SOURCES), column.name
+
+
+def layout_block(text: str) -> list[str]:
+    """The lines of the first fenced block under a `## Layout` heading."""
+    after = text.split("## Layout", 1)[1]
+    return after.split("```", 2)[1].strip("\n").splitlines()
+
+
+def named_folders(lines: list[str]) -> tuple[set[str], set[str]]:
+    """(the top-level names a layout block lists, every folder it names, as a path from the root). A
+    line is `names  description`, the names separated by ", ", the description after two spaces or
+    more; an indented line that starts with a folder (`core/  ...`) names a folder of the last
+    unindented line's, any other indented line goes on with the description. A path in a description
+    that does not start with a top-level name is in that line's folder (`core/` on `experiments/`'s)."""
+    rows = []  # (indented, names, description)
+    for line in lines:
+        names, _, description = line.strip().partition("  ")
+        indented = line.startswith(" ")
+        if indented and not (names.endswith("/") and description):
+            names, description = "", line.strip()  # the description of the line above, continued
+        rows.append((indented, [n.strip() for n in names.split(",") if n.strip()], description))
+    top = {n.split("/")[0] for indented, names, _ in rows if not indented for n in names}
+    folders, parent = set(), ""
+    for indented, names, description in rows:
+        if not indented:
+            parent = names[0].split("/")[0] + "/" if "/" in names[0] else ""
+        elif names:
+            folders |= {parent + n for n in names}
+        for token in re.findall(r"[\w./<>-]*/[\w./<>*-]*", description):
+            if "<" in token or "//" in token:  # a placeholder (studies/<name>/) or an address
+                continue
+            folder = token[: token.rindex("/") + 1]
+            folders.add(folder if folder.split("/")[0] in top else parent + folder)
+    return top, folders
+
+
+@pytest.mark.parametrize("document", ["README.md", "docs/development.md"])
+def test_the_layout_in_the_docs_is_the_tree(document):
+    """Every top-level folder of the repository is in the document's layout, and every folder the layout
+    names exists (issue 27: the README's layout tree matches the tree)."""
+    import subprocess
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    folders = {name.split("/")[0] for name in tracked if "/" in name and not name.startswith(".")}
+    top, named = named_folders(layout_block((ROOT / document).read_text()))
+    assert folders - top == set(), f"{document}'s layout leaves out {sorted(folders - top)}"
+    missing = sorted(n for n in named | {f"{t}/" for t in top} if not (ROOT / n).exists())
+    assert missing == [], f"{document}'s layout names {missing}, which the tree does not have"
