@@ -2,15 +2,19 @@
 # Rules live in rules/*.smk; experiments are data in config/config.yaml.
 import os
 from pathlib import Path
-import sys
 
 from snakemake.utils import min_version
 
 min_version("9.0")
 
-sys.path.insert(0, workflow.basedir)  # kernels/ and experiments/ are imported from the repo root
-from experiments.core.runtime import record_interrupts
-from experiments.plan.config import ConfigError, load_yaml
+try:  # the project's own code is the installed package tpu_matmul_repro (pyproject.toml)
+    from tpu_matmul_repro.experiments.core.runtime import record_interrupts
+    from tpu_matmul_repro.experiments.plan.config import ConfigError, load_yaml
+except ModuleNotFoundError as e:
+    raise WorkflowError(
+        f"{e.name} is not importable: install the project first, "
+        "`python3 -m pip install -r requirements.txt -e .` (README, Run it)"
+    ) from None
 
 # Read strictly first (file and line of a YAML error, a key given twice), then as Snakemake does.
 try:

@@ -1,5 +1,5 @@
 import sys
 
-from advise.cli import main
+from tpu_matmul_repro.advise.cli import main
 
 sys.exit(main())

@@ -2,8 +2,8 @@
 prunes: blocks must divide the problem and be multiples of the MXU's width (a smaller block leaves
 MXU columns idle), and blocks whose buffers alone exceed the core's VMEM are out of VMEM without a
 compile (study.beyond_physical_vmem says why in its row)."""
-from experiments.core.cases import Case
-from kernels.checks import LANE
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.kernels.checks import LANE
 
 # MXU width per generation ([tpu_info] in experiments/core/chips.py: 128x128 MXUs up to v5p, 256x256
 # from v6e on): the smallest block edge that keeps the MXU busy.

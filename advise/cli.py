@@ -1,4 +1,4 @@
-"""python3 -m advise SHAPE [SHAPE ...] [--dtype D] [--target T ...] [--csv | --json]"""
+"""advise SHAPE [SHAPE ...] [--dtype D] [--target T ...] [--csv | --json]"""
 import argparse
 import logging
 import sys
@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from advise import model as advisor_model
-from advise import request, search, table
-from advise.request import AdviceError
+from tpu_matmul_repro.advise import model as advisor_model
+from tpu_matmul_repro.advise import request, search, table
+from tpu_matmul_repro.advise.request import AdviceError
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("v5e", "v6e", "v5p", "7x")  # v4: libtpu's static profiler crashes on it (no cycles)
 
 
 def arguments(argv):
-    p = argparse.ArgumentParser(prog="python3 -m advise", description=__doc__.strip(),
+    p = argparse.ArgumentParser(prog="advise", description=__doc__.strip(),
                                 epilog="Every number is an estimate for the target, never a measurement "
                                        "(docs/advisor.md).")
     p.add_argument("shapes", nargs="+", metavar="MxKxN", help="problem C[m, n] = A[m, k] @ B[k, n]")
@@ -37,12 +37,12 @@ def arguments(argv):
 def compiler_for(target: str, config: dict) -> dict:
     """The compiler of `target`: the pipeline's own, or the toolchain serving it (7x: libtpu52),
     whose environment is built with pip on first use (experiments/compile_study/toolchain_env.py)."""
-    from experiments.plan import toolchains
+    from tpu_matmul_repro.experiments.plan import toolchains
 
     served = toolchains.served(config)
     if target not in served:
         return dict(toolchain=toolchains.primary(config), static_profile=True)
-    from experiments.compile_study import toolchain_env
+    from tpu_matmul_repro.experiments.compile_study import toolchain_env
 
     tc = toolchains.parse(config)[served[target]]
     try:
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
             if target not in TARGETS:
                 raise AdviceError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
         asked = request.checked(args.shapes, args.dtype, targets, args.kernel)
-        from experiments.plan.config import ConfigError, checked, load_yaml
+        from tpu_matmul_repro.experiments.plan.config import ConfigError, checked, load_yaml
 
         try:
             config = checked(load_yaml(args.config))
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
 
 def advice(asked: request.Request, config: dict, compilers: dict, results: Path):
     """The ranked table (one frame per target and shape) and its text, for a checked request."""
-    from experiments.core.provenance import provenance
+    from tpu_matmul_repro.experiments.core.provenance import provenance
 
     versions = {k: v for k, v in provenance().items() if k.endswith("_version")}
     fitted = advisor_model.load(config, results, versions)
@@ -104,7 +104,7 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path)
 
 
 def header(ranked: pd.DataFrame, shape, asked, target: str, fitted) -> list[str]:
-    from experiments.core.chips import chip
+    from tpu_matmul_repro.experiments.core.chips import chip
 
     pallas = ranked[ranked.kernel != "xla"]
     counts = pallas.status.value_counts().to_dict()

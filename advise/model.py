@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.analysis import intervals
-from experiments.analysis import timing_model as tm
-from experiments.core.cache_dirs import cache_folder
+from tpu_matmul_repro.experiments.analysis import intervals
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,9 +80,9 @@ def cached(versions: dict) -> tuple[Model | None, Path | None]:
 
 def fitted(config: dict) -> Model:
     """Compile the post's configurations for v5e, fit the model on the published numbers, size the band."""
-    from experiments.analysis.aggregate import combine, load_published
-    from experiments.compile_study.study import Job, run_jobs
-    from experiments.plan.jobs import published_cases
+    from tpu_matmul_repro.experiments.analysis.aggregate import combine, load_published
+    from tpu_matmul_repro.experiments.compile_study.study import Job, run_jobs
+    from tpu_matmul_repro.experiments.plan.jobs import published_cases
 
     section = config["compile_study"]
     jobs = [Job(target="v5e", experiment=experiment, cases=tuple(cases), raise_limits_for=tuple(cases),
@@ -107,7 +107,7 @@ def load(config: dict, results: Path, versions: dict) -> Model:
         return model
     model = fitted(config)
     if path is not None:
-        from experiments.core.tables import write_text_atomic
+        from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 
         write_text_atomic(json.dumps(dict(constants=dataclasses.asdict(model.constants),
                                           halfwidth={str(k): v for k, v in model.band.halfwidth.items()},

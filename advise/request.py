@@ -1,9 +1,9 @@
 """What the advisor is asked: shapes, dtype, targets and kernel, checked before any work starts."""
 import dataclasses
 
-from experiments.core.chips import CHIPS
-from kernels import DECLARED, checks
-from kernels.spec import BLOCKS
+from tpu_matmul_repro.experiments.core.chips import CHIPS
+from tpu_matmul_repro.kernels import DECLARED, checks
+from tpu_matmul_repro.kernels.spec import BLOCKS
 
 MAX_DIM = 32768  # as config/schema.yaml's dim: no TPU holds larger operands
 

@@ -15,13 +15,13 @@ import math
 import numpy as np
 import pandas as pd
 
-from advise.candidates import candidates
-from experiments.analysis import timing_model as tm
-from experiments.compile_study.study import Job, run_jobs
-from experiments.core.cases import Case
-from experiments.core.chips import MiB, chip
-from experiments.core.traffic import min_vmem_bytes
-from experiments.core.units import flops, tflops
+from tpu_matmul_repro.advise.candidates import candidates
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.compile_study.study import Job, run_jobs
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import MiB, chip
+from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
+from tpu_matmul_repro.experiments.core.units import flops, tflops
 
 log = logging.getLogger(__name__)
 FIRST = 6  # candidates compiled before the bound prunes the rest

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from advise.search import PRUNED
-from experiments.core.chips import chip
-from experiments.core.units import MiB
+from tpu_matmul_repro.advise.search import PRUNED
+from tpu_matmul_repro.experiments.core.chips import chip
+from tpu_matmul_repro.experiments.core.units import MiB
 
 LEVEL = 0.8  # the interval shown in the text table and used to call ties (the CSV/JSON have both)
 MODELLED = ("model_device_ms", "model_device_tflops", "model_post_ms", "model_post_tflops")

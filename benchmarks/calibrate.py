@@ -12,13 +12,10 @@ every compile is real; the workers' start-up (loading libtpu) is timed apart.
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from experiments.compile_study.tpu_compile import Compiler  # noqa: E402
-from experiments.core.cases import Case  # noqa: E402
+from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
+from tpu_matmul_repro.experiments.core.cases import Case
 
 # The default run's kinds of compile, as the compile study makes them: plain (XLA), profiled small
 # grids of v3 and v5 (the cycle fit's and the VMEM verdict's), one out of VMEM.

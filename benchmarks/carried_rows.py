@@ -34,10 +34,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from default_run import machine  # benchmarks/, this script's folder
+from synthetic_measured import write_synthetic
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-from benchmarks.default_run import machine  # noqa: E402
-from benchmarks.synthetic_measured import write_synthetic  # noqa: E402
 
 CI = ["--cores", "1", "--configfile", "config/config.ci.yaml", "--replace-workflow-config"]
 CARRIED = "data/measured/v5e-fleet.parquet"

@@ -31,11 +31,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-import cpu_busy  # noqa: E402  (benchmarks/, this script's folder)
+import cpu_busy  # benchmarks/, this script's folder
 
-from experiments.core.cache_dirs import user_cache  # noqa: E402
+from tpu_matmul_repro.experiments.core.cache_dirs import user_cache
+
+REPO = Path(__file__).resolve().parent.parent
 
 FONT_CACHE = user_cache("fonts")  # the Chinese figures' cut font (figures/style.py)
 

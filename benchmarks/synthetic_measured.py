@@ -18,16 +18,16 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from experiments.compile_study.study import beyond_physical_vmem
-from experiments.core.chips import chip
-from experiments.core.provenance import provenance
-from experiments.core.schema import frame
-from experiments.core.traffic import hbm_bytes
-from experiments.core.units import flops
-from experiments.measure.device import Device
-from experiments.measure.harness import empty_result, measured_row
-from experiments.plan.config import checked
-from experiments.plan.jobs import measure_jobs
+from tpu_matmul_repro.experiments.compile_study.study import beyond_physical_vmem
+from tpu_matmul_repro.experiments.core.chips import chip
+from tpu_matmul_repro.experiments.core.provenance import provenance
+from tpu_matmul_repro.experiments.core.schema import frame
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
+from tpu_matmul_repro.experiments.core.units import flops
+from tpu_matmul_repro.experiments.measure.device import Device
+from tpu_matmul_repro.experiments.measure.harness import empty_result, measured_row
+from tpu_matmul_repro.experiments.plan.config import checked
+from tpu_matmul_repro.experiments.plan.jobs import measure_jobs
 
 TARGET = "v5e"
 DEVICE = Device(TARGET, "tpu", "TPU v5 lite", 1)

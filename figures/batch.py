@@ -12,8 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from experiments.plan.studies import load as load_studies
-from figures.catalog import render
+from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+from tpu_matmul_repro.figures.catalog import render
 
 # Drawn first when figures are shared among processes: the slowest kinds (most panels, most points).
 # Every kind of figures/catalog.py is here (tests/test_figures.py); a study's kinds come after experiment.
@@ -27,7 +27,7 @@ _df = None  # the table, in a worker process (read once by _start_worker)
 
 
 def _read(table):
-    from experiments.analysis.runs import read_results
+    from tpu_matmul_repro.experiments.analysis.runs import read_results
 
     return read_results(table)  # each target's latest measured run, no raw samples
 

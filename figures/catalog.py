@@ -11,15 +11,15 @@ from typing import Callable
 
 import pandas as pd
 
-from experiments.analysis.runs import latest_runs
-from experiments.analysis.summaries import post_configs
-from experiments.analysis.toolchains import primary_rows
-from experiments.core.i18n import N_, translate
-from figures import plots
-from figures.cite import RESULTS_LICENCE, citation, post_attribution
-from figures.labels import JOINS, join, text
-from figures.specs import LANGUAGES, stem
-from figures.style import save, use_style
+from tpu_matmul_repro.experiments.analysis.runs import latest_runs
+from tpu_matmul_repro.experiments.analysis.summaries import post_configs
+from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core.i18n import N_, translate
+from tpu_matmul_repro.figures import plots
+from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation, post_attribution
+from tpu_matmul_repro.figures.labels import JOINS, join, text
+from tpu_matmul_repro.figures.specs import LANGUAGES, stem
+from tpu_matmul_repro.figures.style import save, use_style
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from experiments.core.i18n import N_, translate
+from tpu_matmul_repro.experiments.core.i18n import N_, translate
 
 CITATION_FILE = Path(__file__).resolve().parent.parent / "CITATION.cff"
 # Figures and tables are data for others to reuse with credit; the code stays MIT (LICENSE).

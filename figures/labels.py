@@ -1,6 +1,6 @@
 """Every string a figure shows, by a short name: English source strings marked for extraction (N_), their
 translations in the one catalog (locale/<lang>/LC_MESSAGES/messages.po, experiments/core/i18n.py)."""
-from experiments.core.i18n import N_, NC_, translate
+from tpu_matmul_repro.experiments.core.i18n import N_, NC_, translate
 
 LABELS = {
     "more_notes": N_("… more notes in the figure's caption and file metadata"),

@@ -8,10 +8,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from experiments.analysis.summaries import MIN_RANK_POINTS, default_limit, model_only, post_configs
-from experiments.core.chips import generation_order
-from experiments.core.units import MiB, flops, tflops
-from figures.labels import LABELS, join, source_names, text
+from tpu_matmul_repro.experiments.analysis.summaries import (
+    MIN_RANK_POINTS,
+    default_limit,
+    model_only,
+    post_configs,
+)
+from tpu_matmul_repro.experiments.core.chips import generation_order
+from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
+from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
 
 SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
@@ -336,8 +341,8 @@ _FOLDS = {}  # (id, length) of the table -> its leave-one-figure-out predictions
 def out_of_sample(df: pd.DataFrame, experiment: str, dtype: str, target: str) -> dict | None:
     """The scores (experiments/analysis/validation.scores) of this figure's points predicted by fits
     that left the post's figure out, as results/fidelity.csv has them; None where there are none."""
-    from experiments.analysis import timing_model as tm
-    from experiments.analysis import validation
+    from tpu_matmul_repro.experiments.analysis import timing_model as tm
+    from tpu_matmul_repro.experiments.analysis import validation
 
     if "est_cycles" not in df or not ((df.source == "published") & (df.target == target)).any():
         return None
@@ -515,7 +520,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
 def float32_factor(df: pd.DataFrame) -> float | None:
     """The fitted float32_factor of the timing model behind the table's modelled columns (the post's
     fit), or None where the table cannot support one."""
-    from experiments.analysis import model_columns
+    from tpu_matmul_repro.experiments.analysis import model_columns
 
     fit = model_columns.fits(df).get("published v5e")
     return float(fit[0].constants.float32_factor) if fit else None
@@ -581,8 +586,8 @@ def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.Da
     per configuration the post plotted in each of its figures, so XLA's baseline counts once per
     figure), with y the estimator's TFLOP/s: libtpu's raw estimate, and against the post also the
     timing model predicted by a fit that left the point's figure out."""
-    from experiments.analysis import timing_model as tm
-    from experiments.analysis import validation
+    from tpu_matmul_repro.experiments.analysis import timing_model as tm
+    from tpu_matmul_repro.experiments.analysis import validation
 
     panels = []
     for other in ("published", "measured"):

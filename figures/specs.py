@@ -8,7 +8,7 @@ experiments/plan/studies.py).
 from pathlib import Path
 from typing import Callable
 
-from experiments.plan.search import search_covers
+from tpu_matmul_repro.experiments.plan.search import search_covers
 
 FORMATS = ("png", "svg", "pdf")
 LANGUAGES = ("en", "zh")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import matplotlib
 
-from experiments.core.cache_dirs import user_cache
-from experiments.core.i18n import read_catalog, scopes, used_messages
-from experiments.core.tables import write_atomic
-from figures.specs import FORMATS, LANGUAGES
+from tpu_matmul_repro.experiments.core.cache_dirs import user_cache
+from tpu_matmul_repro.experiments.core.i18n import read_catalog, scopes, used_messages
+from tpu_matmul_repro.experiments.core.tables import write_atomic
+from tpu_matmul_repro.figures.specs import FORMATS, LANGUAGES
 
 matplotlib.use("Agg")
 
@@ -67,7 +67,7 @@ def cjk_font_path() -> Path:
     spec = importlib.util.find_spec("mpl_font")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("the CJK font comes from the PyPI package mpl-font (pinned in "
-                                "requirements.txt); install it with `pip install -r requirements.txt`")
+                                "requirements.txt); install it with `pip install -r requirements.txt -e .`")
     path = Path(spec.submodule_search_locations[0]) / "fonts" / "noto" / "NotoSansCJKsc-Regular.otf"
     if not path.is_file():
         raise FileNotFoundError(f"expected Noto Sans CJK SC at {path} (mpl-font 1.1.0)")

@@ -19,12 +19,12 @@ import pkgutil
 from pathlib import Path
 from types import MappingProxyType
 
-from kernels import checks, spec
-from kernels.spec import KernelFacts, KernelSpec
+from tpu_matmul_repro.kernels import checks, spec
+from tpu_matmul_repro.kernels.spec import KernelFacts, KernelSpec
 
 HERE = Path(__file__).resolve().parent
 # The modules whose names a SPEC's plain-data fields may use (neither imports jax).
-_PLAIN_MODULES = {"kernels.checks": checks, "kernels.spec": spec}
+_PLAIN_MODULES = {f"{__name__}.checks": checks, f"{__name__}.spec": spec}
 
 
 def _kernel_modules() -> list[str]:
@@ -72,7 +72,7 @@ def _declared(path: Path) -> KernelFacts | None:
     def refuse(what: str):
         raise ValueError(f"{where}: {what}; planning reads a SPEC's plain fields without importing the "
                          "kernel: write them as literals, or as names assigned once above it or imported "
-                         "from kernels.checks or kernels.spec")
+                         "from tpu_matmul_repro.kernels.checks or .spec")
 
     def value(node):
         if isinstance(node, ast.Constant):
@@ -111,7 +111,7 @@ def _declared(path: Path) -> KernelFacts | None:
             continue
         for name in bound:  # a name bound again, or by anything but a plain assignment: no longer a fact
             names.pop(name, None)
-        module = f"kernels.{node.module}" if isinstance(node, ast.ImportFrom) and node.level == 1 else (
+        module = f"{__name__}.{node.module}" if isinstance(node, ast.ImportFrom) and node.level == 1 else (
             node.module if isinstance(node, ast.ImportFrom) else None)
         if module in _PLAIN_MODULES and node.level in (0, 1):
             for alias in node.names:

@@ -62,4 +62,5 @@ class KernelSpec(KernelFacts):
     @property
     def module_path(self) -> str:
         """The kernel's source file, relative to the repository root (for the report's listings)."""
-        return self.wrapper.__module__.replace(".", "/") + ".py"
+        _, _, module = self.wrapper.__module__.partition(".")  # tpu_matmul_repro.kernels.v1_naive
+        return module.replace(".", "/") + ".py"

@@ -8,9 +8,9 @@ import functools
 import jax
 from jax.experimental import pallas as pl
 
-from kernels import compat
-from kernels.checks import FLOAT_DTYPES, check_operands, check_vmem_limit
-from kernels.spec import WHOLE, KernelSpec
+from tpu_matmul_repro.kernels import compat
+from tpu_matmul_repro.kernels.checks import FLOAT_DTYPES, check_operands, check_vmem_limit
+from tpu_matmul_repro.kernels.spec import WHOLE, KernelSpec
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
 

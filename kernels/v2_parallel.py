@@ -8,9 +8,15 @@ import functools
 import jax
 from jax.experimental import pallas as pl
 
-from kernels import compat
-from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit, split_blocks
-from kernels.spec import SPLIT, KernelSpec, Tiling
+from tpu_matmul_repro.kernels import compat
+from tpu_matmul_repro.kernels.checks import (
+    FLOAT_DTYPES,
+    check_blocks,
+    check_operands,
+    check_vmem_limit,
+    split_blocks,
+)
+from tpu_matmul_repro.kernels.spec import SPLIT, KernelSpec, Tiling
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
 

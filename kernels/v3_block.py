@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from kernels import compat
-from kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
-from kernels.spec import BLOCKS, KernelSpec, Tiling
+from tpu_matmul_repro.kernels import compat
+from tpu_matmul_repro.kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
+from tpu_matmul_repro.kernels.spec import BLOCKS, KernelSpec, Tiling
 
 SUPPORTED_DTYPES = FLOAT_DTYPES
 

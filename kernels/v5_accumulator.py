@@ -12,10 +12,18 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from kernels import compat
-from kernels.checks import FLOAT_DTYPES, INT_DTYPES, check_blocks, check_operands, check_vmem_limit
-from kernels.spec import BLOCKS, KernelSpec
-from kernels.v3_block import tiling  # v3's grid and BlockSpecs: v5 changes only where the sum is kept
+from tpu_matmul_repro.kernels import compat
+from tpu_matmul_repro.kernels.checks import (
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    check_blocks,
+    check_operands,
+    check_vmem_limit,
+)
+from tpu_matmul_repro.kernels.spec import BLOCKS, KernelSpec
+from tpu_matmul_repro.kernels.v3_block import (
+    tiling,  # v3's grid and BlockSpecs: v5 changes only where the sum is kept
+)
 
 SUPPORTED_DTYPES = FLOAT_DTYPES + INT_DTYPES
 

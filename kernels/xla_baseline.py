@@ -5,9 +5,9 @@ Integer inputs accumulate and return int32, like v5.
 import jax
 import jax.numpy as jnp
 
-from kernels.checks import FLOAT_DTYPES, INT_DTYPES, check_operands
-from kernels.spec import WHOLE, KernelSpec
-from kernels.v5_accumulator import v5_out_dtype
+from tpu_matmul_repro.kernels.checks import FLOAT_DTYPES, INT_DTYPES, check_operands
+from tpu_matmul_repro.kernels.spec import WHOLE, KernelSpec
+from tpu_matmul_repro.kernels.v5_accumulator import v5_out_dtype
 
 SUPPORTED_DTYPES = FLOAT_DTYPES + INT_DTYPES
 

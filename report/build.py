@@ -19,18 +19,24 @@ import yaml
 from babel.support import Translations
 from markupsafe import Markup
 
-from experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
-from experiments.analysis.toolchains import primary_rows
-from experiments.core.i18n import N_, glossary, translations
-from experiments.core.provenance import build_date
-from experiments.core.tables import write_atomic
-from figures.catalog import describe
-from figures.cite import RESULTS_LICENCE, RESULTS_LICENCE_URL, bibtex, citation, post_attribution
-from figures.labels import join
-from figures.specs import STUDY_SPECS, figure_specs_of
-from kernels import source_file
-from report import findings, front, sections, tables
-from report.advice import advice_section
+from tpu_matmul_repro.experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
+from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core.i18n import N_, glossary, translations
+from tpu_matmul_repro.experiments.core.provenance import build_date
+from tpu_matmul_repro.experiments.core.tables import write_atomic
+from tpu_matmul_repro.figures.catalog import describe
+from tpu_matmul_repro.figures.cite import (
+    RESULTS_LICENCE,
+    RESULTS_LICENCE_URL,
+    bibtex,
+    citation,
+    post_attribution,
+)
+from tpu_matmul_repro.figures.labels import join
+from tpu_matmul_repro.figures.specs import STUDY_SPECS, figure_specs_of
+from tpu_matmul_repro.kernels import source_file
+from tpu_matmul_repro.report import findings, front, sections, tables
+from tpu_matmul_repro.report.advice import advice_section
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -280,7 +286,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     (experiments.analysis.runs.read_measured) where `df` holds each target's latest run only; by
     default `df`'s. `advice`: {shape: the advisor's
     table} (results/advice/<shape>.csv), for the "beyond the post" section."""
-    from experiments.analysis.summaries import best_vs_xla as best_table
+    from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla as best_table
 
     env, trans = environment(lang)
     gettext = trans.gettext

@@ -4,8 +4,8 @@ import dataclasses
 
 import pandas as pd
 
-from experiments.analysis.summaries import best_vs_xla, default_limit, fidelity, post_configs
-from experiments.core.units import MiB
+from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla, default_limit, fidelity, post_configs
+from tpu_matmul_repro.experiments.core.units import MiB
 
 POST_BEST = {"float32": (512, 512, 512), "bfloat16": (512, 1024, 1024)}  # the post's stated winners
 

@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from experiments.core.i18n import N_
-from report.tables import VERDICT_NAMES, toolchain_name
+from tpu_matmul_repro.experiments.core.i18n import N_
+from tpu_matmul_repro.report.tables import VERDICT_NAMES, toolchain_name
 
 # The out-of-sample score the abstract quotes: each of the post's figures predicted by a fit that
 # never saw it (experiments/analysis/validation.py), over every point both sides completed.
@@ -57,8 +57,8 @@ def best_at(best: pd.DataFrame | None, target: str = "v5e") -> list[dict]:
 
 def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> list[dict]:
     """One row per claim under the pipeline's compiler, with the verdict of the others beside it."""
-    from experiments.analysis.claims import CLAIMS, reason_text
-    from report.tables import _text
+    from tpu_matmul_repro.experiments.analysis.claims import CLAIMS, reason_text
+    from tpu_matmul_repro.report.tables import _text
 
     if claims is None or claims.empty or "claim_id" not in claims:
         return []

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 from PIL import Image
 
-from experiments.core.i18n import N_, translate
-from figures.catalog import describe
-from figures.cite import (
+from tpu_matmul_repro.experiments.core.i18n import N_, translate
+from tpu_matmul_repro.figures.catalog import describe
+from tpu_matmul_repro.figures.cite import (
     CITATION_FILE,
     RESULTS_LICENCE,
     RESULTS_LICENCE_URL,
@@ -21,8 +21,8 @@ from figures.cite import (
     credit,
     post_attribution,
 )
-from figures.labels import join, source_names
-from figures.specs import FORMATS, LANGUAGES, stem
+from tpu_matmul_repro.figures.labels import join, source_names
+from tpu_matmul_repro.figures.specs import FORMATS, LANGUAGES, stem
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),
@@ -103,7 +103,7 @@ def cite_text(name: str, title: str, commit: str, lang: str) -> str:
 
 def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
     """One gallery page: a card per figure, numbered and ordered as the report numbers them."""
-    from report.build import report_order
+    from tpu_matmul_repro.report.build import report_order
 
     t = {key: translate(lang, message) for key, message in TEXT.items() if key not in ("intro", "shows")}
     t |= OTHER[lang] | NAMES
@@ -162,8 +162,8 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
 def pages(df: pd.DataFrame, figures: dict, directory) -> dict[str, str]:
     """{file name: HTML} for every language's gallery page of the figures in `directory`; the CJK font
     is embedded as a subset (as in the report), so the Chinese page reads right offline, anywhere."""
-    from figures.style import cjk_font_path
-    from report.build import embed_cjk_font
+    from tpu_matmul_repro.figures.style import cjk_font_path
+    from tpu_matmul_repro.report.build import embed_cjk_font
 
     return {("index.html" if lang == "en" else f"index.{lang}.html"):
             embed_cjk_font(page(df, figures, lang, directory), cjk_font_path()) for lang in LANGUAGES}

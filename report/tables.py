@@ -1,11 +1,11 @@
 """Small tables for the report, built from the tidy table (cells are strings, ready to print)."""
 import pandas as pd
 
-from experiments.analysis.summaries import default_limit
-from experiments.core.i18n import N_
-from experiments.core.schema import CONFIG
-from experiments.core.units import MiB, flops, tflops
-from figures.plots import config_label, experiment_rows
+from tpu_matmul_repro.experiments.analysis.summaries import default_limit
+from tpu_matmul_repro.experiments.core.i18n import N_
+from tpu_matmul_repro.experiments.core.schema import CONFIG
+from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
+from tpu_matmul_repro.figures.plots import config_label, experiment_rows
 
 
 def flagged_row(row) -> bool:
@@ -208,7 +208,7 @@ def _text(value) -> str:
 def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
     import json
 
-    from experiments.analysis.claims import CLAIMS, SOURCES, reason_text
+    from tpu_matmul_repro.experiments.analysis.claims import CLAIMS, SOURCES, reason_text
 
     rows = []
     for r in claims.itertuples():
@@ -222,7 +222,7 @@ def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
 
 
 def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
-    from experiments.analysis.validation import headline
+    from tpu_matmul_repro.experiments.analysis.validation import headline
 
     rows = []
     for key, h in headline(fidelity).items():
@@ -265,8 +265,8 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
     Each part is read from its CSV when given, else computed from the table; a table that cannot support
     a fit (too few published points) yields no fidelity or constants, said so in the report.
     """
-    from experiments.analysis import claims as claims_module
-    from experiments.analysis import model_columns, timing_model, validation
+    from tpu_matmul_repro.experiments.analysis import claims as claims_module
+    from tpu_matmul_repro.experiments.analysis import model_columns, timing_model, validation
 
     if claims is None:
         claims = claims_module.claims_table(df)

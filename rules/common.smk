@@ -6,12 +6,12 @@ import re
 from pathlib import Path
 
 
-from experiments.core import codec
-from experiments.measure import device as measure_device
-from experiments.plan.code_inputs import code_digest
-from experiments.plan.config import ConfigError, checked
-from experiments.plan.jobs import expected_work
-from experiments.plan.plan import make_plan
+from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.measure import device as measure_device
+from tpu_matmul_repro.experiments.plan.code_inputs import code_digest
+from tpu_matmul_repro.experiments.plan.config import ConfigError, checked
+from tpu_matmul_repro.experiments.plan.jobs import expected_work
+from tpu_matmul_repro.experiments.plan.plan import make_plan
 
 REPO = Path(workflow.basedir)
 
@@ -85,8 +85,8 @@ def study_outputs(target):
     ]
 
 
-from experiments.plan.studies import load as load_studies
-from figures.specs import FORMATS as FIGURE_FORMATS, LANGUAGES, figure_specs, stem
+from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+from tpu_matmul_repro.figures.specs import FORMATS as FIGURE_FORMATS, LANGUAGES, figure_specs, stem
 
 # the run's studies add the figures a config yields of their kinds (their specs.py; no drawing code)
 load_studies(config["studies"], modules=("specs",))
@@ -165,7 +165,7 @@ wildcard_constraints:
 
 # Toolchains (experiments/plan/toolchains.py): the pipeline's own runs PLAN.study above; the others
 # run in environments of their own (rules/toolchains.smk).
-from experiments.plan import toolchains as toolchain_plan
+from tpu_matmul_repro.experiments.plan import toolchains as toolchain_plan
 
 TOOLCHAINS = PLAN.toolchains
 TOOLCHAIN_JOBS = PLAN.toolchain_jobs

@@ -1,15 +1,15 @@
 """Snakemake script: the advisor's ranked table and figure for one shape, on the config's targets."""
 from pathlib import Path
 
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 import pandas as pd
 
-from advise.cli import advice, compiler_for
-from advise.figure import draw
-from advise.request import checked
-from experiments.core import codec
-from experiments.core.runtime import logged
-from experiments.core.tables import write_csv_atomic
+from tpu_matmul_repro.advise.cli import advice, compiler_for
+from tpu_matmul_repro.advise.figure import draw
+from tpu_matmul_repro.advise.request import checked
+from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 
 with logged(snakemake.log[0]) as log:
     wanted = codec.decode(snakemake.params.request)

@@ -1,13 +1,18 @@
 """Snakemake script: the tidy table results/matmul.parquet."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 import pandas as pd
 
-from experiments.analysis import model_columns
-from experiments.analysis.aggregate import check_unique, combine, load_measured, load_published
-from experiments.analysis.runs import ROW_GROUP_ROWS
-from experiments.core.runtime import logged
-from experiments.core.tables import write_parquet_atomic
-from experiments.plan.toolchains import primary, served
+from tpu_matmul_repro.experiments.analysis import model_columns
+from tpu_matmul_repro.experiments.analysis.aggregate import (
+    check_unique,
+    combine,
+    load_measured,
+    load_published,
+)
+from tpu_matmul_repro.experiments.analysis.runs import ROW_GROUP_ROWS
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
+from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
 with logged(snakemake.log[0]) as log:
     estimates = [pd.read_parquet(p) for p in snakemake.input.estimates]

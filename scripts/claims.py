@@ -1,13 +1,13 @@
 """Snakemake script: every claim of the post checked against this run's table (results/claims.csv)."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 import pandas as pd
 
-from experiments.analysis.claims import FEASIBILITY_CLAIMS, claims_table
-from experiments.analysis.runs import read_results
-from experiments.analysis.toolchains import primary_rows, toolchains_of
-from experiments.core.runtime import logged
-from experiments.core.tables import write_csv_atomic
-from experiments.plan.toolchains import primary, served
+from tpu_matmul_repro.experiments.analysis.claims import FEASIBILITY_CLAIMS, claims_table
+from tpu_matmul_repro.experiments.analysis.runs import read_results
+from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows, toolchains_of
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
 with logged(snakemake.log[0]) as log:
     df = read_results(snakemake.input[0])  # each target's latest measured run, no raw samples

@@ -1,10 +1,10 @@
 """Snakemake script: compile one (target, experiment, dtype) job of the TPU compile study."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from experiments.compile_study.study import run_job
-from experiments.core import codec
-from experiments.core.runtime import logged
-from experiments.core.tables import write_parquet_atomic
+from tpu_matmul_repro.experiments.compile_study.study import run_job
+from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
 
 with logged(snakemake.log[0]) as log:
     job = codec.decode(snakemake.params.job)

@@ -1,8 +1,8 @@
 """Snakemake script: concatenate parquet tables (same schema) into one."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from experiments.core.runtime import logged
-from experiments.core.tables import concat_parquet, write_parquet_atomic
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import concat_parquet, write_parquet_atomic
 
 with logged(snakemake.log[0]) as log:
     df = concat_parquet(snakemake.input)

@@ -1,15 +1,15 @@
 """Snakemake script: correctness rows of one kernel (all its dtypes, shapes, blocks and modes)."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from experiments.core.output_cache import reuse_or_make
-from experiments.core.runtime import logged, use_cpu_jax
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
+from tpu_matmul_repro.experiments.core.runtime import logged, use_cpu_jax
 
 
 def make(log) -> None:
     use_cpu_jax()
-    from experiments.core import codec
-    from experiments.core.tables import write_parquet_atomic
-    from experiments.correctness.interpret import run_correctness
+    from tpu_matmul_repro.experiments.core import codec
+    from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
+    from tpu_matmul_repro.experiments.correctness.interpret import run_correctness
 
     df = run_correctness(codec.decode(snakemake.params.cases), codec.decode(snakemake.params.tolerance),
                          num_cores=snakemake.params.num_cores)

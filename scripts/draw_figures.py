@@ -1,16 +1,16 @@
 """Snakemake script: every figure, in English and Chinese, as PNG, SVG and PDF (figures/batch.py)."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from experiments.core.output_cache import reuse_or_make
-from experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
+from tpu_matmul_repro.experiments.core.runtime import logged
 
 
 def make(log) -> None:
     from pathlib import Path
 
-    from experiments.core import codec
-    from experiments.plan.toolchains import primary, served
-    from figures.batch import render_all
+    from tpu_matmul_repro.experiments.core import codec
+    from tpu_matmul_repro.experiments.plan.toolchains import primary, served
+    from tpu_matmul_repro.figures.batch import render_all
 
     specs = codec.decode(snakemake.params.figures)
     paths = render_all(snakemake.input[0], specs, Path(snakemake.output[0]).parent,

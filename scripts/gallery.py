@@ -2,14 +2,14 @@
 citation files."""
 from pathlib import Path
 
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from experiments.analysis.runs import read_results
-from experiments.core import codec
-from experiments.core.runtime import logged
-from experiments.core.tables import write_text_atomic
-from experiments.plan.studies import load as load_studies
-from report.gallery import pages, results_files
+from tpu_matmul_repro.experiments.analysis.runs import read_results
+from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+from tpu_matmul_repro.report.gallery import pages, results_files
 
 with logged(snakemake.log[0]) as log:
     load_studies(snakemake.config["studies"])  # their kinds of figure (the catalog's captions)

@@ -1,8 +1,8 @@
 """Snakemake script: the report in one language (the wildcard `lang`), as HTML and PDF."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from experiments.core.output_cache import reuse_or_make
-from experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
+from tpu_matmul_repro.experiments.core.runtime import logged
 
 
 def read_csv(path):
@@ -20,13 +20,13 @@ def make(log) -> None:
 
     import pandas as pd
 
-    from experiments.analysis.runs import read_measured, read_results
-    from experiments.core import codec
-    from experiments.core.tables import write_text_atomic
-    from experiments.plan.studies import load as load_studies
-    from experiments.plan.toolchains import primary, served
-    from figures.style import cjk_font_path
-    from report.build import config_text, embed_cjk_font, render_pages, write_pdf
+    from tpu_matmul_repro.experiments.analysis.runs import read_measured, read_results
+    from tpu_matmul_repro.experiments.core import codec
+    from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+    from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+    from tpu_matmul_repro.experiments.plan.toolchains import primary, served
+    from tpu_matmul_repro.figures.style import cjk_font_path
+    from tpu_matmul_repro.report.build import config_text, embed_cjk_font, render_pages, write_pdf
 
     load_studies(snakemake.config["studies"])  # their report sections (report/sections.py)
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
@@ -53,7 +53,7 @@ def make(log) -> None:
 
 
 with logged(snakemake.log[0]) as log:
-    from experiments.core.provenance import build_date
+    from tpu_matmul_repro.experiments.core.provenance import build_date
 
     # the same table, figures, summaries and date typeset the same report
     reuse_or_make(snakemake, lambda: make(log), log, extra={"date": build_date().isoformat()})

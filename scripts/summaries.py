@@ -1,15 +1,15 @@
 """Snakemake script: the timing model's fidelity to the post (cross-validated), its constants, and
 the best Pallas configuration against XLA."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 import pandas as pd
 
-from experiments.analysis import model_columns, timing_model, validation
-from experiments.analysis.runs import read_results
-from experiments.analysis.summaries import best_vs_xla
-from experiments.analysis.toolchains import primary_rows
-from experiments.core.runtime import logged
-from experiments.core.tables import write_csv_atomic
-from experiments.plan.toolchains import primary, served
+from tpu_matmul_repro.experiments.analysis import model_columns, timing_model, validation
+from tpu_matmul_repro.experiments.analysis.runs import read_results
+from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla
+from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
 with logged(snakemake.log[0]) as log:
     # each target's estimates from its own compiler (results/then_and_now.csv compares the toolchains)

@@ -3,11 +3,11 @@
 A toolchain that cannot be installed does not stop the run: the marker records the failure, the
 toolchain's jobs turn it into toolchain_error rows, and the report says why its results are missing.
 """
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from experiments.compile_study.toolchain_jobs import environment_marker
-from experiments.core import codec
-from experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.compile_study.toolchain_jobs import environment_marker
+from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.runtime import logged
 
 with logged(snakemake.log[0]) as log:
     environment_marker(codec.decode(snakemake.params.toolchain), snakemake.params.path, snakemake.output[0],

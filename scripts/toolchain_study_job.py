@@ -1,11 +1,11 @@
 """Snakemake script: a toolchain's compile jobs for one target, compiled in the toolchain's
 environment with shared compile workers."""
-import _repo  # noqa: F401  (puts the repository root on sys.path)
+import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from experiments.compile_study.toolchain_jobs import run_toolchain_jobs
-from experiments.core import codec
-from experiments.core.runtime import logged
-from experiments.core.tables import write_parquet_atomic
+from tpu_matmul_repro.experiments.compile_study.toolchain_jobs import run_toolchain_jobs
+from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
 
 with logged(snakemake.log[0]) as log:
     jobs, toolchain = codec.decode(snakemake.params.jobs), codec.decode(snakemake.params.toolchain)

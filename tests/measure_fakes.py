@@ -4,7 +4,7 @@ one marked configuration (k = 384), XLA's real matmul for the rest."""
 import os
 import time
 
-from experiments.measure import harness
+from tpu_matmul_repro.experiments.measure import harness
 
 MARKED_K = 384
 

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from test_timing_model import TRUE
 
-from advise import candidates, cli, request, search, table
-from advise.model import Model
-from experiments.analysis import intervals
+from tpu_matmul_repro.advise import candidates, cli, request, search, table
+from tpu_matmul_repro.advise.model import Model
+from tpu_matmul_repro.experiments.analysis import intervals
 
 BAND = intervals.Band({0.8: math.log(1.15), 0.95: math.log(1.23)}, 61)
 MODEL = Model(TRUE, BAND, "test constants")
@@ -86,7 +86,7 @@ def test_the_advice_overlay_is_a_valid_config():
 
     import yaml
 
-    from experiments.plan.config import checked, load_yaml
+    from tpu_matmul_repro.experiments.plan.config import checked, load_yaml
 
     root = Path(__file__).resolve().parent.parent
     config = load_yaml(root / "config" / "config.yaml")
@@ -100,8 +100,8 @@ def test_the_advice_overlay_is_a_valid_config():
 def test_the_model_is_read_from_a_pipeline_run_and_cached_by_its_inputs(tmp_path, monkeypatch):
     import dataclasses
 
-    from advise import model as advisor_model
-    from experiments.analysis import timing_model as tm
+    from tpu_matmul_repro.advise import model as advisor_model
+    from tpu_matmul_repro.experiments.analysis import timing_model as tm
 
     results = tmp_path / "results"
     results.mkdir()

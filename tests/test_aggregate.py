@@ -5,10 +5,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.analysis.aggregate import attach_baseline, check_unique, combine, load_published
-from experiments.analysis.summaries import best_vs_xla, fidelity
-from experiments.core.schema import KEY
-from experiments.core.schema import frame as to_frame
+from tpu_matmul_repro.experiments.analysis.aggregate import (
+    attach_baseline,
+    check_unique,
+    combine,
+    load_published,
+)
+from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla, fidelity
+from tpu_matmul_repro.experiments.core.schema import KEY
+from tpu_matmul_repro.experiments.core.schema import frame as to_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
@@ -106,7 +111,7 @@ def measured(size, samples, label="vm1", timestamp="2026-11-30T10:00:00+00:00", 
 
 
 def test_measured_rows_carry_their_ratio_to_the_estimate(estimates):
-    from experiments.measure.statistics import derive
+    from tpu_matmul_repro.experiments.measure.statistics import derive
 
     rows = derive(to_frame([measured(2048, [2e-4, 2.5e-4, 3e-4, 3e-4, 4e-4])], VERSIONS))
     est_seconds = 2 * 2048**3 / 90e12  # the fixture's estimate: 90 TFLOP/s (seconds derived below)
@@ -120,7 +125,7 @@ def test_measured_rows_carry_their_ratio_to_the_estimate(estimates):
 
 
 def test_figures_draw_each_targets_latest_run_only():
-    from experiments.analysis.runs import latest_runs
+    from tpu_matmul_repro.experiments.analysis.runs import latest_runs
 
     rows = to_frame([measured(1024, [1e-3] * 5, "old", "2026-01-01T00:00:00+00:00"),
                      measured(1024, [1e-3] * 5, "new", "2026-06-01T00:00:00+00:00"),
@@ -133,9 +138,9 @@ def test_figures_draw_each_targets_latest_run_only():
 def test_stages_after_the_aggregate_read_the_latest_runs_without_samples(estimates, tmp_path):
     """read_results: every estimate, each target's latest measured run, no raw samples; read_measured:
     every measured row, the columns the report shows."""
-    from experiments.analysis.runs import read_measured, read_results
-    from experiments.core.schema import SAMPLE_COLUMNS
-    from experiments.measure.statistics import derive
+    from tpu_matmul_repro.experiments.analysis.runs import read_measured, read_results
+    from tpu_matmul_repro.experiments.core.schema import SAMPLE_COLUMNS
+    from tpu_matmul_repro.experiments.measure.statistics import derive
 
     runs = [measured(size, [1e-3] * 5, f"day{d}", f"2026-01-{d + 1:02d}T00:00:00+00:00")
             for d in range(5) for size in (1024, 2048)]

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from experiments.compile_study import cache as compile_cache
-from experiments.core import output_cache
-from experiments.core.cache_dirs import CACHE_VARIABLE
+from tpu_matmul_repro.experiments.compile_study import cache as compile_cache
+from tpu_matmul_repro.experiments.core import output_cache
+from tpu_matmul_repro.experiments.core.cache_dirs import CACHE_VARIABLE
 
 
 def test_the_variable_names_the_compile_cache_and_holds_the_output_cache(monkeypatch, tmp_path):

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.core.schema import DataError, check_measured, frame
+from tpu_matmul_repro.experiments.core.schema import DataError, check_measured, frame
 
 VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
 
@@ -112,7 +112,7 @@ def test_large_files_are_checked_in_bulk(tmp_path):
 
 def test_the_same_rows_in_two_files_are_refused_naming_both(tmp_path):
     """issue 29: one file under two names raised a traceback in the aggregate, which deleted the table."""
-    from experiments.core.schema import check_unique_files
+    from tpu_matmul_repro.experiments.core.schema import check_unique_files
 
     first = write(measured_rows(), tmp_path, "a.parquet")
     second = write(measured_rows(), tmp_path, "b.parquet")
@@ -126,7 +126,7 @@ def test_the_same_rows_in_two_files_are_refused_naming_both(tmp_path):
 def test_every_number_a_measured_row_carries_has_a_range_in_the_check():
     """A column added to the registry (COLUMN_SPECS) that measured rows fill cannot pass the gate
     unchecked: its kind is checked from the registry, its range must be one of check_measured's."""
-    from experiments.core import schema
+    from tpu_matmul_repro.experiments.core import schema
 
     carried = [c for c in schema.COLUMN_SPECS if "measured" in c.sources and c.name not in schema.DERIVED]
     assert {c.name for c in carried if c.kind in ("int", "dim")} <= {*schema._INTEGER, *schema._COUNTS}

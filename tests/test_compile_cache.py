@@ -6,8 +6,8 @@ import multiprocessing
 
 import pytest
 
-from experiments.compile_study.cache import CompileCache
-from experiments.core.cases import Case
+from tpu_matmul_repro.experiments.compile_study.cache import CompileCache
+from tpu_matmul_repro.experiments.core.cases import Case
 
 CASE = Case("v5", "bfloat16", 2048, 2048, 2048, 512, 1024, 1024)
 # A sound result: est_cycles above what v5e's peak allows for 2048^3 in bf16 (about 131k cycles)
@@ -51,7 +51,7 @@ def test_an_entry_that_cannot_be_right_is_recomputed(tmp_path, change, why, capl
     assert c.get(CASE, None) is None
     c.put(CASE, None, SOUND)
     assert c.get(CASE, None) == SOUND
-    from experiments.compile_study.cache import problem
+    from tpu_matmul_repro.experiments.compile_study.cache import problem
 
     assert problem(SOUND | change, CASE, "v5e").startswith(why)
 

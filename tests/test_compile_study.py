@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.compile_study import cache, compiler_output, extrapolate
-from experiments.compile_study.study import Job, job_versions, run_job, run_jobs
-from experiments.compile_study.tpu_compile import Compiler
-from experiments.core.cases import Case
-from experiments.core.chips import MiB, chip
-from experiments.core.schema import ESTIMATE_STATUSES
+from tpu_matmul_repro.experiments.compile_study import cache, compiler_output, extrapolate
+from tpu_matmul_repro.experiments.compile_study.study import Job, job_versions, run_job, run_jobs
+from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import MiB, chip
+from tpu_matmul_repro.experiments.core.schema import ESTIMATE_STATUSES
 
 # the module's compile workers (v5e, v5e_profiler) started once: every test of this file on one worker
 pytestmark = pytest.mark.xdist_group("compile_study")
@@ -298,7 +298,7 @@ def test_run_jobs_shares_its_compile_workers_and_gives_each_job_s_rows(monkeypat
     started, popen = [], subprocess.Popen
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **kw: started.append(a) or popen(*a, **kw))
     together = run_jobs(jobs)
-    workers = [a for a in started if "experiments.compile_study.worker" in a[0]]
+    workers = [a for a in started if "tpu_matmul_repro.experiments.compile_study.worker" in a[0]]
     assert len(workers) == 1  # the plain worker only: XLA needs no profile
     monkeypatch.setattr(subprocess, "Popen", popen)
     apart = pd.concat([run_job(job) for job in jobs], ignore_index=True)
@@ -328,7 +328,7 @@ def _oom_row(case: Case, vmem_bytes=20 * MiB) -> tuple[Case, dict]:
 
 
 def test_dominated_result_needs_the_same_bk_no_smaller_bm_and_bn_and_the_same_single_steps():
-    from experiments.compile_study.study import dominated_result
+    from tpu_matmul_repro.experiments.compile_study.study import dominated_result
 
     small = Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024)
     split = Case("v2", "bfloat16", 4096, 4096, 4096, 1024, 4096, 1024)
@@ -358,7 +358,7 @@ def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_on
     order; the post's own configurations are always compiled. The derived verdicts against compiles
     (compile_study.skip_dominated: false; a small grid's verdict against the full size's is checked
     above): out of VMEM. A job that does not ask (the release history's) compiles every one."""
-    from experiments.compile_study import tpu_compile
+    from tpu_matmul_repro.experiments.compile_study import tpu_compile
 
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
     compiled = []
@@ -400,7 +400,7 @@ def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominate
     """A searched configuration whose blocks alone exceed the core's VMEM keeps its block_bound row (with
     the lower bound) even when a smaller one of the same bk ran out of VMEM. The smaller one's compile is
     faked: only the order of the two rules is under test."""
-    from experiments.compile_study import tpu_compile
+    from tpu_matmul_repro.experiments.compile_study import tpu_compile
 
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", "off")
 
@@ -421,8 +421,8 @@ def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
     editing a kernel, the compile worker or a compiler-output parser misses."""
     import shutil
 
-    from experiments.compile_study.cache import compile_code_digest
-    from experiments.plan.code_inputs import ROOT
+    from tpu_matmul_repro.experiments.compile_study.cache import compile_code_digest
+    from tpu_matmul_repro.experiments.plan.code_inputs import ROOT
 
     root = tmp_path / "repo"
     for package in ("kernels", "experiments"):
@@ -455,7 +455,7 @@ def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
 def test_an_error_keeps_no_source_line_of_the_kernel():
     """The compiler quotes the pallas_call's source line; it moves with any edit above it (which the
     compile cache's key ignores), so rows and cached entries keep the file but not the line."""
-    from experiments.compile_study.compiler_output import readable_error
+    from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
 
     quoted = ('metadata={op_name="jit(_matmul_v2)/pallas_call" source_file="kernels/v2_parallel.py" '
               'source_line=40}. Scoped allocation with size 36.00M and limit 16.00M exceeded')

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from experiments.plan import config as experiment_config
-from experiments.plan import jobs as plan_jobs
-from experiments.plan import plan
+from tpu_matmul_repro.experiments.plan import config as experiment_config
+from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
+from tpu_matmul_repro.experiments.plan import plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -109,7 +109,7 @@ def test_study_errors_name_the_right_key(config, path, value, message):
 
 
 def test_schema_kernel_enums_come_from_the_kernel_registry():
-    from kernels import REGISTRY
+    from tpu_matmul_repro.kernels import REGISTRY
 
     defs = experiment_config.schema()["$defs"]
     assert defs["kernel"]["enum"] == list(REGISTRY) == ["v1", "v2", "v3", "v5", "xla"]
@@ -131,9 +131,9 @@ def test_defaults_come_from_the_schema(config):
 
 
 def test_one_plan_for_the_workflow_and_the_tests(config):
-    from experiments.core import codec
-    from experiments.measure.device import Device
-    from experiments.plan.plan import make_plan
+    from tpu_matmul_repro.experiments.core import codec
+    from tpu_matmul_repro.experiments.measure.device import Device
+    from tpu_matmul_repro.experiments.plan.plan import make_plan
 
     plan = make_plan(config, device=Device("cpu", "cpu", "cpu", 1), label="t")
     assert plan.targets == ["v5e", "v6e"]
@@ -149,8 +149,8 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
 def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config):
     """The baseline's per-dtype jobs are merged (plan/config.merge_baseline_jobs): one Snakemake job per
     target, its cases those of the per-dtype jobs in the config's dtype order; the other jobs unchanged."""
-    from experiments.plan.jobs import merge_baseline_jobs, study_jobs, study_parts
-    from experiments.plan.plan import make_plan
+    from tpu_matmul_repro.experiments.plan.jobs import merge_baseline_jobs, study_jobs, study_parts
+    from tpu_matmul_repro.experiments.plan.plan import make_plan
 
     parts = study_parts(study_jobs(config), config["compile_study"]["search_jobs"])
     merged = merge_baseline_jobs(parts)
@@ -169,10 +169,10 @@ def test_block_search_runs_only_where_its_config_says(config):
     Snakemake merges a --configfile, searches everywhere. The figures follow the plan."""
     from snakemake.utils import update_config
 
-    from experiments.compile_study.study import searched as is_searched
-    from experiments.plan.config import with_defaults
-    from experiments.plan.jobs import study_jobs
-    from figures.specs import figure_specs
+    from tpu_matmul_repro.experiments.compile_study.study import searched as is_searched
+    from tpu_matmul_repro.experiments.plan.config import with_defaults
+    from tpu_matmul_repro.experiments.plan.jobs import study_jobs
+    from tpu_matmul_repro.figures.specs import figure_specs
 
     def searched(jobs):
         return {key for key, job in jobs.items() if any(is_searched(c, job) for c in job.cases)}
@@ -224,8 +224,8 @@ def test_block_searches_split_by_bk(config):
     exactly the job's cases, in its order, each bk in one part only (a block shape's sizes share small
     grids, and a shape is dominated only by one of the same bk); the post's own configurations keep
     their raised-limit retries; experiments without a search stay one job."""
-    from experiments.compile_study.study import searched
-    from experiments.plan.jobs import study_jobs, study_parts
+    from tpu_matmul_repro.experiments.compile_study.study import searched
+    from tpu_matmul_repro.experiments.plan.jobs import study_jobs, study_parts
 
     jobs = study_jobs(config)
     for parts in (1, 2, 3, 8):
@@ -248,7 +248,7 @@ def test_block_searches_split_by_bk(config):
 
 
 def test_skip_dominated_reaches_every_compile_job(config):
-    from experiments.plan.jobs import study_jobs
+    from tpu_matmul_repro.experiments.plan.jobs import study_jobs
 
     assert all(job.skip_dominated for job in study_jobs(plan.validate(config)).values())
     config["compile_study"]["skip_dominated"] = False

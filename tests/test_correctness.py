@@ -5,10 +5,10 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from experiments.core.cases import Case
-from experiments.correctness.interpret import check_case, run_correctness
-from kernels.v3_block import matmul_v3_block_kernel
-from kernels.v5_accumulator import matmul_v5_kernel
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.correctness.interpret import check_case, run_correctness
+from tpu_matmul_repro.kernels.v3_block import matmul_v3_block_kernel
+from tpu_matmul_repro.kernels.v5_accumulator import matmul_v5_kernel
 
 CASE = Case("v3", "float32", 256, 512, 384, 128, 128, 128)
 

@@ -5,10 +5,10 @@ import warnings
 import pandas as pd
 import pytest
 
-from experiments.plan.studies import load as load_studies
-from figures import plots
-from figures.catalog import CATALOG, describe, render
-from figures.specs import STUDY_SPECS, figure_specs, stem
+from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+from tpu_matmul_repro.figures import plots
+from tpu_matmul_repro.figures.catalog import CATALOG, describe, render
+from tpu_matmul_repro.figures.specs import STUDY_SPECS, figure_specs, stem
 
 load_studies(["then_and_now"])  # the default config's study: its kind of figure
 CONFIG = {"targets": ["v5e"], "compile_study": {"experiments": {
@@ -18,7 +18,7 @@ CONFIG = {"targets": ["v5e"], "compile_study": {"experiments": {
 
 
 def test_a_study_s_figure_comes_with_its_config_and_draws_every_toolchain():
-    from studies.then_and_now.specs import figure_specs as study_specs
+    from tpu_matmul_repro.studies.then_and_now.specs import figure_specs as study_specs
 
     toolchains = {"toolchains": {"current": {"pipeline": True},
                                  "post": {"pins": {"jax": "0.4.36"}, "runs": "published"}}}
@@ -91,8 +91,8 @@ def test_two_renders_are_byte_identical(table, drawn, tmp_path):
 def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table, tmp_path):
     """figures/batch.py: the figures job draws in as many processes as it has threads; the files do not
     depend on how many, nor on which figures shared a process."""
-    from figures import batch
-    from figures.batch import render_all
+    from tpu_matmul_repro.figures import batch
+    from tpu_matmul_repro.figures.batch import render_all
 
     core = set(CATALOG) - set(STUDY_SPECS)  # a study's kinds are drawn after experiment
     assert set(batch.SLOWEST_FIRST) == core  # every kind of the core has its place in the drawing order
@@ -120,8 +120,8 @@ def test_the_post_s_five_blocks_with_xla_keep_the_layout(tmp_path):
     went to two columns there)."""
     from conftest import VERSIONS, row
 
-    from experiments.analysis.aggregate import combine
-    from experiments.core.schema import frame
+    from tpu_matmul_repro.experiments.analysis.aggregate import combine
+    from tpu_matmul_repro.experiments.core.schema import frame
 
     blocks = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (512, 1024, 1024), (1024, 1024, 1024)]
     rows = [row("v5", "v5", "bfloat16", size, b, tflops=size / 50) for size in (1024, 2048) for b in blocks]
@@ -146,7 +146,7 @@ def test_missing_glyph_is_detected(tmp_path):
     # The check itself can fail: the Latin font alone cannot draw Chinese.
     import matplotlib.pyplot as plt
 
-    from figures.style import use_style
+    from tpu_matmul_repro.figures.style import use_style
 
     use_style("en")
     fig, ax = plt.subplots()
@@ -203,7 +203,7 @@ def svg_metadata(path) -> dict:
 def test_every_file_embeds_its_provenance(table, drawn, name):
     from PIL import Image
 
-    from figures.cite import citation
+    from tpu_matmul_repro.figures.cite import citation
 
     kind, args = SPECS[name]
     paths = drawn(name)
@@ -243,7 +243,7 @@ def test_repository_url_is_embedded_once_citation_names_it(table, tmp_path, monk
 
     from PIL import Image
 
-    from figures import catalog, cite
+    from tpu_matmul_repro.figures import catalog, cite
 
     named = dataclasses.replace(cite.citation(), repository="https://example.org/tpu-matmul-repro")
     monkeypatch.setattr(catalog, "citation", lambda: named)
@@ -281,7 +281,7 @@ def test_estimates_only_figure_says_estimated(table, tmp_path):
 def test_published_points_that_coincide_are_spread():
     import pandas as pd
 
-    from figures.plots import dodge
+    from tpu_matmul_repro.figures.plots import dodge
 
     points = pd.DataFrame({"m": [1024, 1024, 1024, 2048], "tflops": [50.0, 50.5, 90.0, 50.0],
                            "kernel": ["v3"] * 4, "bm": [128, 256, 512, 128], "bk": [128] * 4,
@@ -298,7 +298,7 @@ def test_published_points_that_coincide_are_spread():
 def test_gallery_lists_every_figure_offline(table, drawn):
     import re
 
-    from report.gallery import pages, results_files
+    from tpu_matmul_repro.report.gallery import pages, results_files
 
     specs = {n: SPECS[n] for n in ("v5_bfloat16_v5e", "vmem_v5e", "search_v5_bfloat16_v5e")}
     folder = {drawn(name)[0].parent for name in specs}.pop()  # where `drawn` drew them
@@ -329,12 +329,12 @@ def test_the_cut_down_cjk_font_has_every_character_the_figures_use(tmp_path, mon
     from fontTools.ttLib import TTFont
     from matplotlib import font_manager
 
-    from experiments.core.i18n import translations
-    from figures.catalog import CATALOG
-    from figures.labels import LABELS
-    from figures.style import cjk_figure_font
-    from studies.history.figure import TEXT as HISTORY_TEXT
-    from studies.then_and_now.figure import TEXT
+    from tpu_matmul_repro.experiments.core.i18n import translations
+    from tpu_matmul_repro.figures.catalog import CATALOG
+    from tpu_matmul_repro.figures.labels import LABELS
+    from tpu_matmul_repro.figures.style import cjk_figure_font
+    from tpu_matmul_repro.studies.history.figure import TEXT as HISTORY_TEXT
+    from tpu_matmul_repro.studies.then_and_now.figure import TEXT
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = cjk_figure_font()
@@ -358,8 +358,8 @@ def test_measured_rows_with_raw_samples_draw(table, tmp_path):
     draws XLA's rows of its dtype, still picks each row once."""
     import pandas as pd
 
-    from experiments.core.schema import conform, frame
-    from experiments.measure.statistics import derive
+    from tpu_matmul_repro.experiments.core.schema import conform, frame
+    from tpu_matmul_repro.experiments.measure.statistics import derive
 
     def measured(kernel, blocks, seconds):
         return dict(source="measured", target="v5e", device_kind="TPU v5 lite", experiment="v5",
@@ -395,7 +395,7 @@ def test_at_most_three_lines_of_notes_under_a_plot_and_all_of_them_in_the_captio
     and so the file's metadata, keeps every one."""
     import matplotlib.pyplot as plt
 
-    from figures import plots
+    from tpu_matmul_repro.figures import plots
 
     many = table.copy()
     v5 = many[(many.source == "estimate") & (many.kernel == "v5") & (many.m == 2048) & ~many.search]
@@ -418,7 +418,7 @@ def test_flagged_estimates_are_not_drawn_in_any_figure(table):
     """The same rule everywhere: an estimate flagged as falling with size is left out and said so."""
     import matplotlib.pyplot as plt
 
-    from figures import plots
+    from tpu_matmul_repro.figures import plots
 
     df = table.copy()
     df["estimate_nonmonotonic"] = ((df.source == "estimate") & (df.kernel == "xla") & (df.dtype == "bfloat16")
@@ -439,7 +439,7 @@ def test_flagged_estimates_are_not_drawn_in_any_figure(table):
 def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
     import matplotlib.pyplot as plt
 
-    from studies.then_and_now.figure import plot_then_and_now
+    from tpu_matmul_repro.studies.then_and_now.figure import plot_then_and_now
 
     df = table.copy()
     df.loc[df.source == "estimate", "toolchain"] = "current"

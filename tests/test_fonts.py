@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from figures.style import cjk_font_path
+from tpu_matmul_repro.figures.style import cjk_font_path
 
 # Characters whose Japanese and Simplified Chinese glyph forms differ (直, 骨, 边) and plain Chinese.
 TEXT = "简介：直 骨 边"
@@ -39,7 +39,7 @@ def system_cjk():
 
 @pytest.mark.slow  # renders a PDF
 def test_the_pdf_embeds_the_bundled_font_beside_a_system_cjk_font(system_cjk, tmp_path):
-    from report import build
+    from tpu_matmul_repro.report import build
 
     if not shutil.which("pdffonts"):
         pytest.skip("poppler-utils (pdffonts) not installed; .ci/run installs it")
@@ -62,7 +62,7 @@ def test_the_figures_find_the_bundled_font_beside_a_system_copy_of_it(system_cjk
     from fontTools.ttLib import TTCollection, TTFont
     from matplotlib import font_manager
 
-    from figures.style import CJK_FAMILY, cjk_figure_font, use_style
+    from tpu_matmul_repro.figures.style import CJK_FAMILY, cjk_figure_font, use_style
 
     path, _ = next(((p, f) for p, f in system_cjk if f == "Noto Sans CJK SC"), system_cjk[0])
     if path.endswith(".ttc"):  # the face of that family, as a file of its own (as Fedora ships it)

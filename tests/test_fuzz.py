@@ -18,11 +18,22 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from experiments.analysis import model_columns
-from experiments.analysis.aggregate import check_unique, combine, load_measured, load_published
-from experiments.core.schema import FLOAT_COLUMNS, MEASURED_REQUIRED, DataError, check_measured, frame
-from experiments.plan.config import ConfigError, checked
-from experiments.plan.plan import make_plan
+from tpu_matmul_repro.experiments.analysis import model_columns
+from tpu_matmul_repro.experiments.analysis.aggregate import (
+    check_unique,
+    combine,
+    load_measured,
+    load_published,
+)
+from tpu_matmul_repro.experiments.core.schema import (
+    FLOAT_COLUMNS,
+    MEASURED_REQUIRED,
+    DataError,
+    check_measured,
+    frame,
+)
+from tpu_matmul_repro.experiments.plan.config import ConfigError, checked
+from tpu_matmul_repro.experiments.plan.plan import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 _quiet = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

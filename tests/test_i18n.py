@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from experiments.core import i18n
-from figures.catalog import CATALOG
-from figures.labels import LABELS, SOURCE_NAMES, text
-from studies.history.figure import TEXT as HISTORY_TEXT
+from tpu_matmul_repro.experiments.core import i18n
+from tpu_matmul_repro.figures.catalog import CATALOG
+from tpu_matmul_repro.figures.labels import LABELS, SOURCE_NAMES, text
+from tpu_matmul_repro.studies.history.figure import TEXT as HISTORY_TEXT
 
 
 def key(message) -> tuple[str, str | None]:

@@ -5,9 +5,9 @@ import pandas as pd
 import pytest
 from test_timing_model import synthetic_table
 
-from experiments.analysis import claims, intervals, model_columns, validation
-from experiments.analysis import timing_model as tm
-from experiments.core.schema import INTERVAL_COLUMNS
+from tpu_matmul_repro.experiments.analysis import claims, intervals, model_columns, validation
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 
 # the module's fitted table (noisy) made once: every test of this file on one worker
 pytestmark = pytest.mark.xdist_group("intervals")

@@ -3,13 +3,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from experiments.core.inputs import random_operands
-from experiments.correctness.interpret import relative_error
-from kernels.v1_naive import matmul_v1
-from kernels.v2_parallel import matmul_v2
-from kernels.v3_block import matmul_v3
-from kernels.v5_accumulator import matmul_v5
-from kernels.xla_baseline import matmul_xla
+from tpu_matmul_repro.experiments.core.inputs import random_operands
+from tpu_matmul_repro.experiments.correctness.interpret import relative_error
+from tpu_matmul_repro.kernels.v1_naive import matmul_v1
+from tpu_matmul_repro.kernels.v2_parallel import matmul_v2
+from tpu_matmul_repro.kernels.v3_block import matmul_v3
+from tpu_matmul_repro.kernels.v5_accumulator import matmul_v5
+from tpu_matmul_repro.kernels.xla_baseline import matmul_xla
 
 M, K, N = 256, 512, 384
 
@@ -93,7 +93,7 @@ def test_bad_operands_raise_value_error():
 def test_the_declared_facts_are_the_registry_s():
     """kernels.DECLARED reads each SPEC's plain-data fields from the source without importing it: the
     same facts as the imported specs, for every kernel, and the same source files."""
-    import kernels
+    from tpu_matmul_repro import kernels
 
     assert list(kernels.DECLARED) == list(kernels.REGISTRY)
     for name, spec in kernels.REGISTRY.items():
@@ -104,11 +104,12 @@ def test_the_declared_facts_are_the_registry_s():
 def test_a_spec_field_that_is_not_plain_data_is_refused_naming_it(tmp_path, monkeypatch):
     """A SPEC field planning could not read (a call) stops with the file and the expression; a sum of
     tuples of imported names is read; a SPEC that would be read wrong without a word is refused."""
-    import kernels
+    from tpu_matmul_repro import kernels
 
     (tmp_path / "kernels").mkdir()
     module = tmp_path / "kernels" / "v9_new.py"
-    module.write_text("from kernels.checks import FLOAT_DTYPES\nfrom kernels.spec import BLOCKS, KernelSpec\n"
+    module.write_text("from tpu_matmul_repro.kernels.checks import FLOAT_DTYPES\n"
+                      "from tpu_matmul_repro.kernels.spec import BLOCKS, KernelSpec\n"
                       "def dtypes():\n    return FLOAT_DTYPES\n"
                       "SPEC = KernelSpec(name='v9', wrapper=None, dtypes=dtypes(), grid=BLOCKS, "
                       "description='new')\n")

@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 from measure_fakes import MARKED_K  # tests/ (a site-packages `tests` shadows the package name)
 
-from experiments.analysis.aggregate import check_unique, combine, load_measured
-from experiments.core.cases import Case
-from experiments.core.schema import frame as to_frame
-from experiments.measure import check, timers
-from experiments.measure import device as device_module
-from experiments.measure.device import (
+from tpu_matmul_repro.experiments.analysis.aggregate import check_unique, combine, load_measured
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.schema import frame as to_frame
+from tpu_matmul_repro.experiments.measure import check, timers
+from tpu_matmul_repro.experiments.measure import device as device_module
+from tpu_matmul_repro.experiments.measure.device import (
     Device,
     count_chips,
     detect,
@@ -26,7 +26,7 @@ from experiments.measure.device import (
     known_targets,
     target_for_device_kind,
 )
-from experiments.measure.harness import (
+from tpu_matmul_repro.experiments.measure.harness import (
     InProcess,
     MeasureJob,
     build,
@@ -36,10 +36,10 @@ from experiments.measure.harness import (
     run_measure_job,
     time_batched,
 )
-from experiments.measure.process import Worker, worker_env
-from experiments.measure.statistics import derive, summarize
-from experiments.plan.config import with_defaults
-from experiments.plan.jobs import measure_settings
+from tpu_matmul_repro.experiments.measure.process import Worker, worker_env
+from tpu_matmul_repro.experiments.measure.statistics import derive, summarize
+from tpu_matmul_repro.experiments.plan.config import with_defaults
+from tpu_matmul_repro.experiments.plan.jobs import measure_settings
 
 # the module's measurement (cpu_rows) made once: every test of this file on one worker
 pytestmark = pytest.mark.xdist_group("measure")
@@ -250,7 +250,7 @@ def test_probe_runs_jax_devices_in_a_child_process():
 
 def test_a_tpu_job_records_its_chip_and_retries_raised_limits():
     """The TPU job's bookkeeping, run on the CPU: chip figures, and raised limits after an OOM."""
-    from experiments.core.chips import CHIPS, MiB
+    from tpu_matmul_repro.experiments.core.chips import CHIPS, MiB
 
     v5e = Device("v5e", "tpu", "TPU v5 lite", 4)
     oom = Case("xla", "float32", 256, 256, 256)
@@ -474,7 +474,7 @@ def test_the_measuring_worker_gets_the_jobs_platform_not_the_parents(monkeypatch
 def test_compile_workers_use_only_the_cpu_even_when_the_parent_asks_for_a_tpu(monkeypatch):
     """On a TPU VM jax would open the TPU in every compile worker, had the worker's environment not
     pinned the CPU before its jax was imported (checked: set in the worker, jax stays on "tpu")."""
-    from experiments.compile_study.tpu_compile import Compiler
+    from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 
     monkeypatch.setenv("JAX_PLATFORMS", "tpu")
     with Compiler("v5e", timeout_s=300) as compiler:
@@ -539,7 +539,7 @@ def test_messages_arriving_together_are_all_read_without_waiting():
     import os
     import pickle
 
-    from experiments.measure.process import HEADER
+    from tpu_matmul_repro.experiments.measure.process import HEADER
 
     read_end, write_end = os.pipe()
     payload = b"".join(HEADER.pack(len(m)) + m for m in (pickle.dumps(("phase", "timing")),

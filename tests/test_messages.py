@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from experiments.core.runtime import logged
-from experiments.measure.device import measured_or_error
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.measure.device import measured_or_error
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,6 +57,7 @@ def test_an_interrupted_job_says_so_in_its_log_without_a_traceback(tmp_path):
 
 def test_a_script_interrupted_outside_its_log_exits_quietly():
     """Ctrl-C reaches every job's process: one interrupted while importing printed a traceback each."""
-    code = f"import sys; sys.path.insert(0, {str(ROOT / 'scripts')!r}); import _repo; raise KeyboardInterrupt"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    code = "import _job; raise KeyboardInterrupt"  # found as Snakemake finds it: in the script's folder
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "scripts", capture_output=True,
+                            text=True)
     assert result.returncode == 130 and result.stderr == ""

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from experiments.core import output_cache
-from experiments.core.cache_dirs import CACHE_VARIABLE
+from tpu_matmul_repro.experiments.core import output_cache
+from tpu_matmul_repro.experiments.core.cache_dirs import CACHE_VARIABLE
 
 LOG = logging.getLogger("test")
 

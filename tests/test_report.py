@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.plan.studies import load as load_studies
-from report import build, sections
+from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+from tpu_matmul_repro.report import build, sections
 
 load_studies(["then_and_now"])  # the default config's study: its section and first-page lines
 TARGETS = ["v5e"]
@@ -156,7 +156,7 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
 
 @pytest.mark.slow
 def test_statistics_name_their_file_and_no_rank_correlation_below_five_points(table):
-    from experiments.analysis import summaries
+    from tpu_matmul_repro.experiments.analysis import summaries
 
     html = render(table, "en", **result_files())
     model = html[html.index('<section id="timing-model">'):html.index('<section id="then-and-now">')]
@@ -181,7 +181,7 @@ def test_report_builds_from_partial_data(table, part):
 
 @pytest.mark.slow
 def test_pdf_embeds_the_cjk_font(table, tmp_path):
-    from figures.style import cjk_font_path
+    from tpu_matmul_repro.figures.style import cjk_font_path
 
     html = render(table, "zh", for_pdf=True)
     pdf = tmp_path / "report.zh.pdf"
@@ -199,7 +199,7 @@ def test_pdf_embeds_the_cjk_font(table, tmp_path):
 
 @pytest.mark.slow
 def test_embedded_font_covers_the_page(page):
-    from figures.style import cjk_font_path
+    from tpu_matmul_repro.figures.style import cjk_font_path
 
     html = build.embed_cjk_font(page("zh"), cjk_font_path())
     assert "@font-face" in html and "data:font/woff2;base64," in html
@@ -209,8 +209,8 @@ def test_embedded_font_covers_the_page(page):
 
 @pytest.mark.slow
 def test_figures_are_numbered_with_anchors_captions_and_a_cite_line(table, page):
-    from figures.catalog import describe
-    from figures.specs import spec_from_name
+    from tpu_matmul_repro.figures.catalog import describe
+    from tpu_matmul_repro.figures.specs import spec_from_name
 
     for lang in ("en", "zh"):
         html = page(lang)
@@ -259,8 +259,8 @@ def test_the_chip_of_the_post_is_sourced(page):
 def measured_runs(runs: int, sizes):
     """XLA measured at `sizes` in `runs` runs a day apart, as the aggregate leaves such rows; run d's
     samples are (1 + d / 10) * 100 us."""
-    from experiments.core.schema import conform, frame
-    from experiments.measure.statistics import derive
+    from tpu_matmul_repro.experiments.core.schema import conform, frame
+    from tpu_matmul_repro.experiments.measure.statistics import derive
 
     rows = [dict(source="measured", target="v5e", device_kind="TPU v5 lite", experiment="xla", kernel="xla",
                  dtype="bfloat16", m=s, k=s, n=s, status="ok", run_label=f"vm-day{d:02d}",
@@ -279,7 +279,7 @@ def measured_section(html: str) -> str:
 def test_many_runs_are_summarised_in_a_bounded_table(table, monkeypatch):
     """30 runs of 5 configurations: one table of at most MAX_TABLE_ROWS rows, each configuration's
     latest run with the number of runs and the median over them, and a sentence on what was left out."""
-    from report import tables
+    from tpu_matmul_repro.report import tables
 
     monkeypatch.setattr(tables, "MAX_TABLE_ROWS", 3)
     df = pd.concat([table, measured_runs(30, [256, 512, 768, 1024, 1280])], ignore_index=True)
@@ -307,7 +307,7 @@ def test_a_few_runs_keep_a_table_each(table):
 def test_the_readers_give_the_report_of_the_whole_table(table, tmp_path):
     """The report script reads each target's latest run (read_results) and every measured row's shown
     columns (read_measured): the same report as from the whole table in memory."""
-    from experiments.analysis.runs import read_measured, read_results
+    from tpu_matmul_repro.experiments.analysis.runs import read_measured, read_results
 
     df = pd.concat([table, measured_runs(6, [256, 512])], ignore_index=True)
     path = tmp_path / "matmul.parquet"
@@ -333,8 +333,8 @@ def test_each_table_prints_the_column_of_the_figure_beside_it(table):
     from the same table (flagged estimates: neither drawn nor printed)."""
     import matplotlib.pyplot as plt
 
-    from figures import plots
-    from report import tables
+    from tpu_matmul_repro.figures import plots
+    from tpu_matmul_repro.report import tables
 
     df = modelled_table(table)
     fig = plots.plot_experiment(df, "v5", "bfloat16", "v5e", "en")
@@ -355,7 +355,7 @@ def test_each_table_prints_the_column_of_the_figure_beside_it(table):
 
 
 def test_float32_gets_one_sentence_and_the_models_number():
-    from report.build import float32_note
+    from tpu_matmul_repro.report.build import float32_note
 
     best = [dict(target="v5e", dtype="float32", size=4096, estimator="model", fraction_of_xla=0.45)]
     constants = pd.DataFrame([dict(constant="float32_factor", value=2.32)])
@@ -394,8 +394,8 @@ def test_the_gallery_numbers_the_figures_as_the_report_does(table, tmp_path):
     """Figure N is the same figure in the report and in the gallery (issue 26)."""
     from PIL import Image, PngImagePlugin
 
-    from figures.specs import figure_specs
-    from report.gallery import page
+    from tpu_matmul_repro.figures.specs import figure_specs
+    from tpu_matmul_repro.report.gallery import page
 
     config = {"targets": ["v5e", "v6e"], "compile_study": {"experiments": {
         "v1": {"dtypes": ["float32"]},

@@ -6,8 +6,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from experiments.core.runtime import Progress, duration
-from experiments.core.tables import write_atomic, write_parquet_atomic
+from tpu_matmul_repro.experiments.core.runtime import Progress, duration
+from tpu_matmul_repro.experiments.core.tables import write_atomic, write_parquet_atomic
 
 
 def test_a_failed_write_leaves_the_previous_file_and_no_partial_one(tmp_path):
@@ -46,7 +46,7 @@ def test_the_report_date_is_reproducible(monkeypatch):
     """SOURCE_DATE_EPOCH when set, else the commit's time: never the clock of the day of the build."""
     import datetime
 
-    from experiments.core.provenance import build_date
+    from tpu_matmul_repro.experiments.core.provenance import build_date
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     assert build_date() == datetime.date(2023, 11, 14)
@@ -63,7 +63,7 @@ def test_the_job_log_keeps_what_worker_processes_append(tmp_path):
     import subprocess
     import sys
 
-    from experiments.core.runtime import logged
+    from tpu_matmul_repro.experiments.core.runtime import logged
 
     path = tmp_path / "job.log"
     path.write_text("a previous run's log\n")
@@ -85,7 +85,7 @@ def test_the_job_log_leaves_out_font_subsetting_chatter(tmp_path):
     the job's own INFO lines too."""
     import logging
 
-    from experiments.core.runtime import logged
+    from tpu_matmul_repro.experiments.core.runtime import logged
 
     path = tmp_path / "job.log"
     with logged(path) as log:

@@ -9,14 +9,14 @@ import pytest
 import yaml
 from test_timing_model import TRUE, VERSIONS, estimate_row, published_row, synthetic_table
 
-from experiments.analysis import model_columns
-from experiments.analysis import timing_model as tm
-from experiments.analysis.aggregate import combine
-from experiments.core.cases import Case
-from experiments.core.schema import frame as to_frame
-from experiments.core.traffic import hbm_bytes
-from experiments.plan import config as experiment_config
-from experiments.plan import jobs as plan_jobs
+from tpu_matmul_repro.experiments.analysis import model_columns
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.analysis.aggregate import combine
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.schema import frame as to_frame
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
+from tpu_matmul_repro.experiments.plan import config as experiment_config
+from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYER = (1024, 512, 2048)
@@ -90,7 +90,7 @@ def test_the_fit_recovers_known_constants_from_non_square_problems():
 
 @pytest.mark.compiler
 def test_a_non_square_problem_through_the_compile_study():
-    from experiments.compile_study.study import Job, run_job
+    from tpu_matmul_repro.experiments.compile_study.study import Job, run_job
 
     cases = (Case("v5", "bfloat16", 2048, 1024, 4096, 512, 512, 1024),
              Case("xla", "bfloat16", 2048, 1024, 4096))

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.measure.device import CACHE_VARIABLE
+from tpu_matmul_repro.experiments.measure.device import CACHE_VARIABLE
 
 # one cluster: every test of this file on the same worker
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]

@@ -1,25 +1,72 @@
 """The structure the layout promises, read from the code's own import statements (nothing is run):
-no import cycle among the project's modules, and no lower layer importing a higher one."""
+one installed package with no path setup, no import cycle among the project's modules, and no lower
+layer importing a higher one."""
 import ast
 import functools
 import re
+import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "tpu_matmul_repro"  # pyproject.toml: each top-level folder below is one of its sub-packages
 # Layers, lowest first: a module may import its own layer and those below it, never one above.
 LAYERS = {"kernels": 0, "experiments": 1, "figures": 2, "report": 3, "studies": 4, "advise": 4}
 
 
 @functools.cache
 def modules() -> dict[str, Path]:
+    """tpu_matmul_repro.<folder>.<module> -> its file, for every module of the six folders."""
     found = {}
     for package in LAYERS:
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
-            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+            found[".".join((PACKAGE, *(parts[:-1] if parts[-1] == "__init__" else parts)))] = path
     return found
+
+
+def layer(module: str) -> int:
+    return LAYERS[module.split(".")[1]]
+
+
+def tracked(*suffixes: str) -> list[Path]:
+    names = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [ROOT / n for n in names.split() if n.endswith(suffixes) and (ROOT / n).is_file()]
+
+
+def test_the_installed_package_is_the_tree():
+    """pyproject.toml lists every folder of the six with an __init__.py, and nothing else."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["package-dir"] == {PACKAGE: "."}
+    folders = {".".join((PACKAGE, *p.parent.relative_to(ROOT).parts))
+               for package in LAYERS for p in (ROOT / package).rglob("__init__.py")}
+    assert sorted(setuptools["packages"]) == sorted(folders)
+
+
+def test_no_path_setup_and_no_import_by_folder_name():
+    """The code imports the installed package, never a folder from the current directory, and nothing
+    edits sys.path. One exception, said where it is: a compile worker in another toolchain's Python
+    (which has not got the project installed) finds the package through PYTHONPATH."""
+    old_style = re.compile(rf"^\s*(?:from|import)\s+(?:{'|'.join(LAYERS)})(?:\.|\s|$)", re.M)
+    path_edit = re.compile(r"sys\.path\.(?:insert|append|extend)|sys\.path\s*[+]?=|\bPYTHONPATH\b")
+    allowed = {"experiments/compile_study/tpu_compile.py", "tests/test_measure.py",  # a fake build's folder
+               "tests/test_structure.py"}
+    files = tracked(".py", ".smk", "Snakefile")
+    assert len(files) > 100
+    by_folder = [str(p.relative_to(ROOT)) for p in files if old_style.search(p.read_text())]
+    assert by_folder == []
+    editing = [str(p.relative_to(ROOT)) for p in files
+               if path_edit.search(p.read_text()) and str(p.relative_to(ROOT)) not in allowed]
+    assert editing == []
+
+
+def test_the_import_graph_is_not_empty():
+    """The tests below read the graph: one that found no import would pass them all."""
+    graph = import_graph()
+    assert sum(len(v) for v in graph.values()) > 300
+    assert f"{PACKAGE}.experiments.core.schema" in graph[f"{PACKAGE}.experiments.analysis.aggregate"]
 
 
 @functools.cache
@@ -86,8 +133,8 @@ def test_no_import_cycle():
 
 @pytest.mark.parametrize("module", sorted(modules()))
 def test_no_module_imports_a_higher_layer(module):
-    own = LAYERS[module.split(".")[0]]
-    higher = sorted(m for m in import_graph()[module] if LAYERS[m.split(".")[0]] > own)
+    own = layer(module)
+    higher = sorted(m for m in import_graph()[module] if layer(m) > own)
     assert not higher, f"{module} (layer {own}) imports {higher}"
 
 
@@ -95,7 +142,7 @@ def test_the_core_reads_without_the_studies():
     """Nothing outside studies/ (the scripts and rules of the core included) names a study: the core
     meets one only by the names of the config's `studies` list (experiments/plan/studies.py), and the
     layer test above keeps it from importing one."""
-    from experiments.plan.config import study_names
+    from tpu_matmul_repro.experiments.plan.config import study_names
 
     names = study_names()
     assert "then_and_now" in names and "history" in names
@@ -107,7 +154,7 @@ def test_the_core_reads_without_the_studies():
 
 
 def test_every_column_is_declared_once_with_its_meaning():
-    from experiments.core.schema import COLUMN_SPECS, COLUMNS, SOURCES
+    from tpu_matmul_repro.experiments.core.schema import COLUMN_SPECS, COLUMNS, SOURCES
 
     assert len(COLUMNS) == len(set(COLUMNS))
     for column in COLUMN_SPECS:

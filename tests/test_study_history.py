@@ -12,14 +12,19 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.core.cases import Case
-from experiments.plan import config as experiment_config
-from experiments.plan import toolchains as toolchain_plan
-from studies.history import releases
-from studies.history.bisect import Answer, bisect
-from studies.history.probes import RELEASE_ENVIRONMENT, ReleaseCompiler, Settings, release_toolchain
-from studies.history.releases import Release
-from studies.history.run import run_history
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.plan import config as experiment_config
+from tpu_matmul_repro.experiments.plan import toolchains as toolchain_plan
+from tpu_matmul_repro.studies.history import releases
+from tpu_matmul_repro.studies.history.bisect import Answer, bisect
+from tpu_matmul_repro.studies.history.probes import (
+    RELEASE_ENVIRONMENT,
+    ReleaseCompiler,
+    Settings,
+    release_toolchain,
+)
+from tpu_matmul_repro.studies.history.releases import Release
+from tpu_matmul_repro.studies.history.run import run_history
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -204,8 +209,8 @@ def test_run_bisects_only_what_changed_and_compiles_each_pair_once():
 
 @pytest.mark.slow
 def test_figure_draws_probed_releases_only_in_both_languages(tmp_path):
-    from figures.style import save, use_style
-    from studies.history.figure import plot_history, provenance
+    from tpu_matmul_repro.figures.style import save, use_style
+    from tpu_matmul_repro.studies.history.figure import plot_history, provenance
 
     listed = releases.read(ROOT / "data" / "releases.csv")
     mib = 1 << 20
@@ -256,7 +261,7 @@ def test_history_is_opt_in(tmp_path):
 # --- an older libtpu than its jax: the Mosaic IR version -----------------------------------------
 
 def test_the_ir_version_libtpu_reads_is_taken_from_its_refusal():
-    from kernels import compat
+    from tpu_matmul_repro.kernels import compat
 
     message = ("XlaRuntimeError: INTERNAL: Failed to deserialize the Mosaic module: INTERNAL: Unsupported "
                "version: expected <= 7 but got 8\nat location: loc(unknown)")
@@ -267,7 +272,7 @@ def test_the_ir_version_libtpu_reads_is_taken_from_its_refusal():
 def test_a_refused_ir_version_is_compiled_again_at_the_readable_one(monkeypatch):
     from jax._src import tpu_custom_call
 
-    from experiments.compile_study import compiler_output, worker
+    from tpu_matmul_repro.experiments.compile_study import compiler_output, worker
 
     # jax's own choice off a TPU host: the newest version (None); monkeypatch restores jax's function
     monkeypatch.setattr(tpu_custom_call, "get_ir_version", lambda ctx: None)

@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.analysis import claims, model_columns, validation
-from experiments.analysis import timing_model as tm
-from experiments.analysis.aggregate import combine
-from experiments.core.cases import Case
-from experiments.core.chips import chip
-from experiments.core.schema import frame as to_frame
-from experiments.core.traffic import hbm_bytes
-from experiments.core.units import MiB, flops
+from tpu_matmul_repro.experiments.analysis import claims, model_columns, validation
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.analysis.aggregate import combine
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import chip
+from tpu_matmul_repro.experiments.core.schema import frame as to_frame
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
+from tpu_matmul_repro.experiments.core.units import MiB, flops
 
 VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
 TRUE = tm.Constants(profile_scale=0.85, bandwidth_fraction=0.8, step_cycles=150.0, call_seconds=1e-4,
@@ -205,7 +205,7 @@ def test_xla_estimate_that_falls_with_size_is_flagged(synthetic):
     assert left_out["scored, not fitted: XLA estimate flagged non-monotonic"] == 1
     assert not points[points.in_fit.eq(False)].empty and points.in_fit.sum() == len(points) - 1
     df["estimate_nonmonotonic"] = flags
-    from experiments.analysis.summaries import best_vs_xla
+    from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla
     best = best_vs_xla(df).set_index(["dtype", "size", "estimator"])
     assert best.loc[("float32", 8192, "compiler")].xla_flagged
     assert np.isnan(best.loc[("float32", 8192, "compiler")].fraction_of_xla)
@@ -272,7 +272,7 @@ def test_measured_run_refits_its_own_constants(synthetic):
 def test_the_posts_plots_draw_the_post_method_column(synthetic):
     import matplotlib.pyplot as plt
 
-    from figures import plots
+    from tpu_matmul_repro.figures import plots
 
     fig = plots.plot_experiment(synthetic, "v5", "bfloat16", "v5e", "en")
     dashed = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "--"]
@@ -297,8 +297,8 @@ def test_a_target_without_compiler_cycles_gets_labelled_model_only_estimates(syn
     the reason it has none."""
     import matplotlib.pyplot as plt
 
-    from experiments.analysis.summaries import MODEL_ONLY, best_vs_xla, estimate_methods
-    from figures import plots
+    from tpu_matmul_repro.experiments.analysis.summaries import MODEL_ONLY, best_vs_xla, estimate_methods
+    from tpu_matmul_repro.figures import plots
 
     v4 = chip("v4")
     base = synthetic[synthetic.source == "estimate"].drop(

@@ -15,17 +15,17 @@ import pandas as pd
 import pytest
 import yaml
 
-from experiments.analysis.aggregate import combine
-from experiments.analysis.toolchains import primary_rows
-from experiments.compile_study import toolchain_env
-from experiments.compile_study.toolchain_jobs import environment_marker, run_toolchain_jobs
-from experiments.compile_study.tpu_compile import Compiler
-from experiments.core.cases import Case
-from experiments.core.schema import ESTIMATE_STATUSES, KEY
-from experiments.plan import config as experiment_config
-from experiments.plan import jobs as plan_jobs
-from experiments.plan import plan, toolchains
-from studies.then_and_now.analysis import agreement, missing_reason, then_and_now
+from tpu_matmul_repro.experiments.analysis.aggregate import combine
+from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.compile_study import toolchain_env
+from tpu_matmul_repro.experiments.compile_study.toolchain_jobs import environment_marker, run_toolchain_jobs
+from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.schema import ESTIMATE_STATUSES, KEY
+from tpu_matmul_repro.experiments.plan import config as experiment_config
+from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
+from tpu_matmul_repro.experiments.plan import plan, toolchains
+from tpu_matmul_repro.studies.then_and_now.analysis import agreement, missing_reason, then_and_now
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = ROOT / "data" / "published_v5e.csv"
@@ -41,7 +41,7 @@ def config():
 def test_compiler_params_use_this_jax_s_name():
     from jax.experimental.pallas import tpu as pltpu
 
-    from kernels import compat
+    from tpu_matmul_repro.kernels import compat
 
     params = compat.compiler_params(vmem_limit_bytes=7 * 2**20)
     assert isinstance(params, pltpu.CompilerParams) and params.vmem_limit_bytes == 7 * 2**20
@@ -50,7 +50,7 @@ def test_compiler_params_use_this_jax_s_name():
 def test_compiler_params_fall_back_to_the_old_name(monkeypatch):
     from jax.experimental.pallas import tpu as pltpu
 
-    from kernels import compat
+    from tpu_matmul_repro.kernels import compat
 
     class TPUCompilerParams(dict):  # jax 0.4.36's name
         pass
@@ -217,7 +217,7 @@ def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_
     assert len(kept[kept.source == "estimate"]) == len(current)
     assert missing_reason(combined, "broken").startswith("toolchain broken")
 
-    from report import build
+    from tpu_matmul_repro.report import build
 
     html = build.render_html(combined, lang="en", config_yaml="", targets=["v5e"], figure_names=[],
                              correctness={"passed": 1, "total": 1}, primary_toolchain="current")
@@ -240,8 +240,8 @@ def test_then_and_now_compares_each_toolchain_with_the_post(table, tmp_path):
     assert row.post_status == "ok" and row.post_agrees == False  # noqa: E712
     assert agreement(result, "current")["agree"] == agreement(result, "post")["agree"] + 1
     # The report's section reads the study's file back: the same summaries, appendix and first page.
-    from studies.then_and_now.analysis import from_csv
-    from studies.then_and_now.section import comparison, first_page
+    from tpu_matmul_repro.studies.then_and_now.analysis import from_csv
+    from tpu_matmul_repro.studies.then_and_now.section import comparison, first_page
 
     path = tmp_path / "then_and_now.csv"
     result.to_csv(path, index=False)

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from experiments.core.cases import Case, expand
-from experiments.core.traffic import hbm_bytes, step_bytes
-from kernels import REGISTRY
+from tpu_matmul_repro.experiments.core.cases import Case, expand
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, step_bytes
+from tpu_matmul_repro.kernels import REGISTRY
 
 
 @pytest.mark.parametrize("m, k, n, bm, bk, bn",
@@ -55,7 +55,7 @@ def _pallas_grid_mapping(case):
     import jax
     import jax.numpy as jnp
 
-    from experiments.core.cases import wrapper
+    from tpu_matmul_repro.experiments.core.cases import wrapper
 
     dtype = jnp.dtype(case.dtype)
     args = (jax.ShapeDtypeStruct((case.m, case.k), dtype), jax.ShapeDtypeStruct((case.k, case.n), dtype))
@@ -82,7 +82,7 @@ def test_traffic_uses_the_block_specs_the_kernel_traces(kernel):
     import jax
     import numpy as np
 
-    from experiments.core import traffic
+    from tpu_matmul_repro.experiments.core import traffic
 
     spec = REGISTRY[kernel]
     dtype = spec.dtypes[0]

@@ -15,7 +15,7 @@ import runs
 import yaml
 from runs import TINY_RUN
 
-from experiments.measure.device import CACHE_VARIABLE, Device
+from tpu_matmul_repro.experiments.measure.device import CACHE_VARIABLE, Device
 
 ROOT = Path(__file__).resolve().parent.parent
 CI_RUN = ("--configfile", "config/config.ci.yaml", "--replace-workflow-config")
@@ -110,8 +110,8 @@ BAD_CONFIGS = [  # (key, bad value, what the error must say)
 def test_bad_config_is_refused_with_the_key_and_the_value(key, value, message):
     """What the Snakefile runs on a config before any job (rules/common.smk: checked, make_plan), in
     this process; test_bad_config_fails_before_any_job runs Snakemake on one case of each kind."""
-    from experiments.plan.config import ConfigError
-    from experiments.plan.plan import validate
+    from tpu_matmul_repro.experiments.plan.config import ConfigError
+    from tpu_matmul_repro.experiments.plan.plan import validate
 
     config = yaml.safe_load((ROOT / "config" / "config.ci.yaml").read_text())
     with pytest.raises(ConfigError) as refused:

@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from experiments.core.schema import KEY  # noqa: E402
+from tpu_matmul_repro.experiments.core.schema import KEY
 
 
 def same(a: pd.Series, b: pd.Series, rtol: float) -> pd.Series:
@@ -72,7 +71,7 @@ def main() -> int:
     args = parser.parse_args()
     old, new = pd.read_parquet(args.old), pd.read_parquet(args.new)
     if args.readable_errors:
-        from experiments.compile_study.compiler_output import readable_error
+        from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
 
         for table in (old, new):
             table["error"] = table.error.map(readable_error, na_action="ignore")

@@ -18,10 +18,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from tpu_matmul_repro.experiments.plan.config import load_yaml
+from tpu_matmul_repro.studies.history import releases
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from experiments.plan.config import load_yaml  # noqa: E402
-from studies.history import releases  # noqa: E402
 
 
 def pip(*args: str) -> str:

@@ -5,10 +5,7 @@ whose rows of SOURCE fill it (`all`: every column), read from experiments.core.s
 column's meaning is written once, beside its type.
 """
 import re
-import sys
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 MARKER = re.compile(r"^<!-- columns: (\w+) -->$", re.MULTILINE)
 # `<!-- include: PATH -->`: a file the repository keeps up to date (a benchmark's latest results), its
@@ -19,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def columns() -> list[dict]:
     """name, kind, unit, sources and meaning of every column of results/matmul.parquet."""
-    from experiments.core import schema
+    from tpu_matmul_repro.experiments.core import schema
 
     specs = getattr(schema, "COLUMN_SPECS", None)
     if specs is None:  # before the column registry: names only

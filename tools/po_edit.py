@@ -3,13 +3,10 @@ studies'): python3 tools/po_edit.py EDITS.py, where EDITS.py defines EDITS = [(o
 replaced in every msgstr that holds it."""
 import runpy
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from babel.messages import pofile
 
-from babel.messages import pofile  # noqa: E402
-
-from experiments.core import i18n  # noqa: E402
+from tpu_matmul_repro.experiments.core import i18n
 
 catalogs = {study: i18n.read_catalog("zh", study) for study in i18n.scopes()}
 for old, new in runpy.run_path(sys.argv[1])["EDITS"]:

@@ -11,14 +11,11 @@ catalogs hold exactly what the build checks. A message with placeholders is flag
 """
 import runpy
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from babel.messages import pofile
+from babel.messages.catalog import PYTHON_FORMAT
 
-from babel.messages import pofile  # noqa: E402
-from babel.messages.catalog import PYTHON_FORMAT  # noqa: E402
-
-from experiments.core import i18n  # noqa: E402
+from tpu_matmul_repro.experiments.core import i18n
 
 LANG = "zh"
 

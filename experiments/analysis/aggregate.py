@@ -7,9 +7,17 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 """
 import pandas as pd
 
-from experiments.analysis.toolchains import primary_rows
-from experiments.core.schema import COLUMNS, DERIVED, INT_COLUMNS, KEY, SOURCES, DataError, conform
-from experiments.measure.statistics import derive
+from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core.schema import (
+    COLUMNS,
+    DERIVED,
+    INT_COLUMNS,
+    KEY,
+    SOURCES,
+    DataError,
+    conform,
+)
+from tpu_matmul_repro.experiments.measure.statistics import derive
 
 SOURCE_ORDER = {source: i for i, source in enumerate(SOURCES)}
 

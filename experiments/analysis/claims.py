@@ -22,13 +22,13 @@ import json
 import numpy as np
 import pandas as pd
 
-from experiments.analysis import intervals, validation
-from experiments.analysis import timing_model as tm
-from experiments.analysis.runs import latest_runs
-from experiments.analysis.summaries import default_limit, post_configs
-from experiments.core.chips import chip
-from experiments.core.i18n import N_
-from experiments.core.units import MiB, flops, tflops
+from tpu_matmul_repro.experiments.analysis import intervals, validation
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.analysis.runs import latest_runs
+from tpu_matmul_repro.experiments.analysis.summaries import default_limit, post_configs
+from tpu_matmul_repro.experiments.core.chips import chip
+from tpu_matmul_repro.experiments.core.i18n import N_
+from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
 
 TARGET = "v5e"  # the post's chip
 ABOUT = 0.2  # "about" a number: within |ln(ours / post's)| <= 0.2 (about 20 %)

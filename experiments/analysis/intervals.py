@@ -20,12 +20,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from experiments.analysis import timing_model as tm
-from experiments.analysis import validation
-from experiments.analysis.summaries import model_only
-from experiments.analysis.validation import LEVELS, conformal_quantile, coverage, suffix  # noqa: F401
-from experiments.core.schema import INTERVAL_COLUMNS
-from experiments.core.units import flops
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.analysis import validation
+from tpu_matmul_repro.experiments.analysis.summaries import model_only
+from tpu_matmul_repro.experiments.analysis.validation import LEVELS, conformal_quantile, coverage, suffix  # noqa: F401
+from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
+from tpu_matmul_repro.experiments.core.units import flops
 
 HELD_OUT = "experiment"  # the cross-validation whose errors size the bands ...
 VALIDATION = "leave one experiment out"  # ... as fidelity.csv names it

@@ -7,10 +7,10 @@ modelled times of their configuration and their ratios to them.
 import numpy as np
 import pandas as pd
 
-from experiments.analysis import intervals
-from experiments.analysis.runs import latest_labels
-from experiments.analysis.summaries import MODEL_ONLY
-from experiments.analysis.timing_model import (
+from tpu_matmul_repro.experiments.analysis import intervals
+from tpu_matmul_repro.experiments.analysis.runs import latest_labels
+from tpu_matmul_repro.experiments.analysis.summaries import MODEL_ONLY
+from tpu_matmul_repro.experiments.analysis.timing_model import (
     CONFIG,
     COST_MODEL,
     LOWER,
@@ -28,9 +28,9 @@ from experiments.analysis.timing_model import (
     flag_nonmonotonic,
     reference_points,
 )
-from experiments.core.chips import CHIPS
-from experiments.core.units import flops as flop_count
-from experiments.core.units import tflops
+from tpu_matmul_repro.experiments.core.chips import CHIPS
+from tpu_matmul_repro.experiments.core.units import flops as flop_count
+from tpu_matmul_repro.experiments.core.units import tflops
 
 
 def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
@@ -97,7 +97,7 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     column has its prediction intervals beside it (experiments/analysis/intervals.py).
     """
     if toolchain is not None:
-        from experiments.analysis.toolchains import primary_rows
+        from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
 
         mine = primary_rows(df, toolchain, served)
         modelled, constants = apply(mine)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from experiments.core.schema import SAMPLE_COLUMNS
+from tpu_matmul_repro.experiments.core.schema import SAMPLE_COLUMNS
 
 RUN = ["target", "run_label"]
 ROW_GROUP_ROWS = 16384  # rows per row group of results/matmul.parquet, so that `scan` can stream it

@@ -127,7 +127,7 @@ def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
     libtpu's cycles (profiled or extrapolated), how many a model-only estimate, how many no number
     (with the reasons, from cycles_method), how many ran out of VMEM; and whether XLA's cost model
     gave its estimates."""
-    from experiments.core.chips import generation_order
+    from tpu_matmul_repro.experiments.core.chips import generation_order
 
     est = post_configs(default_limit(df[df.source == "estimate"]))
     rows = []

@@ -42,11 +42,11 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from experiments.core.cases import Case
-from experiments.core.chips import CHIPS, chip
-from experiments.core.traffic import hbm_bytes, step_bytes
-from experiments.core.units import flops as flop_count
-from experiments.core.units import seconds_at
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import CHIPS, chip
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, step_bytes
+from tpu_matmul_repro.experiments.core.units import flops as flop_count
+from tpu_matmul_repro.experiments.core.units import seconds_at
 
 PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor")
 UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s",

@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from experiments.analysis import timing_model as tm
-from experiments.analysis.summaries import MIN_RANK_POINTS
-from experiments.core.schema import INTERVAL_LEVELS
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.analysis.summaries import MIN_RANK_POINTS
+from tpu_matmul_repro.experiments.core.schema import INTERVAL_LEVELS
 
 # Prediction-interval levels (experiments/analysis/intervals.py sizes the bands; here they are checked)
 LEVELS = tuple(level / 100 for level in INTERVAL_LEVELS)

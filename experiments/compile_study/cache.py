@@ -25,9 +25,9 @@ import os
 import shutil
 from pathlib import Path
 
-from experiments.core.cache_dirs import cache_folder
-from experiments.core.chips import CHIPS
-from experiments.core.units import flops
+from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
+from tpu_matmul_repro.experiments.core.chips import CHIPS
+from tpu_matmul_repro.experiments.core.units import flops
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,9 @@ class CompileCache:
         result = {f: result.get(f) for f in RESULT_FIELDS}
         if self.root in _unwritable or problem(result, case, self.context.get("target")):
             return
-        from experiments.core.tables import write_text_atomic  # here: compile workers have no pandas
+        from tpu_matmul_repro.experiments.core.tables import (
+            write_text_atomic,  # here: compile workers have no pandas
+        )
 
         key = self.key(case, vmem_limit_bytes)
         path = self._path(key)
@@ -163,7 +165,7 @@ def compile_code_digest(root: Path | None = None) -> str:
     """The digest of the code that decides a compile: the compile worker and what it imports (the
     kernels, the case and chip tables, the compiler-output parsers), by syntax tree, so comments and
     line wrapping do not count. The parent's process, cache and planning code are not in it."""
-    from experiments.plan.code_inputs import ROOT, closure, digest
+    from tpu_matmul_repro.experiments.plan.code_inputs import ROOT, closure, digest
 
     root = ROOT if root is None else Path(root)
     return digest(closure(root / WORKER, root), root, semantic=True)

@@ -11,8 +11,8 @@ import dataclasses
 
 import numpy as np
 
-from experiments.core.cases import Case
-from kernels.spec import SPLIT
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.kernels.spec import SPLIT
 
 # Reduced grids (tiles along m, tiles along n, k steps): enough to separate c0, c_tile and c_step,
 # small enough to profile in a few seconds even for 1024-blocks (26 steps in all).

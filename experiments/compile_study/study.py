@@ -20,17 +20,17 @@ import logging
 
 import pandas as pd
 
-from experiments.compile_study import cache, extrapolate
-from experiments.compile_study.compiler_output import readable_error
-from experiments.compile_study.tpu_compile import Compiler
-from experiments.core.cases import Case
-from experiments.core.chips import Chip, MiB, chip
-from experiments.core.provenance import provenance
-from experiments.core.runtime import Progress
-from experiments.core.schema import frame
-from experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
-from experiments.core.units import TERA, tflops
-from kernels.spec import BLOCKS
+from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
+from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
+from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import Chip, MiB, chip
+from tpu_matmul_repro.experiments.core.provenance import provenance
+from tpu_matmul_repro.experiments.core.runtime import Progress
+from tpu_matmul_repro.experiments.core.schema import frame
+from tpu_matmul_repro.experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.units import TERA, tflops
+from tpu_matmul_repro.kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.compile_study import toolchain_env
-from experiments.compile_study.study import run_jobs, toolchain_error_rows
-from experiments.core.tables import write_text_atomic
-from experiments.plan.toolchains import Toolchain
+from tpu_matmul_repro.experiments.compile_study import toolchain_env
+from tpu_matmul_repro.experiments.compile_study.study import run_jobs, toolchain_error_rows
+from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+from tpu_matmul_repro.experiments.plan.toolchains import Toolchain
 
 
 def warn(log, message: str) -> None:

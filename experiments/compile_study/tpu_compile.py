@@ -15,15 +15,26 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from experiments.compile_study import worker
-from experiments.core.chips import chip
+from tpu_matmul_repro.experiments.compile_study import worker
+from tpu_matmul_repro.experiments.core.chips import chip
 
 if TYPE_CHECKING:
-    from experiments.compile_study.cache import CompileCache
-    from experiments.core.cases import Case
+    from tpu_matmul_repro.experiments.compile_study.cache import CompileCache
+    from tpu_matmul_repro.experiments.core.cases import Case
 
 
-ROOT = str(Path(__file__).resolve().parents[2])
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = "tpu_matmul_repro"  # pyproject.toml: the package whose folders are this checkout's
+
+
+def import_root(folder: str) -> str:
+    """`folder`, holding one link, tpu_matmul_repro -> this checkout: on PYTHONPATH, it lets a Python
+    without the project installed (a toolchain's environment, built once and shared by checkouts)
+    import this checkout's worker and kernels, as the installed package maps them."""
+    link = Path(folder) / PACKAGE
+    if not link.exists():
+        link.symlink_to(ROOT, target_is_directory=True)
+    return folder
 
 
 def worker_env(environ=None) -> dict:
@@ -32,7 +43,6 @@ def worker_env(environ=None) -> dict:
     setting it later in the worker would leave a TPU host's jax on "tpu,cpu", opening the real TPU in
     every compile worker (jax-ml/jax#13043)."""
     env = dict(os.environ if environ is None else environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
     env["JAX_PLATFORMS"] = "cpu"
     # libtpu takes a machine-wide lock file at load; compile-only processes touch no TPU, so several
     # may load it at once (parallel Snakemake jobs, the plain and the profiling worker).
@@ -62,11 +72,16 @@ class Compiler:
         self.python, self.env, self.toolchain = python or sys.executable, dict(env or {}), toolchain
         self._stderr = stderr if stderr is not None else subprocess.DEVNULL
         self._profile_dir = tempfile.TemporaryDirectory(prefix="llo-profile-") if profile else None
+        self._import_root = (tempfile.TemporaryDirectory(prefix="tpu-matmul-repro-import-")
+                             if self.python != sys.executable else None)
         self._proc = None
 
     def _start(self) -> subprocess.Popen:
         if self._proc is None:
             env = worker_env() | self.env
+            if self._import_root is not None:
+                root = import_root(self._import_root.name)
+                env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
             if self.python != sys.executable and "TPU_LIBRARY_PATH" not in self.env:
                 # Importing jax here set TPU_LIBRARY_PATH to this environment's libtpu: another
                 # toolchain's jax would load that one instead of its own (seen: jax 0.4.36 with
@@ -136,5 +151,6 @@ class Compiler:
 
     def __exit__(self, *exc):
         self.close()
-        if self._profile_dir:
-            self._profile_dir.cleanup()
+        for folder in (self._profile_dir, self._import_root):
+            if folder:
+                folder.cleanup()

@@ -21,9 +21,9 @@ if __name__ == "__main__":
     # stops it, so the worker ignores it from here on, while it imports jax too.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-from experiments.compile_study import compiler_output  # noqa: E402
-from experiments.core.cases import Case, wrapper  # noqa: E402
-from experiments.core.chips import chip  # noqa: E402
+from tpu_matmul_repro.experiments.compile_study import compiler_output  # noqa: E402
+from tpu_matmul_repro.experiments.core.cases import Case, wrapper  # noqa: E402
+from tpu_matmul_repro.experiments.core.chips import chip  # noqa: E402
 
 PROFILE_FLAG = "--xla_jf_dump_static_llo_profile_to"
 
@@ -78,7 +78,7 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
             # An older libtpu than the jax (an intermediate release of the history): write the Mosaic
             # IR version it reads, as jax would on a TPU host with it (kernels/compat.py), and retry.
             # (Imported here, as jax is: the compile job's process imports this module for its name.)
-            from kernels import compat
+            from tpu_matmul_repro.kernels import compat
 
             version = compat.readable_mosaic_ir_version(str(e))
             if version is None or not compat.use_mosaic_ir_version(version):

@@ -6,9 +6,9 @@ its SPEC (kernels/spec.py): nothing here names a kernel.
 import dataclasses
 import itertools
 
-from kernels import kernel_facts, kernel_spec
-from kernels.checks import split_blocks
-from kernels.spec import BLOCKS, SPLIT
+from tpu_matmul_repro.kernels import kernel_facts, kernel_spec
+from tpu_matmul_repro.kernels.checks import split_blocks
+from tpu_matmul_repro.kernels.spec import BLOCKS, SPLIT
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ device is a megacore chip (two TensorCores); a 7x device is one of a chip's two 
 """
 import dataclasses
 
-from experiments.core.units import MiB  # noqa: F401  (re-exported: chips are sized in MiB)
+from tpu_matmul_repro.experiments.core.units import MiB  # noqa: F401  (re-exported: chips are sized in MiB)
 
 
 @dataclasses.dataclass(frozen=True)

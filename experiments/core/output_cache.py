@@ -22,7 +22,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from experiments.core.cache_dirs import cache_folder
+from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class OutputCache:
 
     def restore(self, key: str, outputs) -> bool:
         """Copy the entry's files to `outputs` (each atomically); False when there is no sound entry."""
-        from experiments.core.tables import write_atomic
+        from tpu_matmul_repro.experiments.core.tables import write_atomic
 
         entry = self._entry(key)
         try:

@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from experiments.core.runtime import UserError
+from tpu_matmul_repro.experiments.core.runtime import UserError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -289,7 +289,7 @@ def _check_types(path, table, pa) -> None:
 
 
 def _check_values(path, df: pd.DataFrame) -> None:
-    from kernels import DECLARED
+    from tpu_matmul_repro.kernels import DECLARED
 
     def first(bad, col, problem):
         if bad.any():

@@ -7,9 +7,9 @@ the grid in its iteration order (row-major, last axis fastest) gives the bytes e
 """
 import numpy as np
 
-from experiments.core import units
-from experiments.core.cases import Case
-from kernels.spec import WHOLE
+from tpu_matmul_repro.experiments.core import units
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.kernels.spec import WHOLE
 
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 1}
 

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 from jax.experimental.pallas import tpu as pltpu
 
-from experiments.core.cases import Case, wrapper
-from experiments.core.inputs import random_operands
+from tpu_matmul_repro.experiments.core.cases import Case, wrapper
+from tpu_matmul_repro.experiments.core.inputs import random_operands
 
 MODES = ("interpret", "tpu-interpret")
 

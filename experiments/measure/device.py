@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 
-from experiments.core.chips import CHIPS
+from tpu_matmul_repro.experiments.core.chips import CHIPS
 
 SETTINGS = ("auto", "cpu", "off")
 CACHE_VARIABLE = "TPU_MATMUL_REPRO_DEVICE"

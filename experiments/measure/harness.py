@@ -31,19 +31,24 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from experiments.compile_study import compiler_output
-from experiments.compile_study.study import beyond_physical_vmem, chip_columns, raised_limits, searched
-from experiments.core.cases import Case, wrapper
-from experiments.core.chips import CHIPS, MiB
-from experiments.core.inputs import INT8_SCALE
-from experiments.core.provenance import provenance
-from experiments.core.runtime import Progress
-from experiments.core.schema import frame
-from experiments.core.traffic import hbm_bytes
-from experiments.measure import check, timers
-from experiments.measure.device import Device
-from experiments.measure.process import Worker, WorkerFailed, empty_result
-from experiments.measure.timers import time_batched, time_blocked  # noqa: F401  (re-exported)
+from tpu_matmul_repro.experiments.compile_study import compiler_output
+from tpu_matmul_repro.experiments.compile_study.study import (
+    beyond_physical_vmem,
+    chip_columns,
+    raised_limits,
+    searched,
+)
+from tpu_matmul_repro.experiments.core.cases import Case, wrapper
+from tpu_matmul_repro.experiments.core.chips import CHIPS, MiB
+from tpu_matmul_repro.experiments.core.inputs import INT8_SCALE
+from tpu_matmul_repro.experiments.core.provenance import provenance
+from tpu_matmul_repro.experiments.core.runtime import Progress
+from tpu_matmul_repro.experiments.core.schema import frame
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
+from tpu_matmul_repro.experiments.measure import check, timers
+from tpu_matmul_repro.experiments.measure.device import Device
+from tpu_matmul_repro.experiments.measure.process import Worker, WorkerFailed, empty_result
+from tpu_matmul_repro.experiments.measure.timers import time_batched, time_blocked  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 

@@ -16,13 +16,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-from experiments.compile_study.compiler_output import readable_error
+from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
 
-ROOT = str(Path(__file__).resolve().parents[2])
-WORKER = "experiments.measure.worker"
-DEFAULT_BUILD = "experiments.measure.harness:build"
+WORKER = "tpu_matmul_repro.experiments.measure.worker"
+DEFAULT_BUILD = "tpu_matmul_repro.experiments.measure.harness:build"
 HEADER = struct.Struct("<Q")  # each message: its length, then the pickle
 
 
@@ -40,7 +38,6 @@ def worker_env(platform: str, environ=None) -> dict:
     """The worker's environment: JAX_PLATFORMS=cpu for a CPU job; for a TPU job none, so JAX finds
     the TPU itself (the job's own process runs with JAX_PLATFORMS=cpu and must not pass it on)."""
     env = dict(os.environ if environ is None else environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [ROOT, env.get("PYTHONPATH")]))
     env.pop("JAX_PLATFORMS", None)
     if platform == "cpu":
         env["JAX_PLATFORMS"] = "cpu"

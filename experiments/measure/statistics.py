@@ -14,7 +14,7 @@ Rows without samples (failures, wrong results) get none of these.
 import numpy as np
 import pandas as pd
 
-from experiments.core.units import flops, tflops
+from tpu_matmul_repro.experiments.core.units import flops, tflops
 
 FLOOR_FACTOR = 2.0
 

@@ -7,7 +7,7 @@ import os
 import pickle
 import sys
 
-from experiments.measure.process import DEFAULT_BUILD, HEADER
+from tpu_matmul_repro.experiments.measure.process import DEFAULT_BUILD, HEADER
 
 
 def _resolve(path: str):
@@ -20,7 +20,7 @@ def _hello() -> dict:
 
     import jax
 
-    from experiments.measure import device, timers
+    from tpu_matmul_repro.experiments.measure import device, timers
 
     found = jax.devices()
     coords = {(d.process_index, tuple(d.coords)) for d in found if getattr(d, "coords", None) is not None}
@@ -39,7 +39,7 @@ def main(platform: str, build_path: str) -> None:
         replies.flush()
 
     try:
-        from experiments.measure import harness
+        from tpu_matmul_repro.experiments.measure import harness
 
         build = _resolve(build_path)
         send("hello", _hello())

@@ -14,8 +14,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Packages of this repository whose modules a script may import.
-PACKAGES = ("kernels", "experiments", "figures", "report", "studies", "advise")
+# The installed package: its modules are this repository's folders (pyproject.toml maps each
+# `tpu_matmul_repro.<folder>` to `<folder>/`).
+PACKAGE = "tpu_matmul_repro"
 
 
 def _module_file(name: str, root: Path) -> Path | None:
@@ -84,9 +85,10 @@ def _imports_of(path: Path, root: Path, _mtime_ns: int, _size: int) -> tuple[fro
             names |= {f"{node.module}.{alias.name}" for alias in node.names}  # `from pkg import module`
     found = set()
     for name in names:
-        if name.split(".")[0] not in PACKAGES:
-            continue
         parts = name.split(".")
+        if parts[0] != PACKAGE:
+            continue
+        parts = parts[1:]
         for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__.py and a/b/__init__.py too
             module = _module_file(".".join(parts[:i]), root)
             if module is not None:

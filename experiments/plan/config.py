@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from kernels import DECLARED
-from kernels.spec import BLOCKS
+from tpu_matmul_repro.kernels import DECLARED
+from tpu_matmul_repro.kernels.spec import BLOCKS
 
 # The blocked kernels (v3, v5): the ones with block searches and block shapes in the schema.
 BLOCKED = tuple(name for name, facts in DECLARED.items() if facts.grid == BLOCKS)

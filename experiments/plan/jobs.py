@@ -7,16 +7,16 @@ import csv
 import dataclasses
 from typing import TYPE_CHECKING
 
-from experiments.compile_study.study import Job, searched
-from experiments.core.cases import Case, expand, search_space
-from experiments.plan.config import BLOCKED, ConfigError
-from experiments.plan.search import search_covers
-from experiments.plan.toolchains import ToolchainError, parse, primary
-from kernels import DECLARED, checks
-from kernels.spec import BLOCKS, SPLIT
+from tpu_matmul_repro.experiments.compile_study.study import Job, searched
+from tpu_matmul_repro.experiments.core.cases import Case, expand, search_space
+from tpu_matmul_repro.experiments.plan.config import BLOCKED, ConfigError
+from tpu_matmul_repro.experiments.plan.search import search_covers
+from tpu_matmul_repro.experiments.plan.toolchains import ToolchainError, parse, primary
+from tpu_matmul_repro.kernels import DECLARED, checks
+from tpu_matmul_repro.kernels.spec import BLOCKS, SPLIT
 
 if TYPE_CHECKING:
-    from experiments.measure.harness import MeasureJob
+    from tpu_matmul_repro.experiments.measure.harness import MeasureJob
 
 # What each grid kind needs from an experiment or correctness entry.
 
@@ -248,7 +248,7 @@ def _work(cases) -> int:
 def measure_settings(config: dict, **overrides):
     """Settings of the measurement harness from a config's `measure` section; `overrides` replace
     single settings (tests use the schema's defaults for everything else: with_defaults({}))."""
-    from experiments.measure.harness import Settings
+    from tpu_matmul_repro.experiments.measure.harness import Settings
 
     section = config["measure"]
     fields = ("warmup", "samples", "input_sets", "min_sample_s", "max_calls", "timeout_s", "profile")
@@ -275,7 +275,7 @@ def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "Mea
 
     On the CPU only XLA's matmul is measured (Pallas kernels run there only in interpret mode).
     """
-    from experiments.measure.harness import MeasureJob
+    from tpu_matmul_repro.experiments.measure.harness import MeasureJob
 
     section = config["measure"]
     swept = with_sizes(config, section["sizes"]) if section.get("sizes") else config

@@ -6,10 +6,10 @@ run does. Device detection stays outside (it probes the machine): its answer com
 import dataclasses
 from pathlib import Path
 
-from experiments.measure import device as measure_device
-from experiments.plan import config as plan_config
-from experiments.plan import jobs as plan_jobs
-from experiments.plan import toolchains as plan_toolchains
+from tpu_matmul_repro.experiments.measure import device as measure_device
+from tpu_matmul_repro.experiments.plan import config as plan_config
+from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
+from tpu_matmul_repro.experiments.plan import toolchains as plan_toolchains
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published_v5e.csv"
 
@@ -67,7 +67,7 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
 def validate(config: dict) -> dict:
     """Schema and semantic checks; returns the config with the schema's defaults filled in, or raises
     ConfigError. A `cpu` measurement is planned too (a TPU's plan differs only in its device)."""
-    from experiments.measure.device import Device
+    from tpu_matmul_repro.experiments.measure.device import Device
 
     config = plan_config.checked(config)
     cpu = Device("cpu", "cpu", "cpu", 1) if config["measure"]["device"] == "cpu" else None

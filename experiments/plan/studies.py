@@ -11,7 +11,7 @@ do not depend on its figure or section code (rules/common.smk: study_modules).
 import importlib
 import importlib.util
 
-from experiments.plan.config import study_names
+from tpu_matmul_repro.experiments.plan.config import study_names
 
 PLUGIN_MODULES = ("specs", "figure", "section")  # a study's modules that register themselves when loaded
 
@@ -26,7 +26,7 @@ def load(names, modules=PLUGIN_MODULES) -> list:
                          f"(studies/*/rules.smk: {known})")
     packages = []
     for name in names:
-        package = importlib.import_module(f"studies.{name}")
+        package = importlib.import_module(f"tpu_matmul_repro.studies.{name}")
         for module in modules:
             if importlib.util.find_spec(f"{package.__name__}.{module}") is not None:
                 importlib.import_module(f"{package.__name__}.{module}")

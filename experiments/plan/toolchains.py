@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from experiments.core.cache_dirs import user_cache
+from tpu_matmul_repro.experiments.core.cache_dirs import user_cache
 
 DEFAULT = {"current": {"pipeline": True}}
 PUBLISHED_TARGETS = ("v5e",)  # the post measured on TPU v5e

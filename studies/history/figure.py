@@ -12,10 +12,10 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from packaging.version import Version
 
-from experiments.core.i18n import N_, NC_, translate
-from experiments.core.units import MiB
-from figures.cite import RESULTS_LICENCE, citation
-from studies.history.releases import Release
+from tpu_matmul_repro.experiments.core.i18n import N_, NC_, translate
+from tpu_matmul_repro.experiments.core.units import MiB
+from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation
+from tpu_matmul_repro.studies.history.releases import Release
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("VMEM the post's changed configurations need, release by release\n(%(target)s, estimated "

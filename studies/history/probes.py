@@ -15,13 +15,13 @@ import time
 
 import pandas as pd
 
-from experiments.compile_study import toolchain_env
-from experiments.compile_study.study import Job, run_job, toolchain_error_rows
-from experiments.core.cases import Case
-from experiments.core.provenance import provenance
-from experiments.plan import toolchains as toolchain_plan
-from studies.history.bisect import Answer
-from studies.history.releases import Release
+from tpu_matmul_repro.experiments.compile_study import toolchain_env
+from tpu_matmul_repro.experiments.compile_study.study import Job, run_job, toolchain_error_rows
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.provenance import provenance
+from tpu_matmul_repro.experiments.plan import toolchains as toolchain_plan
+from tpu_matmul_repro.studies.history.bisect import Answer
+from tpu_matmul_repro.studies.history.releases import Release
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 # `studies: [history]`: for each of the post's configurations whose VMEM differs between the post's
 # toolchain and today's, the first jax/libtpu release that changed it. It installs an environment per
 # probed release (in the toolchains' cache folder), so it runs only when asked for.
-from studies.history.probes import settings_of
+from tpu_matmul_repro.studies.history.probes import settings_of
 
 # The release list, read from the jax wheels once by tools/list_releases.py: planning needs no network.
 RELEASES = local(os.path.relpath(REPO / "data" / "releases.csv"))

@@ -16,12 +16,12 @@ or an interrupted run repeats no install and no compile.
 """
 import pandas as pd
 
-from experiments.analysis.toolchains import config_name, short_error
-from experiments.core.cases import Case
-from experiments.core.units import MiB
-from studies.history.bisect import Finding, bisect
-from studies.history.probes import ReleaseCompiler
-from studies.history.releases import Release
+from tpu_matmul_repro.experiments.analysis.toolchains import config_name, short_error
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.units import MiB
+from tpu_matmul_repro.studies.history.bisect import Finding, bisect
+from tpu_matmul_repro.studies.history.probes import ReleaseCompiler
+from tpu_matmul_repro.studies.history.releases import Release
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 

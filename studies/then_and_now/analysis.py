@@ -5,8 +5,8 @@ The core's figures and findings read each target's own compiler's estimates only
 """
 import pandas as pd
 
-from experiments.analysis.summaries import MATCH, default_limit, post_configs
-from experiments.analysis.toolchains import TARGET, short_error, toolchains_of
+from tpu_matmul_repro.experiments.analysis.summaries import MATCH, default_limit, post_configs
+from tpu_matmul_repro.experiments.analysis.toolchains import TARGET, short_error, toolchains_of
 
 
 def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:

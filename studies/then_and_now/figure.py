@@ -12,11 +12,11 @@ import pandas as pd
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from experiments.analysis.toolchains import TARGET, config_name, toolchains_of
-from experiments.core.i18n import N_, translate
-from experiments.core.units import MiB
-from figures.catalog import Entry, register
-from studies.then_and_now.analysis import disagrees, then_and_now
+from tpu_matmul_repro.experiments.analysis.toolchains import TARGET, config_name, toolchains_of
+from tpu_matmul_repro.experiments.core.i18n import N_, translate
+from tpu_matmul_repro.experiments.core.units import MiB
+from tpu_matmul_repro.figures.catalog import Entry, register
+from tpu_matmul_repro.studies.then_and_now.analysis import disagrees, then_and_now
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("VMEM needed by the post's configurations, then and now\n(%(target)s, estimated by each "

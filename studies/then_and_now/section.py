@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from experiments.analysis.toolchains import TARGET, toolchains_of
-from experiments.core.i18n import N_
-from experiments.core.units import MiB
-from report.sections import Section, register
-from report.tables import toolchain_name
-from studies.then_and_now.analysis import (
+from tpu_matmul_repro.experiments.analysis.toolchains import TARGET, toolchains_of
+from tpu_matmul_repro.experiments.core.i18n import N_
+from tpu_matmul_repro.experiments.core.units import MiB
+from tpu_matmul_repro.report.sections import Section, register
+from tpu_matmul_repro.report.tables import toolchain_name
+from tpu_matmul_repro.studies.then_and_now.analysis import (
     agreement,
     disagrees,
     from_csv,

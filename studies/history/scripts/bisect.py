@@ -1,18 +1,15 @@
 """Snakemake script: bisect the jax/libtpu releases for the first release that changed each of the
 post's VMEM figures (studies/history/run.py); sequential, as each probe depends on the last."""
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[2]))  # the repository root: its packages
 
 
-from experiments.core import codec
-from experiments.core.runtime import logged
-from experiments.core.tables import write_csv_atomic
-from experiments.plan.jobs import published_cases
-from studies.history import releases
-from studies.history.probes import ReleaseCompiler
-from studies.history.run import run_history
+
+from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+from tpu_matmul_repro.experiments.plan.jobs import published_cases
+from tpu_matmul_repro.studies.history import releases
+from tpu_matmul_repro.studies.history.probes import ReleaseCompiler
+from tpu_matmul_repro.studies.history.run import run_history
 
 with logged(snakemake.log[0]) as log:
     settings = codec.decode(snakemake.params.settings)

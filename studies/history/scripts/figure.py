@@ -1,18 +1,15 @@
 """Snakemake script: the history figure (studies/history/figure.py), in English and Chinese: PNG, SVG, PDF."""
-import sys
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(snakemake.scriptdir).parents[2]))  # the repository root: its packages
-
 import pandas as pd
 
-from experiments.core.runtime import logged
-from figures.catalog import figure_title
-from figures.specs import LANGUAGES, stem
-from figures.style import save, use_style
-from studies.history import releases
-from studies.history.figure import plot_history, provenance
+from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.figures.catalog import figure_title
+from tpu_matmul_repro.figures.specs import LANGUAGES, stem
+from tpu_matmul_repro.figures.style import save, use_style
+from tpu_matmul_repro.studies.history import releases
+from tpu_matmul_repro.studies.history.figure import plot_history, provenance
 
 with logged(snakemake.log[0]) as log:
     vmem = pd.read_csv(snakemake.input.vmem)

@@ -1,8 +1,5 @@
-"""Imported first by every Snakemake script: puts the repository root on sys.path.
-
-Snakemake adds only a script's own folder to sys.path; kernels/ and experiments/ live one level up.
-The project is deliberately not installed (its package names are generic), so scripts, tests and
-notebooks all import it from the repository root.
+"""Imported first by every Snakemake script (Snakemake puts a script's own folder on sys.path), before
+jax or anything slow: the project itself is installed (`pip install -e .`, package tpu_matmul_repro).
 
 A Ctrl-C reaches every process of the run (Snakemake's and each job's): a job stops without a
 traceback of its own, exit code 130, and Snakemake's workflow says once that the run was interrupted
@@ -10,11 +7,6 @@ traceback of its own, exit code 130, and Snakemake's workflow says once that the
 """
 import os
 import sys
-from pathlib import Path
-
-ROOT = str(Path(__file__).resolve().parent.parent)
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
 
 
 def _quiet_interrupt(kind, value, traceback):
