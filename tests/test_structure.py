@@ -208,3 +208,11 @@ def test_the_layout_in_the_docs_is_the_tree(document):
     assert folders - top == set(), f"{document}'s layout leaves out {sorted(folders - top)}"
     missing = sorted(n for n in named | {f"{t}/" for t in top} if not (ROOT / n).exists())
     assert missing == [], f"{document}'s layout names {missing}, which the tree does not have"
+
+
+def test_the_package_version_is_the_citation_s():
+    import yaml
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert project["version"] == str(citation["version"])
