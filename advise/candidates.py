@@ -1,7 +1,7 @@
 """Candidate block shapes of a problem on a chip, pruned before any compile as the compile study
 prunes: blocks must divide the problem and be multiples of the MXU's width (a smaller block leaves
 MXU columns idle), and blocks whose buffers alone exceed the core's VMEM are out of VMEM without a
-compile (study.beyond_physical_vmem says why in its row)."""
+compile (core.jobs.beyond_physical_vmem says why in its row)."""
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.kernels.checks import LANE
 

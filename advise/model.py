@@ -81,7 +81,8 @@ def cached(versions: dict) -> tuple[Model | None, Path | None]:
 def fitted(config: dict) -> Model:
     """Compile the post's configurations for v5e, fit the model on the published numbers, size the band."""
     from tpu_matmul_repro.experiments.analysis.aggregate import combine, load_published
-    from tpu_matmul_repro.experiments.compile_study.study import Job, run_jobs
+    from tpu_matmul_repro.experiments.compile_study.study import run_jobs
+    from tpu_matmul_repro.experiments.core.jobs import Job
     from tpu_matmul_repro.experiments.plan.jobs import published_cases
 
     section = config["compile_study"]

@@ -17,9 +17,10 @@ import pandas as pd
 
 from tpu_matmul_repro.advise.candidates import candidates
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.compile_study.study import Job, run_jobs
+from tpu_matmul_repro.experiments.compile_study.study import run_jobs
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
+from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops, tflops
 

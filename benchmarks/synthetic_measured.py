@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from tpu_matmul_repro.experiments.compile_study.study import beyond_physical_vmem
 from tpu_matmul_repro.experiments.core.chips import chip
+from tpu_matmul_repro.experiments.core.jobs import beyond_physical_vmem
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.core.schema import frame
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 
 from tpu_matmul_repro.experiments.compile_study import cache, compiler_output, extrapolate
-from tpu_matmul_repro.experiments.compile_study.study import Job, job_versions, run_job, run_jobs
+from tpu_matmul_repro.experiments.compile_study.study import job_versions, run_job, run_jobs
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
+from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.schema import ESTIMATE_STATUSES
 
 # the module's compile workers (v5e, v5e_profiler) started once: every test of this file on one worker

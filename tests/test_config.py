@@ -169,7 +169,7 @@ def test_block_search_runs_only_where_its_config_says(config):
     Snakemake merges a --configfile, searches everywhere. The figures follow the plan."""
     from snakemake.utils import update_config
 
-    from tpu_matmul_repro.experiments.compile_study.study import searched as is_searched
+    from tpu_matmul_repro.experiments.core.jobs import searched as is_searched
     from tpu_matmul_repro.experiments.plan.config import with_defaults
     from tpu_matmul_repro.experiments.plan.jobs import study_jobs
     from tpu_matmul_repro.figures.specs import figure_specs
@@ -224,7 +224,7 @@ def test_block_searches_split_by_bk(config):
     exactly the job's cases, in its order, each bk in one part only (a block shape's sizes share small
     grids, and a shape is dominated only by one of the same bk); the post's own configurations keep
     their raised-limit retries; experiments without a search stay one job."""
-    from tpu_matmul_repro.experiments.compile_study.study import searched
+    from tpu_matmul_repro.experiments.core.jobs import searched
     from tpu_matmul_repro.experiments.plan.jobs import study_jobs, study_parts
 
     jobs = study_jobs(config)

@@ -15,6 +15,7 @@ from measure_fakes import MARKED_K  # tests/ (a site-packages `tests` shadows th
 
 from tpu_matmul_repro.experiments.analysis.aggregate import check_unique, combine, load_measured
 from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.jobs import MeasureJob
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
 from tpu_matmul_repro.experiments.measure import check, timers
 from tpu_matmul_repro.experiments.measure import device as device_module
@@ -28,7 +29,6 @@ from tpu_matmul_repro.experiments.measure.device import (
 )
 from tpu_matmul_repro.experiments.measure.harness import (
     InProcess,
-    MeasureJob,
     build,
     calls_per_batch,
     measure_case,

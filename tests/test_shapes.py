@@ -90,7 +90,8 @@ def test_the_fit_recovers_known_constants_from_non_square_problems():
 
 @pytest.mark.compiler
 def test_a_non_square_problem_through_the_compile_study():
-    from tpu_matmul_repro.experiments.compile_study.study import Job, run_job
+    from tpu_matmul_repro.experiments.compile_study.study import run_job
+    from tpu_matmul_repro.experiments.core.jobs import Job
 
     cases = (Case("v5", "bfloat16", 2048, 1024, 4096, 512, 512, 1024),
              Case("xla", "bfloat16", 2048, 1024, 4096))

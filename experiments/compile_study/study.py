@@ -15,7 +15,6 @@ Per row:
 - tflops = FLOPs / seconds; roofline_tflops = FLOPs / max(FLOPs / peak, hbm_seconds).
 All of it is an estimate for the target, never a measurement.
 """
-import dataclasses
 import logging
 
 import pandas as pd
@@ -24,12 +23,19 @@ from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
 from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core.cases import Case
-from tpu_matmul_repro.experiments.core.chips import Chip, MiB, chip
+from tpu_matmul_repro.experiments.core.chips import MiB, chip
+from tpu_matmul_repro.experiments.core.jobs import (
+    Job,
+    beyond_physical_vmem,
+    chip_columns,
+    raised_limits,
+    searched,
+)
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import frame
-from tpu_matmul_repro.experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
-from tpu_matmul_repro.experiments.core.units import TERA, tflops
+from tpu_matmul_repro.experiments.core.traffic import flops
+from tpu_matmul_repro.experiments.core.units import tflops
 from tpu_matmul_repro.kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
@@ -42,27 +48,6 @@ FITS_LOWER_LIMIT = "fits_lower_limit"
 # (dominated_result)
 DOMINATED = "dominated"
 
-
-
-@dataclasses.dataclass(frozen=True)
-class Job:
-    """Cases of one experiment for one target (one dtype, but for XLA's merged baseline) and how to
-    compile them; a Snakemake job runs one Job, or several of one target with shared workers (run_jobs)."""
-
-    target: str
-    experiment: str
-    cases: tuple  # Case, compiled at the default limit
-    timeout_s: float  # per compile
-    profile_max_steps: int  # larger grids: cycles extrapolated from small grids of the same blocks
-    raise_limits_for: tuple = ()  # the experiment's own cases (the rest come from its block search);
-    # compiled again at raised limits if they run out of VMEM
-    raised_limits_mib: tuple = ()
-    toolchain: str = "current"  # experiments/plan/toolchains.py; rows carry it
-    static_profile: bool = True  # False: the toolchain's libtpu has no static profile (no Pallas cycles)
-    # searched blocks dominated by ones out of VMEM: not compiled (dominated_result). Off unless the
-    # config asks (compile_study.skip_dominated): the release history, whose cases are all "searched"
-    # (no raised-limit retries), needs every requested size it compares.
-    skip_dominated: bool = False
 
 
 class CycleEstimator:
@@ -98,22 +83,6 @@ class CycleEstimator:
         if any(cycles is None for _, cycles in points):
             return None, "extrapolation_failed"
         return extrapolate.predict(extrapolate.fit(points), case), "extrapolated"
-
-
-def searched(case: Case, job) -> bool:
-    """A configuration of the experiment's block search, not one of the post's own (those are the ones
-    retried at raised limits); XLA's baseline is never searched. Estimated and measured rows alike."""
-    return case.facts.pallas and case not in job.raise_limits_for
-
-
-def chip_columns(c: Chip, case: Case) -> dict:
-    """The chip's figures and the case's HBM traffic and roofline: they travel with each row (estimated
-    or measured), so figures and reports read only the table."""
-    moved, work = hbm_bytes(case), flops(case)
-    hbm_seconds = moved / c.hbm_bytes_per_s
-    return dict(peak_tflops=c.peak_flops[case.dtype] / TERA, hbm_bytes_per_s=c.hbm_bytes_per_s,
-                hbm_bytes=moved, hbm_seconds=hbm_seconds,
-                roofline_tflops=tflops(work, max(work / c.peak_flops[case.dtype], hbm_seconds)))
 
 
 def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
@@ -301,22 +270,6 @@ def _located(result: dict, probe: Case, case: Case) -> dict:
                               f"single-step axes: {result['error']}")
 
 
-def beyond_physical_vmem(target: str, case: Case) -> dict | None:
-    """A vmem_oom result, without compiling, for a kernel whose blocks alone exceed the core's VMEM.
-
-    No limit can make such a kernel fit, and libtpu takes minutes to say so (v1 at 8192: > 2 min).
-    The row's error says it was not compiled; vmem_bytes is then the lower bound, not the compiler's.
-    """
-    if not case.facts.pallas:
-        return None
-    need, have = min_vmem_bytes(case), chip(target).vmem_bytes
-    if need <= have:
-        return None
-    return dict(status="vmem_oom", vmem_bytes=need, oom_limit_bytes=have, est_cycles=None, compile_s=0.0,
-                error=f"not compiled: its VMEM blocks alone need {need / MiB:.2f} MiB, more than the core's "
-                      f"{have / MiB:.0f} MiB of VMEM (a lower bound from the block shapes)")
-
-
 def block_elements(case: Case) -> int:
     """The elements of a case's blocks (0 without blocks): an order in which no case comes after one
     whose blocks are at least as large along every axis."""
@@ -355,12 +308,3 @@ def dominated_result(case: Case, out_of_vmem) -> dict | None:
                               f"({other.bm},{other.bk},{other.bn}), which ran out of VMEM at this limit"
                               f"{need}, with single steps along the same axes")
     return None
-
-
-def raised_limits(target: str, limits_mib, requested_bytes: int) -> list[int]:
-    """The raised limits (MiB) worth compiling: at least what the compiler said the kernel requests,
-    and within the chip's physical VMEM. Lower limits would fail for the reason already recorded."""
-    c = chip(target)
-    return [mib for mib in limits_mib if requested_bytes <= mib * MiB <= c.vmem_bytes]
-
-

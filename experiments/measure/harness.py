@@ -20,7 +20,6 @@ Nothing here is TPU-specific except the device the jitted call runs on, so the C
 branch (on XLA's matmul: Pallas kernels run on the CPU only in interpret mode, whose timings mean
 nothing).
 """
-import dataclasses
 import datetime
 import logging
 import math
@@ -32,21 +31,22 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.experiments.compile_study import compiler_output
-from tpu_matmul_repro.experiments.compile_study.study import (
+from tpu_matmul_repro.experiments.core.cases import Case, wrapper
+from tpu_matmul_repro.experiments.core.chips import CHIPS, MiB
+from tpu_matmul_repro.experiments.core.inputs import INT8_SCALE
+from tpu_matmul_repro.experiments.core.jobs import (
+    MeasureJob,
+    Settings,
     beyond_physical_vmem,
     chip_columns,
     raised_limits,
     searched,
 )
-from tpu_matmul_repro.experiments.core.cases import Case, wrapper
-from tpu_matmul_repro.experiments.core.chips import CHIPS, MiB
-from tpu_matmul_repro.experiments.core.inputs import INT8_SCALE
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import frame
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
 from tpu_matmul_repro.experiments.measure import check, timers
-from tpu_matmul_repro.experiments.measure.device import Device
 from tpu_matmul_repro.experiments.measure.process import Worker, WorkerFailed, empty_result
 from tpu_matmul_repro.experiments.measure.timers import time_batched, time_blocked  # noqa: F401  (re-exported)
 
@@ -54,37 +54,6 @@ log = logging.getLogger(__name__)
 
 PROFILER = "profiler_device_events"
 BATCHED = "batched_async_calls"
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """How to measure: from the config's `measure` section (defaults in config/schema.yaml only; see
-    experiments/plan/config.measure_settings)."""
-
-    warmup: int
-    samples: int
-    input_sets: int
-    min_sample_s: float
-    max_calls: int
-    # Largest per-tile error (experiments/measure/check.py) of a correct result. Measured bands on
-    # random normal operands: one bf16 pass 2.4e-3, bf16 output rounding 1.7e-3; a wrong tile ~1.
-    tolerance: tuple
-    timeout_s: float  # per configuration (compile, check and timing), in its worker
-    profile: bool  # device time from the profiler (else only the batched and blocked timers)
-    max_batch_bytes: int = 2 * 1024 * MiB  # outputs alive at once in a batch (not a config setting)
-
-
-@dataclasses.dataclass(frozen=True)
-class MeasureJob:
-    """One Snakemake job: the cases of one experiment and dtype, measured on this run's device."""
-
-    device: Device
-    label: str
-    experiment: str
-    cases: tuple
-    settings: Settings
-    raise_limits_for: tuple = ()
-    raised_limits_mib: tuple = ()
 
 
 def operands(case: Case, seed: int) -> tuple[jax.Array, jax.Array]:

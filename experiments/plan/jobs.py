@@ -5,18 +5,14 @@ toolchains' jobs and measurement jobs. Every error names the config key and the 
 import copy
 import csv
 import dataclasses
-from typing import TYPE_CHECKING
 
-from tpu_matmul_repro.experiments.compile_study.study import Job, searched
 from tpu_matmul_repro.experiments.core.cases import Case, expand, search_space
+from tpu_matmul_repro.experiments.core.jobs import Job, MeasureJob, Settings, searched
 from tpu_matmul_repro.experiments.plan.config import BLOCKED, ConfigError
 from tpu_matmul_repro.experiments.plan.search import search_covers
 from tpu_matmul_repro.experiments.plan.toolchains import ToolchainError, parse, primary
 from tpu_matmul_repro.kernels import DECLARED, checks
 from tpu_matmul_repro.kernels.spec import BLOCKS, SPLIT
-
-if TYPE_CHECKING:
-    from tpu_matmul_repro.experiments.measure.harness import MeasureJob
 
 # What each grid kind needs from an experiment or correctness entry.
 
@@ -248,8 +244,6 @@ def _work(cases) -> int:
 def measure_settings(config: dict, **overrides):
     """Settings of the measurement harness from a config's `measure` section; `overrides` replace
     single settings (tests use the schema's defaults for everything else: with_defaults({}))."""
-    from tpu_matmul_repro.experiments.measure.harness import Settings
-
     section = config["measure"]
     fields = ("warmup", "samples", "input_sets", "min_sample_s", "max_calls", "timeout_s", "profile")
     settings = {f: section[f] for f in fields} | dict(tolerance=tuple(sorted(section["tolerance"].items())))
@@ -270,13 +264,11 @@ def with_sizes(config: dict, sizes: list[int]) -> dict:
     return config
 
 
-def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], "MeasureJob"]:
+def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], MeasureJob]:
     """Measurement jobs keyed by (experiment, dtype): the compile study's sweeps, on `device`.
 
     On the CPU only XLA's matmul is measured (Pallas kernels run there only in interpret mode).
     """
-    from tpu_matmul_repro.experiments.measure.harness import MeasureJob
-
     section = config["measure"]
     swept = with_sizes(config, section["sizes"]) if section.get("sizes") else config
     if device.platform == "cpu":

@@ -19,11 +19,11 @@ class Plan:
     config: dict  # the config with the schema's defaults filled in
     correctness: dict  # kernel -> [(Case, mode)]
     targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
-    study: dict  # (target, experiment, dtype, part) -> compile_study.study.Job (jobs.study_parts;
+    study: dict  # (target, experiment, dtype, part) -> core.jobs.Job (jobs.study_parts;
     # XLA's baseline one job per target, dtype "all": jobs.merge_baseline_jobs)
     device: object  # measure.device.Device measured on this run, or None
     label: str  # this run's measurement label
-    measure: dict  # (experiment, dtype) -> measure.harness.MeasureJob
+    measure: dict  # (experiment, dtype) -> core.jobs.MeasureJob
     imported: tuple  # carried measurement files (data/measured/*.parquet)
     toolchains: dict  # name -> plan.toolchains.Toolchain
     toolchain_jobs: dict  # (toolchain, target, experiment, dtype) -> Job, for the other toolchains

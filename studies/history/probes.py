@@ -16,8 +16,9 @@ import time
 import pandas as pd
 
 from tpu_matmul_repro.experiments.compile_study import toolchain_env
-from tpu_matmul_repro.experiments.compile_study.study import Job, run_job, toolchain_error_rows
+from tpu_matmul_repro.experiments.compile_study.study import run_job, toolchain_error_rows
 from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.plan import toolchains as toolchain_plan
 from tpu_matmul_repro.studies.history.bisect import Answer

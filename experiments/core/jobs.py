@@ -1,0 +1,105 @@
+"""What planning hands to the stages: the jobs (a compile-study Job, a MeasureJob and its Settings), the
+toolchain and the device they run on, and the rules every stage applies to a case alike (which cases
+are searched, which raised limits are worth trying, which blocks cannot fit, the columns each row
+carries).
+
+Here, below the stages, so that the planner (experiments/plan/) builds these types without importing a
+stage and no stage imports the planner or another stage (tests/test_structure.py orders them).
+"""
+import dataclasses
+
+from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import Chip, chip
+from tpu_matmul_repro.experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.units import TERA, MiB, tflops
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """Cases of one experiment for one target (one dtype, but for XLA's merged baseline) and how to
+    compile them; a Snakemake job runs one Job, or several of one target with shared workers (run_jobs)."""
+
+    target: str
+    experiment: str
+    cases: tuple  # Case, compiled at the default limit
+    timeout_s: float  # per compile
+    profile_max_steps: int  # larger grids: cycles extrapolated from small grids of the same blocks
+    raise_limits_for: tuple = ()  # the experiment's own cases (the rest come from its block search);
+    # compiled again at raised limits if they run out of VMEM
+    raised_limits_mib: tuple = ()
+    toolchain: str = "current"  # experiments/plan/toolchains.py; rows carry it
+    static_profile: bool = True  # False: the toolchain's libtpu has no static profile (no Pallas cycles)
+    # searched blocks dominated by ones out of VMEM: not compiled (dominated_result). Off unless the
+    # config asks (compile_study.skip_dominated): the release history, whose cases are all "searched"
+    # (no raised-limit retries), needs every requested size it compares.
+    skip_dominated: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How to measure: from the config's `measure` section (defaults in config/schema.yaml only; see
+    experiments/plan/jobs.measure_settings)."""
+
+    warmup: int
+    samples: int
+    input_sets: int
+    min_sample_s: float
+    max_calls: int
+    # Largest per-tile error (experiments/measure/check.py) of a correct result. Measured bands on
+    # random normal operands: one bf16 pass 2.4e-3, bf16 output rounding 1.7e-3; a wrong tile ~1.
+    tolerance: tuple
+    timeout_s: float  # per configuration (compile, check and timing), in its worker
+    profile: bool  # device time from the profiler (else only the batched and blocked timers)
+    max_batch_bytes: int = 2 * 1024 * MiB  # outputs alive at once in a batch (not a config setting)
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasureJob:
+    """One Snakemake job: the cases of one experiment and dtype, measured on this run's device."""
+
+    device: object  # experiments/measure/device.Device
+    label: str
+    experiment: str
+    cases: tuple
+    settings: Settings
+    raise_limits_for: tuple = ()
+    raised_limits_mib: tuple = ()
+
+
+def searched(case: Case, job) -> bool:
+    """A configuration of the experiment's block search, not one of the post's own (those are the ones
+    retried at raised limits); XLA's baseline is never searched. Estimated and measured rows alike."""
+    return case.facts.pallas and case not in job.raise_limits_for
+
+
+def raised_limits(target: str, limits_mib, requested_bytes: int) -> list[int]:
+    """The raised limits (MiB) worth compiling: at least what the compiler said the kernel requests,
+    and within the chip's physical VMEM. Lower limits would fail for the reason already recorded."""
+    c = chip(target)
+    return [mib for mib in limits_mib if requested_bytes <= mib * MiB <= c.vmem_bytes]
+
+
+def beyond_physical_vmem(target: str, case: Case) -> dict | None:
+    """A vmem_oom result, without compiling, for a kernel whose blocks alone exceed the core's VMEM.
+
+    No limit can make such a kernel fit, and libtpu takes minutes to say so (v1 at 8192: > 2 min).
+    The row's error says it was not compiled; vmem_bytes is then the lower bound, not the compiler's.
+    """
+    if not case.facts.pallas:
+        return None
+    need, have = min_vmem_bytes(case), chip(target).vmem_bytes
+    if need <= have:
+        return None
+    return dict(status="vmem_oom", vmem_bytes=need, oom_limit_bytes=have, est_cycles=None, compile_s=0.0,
+                error=f"not compiled: its VMEM blocks alone need {need / MiB:.2f} MiB, more than the core's "
+                      f"{have / MiB:.0f} MiB of VMEM (a lower bound from the block shapes)")
+
+
+def chip_columns(c: Chip, case: Case) -> dict:
+    """The chip's figures and the case's HBM traffic and roofline: they travel with each row (estimated
+    or measured), so figures and reports read only the table."""
+    moved, work = hbm_bytes(case), flops(case)
+    hbm_seconds = moved / c.hbm_bytes_per_s
+    return dict(peak_tflops=c.peak_flops[case.dtype] / TERA, hbm_bytes_per_s=c.hbm_bytes_per_s,
+                hbm_bytes=moved, hbm_seconds=hbm_seconds,
+                roofline_tflops=tflops(work, max(work / c.peak_flops[case.dtype], hbm_seconds)))
