@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tpu_matmul_repro.experiments.core.jobs import Toolchain
 from tpu_matmul_repro.experiments.core.tables import write_text_atomic
-from tpu_matmul_repro.experiments.plan.toolchains import Toolchain
 
 MANIFEST = "toolchain.json"
 VERSION_PACKAGES = ("jax", "jaxlib", "libtpu")  # recorded on every estimate row

@@ -7,6 +7,9 @@ Here, below the stages, so that the planner (experiments/plan/) builds these typ
 stage and no stage imports the planner or another stage (tests/test_structure.py orders them).
 """
 import dataclasses
+import hashlib
+import json
+import sys
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import Chip, chip
@@ -64,6 +67,37 @@ class MeasureJob:
     settings: Settings
     raise_limits_for: tuple = ()
     raised_limits_mib: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Toolchain:
+    """A compiler (jax, jaxlib, libtpu) and what it compiles; experiments/plan/toolchains.py reads the
+    config's `toolchains` section into these."""
+
+    name: str
+    pins: tuple = ()  # ((package, version), ...), sorted; empty for the pipeline's own environment
+    runs: str = "study"  # "study" (the compile study's sweeps) or "published" (the post's configurations)
+    targets: tuple | None = None  # None: the config's targets
+    static_profile: bool = True  # False where libtpu has no static profile (no Pallas cycles)
+    environment: tuple = ()  # ((variable, value), ...) set for its compile workers
+    estimates_for: tuple = ()  # targets whose estimates come from this toolchain (plan/toolchains.py)
+
+    @property
+    def pipeline(self) -> bool:
+        return not self.pins
+
+    def requirements(self) -> list[str]:
+        return [f"{package}=={version}" for package, version in self.pins]
+
+    def describe(self) -> str:
+        """'post (jax==0.4.36, jaxlib==0.4.36, libtpu==0.0.5)', for messages and logs."""
+        return (f"{self.name} ({', '.join(self.requirements())})" if self.pins
+                else f"{self.name} (pipeline environment)")
+
+    def pins_hash(self) -> str:
+        """Names the environment: a change of pins or of the Python running it is a new environment."""
+        key = json.dumps({"pins": self.pins, "python": list(sys.version_info[:2])}, sort_keys=True)
+        return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def searched(case: Case, job) -> bool:

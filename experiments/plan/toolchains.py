@@ -12,14 +12,11 @@ A toolchain is a name in the config's `toolchains` section with either
   toolchain does not compile them (libtpu 0.0.42.1's static profiler crashes on 7x; 0.0.52's does not).
 Without a `toolchains` section there is one toolchain, `current`, the pipeline's own.
 """
-import dataclasses
-import hashlib
-import json
 import os
-import sys
 from pathlib import Path
 
 from tpu_matmul_repro.experiments.core.cache_dirs import user_cache
+from tpu_matmul_repro.experiments.core.jobs import Toolchain
 
 DEFAULT = {"current": {"pipeline": True}}
 PUBLISHED_TARGETS = ("v5e",)  # the post measured on TPU v5e
@@ -28,34 +25,6 @@ CACHE_VARIABLE = "TPU_MATMUL_REPRO_TOOLCHAINS"  # overrides the cache folder of 
 
 class ToolchainError(ValueError):
     """A toolchain setting that cannot work; the message names the key and the value."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Toolchain:
-    name: str
-    pins: tuple = ()  # ((package, version), ...), sorted; empty for the pipeline's own environment
-    runs: str = "study"  # "study" or "published"
-    targets: tuple | None = None  # None: the config's targets
-    static_profile: bool = True  # False where libtpu has no static profile (no Pallas cycles)
-    environment: tuple = ()  # ((variable, value), ...) set for its compile workers
-    estimates_for: tuple = ()  # targets whose estimates come from this toolchain (see the docstring)
-
-    @property
-    def pipeline(self) -> bool:
-        return not self.pins
-
-    def requirements(self) -> list[str]:
-        return [f"{package}=={version}" for package, version in self.pins]
-
-    def describe(self) -> str:
-        """'post (jax==0.4.36, jaxlib==0.4.36, libtpu==0.0.5)', for messages and logs."""
-        return (f"{self.name} ({', '.join(self.requirements())})" if self.pins
-                else f"{self.name} (pipeline environment)")
-
-    def pins_hash(self) -> str:
-        """Names the environment: a change of pins or of the Python running it is a new environment."""
-        key = json.dumps({"pins": self.pins, "python": list(sys.version_info[:2])}, sort_keys=True)
-        return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 def parse(config: dict) -> dict[str, Toolchain]:
