@@ -19,12 +19,11 @@ import pandas as pd
 import yaml
 
 from tpu_matmul_repro.experiments.core.chips import chip
-from tpu_matmul_repro.experiments.core.jobs import beyond_physical_vmem
+from tpu_matmul_repro.experiments.core.jobs import Device, beyond_physical_vmem
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.core.schema import frame
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
 from tpu_matmul_repro.experiments.core.units import flops
-from tpu_matmul_repro.experiments.measure.device import Device
 from tpu_matmul_repro.experiments.measure.harness import empty_result, measured_row
 from tpu_matmul_repro.experiments.plan.config import checked
 from tpu_matmul_repro.experiments.plan.jobs import measure_jobs

@@ -24,7 +24,6 @@ from tpu_matmul_repro.experiments.measure.device import (
     count_chips,
     detect,
     from_probe,
-    known_targets,
     target_for_device_kind,
 )
 from tpu_matmul_repro.experiments.measure.harness import (
@@ -40,6 +39,7 @@ from tpu_matmul_repro.experiments.measure.process import Worker, worker_env
 from tpu_matmul_repro.experiments.measure.statistics import derive, summarize
 from tpu_matmul_repro.experiments.plan.config import with_defaults
 from tpu_matmul_repro.experiments.plan.jobs import measure_settings
+from tpu_matmul_repro.experiments.plan.plan import known_targets
 
 # the module's measurement (cpu_rows) made once: every test of this file on one worker
 pytestmark = pytest.mark.xdist_group("measure")

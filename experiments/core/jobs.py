@@ -39,6 +39,19 @@ class Job:
 
 
 @dataclasses.dataclass(frozen=True)
+class Device:
+    """A device this run measures on (experiments/measure/device.py detects it)."""
+
+    name: str  # the target name of a known TPU generation (v5e, ...), else a slug; "cpu"
+    platform: str  # "tpu" or "cpu"
+    device_kind: str
+    num_chips: int
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+
+@dataclasses.dataclass(frozen=True)
 class Settings:
     """How to measure: from the config's `measure` section (defaults in config/schema.yaml only; see
     experiments/plan/jobs.measure_settings)."""
@@ -60,7 +73,7 @@ class Settings:
 class MeasureJob:
     """One Snakemake job: the cases of one experiment and dtype, measured on this run's device."""
 
-    device: object  # experiments/measure/device.Device
+    device: Device
     label: str
     experiment: str
     cases: tuple

@@ -6,7 +6,6 @@ exits) and only where TPU hardware is visible (/dev/accel*, /dev/vfio): elsewher
 the run is estimate-only. The answer is cached in the environment, which Snakemake's job processes
 inherit, so they never probe a TPU that a measuring job already holds.
 """
-import dataclasses
 import glob
 import json
 import os
@@ -16,6 +15,7 @@ import subprocess
 import sys
 
 from tpu_matmul_repro.experiments.core.chips import CHIPS
+from tpu_matmul_repro.experiments.core.jobs import Device
 
 SETTINGS = ("auto", "cpu", "off")
 CACHE_VARIABLE = "TPU_MATMUL_REPRO_DEVICE"
@@ -23,17 +23,6 @@ PROBE = ("import json, jax; d = jax.devices(); "
          "c = {(x.process_index, tuple(x.coords)) for x in d if getattr(x, 'coords', None) is not None}; "
          "print(json.dumps(dict(platform=d[0].platform, device_kind=d[0].device_kind, count=len(d), "
          "coords=len(c))))")
-
-
-@dataclasses.dataclass(frozen=True)
-class Device:
-    name: str  # the target name of a known TPU generation (v5e, ...), else a slug; "cpu"
-    platform: str  # "tpu" or "cpu"
-    device_kind: str
-    num_chips: int
-
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self))
 
 
 def chip_version(device_kind: str):
@@ -123,16 +112,3 @@ def measured_or_error(files: list, setting: str) -> list:
 def host_label() -> str:
     """This host's name, file-name safe: the default label of its measurements."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", socket.gethostname()).strip("-.") or "host"
-
-
-def known_targets(devices, imported_paths) -> list[str]:
-    """TPU generations (of experiments/core/chips.py) measured here or in imported measurement files."""
-    import pandas as pd
-
-    names = [d.name for d in devices]
-    for path in imported_paths:
-        try:
-            names += list(pd.read_parquet(path, columns=["target"]).target.unique())
-        except Exception:  # noqa: BLE001  unreadable or without targets: its check job says why (rules/aggregate.smk)
-            continue
-    return [n for n in dict.fromkeys(names) if n in CHIPS]

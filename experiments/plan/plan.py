@@ -6,7 +6,8 @@ run does. Device detection stays outside (it probes the machine): its answer com
 import dataclasses
 from pathlib import Path
 
-from tpu_matmul_repro.experiments.measure import device as measure_device
+from tpu_matmul_repro.experiments.core.chips import CHIPS
+from tpu_matmul_repro.experiments.core.jobs import Device
 from tpu_matmul_repro.experiments.plan import config as plan_config
 from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
 from tpu_matmul_repro.experiments.plan import toolchains as plan_toolchains
@@ -21,7 +22,7 @@ class Plan:
     targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
     study: dict  # (target, experiment, dtype, part) -> core.jobs.Job (jobs.study_parts;
     # XLA's baseline one job per target, dtype "all": jobs.merge_baseline_jobs)
-    device: object  # measure.device.Device measured on this run, or None
+    device: Device | None  # measured on this run (experiments/measure/device.detect)
     label: str  # this run's measurement label
     measure: dict  # (experiment, dtype) -> core.jobs.MeasureJob
     imported: tuple  # carried measurement files (data/measured/*.parquet)
@@ -47,8 +48,7 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     correctness = plan_jobs.correctness_cases(config)
     measure = plan_jobs.measure_jobs(config, device, label) if device else {}
     imported = tuple(sorted(str(p) for p in imported))
-    targets = list(dict.fromkeys(config["targets"] + measure_device.known_targets([device] if device else [],
-                                                                                  imported)))
+    targets = list(dict.fromkeys(config["targets"] + known_targets([device] if device else [], imported)))
     with_targets = {**config, "targets": targets}
     served = plan_toolchains.served_by(toolchains)
     own = [t for t in targets if t not in served]  # served targets: compiled by their own toolchain only
@@ -64,11 +64,22 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
                 toolchain_batches=plan_jobs.toolchain_batches(toolchain_jobs, toolchains), served=served)
 
 
+def known_targets(devices, imported_paths) -> list[str]:
+    """TPU generations (of experiments/core/chips.py) measured here or in imported measurement files."""
+    import pandas as pd
+
+    names = [d.name for d in devices]
+    for path in imported_paths:
+        try:
+            names += list(pd.read_parquet(path, columns=["target"]).target.unique())
+        except Exception:  # noqa: BLE001  unreadable or without targets: its check job says why (rules/aggregate.smk)
+            continue
+    return [n for n in dict.fromkeys(names) if n in CHIPS]
+
+
 def validate(config: dict) -> dict:
     """Schema and semantic checks; returns the config with the schema's defaults filled in, or raises
     ConfigError. A `cpu` measurement is planned too (a TPU's plan differs only in its device)."""
-    from tpu_matmul_repro.experiments.measure.device import Device
-
     config = plan_config.checked(config)
     cpu = Device("cpu", "cpu", "cpu", 1) if config["measure"]["device"] == "cpu" else None
     make_plan(config, device=cpu, label="check")
