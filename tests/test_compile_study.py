@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tpu_matmul_repro.experiments.compile_study import cache, compiler_output, extrapolate
+from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
 from tpu_matmul_repro.experiments.compile_study.study import job_versions, run_job, run_jobs
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
+from tpu_matmul_repro.experiments.core import compiler_output
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
@@ -445,7 +446,7 @@ def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
                  "experiments/plan/code_inputs.py"):
         assert edited(kept) == before, f"an edit of {kept} would throw away every cached compile"
     for missed in ("kernels/v3_block.py", "kernels/v5_accumulator.py", "kernels/spec.py",
-                   "experiments/compile_study/worker.py", "experiments/compile_study/compiler_output.py",
+                   "experiments/compile_study/worker.py", "experiments/core/compiler_output.py",
                    "experiments/core/cases.py"):
         assert edited(missed) != before, f"an edit of {missed} must recompile"
     path = root / "kernels" / "v3_block.py"
@@ -456,7 +457,7 @@ def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
 def test_an_error_keeps_no_source_line_of_the_kernel():
     """The compiler quotes the pallas_call's source line; it moves with any edit above it (which the
     compile cache's key ignores), so rows and cached entries keep the file but not the line."""
-    from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
+    from tpu_matmul_repro.experiments.core.compiler_output import readable_error
 
     quoted = ('metadata={op_name="jit(_matmul_v2)/pallas_call" source_file="kernels/v2_parallel.py" '
               'source_line=40}. Scoped allocation with size 36.00M and limit 16.00M exceeded')

@@ -272,7 +272,8 @@ def test_the_ir_version_libtpu_reads_is_taken_from_its_refusal():
 def test_a_refused_ir_version_is_compiled_again_at_the_readable_one(monkeypatch):
     from jax._src import tpu_custom_call
 
-    from tpu_matmul_repro.experiments.compile_study import compiler_output, worker
+    from tpu_matmul_repro.experiments.compile_study import worker
+    from tpu_matmul_repro.experiments.core import compiler_output
 
     # jax's own choice off a TPU host: the newest version (None); monkeypatch restores jax's function
     monkeypatch.setattr(tpu_custom_call, "get_ir_version", lambda ctx: None)

@@ -71,7 +71,7 @@ def main() -> int:
     args = parser.parse_args()
     old, new = pd.read_parquet(args.old), pd.read_parquet(args.new)
     if args.readable_errors:
-        from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
+        from tpu_matmul_repro.experiments.core.compiler_output import readable_error
 
         for table in (old, new):
             table["error"] = table.error.map(readable_error, na_action="ignore")

@@ -20,10 +20,10 @@ import logging
 import pandas as pd
 
 from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
-from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
+from tpu_matmul_repro.experiments.core.compiler_output import readable_error
 from tpu_matmul_repro.experiments.core.jobs import (
     Job,
     beyond_physical_vmem,

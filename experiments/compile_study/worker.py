@@ -21,7 +21,7 @@ if __name__ == "__main__":
     # stops it, so the worker ignores it from here on, while it imports jax too.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-from tpu_matmul_repro.experiments.compile_study import compiler_output  # noqa: E402
+from tpu_matmul_repro.experiments.core import compiler_output  # noqa: E402
 from tpu_matmul_repro.experiments.core.cases import Case, wrapper  # noqa: E402
 from tpu_matmul_repro.experiments.core.chips import chip  # noqa: E402
 

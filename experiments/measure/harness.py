@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.compile_study import compiler_output
+from tpu_matmul_repro.experiments.core import compiler_output
 from tpu_matmul_repro.experiments.core.cases import Case, wrapper
 from tpu_matmul_repro.experiments.core.chips import CHIPS, MiB
 from tpu_matmul_repro.experiments.core.inputs import INT8_SCALE

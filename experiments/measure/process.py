@@ -17,7 +17,7 @@ import sys
 import tempfile
 import time
 
-from tpu_matmul_repro.experiments.compile_study.compiler_output import readable_error
+from tpu_matmul_repro.experiments.core.compiler_output import readable_error
 
 WORKER = "tpu_matmul_repro.experiments.measure.worker"
 DEFAULT_BUILD = "tpu_matmul_repro.experiments.measure.harness:build"
