@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tpu_matmul_repro.experiments.core import codec
 from tpu_matmul_repro.experiments.measure import device as measure_device
-from tpu_matmul_repro.experiments.plan.code_inputs import code_digest
+from tpu_matmul_repro.experiments.core.code_inputs import code_digest
 from tpu_matmul_repro.experiments.plan.config import ConfigError, checked
 from tpu_matmul_repro.experiments.plan.jobs import expected_work
 from tpu_matmul_repro.experiments.plan.plan import make_plan
@@ -60,7 +60,7 @@ IMPORTED = list(PLAN.imported)
 
 def code(script, *data_globs, modules=()):
     """The `code` param of a rule: a digest of its script's import closure (and `modules`') and the
-    data files it reads (experiments/plan/code_inputs.py). A change reruns the rule; a moved checkout
+    data files it reads (experiments/core/code_inputs.py). A change reruns the rule; a moved checkout
     does not."""
     return code_digest(script, *data_globs, root=REPO, modules=tuple(modules))
 

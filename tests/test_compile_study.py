@@ -424,7 +424,7 @@ def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
     import shutil
 
     from tpu_matmul_repro.experiments.compile_study.cache import compile_code_digest
-    from tpu_matmul_repro.experiments.plan.code_inputs import ROOT
+    from tpu_matmul_repro.experiments.core.code_inputs import ROOT
 
     root = tmp_path / "repo"
     for package in ("kernels", "experiments"):
@@ -443,7 +443,7 @@ def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
     for kept in ("experiments/compile_study/cache.py", "experiments/compile_study/tpu_compile.py",
                  "experiments/compile_study/study.py", "experiments/plan/jobs.py",
                  "experiments/plan/config.py", "experiments/core/tables.py", "experiments/core/cache_dirs.py",
-                 "experiments/plan/code_inputs.py"):
+                 "experiments/core/code_inputs.py", "experiments/core/jobs.py"):
         assert edited(kept) == before, f"an edit of {kept} would throw away every cached compile"
     for missed in ("kernels/v3_block.py", "kernels/v5_accumulator.py", "kernels/spec.py",
                    "experiments/compile_study/worker.py", "experiments/core/compiler_output.py",

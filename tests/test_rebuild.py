@@ -9,7 +9,7 @@ import pytest
 import yaml
 from runs import TINY_RUN, copy_repository, copy_run, planned, snakemake
 
-from tpu_matmul_repro.experiments.plan.code_inputs import closure
+from tpu_matmul_repro.experiments.core.code_inputs import closure
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -100,7 +100,7 @@ def test_reading_only_the_import_lines_finds_every_import_of_every_module():
     and for the shapes an import takes (parenthesised, continued, in a function, after `if`)."""
     import ast
 
-    from tpu_matmul_repro.experiments.plan.code_inputs import _import_statements
+    from tpu_matmul_repro.experiments.core.code_inputs import _import_statements
 
     def imports(source):
         tree = ast.parse(source)
@@ -234,7 +234,7 @@ def test_ctrl_c_says_once_that_the_run_was_interrupted_and_how_to_resume(tmp_pat
 
 
 def test_the_compile_cache_keys_on_the_code_not_its_layout(tmp_path):
-    from tpu_matmul_repro.experiments.plan.code_inputs import digest
+    from tpu_matmul_repro.experiments.core.code_inputs import digest
 
     module = tmp_path / "kernel.py"
     module.write_text("def f(a, b):\n    return a @ b\n")

@@ -165,7 +165,7 @@ def compile_code_digest(root: Path | None = None) -> str:
     """The digest of the code that decides a compile: the compile worker and what it imports (the
     kernels, the case and chip tables, the compiler-output parsers), by syntax tree, so comments and
     line wrapping do not count. The parent's process, cache and planning code are not in it."""
-    from tpu_matmul_repro.experiments.plan.code_inputs import ROOT, closure, digest
+    from tpu_matmul_repro.experiments.core.code_inputs import ROOT, closure, digest
 
     root = ROOT if root is None else Path(root)
     return digest(closure(root / WORKER, root), root, semantic=True)
