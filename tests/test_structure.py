@@ -1,6 +1,6 @@
 """The structure the layout promises, read from the code's own import statements (nothing is run):
-one installed package with no path setup, no import cycle among the project's modules, and no lower
-layer importing a higher one."""
+one installed package with no path setup, no import cycle among the project's modules, no lower
+layer importing a higher one, and the sub-packages of experiments/ in one order."""
 import ast
 import functools
 import re
@@ -136,6 +136,43 @@ def test_no_module_imports_a_higher_layer(module):
     own = layer(module)
     higher = sorted(m for m in import_graph()[module] if layer(m) > own)
     assert not higher, f"{module} (layer {own}) imports {higher}"
+
+
+# The sub-packages of experiments/, lowest first. A run goes plan -> correctness, compile_study, measure
+# -> analysis; in the code the planner and the stages meet only in core's types (core/jobs.py): a module
+# imports its own sub-package and lower-ranked ones only, so neither the planner and a stage nor two
+# stages import each other, core imports none of them, and analysis reads what the stages wrote.
+STAGE_RANKS = {"core": 0, "plan": 1, "correctness": 1, "compile_study": 1, "measure": 1, "analysis": 2}
+
+
+def stage(module: str) -> str | None:
+    """The sub-package of experiments/ that `module` is in (None outside them)."""
+    parts = module.split(".")
+    return parts[2] if parts[1] == "experiments" and len(parts) > 3 else None
+
+
+def back_edges(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of a sub-package of experiments/ other than the module's own and not ranked below it."""
+    return sorted(f"{a} -> {b}" for a, imported in graph.items() for b in imported
+                  if stage(a) and stage(b) and stage(a) != stage(b)
+                  and not STAGE_RANKS[stage(b)] < STAGE_RANKS[stage(a)])
+
+
+def test_every_sub_package_of_experiments_is_ranked():
+    folders = {p.parent.name for p in (ROOT / "experiments").glob("*/__init__.py")}
+    assert folders == set(STAGE_RANKS)
+
+
+def test_the_stage_order_finds_a_back_edge():
+    core, plan, study, analysis = (f"{PACKAGE}.experiments.{s}.m" for s in
+                                   ("core", "plan", "compile_study", "analysis"))
+    assert back_edges({analysis: {study, core}, study: {core}, plan: {core}, core: set()}) == []
+    assert back_edges({plan: {study}, study: {plan}, core: {analysis}}) == sorted(
+        [f"{core} -> {analysis}", f"{plan} -> {study}", f"{study} -> {plan}"])
+
+
+def test_no_stage_imports_a_stage_of_its_rank_or_above():
+    assert back_edges(import_graph()) == []
 
 
 def test_the_core_reads_without_the_studies():
