@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from tpu_matmul_repro.experiments.core.chips import chip
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.jobs import Device, beyond_physical_vmem
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.core.schema import frame
@@ -28,8 +28,8 @@ from tpu_matmul_repro.experiments.measure.harness import empty_result, measured_
 from tpu_matmul_repro.experiments.plan.config import checked
 from tpu_matmul_repro.experiments.plan.jobs import measure_jobs
 
-TARGET = "v5e"
-DEVICE = Device(TARGET, "tpu", "TPU v5 lite", 1)
+TARGET = POST_CHIP  # as if measured on the post's chip
+DEVICE = Device(TARGET, "tpu", chip(TARGET).device_kind, 1)
 FOUND = dict(platform="tpu", device_kind="TPU v5 lite", count=1, num_chips=1)
 CALL_OVERHEAD_S = 100e-6  # a blocked call's host round trip, as the post's timing includes
 

@@ -14,7 +14,7 @@ from tpu_matmul_repro.experiments.analysis.summaries import (
     model_only,
     post_configs,
 )
-from tpu_matmul_repro.experiments.core.chips import generation_order
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
 from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
 
@@ -383,7 +383,7 @@ def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     # What kind of number is drawn comes first: model-only estimates (no compiler cycles), then the
     # shading on every curve; then flagged estimates and failures (the caption keeps them all).
     band = ([text(lang, "interval_band") + (text(lang, "interval_unchecked", target=target)
-                                            if target != "v5e" else "")]
+                                            if target != POST_CHIP else "")]
             if post_method and banded(rows) else [])
     notes = missing_lines(rows, lang) + band + flagged_line(rows, lang) + failure_lines(failed, lang)
     return rows, post_method, notes

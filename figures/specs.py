@@ -8,11 +8,11 @@ experiments/plan/studies.py).
 from pathlib import Path
 from typing import Callable
 
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.plan.search import search_covers
 
 FORMATS = ("png", "svg", "pdf")
 LANGUAGES = ("en", "zh")
-PUBLISHED_TARGETS = ("v5e",)  # the post's numbers are for TPU v5e
 CORE_KINDS = ("experiment", "search", "vmem", "roofline", "fidelity", "generations")
 # A study's kind -> the figures a config yields of it: (config, targets) -> {name: (kind, args)}.
 STUDY_SPECS: dict[str, Callable[[dict, list], dict]] = {}
@@ -43,7 +43,7 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
                         "search", dict(experiment=name, dtype=dtype, target=target))
         specs[f"vmem_{target}"] = ("vmem", dict(target=target))
         specs[f"roofline_{target}"] = ("roofline", dict(target=target))
-        if target in PUBLISHED_TARGETS:
+        if target == POST_CHIP:  # the post's numbers are for its chip alone
             specs[f"fidelity_{target}"] = ("fidelity", dict(target=target))
     if len(targets) > 1:
         for name, spec in experiments.items():

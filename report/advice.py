@@ -4,6 +4,8 @@ Every number is modelled from a libtpu estimate, in device time, with its 80 % p
 the same column the advice figure draws."""
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+
 
 def _rate(row) -> str:
     return (f"{row.model_device_tflops:.0f} [{row.model_device_tflops_lo80:.0f}–"
@@ -27,7 +29,7 @@ def advice_section(tables: dict[str, pd.DataFrame], advice_href: str, gettext) -
                 vmem=f"{best.vmem_mib:.1f} / {best.vmem_limit_mib:.0f}",
                 ties=int(ranked.tie.notna().sum()),
                 xla=_rate(xla.iloc[0]) if len(xla) else "–",
-                unchecked=target != "v5e"))
+                unchecked=target != POST_CHIP))
         if rows:
             m, k, n = shape.split("x")
             out.append(dict(shape=f"{m} × {k} × {n}", figure=f"{advice_href}/{shape}.png", rows=rows))

@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from tpu_matmul_repro.experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
 from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, glossary, translations
 from tpu_matmul_repro.experiments.core.provenance import build_date
 from tpu_matmul_repro.experiments.core.tables import write_atomic
@@ -95,7 +96,7 @@ def report_order(specs: dict) -> list[str]:
     (each figure, then its block search), VMEM and roofline, then the appendix's (the other targets',
     the other generations'). The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
     targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
-    main = "v5e" if "v5e" in targets else (targets[0] if targets else "")
+    main = POST_CHIP if POST_CHIP in targets else (targets[0] if targets else "")
     generations = sorted(n for n, (k, _) in specs.items() if k == "generations")
     lead = [n for n in generations if n == "generations_v5_bfloat16"] or generations[:1]
     experiments = sorted({a["experiment"] for k, a in specs.values() if k == "experiment"})
@@ -320,7 +321,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         if rows:
             raised[target] = rows
     # The post's chip leads; every other target's detail is in an appendix.
-    main_target = "v5e" if "v5e" in targets else targets[0]
+    main_target = POST_CHIP if POST_CHIP in targets else targets[0]
     other_targets = [t for t in targets if t != main_target]
     summaries_by_target = {t: findings.summary(df, t) for t in targets}
     # Figures are numbered in the order the template places them: the timing model, the studies',
@@ -401,8 +402,8 @@ def one_estimator(best: pd.DataFrame) -> list[dict]:
 
 def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
     """One sentence and one number for float32: the model's, and why libtpu's raw estimate differs."""
-    rows = [b for b in best if b["dtype"] == "float32" and b["target"] == "v5e" and b["estimator"] == "model"
-            and not pd.isna(b["fraction_of_xla"])]
+    rows = [b for b in best if b["dtype"] == "float32" and b["target"] == POST_CHIP
+            and b["estimator"] == "model" and not pd.isna(b["fraction_of_xla"])]
     factor = constants[constants.constant == "float32_factor"] if len(constants) else constants
     if not rows or factor is None or factor.empty:
         return ""

@@ -5,6 +5,7 @@ import dataclasses
 import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla, default_limit, fidelity, post_configs
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.units import MiB
 
 POST_BEST = {"float32": (512, 512, 512), "bfloat16": (512, 1024, 1024)}  # the post's stated winners
@@ -141,7 +142,7 @@ def summary(df: pd.DataFrame, target: str) -> dict:
     return out
 
 
-def agreement(df: pd.DataFrame, target: str = "v5e") -> dict | None:
+def agreement(df: pd.DataFrame, target: str = POST_CHIP) -> dict | None:
     """Agreement of the estimates with the post's published numbers (None without published rows)."""
     if not ((df.source == "published") & (df.target == target)).any():
         return None

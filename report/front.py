@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.report.tables import VERDICT_NAMES, toolchain_name
 
@@ -35,7 +36,7 @@ def fidelity_score(fidelity: pd.DataFrame, key: tuple, scope: str = "all") -> di
     return dict(n=int(r.n), mal=float(r.median_abs_log_ratio), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
 
 
-def best_at(best: pd.DataFrame | None, target: str = "v5e") -> list[dict]:
+def best_at(best: pd.DataFrame | None, target: str = POST_CHIP) -> list[dict]:
     """The best Pallas configuration against XLA per data type at the largest size, by the timing
     model (device time, the estimator the report uses throughout)."""
     if best is None or best.empty or "estimator" not in best:

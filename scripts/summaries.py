@@ -7,6 +7,7 @@ from tpu_matmul_repro.experiments.analysis import model_columns, timing_model, v
 from tpu_matmul_repro.experiments.analysis.runs import read_results
 from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla
 from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.plan.toolchains import primary, served
@@ -18,7 +19,7 @@ with logged(snakemake.log[0]) as log:
         agreement = validation.fidelity_table(df)
     except timing_model.TooFewPoints as e:  # a small config: say so in the table, go on
         log.warning("timing model not fitted: %s", e)
-        agreement = pd.DataFrame([dict(target="v5e", compared_with="published", note=f"not fitted: {e}")])
+        agreement = pd.DataFrame([dict(target=POST_CHIP, compared_with="published", note=f"not fitted: {e}")])
     constants = model_columns.constants_table(model_columns.fits(df))
     best = best_vs_xla(df)
     log.info("fidelity:\n%s\nconstants:\n%s\nbest vs xla:\n%s", agreement.to_string(), constants.to_string(),

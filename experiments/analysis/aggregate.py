@@ -8,6 +8,7 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import (
     COLUMNS,
     DERIVED,
@@ -30,7 +31,7 @@ def load_published(path) -> pd.DataFrame:
     if missing:
         raise ValueError(f"{path}: missing columns {sorted(missing)}")
     df = pd.DataFrame({
-        "source": "published", "target": "v5e", "device_kind": "TPU v5 lite",
+        "source": "published", "target": POST_CHIP, "device_kind": CHIPS[POST_CHIP].device_kind,
         "experiment": "v" + raw["figure"].astype(str),
         # The post calls v3's kernel over other blocks "v4"; here kernel names the code that ran.
         "kernel": raw["kernel"].replace({"v4": "v3"}),

@@ -2,6 +2,8 @@
 import numpy as np
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
 # No rank correlation on fewer points: with 3 or 4 any order is a coin toss (issue 26).
@@ -29,14 +31,14 @@ def post_configs(df: pd.DataFrame) -> pd.DataFrame:
     return df[~df.search.eq(True)] if "search" in df else df
 
 
-def paired(df: pd.DataFrame, target: str = "v5e", other: str = "published") -> pd.DataFrame:
+def paired(df: pd.DataFrame, target: str = POST_CHIP, other: str = "published") -> pd.DataFrame:
     """Estimate rows at the default VMEM limit joined with `other` rows of the same configuration."""
     est = default_limit(df[(df.source == "estimate") & (df.target == target)])
     ref = df[(df.source == other) & (df.target == target)]
     return est.merge(ref[MATCH + ["status", "tflops"]], on=MATCH, suffixes=("", f"_{other}"))
 
 
-def fidelity(df: pd.DataFrame, *, target: str = "v5e", other: str = "published",
+def fidelity(df: pd.DataFrame, *, target: str = POST_CHIP, other: str = "published",
              min_size: int = 2048) -> pd.DataFrame:
     """Agreement of estimates with `other` per experiment and overall, for sizes >= min_size.
 

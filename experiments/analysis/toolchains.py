@@ -5,7 +5,7 @@ import re
 
 import pandas as pd
 
-TARGET = "v5e"  # the post's chip
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 
 def short_error(error: str) -> str:
@@ -38,6 +38,6 @@ def primary_rows(df: pd.DataFrame, primary: str | None, served: dict | None = No
 
 def toolchains_of(df: pd.DataFrame, primary: str | None) -> list[str]:
     """The toolchains with estimates for the post's chip, the other ones (older) first, `primary` last."""
-    est = df[(df.source == "estimate") & (df.target == TARGET)]
+    est = df[(df.source == "estimate") & (df.target == POST_CHIP)]
     names = sorted(set(est.toolchain.dropna()) - {primary, ""}) if "toolchain" in est else []
     return names + ([primary] if primary in set(est.get("toolchain", ())) else [])

@@ -17,6 +17,7 @@ import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.analysis.summaries import MIN_RANK_POINTS
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_LEVELS
 
 # Prediction-interval levels (experiments/analysis/intervals.py sizes the bands; here they are checked)
@@ -98,7 +99,7 @@ def groups(points: pd.DataFrame):
         yield "size", str(size), points.index[points.m == size]
 
 
-def fidelity_table(df: pd.DataFrame, target: str = "v5e") -> pd.DataFrame:
+def fidelity_table(df: pd.DataFrame, target: str = POST_CHIP) -> pd.DataFrame:
     """The model (in-sample and both cross-validations) and the raw compiler against the post.
 
     Every row states n (points scored) and the reference rows left out (of the scores, or of the

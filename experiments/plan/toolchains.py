@@ -16,10 +16,10 @@ import os
 from pathlib import Path
 
 from tpu_matmul_repro.experiments.core.cache_dirs import user_cache
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.jobs import Toolchain
 
 DEFAULT = {"current": {"pipeline": True}}
-PUBLISHED_TARGETS = ("v5e",)  # the post measured on TPU v5e
 CACHE_VARIABLE = "TPU_MATMUL_REPRO_TOOLCHAINS"  # overrides the cache folder of toolchain environments
 
 
@@ -43,10 +43,10 @@ def parse(config: dict) -> dict[str, Toolchain]:
             raise ToolchainError(f"{key}.runs: {runs!r}: the pipeline's own toolchain runs the whole study")
         targets = tuple(spec["targets"]) if "targets" in spec else None
         if runs == "published":
-            wrong = [t for t in (targets or config["targets"]) if t not in PUBLISHED_TARGETS]
+            wrong = [t for t in (targets or config["targets"]) if t != POST_CHIP]
             if wrong:
                 raise ToolchainError(f"{key}.targets: {wrong!r}: runs: published compiles the post's "
-                                     f"configurations, published for {list(PUBLISHED_TARGETS)} only")
+                                     f"configurations, published for {[POST_CHIP]} only")
         estimates_for = tuple(spec.get("estimates_for", ()))
         if estimates_for and (spec.get("pipeline") or runs != "study" or targets):
             raise ToolchainError(f"{key}.estimates_for: {list(estimates_for)!r}: only for a toolchain with "

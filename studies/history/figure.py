@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from packaging.version import Version
 
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, NC_, translate
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation
@@ -45,7 +46,6 @@ TEXT = {  # English, marked for extraction; the translations are in locale/ (exp
 }
 OK_COLOR, OOM_COLOR, LIMIT_COLOR = "#0072B2", "#D55E00", "#D55E00"
 CHANGE_COLORS = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9"]  # one per release that changed a figure
-TARGET = "v5e"
 
 
 def groups(vmem: pd.DataFrame) -> list[pd.DataFrame]:
@@ -79,7 +79,7 @@ def plot_history(vmem: pd.DataFrame, first_change: pd.DataFrame, releases: list[
     fig, axes = plt.subplots(max(len(panels), 1), 1, sharex=True, squeeze=False,
                              figsize=(8, 1.5 * max(len(panels), 1) + 2.2))
     axes = axes[:, 0]
-    fig.suptitle(t("title", target=TARGET), fontsize=9)
+    fig.suptitle(t("title", target=POST_CHIP), fontsize=9)
     if not panels:
         axes[0].text(0.5, 0.5, t("no_data"), ha="center", va="center", transform=axes[0].transAxes)
         axes[0].set_axis_off()
@@ -150,7 +150,7 @@ def provenance(vmem: pd.DataFrame, releases: list[Release], lang: str, title: st
     def t(key, **values):
         return translate(lang, TEXT[key], **values)
 
-    fields = dict(target=TARGET, probed=vmem.release_index.nunique() if len(vmem) else 0,
+    fields = dict(target=POST_CHIP, probed=vmem.release_index.nunique() if len(vmem) else 0,
                   releases=len(releases), first=releases[0].jax, last=releases[-1].jax,
                   libtpus=", ".join(versions(vmem.installed_libtpu)) if len(vmem) else "–")
     jaxes = versions(vmem.installed_jax) if len(vmem) else []

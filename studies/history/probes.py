@@ -18,6 +18,7 @@ import pandas as pd
 from tpu_matmul_repro.experiments.compile_study import toolchain_env
 from tpu_matmul_repro.experiments.compile_study.study import run_job, toolchain_error_rows
 from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.plan import toolchains as toolchain_plan
@@ -43,7 +44,7 @@ class Settings:
 
 def settings_of(config: dict) -> Settings:
     study = config["compile_study"]
-    return Settings(target=toolchain_plan.PUBLISHED_TARGETS[0], sizes=tuple(study["sizes"]),
+    return Settings(target=POST_CHIP, sizes=tuple(study["sizes"]),
                     timeout_s=study["timeout_s"], profile_max_steps=study["profile_max_steps"])
 
 

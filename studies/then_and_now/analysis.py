@@ -6,7 +6,8 @@ The core's figures and findings read each target's own compiler's estimates only
 import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis.summaries import MATCH, default_limit, post_configs
-from tpu_matmul_repro.experiments.analysis.toolchains import TARGET, short_error, toolchains_of
+from tpu_matmul_repro.experiments.analysis.toolchains import short_error, toolchains_of
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 
 def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
@@ -17,9 +18,9 @@ def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
     Columns: experiment, kernel, dtype, m, k, n, bm, bk, bn, published_status, then per toolchain T:
     T_status, T_vmem_bytes, T_limit_bytes, T_agrees, T_libtpu, T_error.
     """
-    published = df[(df.source == "published") & (df.target == TARGET) & (df.kernel != "xla")]
+    published = df[(df.source == "published") & (df.target == POST_CHIP) & (df.kernel != "xla")]
     out = published[MATCH + ["status"]].rename(columns={"status": "published_status"}).drop_duplicates(MATCH)
-    estimates = post_configs(default_limit(df[(df.source == "estimate") & (df.target == TARGET)]))
+    estimates = post_configs(default_limit(df[(df.source == "estimate") & (df.target == POST_CHIP)]))
     for name in toolchains_of(df, primary):
         rows = estimates[estimates.toolchain == name].drop_duplicates(MATCH)
         rows = rows[MATCH + ["status", "vmem_bytes", "vmem_limit_bytes", "libtpu_version", "error"]]

@@ -12,7 +12,8 @@ import pandas as pd
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from tpu_matmul_repro.experiments.analysis.toolchains import TARGET, config_name, toolchains_of
+from tpu_matmul_repro.experiments.analysis.toolchains import config_name, toolchains_of
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, translate
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.figures.catalog import Entry, register
@@ -43,7 +44,7 @@ def label(row) -> str:
     return config_name(row.experiment, row.kernel, row.dtype, row.m, row.bm, row.bk, row.bn)
 
 
-def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, target: str = TARGET):
+def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, target: str = POST_CHIP):
     def t(key, **values):
         return translate(lang, TEXT[key], **values)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis.toolchains import TARGET, toolchains_of
+from tpu_matmul_repro.experiments.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.report.sections import Section, register
@@ -52,7 +53,7 @@ def comparison(df: pd.DataFrame, table: pd.DataFrame, primary: str | None, gette
     names = toolchains_of(df, primary)
     if len(names) < 2:
         return None
-    est = df[(df.source == "estimate") & (df.target == TARGET)]
+    est = df[(df.source == "estimate") & (df.target == POST_CHIP)]
     columns, summaries, missing = [], [], []
     for name in names:
         first = est[est.toolchain == name].iloc[0]
