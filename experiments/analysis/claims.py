@@ -26,11 +26,11 @@ from tpu_matmul_repro.experiments.analysis import intervals, validation
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.analysis.runs import latest_runs
 from tpu_matmul_repro.experiments.analysis.summaries import default_limit, post_configs
-from tpu_matmul_repro.experiments.core.chips import chip
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
 
-TARGET = "v5e"  # the post's chip
+TARGET = POST_CHIP
 ABOUT = 0.2  # "about" a number: within |ln(ours / post's)| <= 0.2 (about 20 %)
 NEAR = 0.9  # "nearly matches": at least 90 % of XLA's TFLOP/s
 LEVEL = 0.8  # the prediction interval a modelled speed's verdict is decided with

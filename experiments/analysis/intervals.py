@@ -24,6 +24,7 @@ from tpu_matmul_repro.experiments.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.analysis import validation
 from tpu_matmul_repro.experiments.analysis.summaries import model_only
 from tpu_matmul_repro.experiments.analysis.validation import LEVELS, conformal_quantile, coverage, suffix  # noqa: F401
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.units import flops
 
@@ -51,7 +52,7 @@ class Band:
                 f"leaving its figure out")
         if fit.startswith("measured"):
             text += f"; the fit of these times ({fit}) is not cross-validated: the published fit's band"
-        elif target != "v5e":
+        elif target != POST_CHIP:
             text += f"; v5e's band: no measurement on {target} checks it"
         if model_only:
             text += "; a model-only estimate (no compiler cycles): the band of estimates with cycles, " \
@@ -61,7 +62,7 @@ class Band:
 
 def band(df: pd.DataFrame) -> Band | None:
     """The band of the published v5e fit, or None where the table cannot cross-validate it."""
-    points, _ = tm.reference_points(df, source="published", target="v5e")
+    points, _ = tm.reference_points(df, source="published", target=POST_CHIP)
     if len(points) == 0:
         return None
     try:

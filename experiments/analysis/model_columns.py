@@ -28,7 +28,7 @@ from tpu_matmul_repro.experiments.analysis.timing_model import (
     flag_nonmonotonic,
     reference_points,
 )
-from tpu_matmul_repro.experiments.core.chips import CHIPS
+from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.experiments.core.units import tflops
 
@@ -42,7 +42,7 @@ def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
     latest one models the table.
     """
     out = {}
-    points, _ = reference_points(df, source="published", target="v5e")
+    points, _ = reference_points(df, source="published", target=POST_CHIP)
     if len(points):
         try:
             out["published v5e"] = (fit_published(points), "published")

@@ -43,7 +43,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from tpu_matmul_repro.experiments.core.cases import Case
-from tpu_matmul_repro.experiments.core.chips import CHIPS, chip
+from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, step_bytes
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.experiments.core.units import seconds_at
@@ -233,7 +233,7 @@ def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
     return est.drop_duplicates(MATCH).drop(columns="_raised")
 
 
-def reference_points(df: pd.DataFrame, *, source: str = "published", target: str = "v5e",
+def reference_points(df: pd.DataFrame, *, source: str = "published", target: str = POST_CHIP,
                      run_label=None) -> tuple[pd.DataFrame, dict]:
     """Rows of `source` paired with this run's estimate of the same configuration.
 
