@@ -17,6 +17,7 @@ from tpu_matmul_repro.experiments.analysis.summaries import (
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
 from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
+from tpu_matmul_repro.kernels.checks import DTYPES
 
 SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
@@ -464,7 +465,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     notes = flagged_line(rows, lang)
     rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0) & ~flagged(rows)]
     factor = float32_factor(df) if device else None
-    dtypes = [d for d in ("float32", "bfloat16", "int8") if (rows.dtype == d).any()]
+    dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
     fig, axes = plt.subplots(1, max(1, len(dtypes)), figsize=(7.2, 3.9), squeeze=False)
     libtpu = rows.libtpu_version.iloc[0] if len(rows) else "?"

@@ -11,6 +11,7 @@ LANE = 128
 
 FLOAT_DTYPES = ("float32", "bfloat16")
 INT_DTYPES = ("int8",)
+DTYPES = FLOAT_DTYPES + INT_DTYPES  # every input dtype of the kernels, in the order tables list them
 
 
 def dtype_name(dtype) -> str:

@@ -36,6 +36,7 @@ from tpu_matmul_repro.figures.cite import (
 from tpu_matmul_repro.figures.labels import join
 from tpu_matmul_repro.figures.specs import STUDY_SPECS, figure_specs_of
 from tpu_matmul_repro.kernels import source_file
+from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import findings, front, sections, tables
 from tpu_matmul_repro.report.advice import advice_section
 
@@ -43,7 +44,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TEMPLATES = HERE / "templates"
 LANGUAGES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}
-DTYPE_ORDER = ("float32", "bfloat16", "int8")
 
 
 def experiment_sections(df: pd.DataFrame) -> list[tuple[str, tuple[str, ...], str]]:
@@ -52,7 +52,7 @@ def experiment_sections(df: pd.DataFrame) -> list[tuple[str, tuple[str, ...], st
     est = df[df.kernel != "xla"]
     out = []
     for experiment, rows in est.groupby("experiment", sort=True):
-        dtypes = tuple(d for d in DTYPE_ORDER if d in set(rows.dtype))
+        dtypes = tuple(d for d in DTYPES if d in set(rows.dtype))
         out.append((experiment, dtypes, source_file(rows.kernel.iloc[0])))
     return out
 
@@ -102,7 +102,7 @@ def report_order(specs: dict) -> list[str]:
     experiments = sorted({a["experiment"] for k, a in specs.values() if k == "experiment"})
 
     def kernels(of_targets):
-        return [n for e in experiments for t in of_targets for d in DTYPE_ORDER
+        return [n for e in experiments for t in of_targets for d in DTYPES
                 for n in (f"{e}_{d}_{t}", f"search_{e}_{d}_{t}")]
 
     others = [t for t in targets if t != main]

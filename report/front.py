@@ -13,6 +13,7 @@ import pandas as pd
 
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
+from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report.tables import VERDICT_NAMES, toolchain_name
 
 # The out-of-sample score the abstract quotes: each of the post's figures predicted by a fit that
@@ -43,7 +44,7 @@ def best_at(best: pd.DataFrame | None, target: str = POST_CHIP) -> list[dict]:
         return []
     part = best[(best.target == target) & (best.estimator == "model")]
     out = []
-    for dtype in ("float32", "bfloat16", "int8"):
+    for dtype in DTYPES:
         rows = part[part.dtype == dtype]
         if rows.empty:
             continue

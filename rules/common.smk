@@ -10,8 +10,9 @@ from tpu_matmul_repro.experiments.core import codec
 from tpu_matmul_repro.experiments.measure import device as measure_device
 from tpu_matmul_repro.experiments.core.code_inputs import code_digest
 from tpu_matmul_repro.experiments.plan.config import ConfigError, checked
-from tpu_matmul_repro.experiments.plan.jobs import expected_work
+from tpu_matmul_repro.experiments.plan.jobs import MERGED_BASELINE_DTYPE, expected_work
 from tpu_matmul_repro.experiments.plan.plan import make_plan
+from tpu_matmul_repro.kernels.checks import DTYPES
 
 REPO = Path(workflow.basedir)
 
@@ -156,7 +157,7 @@ wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),
     target="|".join(TARGETS),
     experiment="[A-Za-z0-9]+",
-    dtype="float32|bfloat16|int8",
+    dtype="|".join(DTYPES),
     part="[0-9]+of[0-9]+",
     # measurements: this run's device and label only
     device=re.escape(DEVICE.name) if DEVICE else "[^/]+",

@@ -9,7 +9,7 @@ rule compile_study_job:
     log:
         "logs/estimates/{target}/{experiment}_{dtype}.{part}.log",
     wildcard_constraints:
-        dtype="float32|bfloat16|int8|all",  # all: XLA's baseline, one job per target (plan/config.py)
+        dtype="|".join([*DTYPES, MERGED_BASELINE_DTYPE]),  # XLA's baseline: one job per target (plan/jobs.py)
     # Longest first by expected_work (the elements of the blocks; it counts full-size v1 and XLA compiles
     # large, so those start early too): the short jobs (correctness, priority 0) fill the last gaps.
     priority: lambda wc: 1 + expected_work(PLAN.study[(wc.target, wc.experiment, wc.dtype, wc.part)])

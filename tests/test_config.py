@@ -117,6 +117,19 @@ def test_schema_kernel_enums_come_from_the_kernel_registry():
     assert defs["blocked_kernel"]["enum"] == ["v3", "v5"]
 
 
+def test_the_schemas_dtypes_are_the_kernels():
+    """config/schema.yaml spells the dtypes out (its tolerances need one key each): they are
+    kernels.checks.DTYPES, the list every other place reads."""
+    from tpu_matmul_repro.kernels.checks import DTYPES
+
+    schema = experiment_config.schema()
+    assert schema["$defs"]["dtype"]["enum"] == list(DTYPES)
+    tolerances = (schema["properties"]["correctness"]["properties"]["tolerance"],
+                  schema["properties"]["measure"]["properties"]["tolerance"])
+    for tolerance in tolerances:
+        assert tolerance["required"] == list(tolerance["properties"]) == list(DTYPES)
+
+
 def test_defaults_come_from_the_schema(config):
     del config["compile_study"]["timeout_s"]
     del config["compile_study"]["skip_dominated"]

@@ -290,13 +290,14 @@ def _check_types(path, table, pa) -> None:
 
 def _check_values(path, df: pd.DataFrame) -> None:
     from tpu_matmul_repro.kernels import DECLARED
+    from tpu_matmul_repro.kernels.checks import DTYPES
 
     def first(bad, col, problem):
         if bad.any():
             i = int(np.flatnonzero(np.asarray(bad))[0])
             _fail(path, col, i, problem(df[col].iloc[i], i))
 
-    known = {"source": ("measured",), "kernel": tuple(DECLARED), "dtype": ("float32", "bfloat16", "int8"),
+    known = {"source": ("measured",), "kernel": tuple(DECLARED), "dtype": DTYPES,
              "status": MEASURE_STATUSES}
     for col, allowed in known.items():
         first(~df[col].isin(allowed), col, lambda v, i, a=allowed: f"{v!r} is not one of {list(a)}")
