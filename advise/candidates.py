@@ -3,11 +3,9 @@ prunes: blocks must divide the problem and be multiples of the MXU's width (a sm
 MXU columns idle), and blocks whose buffers alone exceed the core's VMEM are out of VMEM without a
 compile (core.jobs.beyond_physical_vmem says why in its row)."""
 from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.kernels.checks import LANE
 
-# MXU width per generation ([tpu_info] in experiments/core/chips.py: 128x128 MXUs up to v5p, 256x256
-# from v6e on): the smallest block edge that keeps the MXU busy.
-MXU_WIDTH = {"v4": 128, "v5e": 128, "v5p": 128, "v6e": 256, "7x": 256}
 LARGEST = 2048  # larger block edges need more VMEM than any generation's default scoped limit
 
 
@@ -27,6 +25,6 @@ def edges(dim: int, width: int) -> list[int]:
 
 def candidates(kernel: str, dtype: str, shape, target: str) -> list[Case]:
     m, k, n = shape
-    width = MXU_WIDTH[target]
+    width = chip(target).mxu_width  # the smallest block edge that keeps the MXU busy
     return [Case(kernel, dtype, m, k, n, bm, bk, bn)
             for bm in edges(m, width) for bk in edges(k, width) for bn in edges(n, width)]

@@ -34,6 +34,9 @@ class Chip:
     vmem_bytes: int  # physical VMEM per TensorCore: the most vmem_limit_bytes can ask
     default_vmem_limit_bytes: int  # scoped-VMEM limit when vmem_limit_bytes is not given
     sources: str
+    # the MXU's edge ([tpu_info]: 128x128 MXUs up to v5p, 256x256 from v6e on): the smallest block edge
+    # that keeps it busy
+    mxu_width: int
 
 
 def _peaks(bf16: float, int8: float | None) -> dict:
@@ -44,17 +47,21 @@ def _peaks(bf16: float, int8: float | None) -> dict:
 
 CHIPS = {
     "v4": Chip("v4", "v4:2x2x1", "TPU v4", 1.05e9, _peaks(275e12, None), 1.23e12, 16 * MiB, 16 * MiB,
-               "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [v4paper]; int8 not listed: bf16 rate"),
+               "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [v4paper]; int8 not listed: bf16 rate",
+               mxu_width=128),
     "v5e": Chip("v5e", "v5e:2x2", "TPU v5 lite", 1.5e9, _peaks(197e12, 394e12), 8.2e11, 128 * MiB, 16 * MiB,
-                "peak, HBM, VMEM: [tpu_info], [book]; clock: [derived] 197e12 / (4 x 128^2 x 2)"),
+                "peak, HBM, VMEM: [tpu_info], [book]; clock: [derived] 197e12 / (4 x 128^2 x 2)",
+                mxu_width=128),
     "v5p": Chip("v5p", "v5p:2x2x1", "TPU v5", 1.75e9, _peaks(459e12, 918e12), 2.46e12, 64 * MiB, 16 * MiB,
-                "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [derived] 459e12 / (8 x 128^2 x 2)"),
+                "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [derived] 459e12 / (8 x 128^2 x 2)",
+                mxu_width=128),
     "v6e": Chip("v6e", "v6e:2x2", "TPU v6 lite", 1.75e9, _peaks(920e12, 1840e12), 1.64e12,
                 128 * MiB, 32 * MiB,
-                "peak, HBM, VMEM: [tpu_info]; clock: [derived] 920e12 / (4 x 256^2 x 2), see above"),
+                "peak, HBM, VMEM: [tpu_info]; clock: [derived] 920e12 / (4 x 256^2 x 2), see above",
+                mxu_width=256),
     "7x": Chip("7x", "TPU7x:2x2x1", "TPU7x", 2.2e9, _peaks(1.155e15, None), 3.7e12, 64 * MiB, 32 * MiB,
                "peak, HBM, VMEM: [tpu_info] per core; clock: [derived] 1.155e15 / (4 x 256^2 x 2), "
-               "uncertain; int8 not listed: bf16 rate"),
+               "uncertain; int8 not listed: bf16 rate", mxu_width=256),
 }
 
 
