@@ -15,7 +15,7 @@ from tpu_matmul_repro.experiments.analysis.summaries import (
     post_configs,
 )
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
-from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
+from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
 from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
 from tpu_matmul_repro.kernels.checks import DTYPES
 
@@ -488,7 +488,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
         label = text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype))
         if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
             peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
-        ax.plot(x, np.minimum(peak, bw * x / 1e12), color="#555555", linewidth=1, zorder=1)
+        ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
         ax.annotate(label, (1, peak), xycoords=("axes fraction", "data"), xytext=(0, 3),
                     textcoords="offset points", ha="right", va="bottom", fontsize=NOTE_SIZE, color="#555555")
         xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
@@ -507,7 +507,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
         ax.set_ylim(top=peak * 1.6)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
-    axes[0][0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / 1e12), xytext=(2, 4),
+    axes[0][0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
                         textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
     axes[0][len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
     keys = ["xla"] + [e for e in experiments if e in handles]

@@ -26,7 +26,7 @@ from tpu_matmul_repro.experiments.analysis.summaries import model_only
 from tpu_matmul_repro.experiments.analysis.validation import LEVELS, conformal_quantile, coverage, suffix  # noqa: F401
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
-from tpu_matmul_repro.experiments.core.units import flops
+from tpu_matmul_repro.experiments.core.units import TERA, flops
 
 HELD_OUT = "experiment"  # the cross-validation whose errors size the bands ...
 VALIDATION = "leave one experiment out"  # ... as fidelity.csv names it
@@ -83,7 +83,7 @@ def add_columns(out: pd.DataFrame, b: Band | None) -> None:
     has = out.model_device_seconds.notna()
     # no chip computes faster than its peak: the band stops there (peak_tflops travels with each row)
     peak = (out.peak_tflops if "peak_tflops" in out else pd.Series(np.inf, index=out.index)).fillna(np.inf)
-    fastest = flops(out.m.astype(float), out.k.astype(float), out.n.astype(float)) / (peak * 1e12)
+    fastest = flops(out.m.astype(float), out.k.astype(float), out.n.astype(float)) / (peak * TERA)
     for level, q in b.halfwidth.items():
         s = suffix(level)
         for time in ("device", "post"):

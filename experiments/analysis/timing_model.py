@@ -45,8 +45,8 @@ from scipy.optimize import least_squares
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, step_bytes
+from tpu_matmul_repro.experiments.core.units import TERA, seconds_at
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
-from tpu_matmul_repro.experiments.core.units import seconds_at
 
 PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor")
 UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s",
@@ -219,7 +219,7 @@ def envelope_cycles(df: pd.DataFrame) -> pd.Series:
     best, flagged = best_smaller_rate(df), flag_nonmonotonic(df)
     clock = df.target.map(lambda t: chip(t).clock_hz if t in CHIPS else np.nan).astype(float)
     work = flop_count(df.m.astype(float), df.k.astype(float), df.n.astype(float))
-    return (work / (best * 1e12) * clock).where(flagged)
+    return (work / (best * TERA) * clock).where(flagged)
 
 
 def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
