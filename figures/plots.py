@@ -14,10 +14,13 @@ from tpu_matmul_repro.experiments.analysis.summaries import (
     model_only,
     post_configs,
 )
+from tpu_matmul_repro.experiments.core import cases
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
 from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
+from tpu_matmul_repro.kernels import kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
+from tpu_matmul_repro.kernels.spec import SPLIT
 
 SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
@@ -109,21 +112,21 @@ def config_label(row, lang: str | None = None) -> str:
     """A configuration's label: in `lang` for a figure's legend; None, language-neutral for a table's
     row header ("(512, 1024, 1024)", "Pallas v2, N = 4", "XLA jnp.matmul")."""
     names = lang or "en"
-    if row.kernel == "xla":
+    if not kernel_facts(row.kernel).pallas:
         return text(names, "xla")
-    if pd.isna(row.bm):
+    blocks = cases.config_label(row.kernel, row.m, row.bm, row.bk, row.bn)
+    if not blocks:
         return text(names, "kernel", kernel=row.kernel)
-    if row.kernel == "v2":
-        return f"{text(names, 'kernel', kernel='v2')}, {text(names, 'splits', n=int(row.m // row.bm))}"
-    blocks = dict(bm=int(row.bm), bk=int(row.bk), bn=int(row.bn))
-    return text(lang, "blocks", **blocks) if lang else "({bm}, {bk}, {bn})".format(**blocks)
+    if kernel_facts(row.kernel).grid == SPLIT:
+        return f"{text(names, 'kernel', kernel=row.kernel)}, {blocks}"
+    return text(lang, "blocks", blocks=blocks) if lang else blocks
 
 
 def config_key(row) -> tuple:
     """A series: the kernel, or its blocks (one colour per block shape across v3/v4/v5 panels; v2's
     blocks scale with size, so its split count N identifies it)."""
-    if row.kernel == "v2":
-        return ("v2", int(row.m // row.bm))
+    if kernel_facts(row.kernel).grid == SPLIT:
+        return (row.kernel, int(row.m // row.bm))
     if pd.isna(row.bm):
         return (row.kernel,)
     return ("blocks", int(row.bm), int(row.bk), int(row.bn))

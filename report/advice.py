@@ -4,6 +4,7 @@ Every number is modelled from a libtpu estimate, in device time, with its 80 % p
 the same column the advice figure draws."""
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 
@@ -25,7 +26,8 @@ def advice_section(tables: dict[str, pd.DataFrame], advice_href: str, gettext) -
             best = ranked.iloc[0]
             xla = mine[(mine.kernel == "xla") & mine.model_device_tflops.notna()]
             rows.append(dict(
-                target=target, blocks=f"({int(best.bm)}, {int(best.bk)}, {int(best.bn)})", tflops=_rate(best),
+                target=target, blocks=config_label(best.kernel, best.m, best.bm, best.bk, best.bn),
+                tflops=_rate(best),
                 vmem=f"{best.vmem_mib:.1f} / {best.vmem_limit_mib:.0f}",
                 ties=int(ranked.tie.notna().sum()),
                 xla=_rate(xla.iloc[0]) if len(xla) else "–",

@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from tpu_matmul_repro.experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
 from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, glossary, translations
 from tpu_matmul_repro.experiments.core.provenance import build_date
@@ -315,7 +316,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     for target in targets:
         rows = findings.raised_limit_results(df, target)
         for r in rows:
-            r["config"] = "–" if pd.isna(r["bm"]) else f"({int(r['bm'])}, {int(r['bk'])}, {int(r['bn'])})"
+            r["config"] = config_label(r["kernel"], r["m"], r["bm"], r["bk"], r["bn"]) or "–"
             r["fits_at"] = "–" if r["fits_at_mib"] is None else f"{r['fits_at_mib']:.0f}"
             r["tflops"] = "–" if r["tflops"] is None else f"{r['tflops']:.1f}"
         if rows:

@@ -11,6 +11,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.kernels.checks import DTYPES
@@ -51,7 +52,7 @@ def best_at(best: pd.DataFrame | None, target: str = POST_CHIP) -> list[dict]:
         r = rows.sort_values("size").iloc[-1].to_dict()  # a dict: a Series' .size is its length
         fraction, post = r["fraction_of_xla"], r.get("fraction_of_post_xla", np.nan)
         out.append(dict(dtype=dtype, size=int(r["size"]),
-                        blocks=f"({int(r['bm'])}, {int(r['bk'])}, {int(r['bn'])})",
+                        blocks=config_label(r["kernel"], r["size"], r["bm"], r["bk"], r["bn"]),
                         fraction=None if pd.isna(fraction) else float(fraction),
                         post_fraction=None if pd.isna(post) else float(post), flagged=bool(r["xla_flagged"])))
     return out

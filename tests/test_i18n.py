@@ -100,7 +100,7 @@ def test_every_translation_keeps_the_placeholders(study):
 
 def test_figure_text_is_filled_after_translation():
     assert text("zh", "out_of_sample", pct=12.4, n=5) == "不参与拟合时误差中位数为 12 %（5 个点）"
-    assert text("en", "blocks", bm=512, bk=1024, bn=256) == "blocks (512, 1024, 256)"
+    assert text("en", "blocks", blocks="(512, 1024, 256)") == "blocks (512, 1024, 256)"
     assert text("en", "interval_band").startswith("shaded: the timing model's 80 % prediction interval")
     assert text("zh", "limit_default", limit=16) == "默认 scoped VMEM 上限 16 MiB"
 

@@ -420,7 +420,8 @@ def advice_table() -> pd.DataFrame:
     """An advisor table (results/advice/<shape>.csv) of two targets: three blocks, one tie, and XLA."""
     def row(target, kernel, rank, blocks, tflops, tie=None):
         bm, bk, bn = blocks
-        return dict(target=target, kernel=kernel, rank=rank, bm=bm, bk=bk, bn=bn, status="ok", tie=tie,
+        return dict(target=target, m=8192, k=4096, n=14336, kernel=kernel, rank=rank, bm=bm, bk=bk, bn=bn,
+                    status="ok", tie=tie,
                     vmem_mib=12.5 if kernel != "xla" else None, vmem_limit_mib=16.0,
                     model_device_tflops=tflops, model_device_tflops_lo80=tflops / 1.15,
                     model_device_tflops_hi80=tflops * 1.15)

@@ -195,7 +195,7 @@ def test_run_bisects_only_what_changed_and_compiles_each_pair_once():
     })
     vmem, first = run_history(compiler, [("v2", v2), ("v4", v4), ("v3", same)], logging.getLogger("test"))
     assert len(compiler.compiled) == len(set(compiler.compiled))
-    assert set(first.label) == {"v2 N=4, 2048", "v4 (512,1024,1024), 2048"}
+    assert set(first.label) == {"v2 N = 4, 2048", "v4 (512, 1024, 1024), 2048"}
     assert (first.first_changed_jax == "0.5.0").all() and (first.last_unchanged_jax == "0.4.0").all()
     assert first.exact.all() and first.one_step.all()
     assert first.first_changed_jax_date.eq("2025-06-01").all()
@@ -215,12 +215,12 @@ def test_figure_draws_probed_releases_only_in_both_languages(tmp_path):
     listed = releases.read(ROOT / "data" / "releases.csv")
     mib = 1 << 20
     vmem = pd.DataFrame([
-        dict(release_index=i, jax=listed[i].jax, label="v2 N=4, 2048", status=s, vmem_bytes=v,
+        dict(release_index=i, jax=listed[i].jax, label="v2 N = 4, 2048", status=s, vmem_bytes=v,
              vmem_limit_bytes=16 * mib, installed_jax=listed[i].jax, installed_libtpu=listed[i].libtpu,
              git_sha="abc")
         for i, s, v in [(0, "ok", 9 * mib), (11, "ok", 9 * mib), (17, "vmem_oom", 18 * mib),
                         (23, "vmem_oom", 18 * mib), (5, "toolchain_error", None)]])
-    first = pd.DataFrame([dict(label="v2 N=4, 2048", first_changed_jax=listed[17].jax,
+    first = pd.DataFrame([dict(label="v2 N = 4, 2048", first_changed_jax=listed[17].jax,
                                first_changed_libtpu=listed[17].libtpu, first_changed_vmem_bytes=18 * mib)])
     for lang in ("en", "zh"):
         use_style(lang)

@@ -5,6 +5,7 @@ import re
 
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 
@@ -15,15 +16,11 @@ def short_error(error: str) -> str:
 
 
 def config_name(experiment: str, kernel: str, dtype: str, m: int, bm, bk, bn) -> str:
-    """e.g. "v2 N=4, 2048" or "v4 (512,1024,1024) bfloat16, 2048": a post configuration as the
+    """e.g. "v2 N = 4, 2048" or "v4 (512, 1024, 1024) bfloat16, 2048": a post configuration as the
     then-and-now and history figures name it."""
-    if bm is None or pd.isna(bm):
-        blocks = ""
-    elif kernel == "v2":
-        blocks = f" N={int(m // bm)}"
-    else:
-        blocks = f" ({int(bm)},{int(bk)},{int(bn)})"
-    return f"{experiment}{blocks}{'' if dtype == 'float32' else f' {dtype}'}, {int(m)}"
+    blocks = config_label(kernel, m, bm, bk, bn)
+    words = [experiment, blocks, "" if dtype == "float32" else dtype]
+    return f"{' '.join(w for w in words if w)}, {int(m)}"
 
 
 def primary_rows(df: pd.DataFrame, primary: str | None, served: dict | None = None) -> pd.DataFrame:

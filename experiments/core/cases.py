@@ -58,6 +58,19 @@ class Case:
         return f"{self.kernel} {self.dtype} {self.m}x{self.k}x{self.n}{blocks}"
 
 
+def config_label(kernel: str, m, bm, bk, bn) -> str:
+    """A configuration's blocks as every table, figure and study names them, from its kernel's grid
+    kind: "(512, 1024, 1024)" for a block grid, "N = 4" for a split grid (its blocks follow from the
+    count), "" for a kernel without blocks (a table's missing blocks, NaN or NA, included)."""
+    import pandas as pd  # here: the compile worker, which imports this module, has no pandas
+
+    if pd.isna(bm):
+        return ""
+    if kernel_facts(kernel).grid == SPLIT:
+        return f"N = {int(m // bm)}"
+    return f"({int(bm)}, {int(bk)}, {int(bn)})"
+
+
 def wrapper(kernel: str):
     return kernel_spec(kernel).wrapper
 

@@ -58,7 +58,7 @@ def groups(vmem: pd.DataFrame) -> list[pd.DataFrame]:
 
 
 def panel_title(names: list[str], lang: str) -> str:
-    """"v4 (512,1024,1024) at 2048, 4096, 8192" for labels that differ only in their size."""
+    """"v4 (512, 1024, 1024) at 2048, 4096, 8192" for labels that differ only in their size."""
     configs = list(dict.fromkeys(name.rsplit(", ", 1)[0] for name in names))
     if len(configs) > 1:
         return "; ".join(names)

@@ -27,7 +27,7 @@ MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 
 
 def label(experiment: str, case: Case) -> str:
-    """e.g. "v2 N=4, 2048", as the then-and-now figure says it."""
+    """e.g. "v2 N = 4, 2048", as the then-and-now figure says it."""
     return config_name(experiment, case.kernel, case.dtype, case.m, case.bm, case.bk, case.bn)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB
@@ -40,11 +41,7 @@ def result_cell(status, vmem, error, gettext) -> str:
 
 
 def config_cell(row) -> str:
-    if pd.isna(row.bm):
-        return f"{row.experiment}"
-    if row.kernel == "v2":
-        return f"{row.experiment}, N = {int(row.m // row.bm)}"
-    return f"{row.experiment} ({int(row.bm)}, {int(row.bk)}, {int(row.bn)})"
+    return " ".join(filter(None, (row.experiment, config_label(row.kernel, row.m, row.bm, row.bk, row.bn))))
 
 
 def comparison(df: pd.DataFrame, table: pd.DataFrame, primary: str | None, gettext) -> dict | None:
