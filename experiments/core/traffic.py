@@ -67,9 +67,9 @@ def step_bytes(case: Case) -> tuple[np.ndarray, np.ndarray]:
     after the last step of each output tile. A kernel without a grid (v1) is one step.
     """
     s, out_s = ITEMSIZE[case.dtype], out_itemsize(case)
-    if case.kernel == "xla":
-        raise ValueError("kernel='xla' has no Pallas grid: its traffic is hbm_bytes alone")
-    if case.kernel == "v1":
+    if not case.facts.pallas:
+        raise ValueError(f"kernel={case.kernel!r} has no Pallas grid: its traffic is hbm_bytes alone")
+    if case.facts.grid == WHOLE:
         return (np.array([(case.m * case.k + case.k * case.n) * s]), np.array([case.m * case.n * out_s]))
     g = _grid_indices(case.grid())
     a_map, b_map, o_map = block_index_maps(case)
