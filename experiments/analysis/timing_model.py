@@ -140,7 +140,7 @@ def features(row, cycles: float | None = None) -> Features:
     common = dict(float32=case.dtype == "float32", flops=float(flop_count(case.m, case.k, case.n)),
                   est_cycles=cycles,
                   clock_hz=c.clock_hz, peak_flops=c.peak_flops[case.dtype], hbm_bytes_per_s=c.hbm_bytes_per_s)
-    if case.kernel == "xla":
+    if not case.facts.pallas:  # XLA's own matmul: its cost model's cycles and its minimum traffic
         out = Features(xla=True, steps=1, prologue_bytes=0.0, epilogue_bytes=0.0, window_bytes=np.zeros(0),
                        window_counts=np.zeros(0), min_bytes=float(hbm_bytes(case)), **common)
     else:
