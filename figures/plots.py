@@ -16,13 +16,13 @@ from tpu_matmul_repro.experiments.analysis.summaries import (
 )
 from tpu_matmul_repro.experiments.core import cases
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
+from tpu_matmul_repro.experiments.core.schema import SOURCES
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
 from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
 from tpu_matmul_repro.kernels import kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.kernels.spec import SPLIT
 
-SOURCES = ("published", "estimate", "measured")
 SOURCE_STYLE = {
     "estimate": dict(linestyle="--", marker="o", markersize=4),
     "measured": dict(linestyle="-", marker="s", markersize=4),

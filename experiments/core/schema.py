@@ -24,6 +24,13 @@ class Column:
     unit: str  # "" where the value has none
     sources: tuple  # the sources whose rows fill it (SOURCES)
     meaning: str
+    # What the table's code does with it (the name lists below are read from these):
+    filled: bool = False  # text never missing: "" where a row has nothing to say (TEXT_COLUMNS)
+    derived: bool = False  # recomputed by the aggregate or the timing model: a carried file's is dropped
+    # the range a carried file's number is checked in: `least` for a whole-number count (>= least);
+    # bound "quantity" (finite, not negative) or "error" (not negative; infinite only in a row not ok)
+    least: int | None = None
+    bound: str = ""
 
 
 # Prediction intervals of the modelled columns (experiments/analysis/intervals.py): at these levels (%),
@@ -33,13 +40,15 @@ INTERVAL_LEVELS = (80, 95)
 INTERVAL_COLUMNS = [f"{col}_{side}{level}" for col in MODELLED_COLUMNS for level in INTERVAL_LEVELS
                     for side in ("lo", "hi")]
 
-ALL, EST, MEAS, PUB = ("published", "estimate", "measured"), ("estimate",), ("measured",), ("published",)
+SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
+ALL, EST, MEAS, PUB = SOURCES, ("estimate",), ("measured",), ("published",)
 _EST_MEAS = ("estimate", "measured")
 COLUMN_SPECS = (
     Column("source", "text", "", ALL, "where the number comes from: published (the post's figures), estimate "
            "(libtpu's compiler for the target, no TPU) or measured (timed on a device)"),
     Column("toolchain", "text", "", EST, "the compiler environment an estimate comes from (config "
-           "`toolchains`: the pipeline's own, or e.g. the post's jax 0.4.36 / libtpu 0.0.5); \"\" otherwise"),
+           "`toolchains`: the pipeline's own, or e.g. the post's jax 0.4.36 / libtpu 0.0.5); \"\" otherwise",
+           filled=True),
     Column("target", "text", "", ALL, "the TPU generation (v4, v5e, v5p, v6e, 7x; cpu: measured on a CPU)"),
     Column("device_kind", "text", "", _EST_MEAS, "the device kind JAX reports for the target"),
     Column("experiment", "text", "", ALL, "the post's experiment (v1-v5) or xla, XLA's own matmul"),
@@ -54,80 +63,91 @@ COLUMN_SPECS = (
     Column("status", "text", "", ALL, "ok, vmem_oom (the compiler's out-of-VMEM verdict), compile_error, "
            "timeout, toolchain_error (estimates); runtime_error, wrong_result (measured); failed (the post)"),
     Column("vmem_bytes", "int", "bytes", _EST_MEAS, "VMEM the compiled kernel uses (ok) or requests "
-           "(vmem_oom); empty where the verdict was not compiled (vmem_method dominated)"),
+           "(vmem_oom); empty where the verdict was not compiled (vmem_method dominated)", least=0),
     Column("vmem_limit_bytes", "int", "bytes", _EST_MEAS, "the scoped-VMEM limit applied: the chip's "
            "default or a raised one (raised_limit)"),
     Column("oom_limit_bytes", "int", "bytes", _EST_MEAS, "the limit the compiler said was exceeded (the "
-           "scoped limit, or the core's physical VMEM)"),
+           "scoped limit, or the core's physical VMEM)", least=1),
     Column("raised_limit", "bool", "", _EST_MEAS, "compiled at a scoped-VMEM limit above the chip's default"),
     Column("vmem_method", "text", "", EST, "how the VMEM verdict was obtained: compiled, representative (a "
            "small grid of the same blocks), block_bound, dominated (not compiled: at least as large as a "
-           "shape out of VMEM) or fits_lower_limit"),
+           "shape out of VMEM) or fits_lower_limit", filled=True),
     Column("est_cycles", "int", "cycles", EST, "libtpu's cycle estimate: a Pallas kernel's static profile "
-           "(cycles_method profiled or extrapolated), XLA's cost model (xla_cost_model)"),
+           "(cycles_method profiled or extrapolated), XLA's cost model (xla_cost_model)", least=1),
     Column("cycles_method", "text", "", EST, "where est_cycles comes from, or why an ok row has none "
-           "(no_static_profile, profiler_crashed, extrapolation_failed)"),
-    Column("compute_seconds", "float", "s", EST, "est_cycles / the chip's clock"),
+           "(no_static_profile, profiler_crashed, extrapolation_failed)", filled=True),
+    Column("compute_seconds", "float", "s", EST, "est_cycles / the chip's clock", bound="quantity"),
     Column("hbm_bytes", "int", "bytes", _EST_MEAS, "bytes the grid moves between HBM and VMEM, from the "
-           "kernel's BlockSpecs (a block is copied only when its index changes between steps)"),
-    Column("hbm_seconds", "float", "s", _EST_MEAS, "hbm_bytes / the chip's HBM bandwidth"),
+           "kernel's BlockSpecs (a block is copied only when its index changes between steps)", least=0),
+    Column("hbm_seconds", "float", "s", _EST_MEAS, "hbm_bytes / the chip's HBM bandwidth", bound="quantity"),
     Column("seconds", "float", "s", ALL, "estimate: max(compute_seconds, hbm_seconds); measured: the "
-           "median of the timer's samples; published: the post's time"),
-    Column("tflops", "float", "TFLOP/s", ALL, "FLOPs / seconds (experiments.core.units.tflops)"),
+           "median of the timer's samples; published: the post's time", derived=True),
+    Column("tflops", "float", "TFLOP/s", ALL, "FLOPs / seconds (experiments.core.units.tflops)",
+           derived=True),
     Column("roofline_tflops", "float", "TFLOP/s", _EST_MEAS, "FLOPs / max(FLOPs / peak, hbm_seconds): the "
-           "most this configuration could reach"),
-    Column("peak_tflops", "float", "TFLOP/s", _EST_MEAS, "the chip's peak rate for the dtype"),
-    Column("hbm_bytes_per_s", "float", "bytes/s", _EST_MEAS, "the chip's HBM bandwidth"),
+           "most this configuration could reach", bound="quantity"),
+    Column("peak_tflops", "float", "TFLOP/s", _EST_MEAS, "the chip's peak rate for the dtype",
+           bound="quantity"),
+    Column("hbm_bytes_per_s", "float", "bytes/s", _EST_MEAS, "the chip's HBM bandwidth", bound="quantity"),
     Column("search", "bool", "", _EST_MEAS, "a configuration of the block search, not one the post ran"),
-    Column("compile_s", "float", "s", _EST_MEAS, "time the compile took here (not a result)"),
-    Column("error", "text", "", ALL, "the compiler's or runtime's message, shortened; \"\" when none"),
+    Column("compile_s", "float", "s", _EST_MEAS, "time the compile took here (not a result)",
+           bound="quantity"),
+    Column("error", "text", "", ALL, "the compiler's or runtime's message, shortened; \"\" when none",
+           filled=True),
     Column("model_device_seconds", "float", "s", _EST_MEAS, "the timing model's device time of one call, "
-           "fitted to the post's published v5e numbers (modelled)"),
-    Column("model_device_tflops", "float", "TFLOP/s", _EST_MEAS, "FLOPs / model_device_seconds (modelled)"),
+           "fitted to the post's published v5e numbers (modelled)", derived=True),
+    Column("model_device_tflops", "float", "TFLOP/s", _EST_MEAS, "FLOPs / model_device_seconds (modelled)",
+           derived=True),
     Column("model_post_seconds", "float", "s", _EST_MEAS, "the timing model timed as the post did: one "
-           "blocked call, host overhead included (modelled)"),
-    Column("model_post_tflops", "float", "TFLOP/s", _EST_MEAS, "FLOPs / model_post_seconds (modelled)"),
+           "blocked call, host overhead included (modelled)", derived=True),
+    Column("model_post_tflops", "float", "TFLOP/s", _EST_MEAS, "FLOPs / model_post_seconds (modelled)",
+           derived=True),
     Column("model_fit", "text", "", _EST_MEAS, "which fit the modelled columns come from (published v5e, or "
-           "a TPU run's own measurements); model only where a Pallas row has no compiler cycles"),
+           "a TPU run's own measurements); model only where a Pallas row has no compiler cycles",
+           filled=True, derived=True),
     Column("estimate_nonmonotonic", "bool", "", EST, "an XLA estimate whose TFLOP/s falls as the size grows "
-           "(FLOP per byte rises): a cost-model artefact"),
-    Column("measured_over_model", "float", "", MEAS, "device time / modelled device time"),
-    Column("wall_over_model", "float", "", MEAS, "blocked-call time / modelled post-method time"),
+           "(FLOP per byte rises): a cost-model artefact", derived=True),
+    Column("measured_over_model", "float", "", MEAS, "device time / modelled device time", derived=True),
+    Column("wall_over_model", "float", "", MEAS, "blocked-call time / modelled post-method time",
+           derived=True),
     Column("xla_estimate_method", "text", "", EST, "what an XLA estimate's modelled columns rest on: "
            "cost_model (libtpu's cycles) or monotone_envelope (a flagged dip replaced by the best smaller "
-           "problem's rate at the same aspect; the raw estimate keeps est_cycles and tflops)"),
+           "problem's rate at the same aspect; the raw estimate keeps est_cycles and tflops)",
+           filled=True, derived=True),
     *(Column(name, "float", "TFLOP/s" if "tflops" in name else "s", _EST_MEAS,
              f"the {name.rsplit('_', 1)[1][2:]} % prediction interval's "
              f"{'lower' if '_lo' in name else 'upper'} end of {name.rsplit('_', 1)[0]} (split conformal "
-             "over the leave-one-experiment-out errors; modelled)") for name in INTERVAL_COLUMNS),
+             "over the leave-one-experiment-out errors; modelled)",
+             derived=True) for name in INTERVAL_COLUMNS),
     Column("model_interval", "text", "", _EST_MEAS, "how the row's intervals were made, and that no "
-           "measurement checks them off v5e"),
+           "measurement checks them off v5e", filled=True, derived=True),
     Column("rel_error", "float", "", MEAS, "relative Frobenius error of the output against a float32 "
-           "HIGHEST reference (int8: exact)"),
+           "HIGHEST reference (int8: exact)", bound="error"),
     Column("max_tile_error", "float", "", MEAS, "the largest per-tile error over 128x128 output tiles, "
-           "relative to the scale of a correct product's rounding error"),
+           "relative to the scale of a correct product's rounding error", bound="error"),
     Column("precision", "text", "", MEAS, "float32 rows: the arithmetic the error band implies (bf16, "
-           "bf16_3x, float32)"),
+           "bf16_3x, float32)", filled=True),
     Column("timer", "text", "", MEAS, "where seconds comes from: profiler_device_events or "
            "batched_async_calls"),
-    Column("calls_per_sample", "int", "", MEAS, "calls per batch of samples_s"),
+    Column("calls_per_sample", "int", "", MEAS, "calls per batch of samples_s", least=1),
     Column("device_samples_s", "samples", "s", MEAS, "raw samples: the kernel's own time on the device per "
            "call, from profiler device events (primary)"),
     Column("samples_s", "samples", "s", MEAS, "raw samples: batches of back-to-back asynchronous calls, per "
            "call (an upper bound: dispatch cannot be beaten)"),
     Column("wall_samples_s", "samples", "s", MEAS, "raw samples: single blocked calls, as the post timed"),
-    Column("dispatch_floor_s", "float", "s", MEAS, "this run's dispatch time per call on a trivial op"),
-    Column("n_samples", "int", "", MEAS, "samples behind seconds"),
-    Column("p25_seconds", "float", "s", MEAS, "25th percentile of the timer's samples"),
-    Column("p75_seconds", "float", "s", MEAS, "75th percentile of the timer's samples"),
-    Column("batched_seconds", "float", "s", MEAS, "median of samples_s"),
-    Column("wall_seconds", "float", "s", MEAS, "median of wall_samples_s"),
+    Column("dispatch_floor_s", "float", "s", MEAS, "this run's dispatch time per call on a trivial op",
+           bound="quantity"),
+    Column("n_samples", "int", "", MEAS, "samples behind seconds", derived=True),
+    Column("p25_seconds", "float", "s", MEAS, "25th percentile of the timer's samples", derived=True),
+    Column("p75_seconds", "float", "s", MEAS, "75th percentile of the timer's samples", derived=True),
+    Column("batched_seconds", "float", "s", MEAS, "median of samples_s", derived=True),
+    Column("wall_seconds", "float", "s", MEAS, "median of wall_samples_s", derived=True),
     Column("near_dispatch_floor", "boolean", "", MEAS, "batched_seconds < 2 x dispatch_floor_s: the batched "
-           "timer measured dispatch, not the kernel"),
+           "timer measured dispatch, not the kernel", derived=True),
     Column("measured_over_estimate", "float", "", MEAS, "seconds / this run's estimated seconds for the same "
-           "target and configuration"),
-    Column("num_chips", "int", "", MEAS, "chips of the measuring host"),
-    Column("num_devices", "int", "", MEAS, "JAX devices of the measuring host (a 7x chip is two)"),
+           "target and configuration", derived=True),
+    Column("num_chips", "int", "", MEAS, "chips of the measuring host", least=1),
+    Column("num_devices", "int", "", MEAS, "JAX devices of the measuring host (a 7x chip is two)", least=1),
     Column("run_label", "text", "", MEAS, "the measurement run (a machine), so two machines' runs both stay"),
     Column("timestamp", "text", "", MEAS, "when the measurement ran (UTC, ISO 8601)"),
     Column("jax_version", "text", "", _EST_MEAS, "jax of the row's toolchain"),
@@ -144,10 +164,8 @@ INT_COLUMNS, FLOAT_COLUMNS, BOOL_COLUMNS = _OF_KIND["int"], _OF_KIND["float"], _
 # after the aggregate leave them out (experiments/analysis/runs.py).
 SAMPLE_COLUMNS = _OF_KIND["samples"]
 # never missing: "" when there is nothing to say (the key's text columns are filled by every source).
-TEXT_COLUMNS = ("error", "cycles_method", "vmem_method", "precision", "toolchain", "model_fit",
-                "xla_estimate_method", "model_interval")
-
-SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
+TEXT_COLUMNS = tuple(c.name for c in COLUMN_SPECS if c.filled)
+_KIND = {c.name: c.kind for c in COLUMN_SPECS}
 # toolchain_error: the toolchain's environment could not be installed (or its compiler not started);
 # the row's error names the toolchain and says why.
 ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout", "toolchain_error")
@@ -191,25 +209,21 @@ class DataError(UserError, ValueError):
 
 # Columns a measurement file must have: the table's key, the outcome, and the raw samples.
 MEASURED_REQUIRED = [*KEY, "status", "samples_s", "wall_samples_s", "timestamp"]
-_TEXT = ("source", "target", "experiment", "kernel", "dtype", "status", "run_label", "timestamp")
-_INTEGER = ("m", "k", "n", "bm", "bk", "bn", "vmem_limit_bytes")
+# the text and whole-number columns of a measurement file that _check_values checks row by row (a
+# measured row's toolchain is "" or missing: the aggregate gives it "")
+_TEXT = tuple(c for c in MEASURED_REQUIRED if _KIND[c] == "text" and c != "toolchain")
+_INTEGER = tuple(c for c in MEASURED_REQUIRED if _KIND[c] in ("int", "dim"))
 MAX_DIM = 32768  # as config/schema.yaml's `dim`: no TPU holds larger operands
 MAX_SAMPLE_S = 7200.0  # as config/schema.yaml's measure.timeout_s: no sample outlasts its job
 # Every column of a carried file holds its kind (COLUMN_SPECS; absent, or empty where a row has nothing
-# to say, is fine), and every number a measured row carries has a range below (tests/test_carried.py
-# keeps it so). The statistics the aggregate derives from the samples and the modelled columns are
-# recomputed (DERIVED): what a file holds there is dropped, never read.
-_COUNTS = {"vmem_bytes": 0, "oom_limit_bytes": 1, "est_cycles": 1, "hbm_bytes": 0, "calls_per_sample": 1,
-           "num_chips": 1, "num_devices": 1}  # whole numbers, at least this
-_QUANTITIES = ("dispatch_floor_s", "compile_s", "compute_seconds", "hbm_seconds", "peak_tflops",
-               "hbm_bytes_per_s", "roofline_tflops")  # finite and not negative
-_ERRORS = ("rel_error", "max_tile_error")  # not negative; infinite only in a row that is not ok
-_SAMPLES = ("samples_s", "wall_samples_s", "device_samples_s")  # the last one optional
-DERIVED = ("seconds", "tflops", "p25_seconds", "p75_seconds", "n_samples", "batched_seconds", "wall_seconds",
-           "near_dispatch_floor", "measured_over_estimate", "model_device_seconds", "model_device_tflops",
-           "model_post_seconds", "model_post_tflops", "model_fit", "estimate_nonmonotonic",
-           "measured_over_model", "wall_over_model", *INTERVAL_COLUMNS, "model_interval",
-           "xla_estimate_method")
+# to say, is fine), and every number a measured row carries has a range (its spec's least or bound;
+# tests/test_carried.py keeps it so). The statistics the aggregate derives from the samples and the
+# modelled columns are recomputed (DERIVED): what a file holds there is dropped, never read.
+_COUNTS = {c.name: c.least for c in COLUMN_SPECS if c.least is not None}  # whole numbers, at least this
+_QUANTITIES = tuple(c.name for c in COLUMN_SPECS if c.bound == "quantity")  # finite and not negative
+_ERRORS = tuple(c.name for c in COLUMN_SPECS if c.bound == "error")  # not negative; infinite if not ok
+_SAMPLES = SAMPLE_COLUMNS  # device_samples_s optional
+DERIVED = tuple(c.name for c in COLUMN_SPECS if c.derived)
 _PATTERNS = {"target": r"[a-z0-9][a-z0-9-]*", "experiment": r"[A-Za-z0-9]+",
              "run_label": r"[A-Za-z0-9][A-Za-z0-9_.-]*"}  # target and label become file names
 
