@@ -14,10 +14,10 @@ import pandas as pd
 from tpu_matmul_repro.experiments.analysis.runs import latest_runs
 from tpu_matmul_repro.experiments.analysis.summaries import post_configs
 from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
-from tpu_matmul_repro.experiments.core.i18n import N_, translate
+from tpu_matmul_repro.experiments.core.i18n import N_, translate, translations
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation, post_attribution
-from tpu_matmul_repro.figures.labels import JOINS, join, text
+from tpu_matmul_repro.figures.labels import JOINS, experiment_description, join, text
 from tpu_matmul_repro.figures.specs import LANGUAGES, stem
 from tpu_matmul_repro.figures.style import save, use_style
 
@@ -155,7 +155,8 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
     others = [s for s in ("published", "measured") if (rows.source == s).any()] if kind == "fidelity" else []
     fields = dict(
         experiment=args.get("experiment", ""), dtype=args.get("dtype", ""), target=args.get("target", ""),
-        description=plots.experiment_description(args["experiment"], args.get("dtype", ""), lang)
+        description=experiment_description(
+            args["experiment"], plots.experiment_kernel(df, args["experiment"]), translations(lang).gettext)
         if "experiment" in args else "",
         sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
         libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",

@@ -1,6 +1,7 @@
 """Every string a figure shows, by a short name: English source strings marked for extraction (N_), their
 translations in the one catalog (locale/<lang>/LC_MESSAGES/messages.po, experiments/core/i18n.py)."""
 from tpu_matmul_repro.experiments.core.i18n import N_, NC_, translate
+from tpu_matmul_repro.kernels import kernel_facts
 
 LABELS = {
     "more_notes": N_("… more notes in the figure's caption and file metadata"),
@@ -68,12 +69,8 @@ LABELS = {
     "reason_no_static_profile": N_("this libtpu has no static profile"),
     "reason_extrapolation_failed": N_("a small grid of the same blocks could not be profiled"),
     "reason_model_only": N_("; a model-only estimate is in the generations figure"),
-    "description_v1": N_("naive, whole arrays in VMEM"),
-    "description_v2": N_("row/column split grid"),
-    "description_v3": N_("3-D block grid"),
-    "description_v4": N_("block-size search"),
-    "description_v5": N_("low-precision inputs + float32 accumulator"),
-    "description_v5_int8": N_("int8 inputs + int32 accumulator"),
+    # what an experiment runs: its kernel's SPEC description (kernels/*.py), or one of these
+    "description_blocks_of": N_("%(kernel)s's kernel over other block sizes"),
     "description_other": N_("Pallas kernel"),
     "caption_estimate": N_("estimated by libtpu %(libtpu)s for %(target)s without a TPU (dashed lines)"),
     "caption_modelled": N_("modelled from libtpu %(libtpu)s's estimates for %(target)s by the timing model "
@@ -95,6 +92,17 @@ LABELS = {
 JOINS = {"sentences": N_("; "), "list": N_(", "), "two": N_(" and "), "range": N_("%(first)s to %(last)s"),
          "notes": N_("%(caption)s %(notes)s.")}
 SOURCE_NAMES = {"published": N_("published"), "measured": N_("measured"), "estimate": N_("estimated")}
+
+
+def experiment_description(experiment: str, kernel: str | None, in_language) -> str:
+    """What an experiment runs, through `in_language` (a language's gettext): its kernel's SPEC
+    description where the experiment is that kernel (v1, v2, v3, v5), else that it runs the kernel over
+    other blocks (v4, v3's kernel); "Pallas kernel" where no row says which kernel ran."""
+    if kernel is None:
+        return in_language(LABELS["description_other"])
+    if experiment == kernel:
+        return in_language(kernel_facts(kernel).description)
+    return in_language(LABELS["description_blocks_of"]) % {"kernel": kernel}
 
 
 def text(lang: str, key: str, **values) -> str:

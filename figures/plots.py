@@ -16,9 +16,10 @@ from tpu_matmul_repro.experiments.analysis.summaries import (
 )
 from tpu_matmul_repro.experiments.core import cases
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
+from tpu_matmul_repro.experiments.core.i18n import translations
 from tpu_matmul_repro.experiments.core.schema import SOURCES
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
-from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
+from tpu_matmul_repro.figures.labels import LABELS, experiment_description, join, source_names, text
 from tpu_matmul_repro.kernels import kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.kernels.spec import SPLIT
@@ -277,7 +278,8 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
     ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     info.set_axis_off()
-    description = experiment_description(experiment, dtype, lang)
+    description = experiment_description(experiment, experiment_kernel(df, experiment),
+                                         translations(lang).gettext)
     title = text(lang, "title_experiment", experiment=experiment, description=description, dtype=dtype,
                  target=target)
     # The second title line says what kind of numbers these are, so that a cropped plot still says it.
@@ -400,11 +402,10 @@ def axis_label(lang: str, dtype: str, kind: str) -> str:
     return text(lang, f"axis_{kind}", unit=unit_name(dtype))
 
 
-def experiment_description(experiment: str, dtype: str, lang: str) -> str:
-    for key in (f"description_{experiment}_{dtype}", f"description_{experiment}"):
-        if key in LABELS:
-            return text(lang, key)
-    return text(lang, "description_other")
+def experiment_kernel(df: pd.DataFrame, experiment: str) -> str | None:
+    """The kernel an experiment's rows ran (v4: v3), None where the table has none of them."""
+    kernels = df.kernel[df.experiment == experiment].dropna().unique()
+    return str(kernels[0]) if len(kernels) else None
 
 
 def plot_vmem(df: pd.DataFrame, target: str, lang: str):

@@ -32,7 +32,7 @@ class KernelFacts:
     name: str  # as written in configs and result tables
     dtypes: tuple[str, ...]  # input dtypes it accepts
     grid: str  # one of GRID_KINDS
-    description: str  # one line, for labels and the report
+    description: str  # a few words, for figure titles and report headings (translated: locale/)
     pallas: bool = True  # False for XLA's own matmul (no VMEM blocks of ours, no static profile)
     accumulator: bool = False  # holds a (bm, bn) float32/int32 VMEM scratch accumulator
 

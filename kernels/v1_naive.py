@@ -29,7 +29,7 @@ def matmul_v1(a: jax.Array, b: jax.Array, *, vmem_limit_bytes: int | None = None
 
 
 SPEC = KernelSpec(name="v1", wrapper=matmul_v1, dtypes=SUPPORTED_DTYPES, grid=WHOLE,
-                  description="naive: whole arrays in VMEM, no grid")
+                  description="naive, whole arrays in VMEM")
 
 
 @functools.partial(jax.jit, static_argnames=["out_shape", "vmem_limit_bytes", "interpret"])

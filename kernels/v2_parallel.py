@@ -46,7 +46,7 @@ def matmul_v2(a: jax.Array, b: jax.Array, *, splits: int = 4, vmem_limit_bytes: 
 
 
 SPEC = KernelSpec(name="v2", wrapper=matmul_v2, dtypes=SUPPORTED_DTYPES, grid=SPLIT, tiling=tiling,
-                  description="an (N, N) grid of row and column slabs")
+                  description="a row/column split grid")
 
 @functools.partial(jax.jit, static_argnames=["splits", "vmem_limit_bytes", "interpret"])
 def _matmul_v2(a, b, *, splits, vmem_limit_bytes, interpret):

@@ -47,7 +47,7 @@ def matmul_v3(
 
 
 SPEC = KernelSpec(name="v3", wrapper=matmul_v3, dtypes=SUPPORTED_DTYPES, grid=BLOCKS, tiling=tiling,
-                  description="a 3-D block grid, accumulating in the output block")
+                  description="a 3-D block grid")
 
 
 @functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])

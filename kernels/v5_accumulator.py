@@ -71,7 +71,7 @@ def matmul_v5(
 
 SPEC = KernelSpec(name="v5", wrapper=matmul_v5, dtypes=SUPPORTED_DTYPES, grid=BLOCKS, accumulator=True,
                   tiling=tiling,
-                  description="v3's grid with a float32 (int32) VMEM accumulator")
+                  description="low-precision inputs + a float32 (int32) accumulator")
 
 @functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])
 def _matmul_v5(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):

@@ -34,7 +34,7 @@ from tpu_matmul_repro.figures.cite import (
     citation,
     post_attribution,
 )
-from tpu_matmul_repro.figures.labels import join
+from tpu_matmul_repro.figures.labels import experiment_description, join
 from tpu_matmul_repro.figures.specs import STUDY_SPECS, figure_specs_of
 from tpu_matmul_repro.kernels import source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
@@ -47,14 +47,15 @@ TEMPLATES = HERE / "templates"
 LANGUAGES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}
 
 
-def experiment_sections(df: pd.DataFrame) -> list[tuple[str, tuple[str, ...], str]]:
-    """(experiment, its dtypes, the module of its kernel) for every experiment the table holds (estimated,
-    measured or published): the kernel comes from the table and its source file from the registry."""
+def experiment_sections(df: pd.DataFrame) -> list[tuple[str, str, tuple[str, ...], str]]:
+    """(experiment, its kernel, its dtypes, the kernel's module) for every experiment the table holds
+    (estimated, measured or published): the kernel comes from the table and its source file from the
+    registry."""
     est = df[df.kernel != "xla"]
     out = []
     for experiment, rows in est.groupby("experiment", sort=True):
         dtypes = tuple(d for d in DTYPES if d in set(rows.dtype))
-        out.append((experiment, dtypes, source_file(rows.kernel.iloc[0])))
+        out.append((experiment, rows.kernel.iloc[0], dtypes, source_file(rows.kernel.iloc[0])))
     return out
 
 
@@ -166,9 +167,6 @@ ESTIMATED_CAPTIONS = {
 
 
 def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings: dict) -> list[dict]:
-    titles = {"v1": N_("v1: naive, whole arrays in VMEM"), "v2": N_("v2: a row/column split grid"),
-              "v3": N_("v3: a 3-D block grid"), "v4": N_("v4: searching block sizes"),
-              "v5": N_("v5: low-precision inputs + a float32 (int32) accumulator")}
     summaries = {
         "v1": N_("The whole of A, B and C sits in VMEM at once: no grid, no pipelining. The post found it "
                  "fails above 1024."),
@@ -181,7 +179,7 @@ def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings
                  "written out at the last k step."),
     }
     sections = []
-    for experiment, dtypes, code in experiment_sections(df):
+    for experiment, kernel, dtypes, code in experiment_sections(df):
         found, groups = [], []
         for target, s in summaries_by_target.items():
             found += experiment_findings(experiment, s, gettext)
@@ -203,9 +201,8 @@ def kernel_sections(df, summaries_by_target, gettext, figures: Figures, listings
                 if group["figures"] or group["table"] or group["after"]:
                     groups.append(group)
         listings.setdefault(code, {"path": code, "id": "code-" + Path(code).stem, "html": highlight(code)})
-        # the post's five experiments have their own words; another one its kernel's module name
-        title = (gettext(titles[experiment]) if experiment in titles
-                 else f"{experiment}: {Path(code).stem}")
+        title = gettext(N_("%(experiment)s: %(description)s")) % {
+            "experiment": experiment, "description": experiment_description(experiment, kernel, gettext)}
         summary = gettext(summaries[experiment]) if experiment in summaries else ""
         sections.append(dict(experiment=experiment, title=title, summary=summary, findings=found,
                              groups=groups, code_path=code, code_id=listings[code]["id"]))

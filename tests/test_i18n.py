@@ -115,3 +115,18 @@ def test_chinese_uses_the_glossary():
             assert not re.search(variant, text_zh), f"{text_zh!r}: use {term!r}, not {variant!r}"
     assert any("归约" in s for s in strings) and any("流水线" in s for s in strings)
     assert ("kernel", "算子") in terms and i18n.translate("zh", LABELS["description_other"]) == "Pallas 算子"
+
+
+def test_experiments_are_described_by_their_kernels_specs():
+    """Figure titles and report headings describe an experiment by its kernel's SPEC (kernels/*.py), whose
+    description the catalog holds; v4, v3's kernel over other blocks, says so."""
+    from tpu_matmul_repro.figures.labels import experiment_description
+    from tpu_matmul_repro.kernels import DECLARED
+
+    for name, facts in DECLARED.items():
+        assert experiment_description(name, name, str) == facts.description
+        assert (facts.description, None) in i18n.scope_messages()
+    assert experiment_description("v4", "v3", str) == "v3's kernel over other block sizes"
+    zh = i18n.translations("zh").gettext
+    assert experiment_description("v4", "v3", zh) == "v3 的算子，换用其他分块大小"
+    assert experiment_description("v9", None, str) == "Pallas kernel"

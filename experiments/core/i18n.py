@@ -13,7 +13,8 @@ Marking a message where it is written:
 - figures, gallery, studies: `N_("… %(n)s …")` (a module constant or a table of labels), shown with
   `translate(lang, message, n=3)`; `NC_(context, "…")` where one English string needs another
   translation here than elsewhere (pgettext);
-- report: `gettext("…")`, `_("…")` in its code and templates (Jinja's i18n extension), `N_` for tables.
+- report: `gettext("…")`, `_("…")` in its code and templates (Jinja's i18n extension), `N_` for tables;
+- kernels: each SPEC's `description` (read by `spec_descriptions`: the kernels import nothing above).
 Placeholders are %-format with names, `%(n)s`, `%(x).1f`, a literal % is `%%` (as Jinja's newstyle
 gettext requires), so every message follows one convention, which babel checks (python-format).
 Only literals are extracted: `translate(lang, TEXT["key"])` marks nothing, and a literal inside a
@@ -24,6 +25,7 @@ its folder; each catalog must hold exactly its own (`scope_messages`): a missing
 is refused (CatalogError), and tools/po_update.py adds translations, drops the unused and moves a
 message to the catalog of the scope that marks it.
 """
+import ast
 import functools
 import io
 from pathlib import Path
@@ -39,6 +41,7 @@ LOCALE = ROOT / "locale"
 JINJA = "jinja2.ext:babel_extract"
 # Where messages are marked: (babel's extraction method, a glob under the repository root).
 EXTRACT = (
+    ("tpu_matmul_repro.experiments.core.i18n:spec_descriptions", "kernels/*.py"),
     ("python", "experiments/analysis/claims.py"),
     ("python", "figures/*.py"),
     ("python", "report/*.py"),
@@ -61,6 +64,16 @@ def N_(message: str) -> str:
 def NC_(context: str, message: str) -> tuple[str, str]:
     """Marks a message with its context (pgettext) for extraction; translated where it is used."""
     return context, message
+
+
+def spec_descriptions(fileobj, keywords, comment_tags, options):
+    """A babel extractor (EXTRACT): the `description` of a kernel's SPEC (kernels/*.py), which figure
+    titles and report headings show in each language; kernels/ marks nothing (it imports no layer above)."""
+    for node in ast.walk(ast.parse(fileobj.read())):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "KernelSpec":
+            for keyword in node.keywords:
+                if keyword.arg == "description" and isinstance(keyword.value, ast.Constant):
+                    yield keyword.value.lineno, None, [keyword.value.value], []
 
 
 def catalog_path(lang: str, study: str | None = None) -> Path:
