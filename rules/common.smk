@@ -78,10 +78,10 @@ def measure_outputs():
     ]
 
 
-def study_outputs(target):
+def compile_outputs(target):
     return [
         f"results/estimates/{t}/{experiment}_{dtype}.{part}.parquet"
-        for t, experiment, dtype, part in PLAN.study
+        for t, experiment, dtype, part in PLAN.compile_jobs
         if t == target
     ]
 
@@ -164,8 +164,8 @@ wildcard_constraints:
     label=re.escape(MEASURE_LABEL),
 
 
-# Toolchains (experiments/plan/toolchains.py): the pipeline's own runs PLAN.study above; the others
-# run in environments of their own (rules/toolchains.smk).
+# Toolchains (experiments/plan/toolchains.py): the pipeline's own runs PLAN.compile_jobs above; the
+# others run in environments of their own (rules/toolchains.smk).
 from tpu_matmul_repro.experiments.plan import toolchains as toolchain_plan
 
 TOOLCHAINS = PLAN.toolchains

@@ -150,22 +150,22 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
 
     plan = make_plan(config, device=Device("cpu", "cpu", "cpu", 1), label="t")
     assert plan.targets == ["v5e", "v6e"]
-    assert {(t, e) for t, e, _, _ in plan.study} == {(t, e) for t in ("v5e", "v6e")
+    assert {(t, e) for t, e, _, _ in plan.compile_jobs} == {(t, e) for t in ("v5e", "v6e")
                                                    for e in ("v1", "v2", "v3", "v4", "v5", "xla")}
     assert set(plan.measure) == {("xla", d) for d in ("float32", "bfloat16", "int8")}  # the CPU: XLA only
     assert plan.measured_file == "results/measured/cpu-t.parquet"
     # what a rule records is what its script decodes
-    job = plan.study[("v5e", "v4", "float32", "1of2")]
+    job = plan.compile_jobs[("v5e", "v4", "float32", "1of2")]
     assert codec.decode(codec.encode(job)) == job
 
 
 def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config):
-    """The baseline's per-dtype jobs are merged (plan/config.merge_baseline_jobs): one Snakemake job per
+    """The baseline's per-dtype jobs are merged (plan/jobs.merge_baseline_jobs): one Snakemake job per
     target, its cases those of the per-dtype jobs in the config's dtype order; the other jobs unchanged."""
-    from tpu_matmul_repro.experiments.plan.jobs import merge_baseline_jobs, study_jobs, study_parts
+    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs, compile_parts, merge_baseline_jobs
     from tpu_matmul_repro.experiments.plan.plan import make_plan
 
-    parts = study_parts(study_jobs(config), config["compile_study"]["search_jobs"])
+    parts = compile_parts(compile_jobs(config), config["compile_study"]["search_jobs"])
     merged = merge_baseline_jobs(parts)
     assert [k for k in merged if k[1] == "xla"] == [(t, "xla", "all", "1of1") for t in config["targets"]]
     for target in config["targets"]:
@@ -173,7 +173,7 @@ def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config
         assert merged[(target, "xla", "all", "1of1")].cases == tuple(c for j in per_dtype for c in j.cases)
     others = {k: j for k, j in parts.items() if k[1] != "xla"}
     assert {k: j for k, j in merged.items() if k[1] != "xla"} == others
-    assert make_plan(config).study == merged
+    assert make_plan(config).compile_jobs == merged
 
 
 def test_block_search_runs_only_where_its_config_says(config):
@@ -184,7 +184,7 @@ def test_block_search_runs_only_where_its_config_says(config):
 
     from tpu_matmul_repro.experiments.core.jobs import searched as is_searched
     from tpu_matmul_repro.experiments.plan.config import with_defaults
-    from tpu_matmul_repro.experiments.plan.jobs import study_jobs
+    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs
     from tpu_matmul_repro.figures.specs import figure_specs
 
     def searched(jobs):
@@ -192,8 +192,8 @@ def test_block_search_runs_only_where_its_config_says(config):
 
     config["targets"] = ["v5e", "v6e"]
     default = with_defaults(copy.deepcopy(config))
-    assert searched(study_jobs(default)) == {("v5e", "v4", "float32"), ("v5e", "v5", "bfloat16")}
-    jobs = study_jobs(default)
+    assert searched(compile_jobs(default)) == {("v5e", "v4", "float32"), ("v5e", "v5", "bfloat16")}
+    jobs = compile_jobs(default)
     assert jobs[("v6e", "v5", "int8")].cases == jobs[("v6e", "v5", "int8")].raise_limits_for  # post blocks
     assert {n for n in figure_specs(default) if n.startswith("search_")} == {
         "search_v4_float32_v5e", "search_v5_bfloat16_v5e"}
@@ -203,13 +203,13 @@ def test_block_search_runs_only_where_its_config_says(config):
     wide = with_defaults(wide)
     everywhere = {(t, e, d) for t in ("v5e", "v6e") for e, d in
                   (("v4", "float32"), ("v5", "bfloat16"), ("v5", "int8"))}
-    assert searched(study_jobs(wide)) == everywhere
+    assert searched(compile_jobs(wide)) == everywhere
     assert len([n for n in figure_specs(wide) if n.startswith("search_")]) == 6
 
     for spec in config["compile_study"]["experiments"].values():  # no search keys: everywhere too
         if "search" in spec:
             spec["search"].pop("targets", None), spec["search"].pop("dtypes", None)
-    assert searched(study_jobs(with_defaults(config))) == everywhere
+    assert searched(compile_jobs(with_defaults(config))) == everywhere
 
 
 def test_a_target_left_without_configurations_is_refused(config):
@@ -238,11 +238,11 @@ def test_block_searches_split_by_bk(config):
     grids, and a shape is dominated only by one of the same bk); the post's own configurations keep
     their raised-limit retries; experiments without a search stay one job."""
     from tpu_matmul_repro.experiments.core.jobs import searched
-    from tpu_matmul_repro.experiments.plan.jobs import study_jobs, study_parts
+    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs, compile_parts
 
-    jobs = study_jobs(config)
+    jobs = compile_jobs(config)
     for parts in (1, 2, 3, 8):
-        split = study_parts(jobs, parts)
+        split = compile_parts(jobs, parts)
         for (target, experiment, dtype), job in jobs.items():
             mine = [j for (t, e, d, _), j in split.items() if (t, e, d) == (target, experiment, dtype)]
             names = sorted(p for t, e, d, p in split if (t, e, d) == (target, experiment, dtype))
@@ -261,11 +261,11 @@ def test_block_searches_split_by_bk(config):
 
 
 def test_skip_dominated_reaches_every_compile_job(config):
-    from tpu_matmul_repro.experiments.plan.jobs import study_jobs
+    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs
 
-    assert all(job.skip_dominated for job in study_jobs(plan.validate(config)).values())
+    assert all(job.skip_dominated for job in compile_jobs(plan.validate(config)).values())
     config["compile_study"]["skip_dominated"] = False
-    assert not any(job.skip_dominated for job in study_jobs(plan.validate(config)).values())
+    assert not any(job.skip_dominated for job in compile_jobs(plan.validate(config)).values())
 
 
 def test_every_study_overlay_is_a_valid_config_that_changes_only_its_keys():
@@ -287,7 +287,7 @@ def test_the_generations_overlay_switches_the_block_search_off():
     own = {(e, d): len(spec["blocks"]) * len(config["compile_study"]["sizes"])
            for e, spec in config["compile_study"]["experiments"].items() if "blocks" in spec
            for d in spec["dtypes"]}
-    for (_, experiment, dtype), job in plan_jobs.study_jobs(config).items():
+    for (_, experiment, dtype), job in plan_jobs.compile_jobs(config).items():
         if (experiment, dtype) in own:  # the post's blocks only: no searched shape among the cases
             assert len(job.cases) <= own[(experiment, dtype)], (experiment, dtype)
 

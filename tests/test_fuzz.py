@@ -237,7 +237,7 @@ def test_a_corrupted_config_is_refused_naming_the_key_or_planned_with_finite_num
         return
     for where, leaf in leaves(plan.config):
         assert not (isinstance(leaf, float) and not math.isfinite(leaf)), (path, value, where)
-    for job in plan.study.values():
+    for job in plan.compile_jobs.values():
         for case in job.cases:
             assert all(isinstance(getattr(case, d), int) for d in ("m", "k", "n")), (path, value, case)
         assert math.isfinite(job.timeout_s) and job.timeout_s > 0

@@ -131,7 +131,7 @@ def test_default_config_plans_the_post_s_configurations(config):
     assert all(job.cases == job.raise_limits_for and not job.raised_limits_mib and not job.static_profile
                for job in jobs.values())
     # the pipeline's study is unchanged, and its jobs carry the pipeline toolchain's name
-    assert {job.toolchain for job in plan_jobs.study_jobs(config).values()} == {"current"}
+    assert {job.toolchain for job in plan_jobs.compile_jobs(config).values()} == {"current"}
 
 
 def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_experiment():

@@ -6,7 +6,7 @@ the jaxlib and libtpu its `[tpu]` extra pins (studies/history/releases.py).
 Needs the package index (pip's own configuration): `pip index versions` lists the jax, jaxlib and
 libtpu releases for this Python and platform, and `pip download --no-deps jax==X` fetches each jax
 wheel (about 2 MB) for its METADATA, its build date and, where it records one, its git commit. The
-history (rules/history.smk) reads the file and needs no network to plan. Defaults: the `post`
+history study (studies/history/rules.smk) reads the file and needs no network to plan. Defaults: the `post`
 toolchain's jax pin and requirements.txt's jax.
 """
 import argparse

@@ -95,7 +95,7 @@ def _fits(case: Case) -> bool:
     return case.bm is None or (case.bm <= case.m and case.bk <= case.k and case.bn <= case.n)
 
 
-def study_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
+def compile_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
     """Jobs of the compile study keyed by (target, experiment, dtype); "xla" is the baseline."""
     section = config["compile_study"]
     settings = dict(toolchain=primary(config), timeout_s=section["timeout_s"],
@@ -181,7 +181,7 @@ def check_search_dtypes(spec: dict, key: str) -> None:
                               f"{spec['dtypes']}")
 
 
-def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
+def compile_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
     """The compile study's Snakemake jobs: each job with a block search split into `parts` jobs keyed
     (target, experiment, dtype, "<i>of<n>"), others as one part ("1of1").
 
@@ -215,7 +215,7 @@ def study_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
 
 
 def merge_baseline_jobs(parts: dict) -> dict:
-    """study_parts' jobs with each target's XLA baseline jobs (one per dtype) merged into one, keyed
+    """compile_parts' jobs with each target's XLA baseline jobs (one per dtype) merged into one, keyed
     (target, "xla", "all", "1of1"): a few seconds of compiles each, less than the start of a job and
     its compile workers. Its rows are theirs, in the same order (each row carries its case's dtype)."""
     out = {}
@@ -229,7 +229,7 @@ def merge_baseline_jobs(parts: dict) -> dict:
 
 
 def expected_work(job: Job) -> int:
-    """A job's compile work, in the units study_parts balances: the scheduler starts the longest
+    """A job's compile work, in the units compile_parts balances: the scheduler starts the longest
     compile jobs first (longest-processing-time order), so that the short ones fill the last gaps."""
     return _work(job.cases)
 
@@ -275,7 +275,7 @@ def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], Meas
         swept = copy.deepcopy(swept)
         swept["compile_study"]["experiments"] = {}
     try:
-        jobs = study_jobs({**swept, "targets": [device.name]})
+        jobs = compile_jobs({**swept, "targets": [device.name]})
     except ConfigError as e:
         raise ConfigError(f"measure.sizes={section.get('sizes')}: {e}") from None
     settings = measure_settings(config)
@@ -312,7 +312,7 @@ def published_cases(path) -> dict[tuple[str, str], list["Case"]]:
 
 def toolchain_jobs(config: dict, published_path) -> dict[tuple[str, str, str, str], object]:
     """Compile-study jobs of the toolchains with environments of their own, keyed by (toolchain,
-    target, experiment, dtype). The pipeline's own toolchain runs study_jobs.
+    target, experiment, dtype). The pipeline's own toolchain runs compile_jobs.
 
     runs: study    the compile study's sweeps (block searches, raised limits) for the toolchain's targets;
     runs: published  the post's configurations (data/published_v5e.csv) at the compile study's sizes,
@@ -329,7 +329,7 @@ def toolchain_jobs(config: dict, published_path) -> dict[tuple[str, str, str, st
                    else list(toolchain.targets or config["targets"]))
         common = dict(toolchain=toolchain.name, static_profile=toolchain.static_profile)
         if toolchain.runs == "study":
-            for (target, experiment, dtype), job in study_jobs({**config, "targets": targets}).items():
+            for (target, experiment, dtype), job in compile_jobs({**config, "targets": targets}).items():
                 out[(toolchain.name, target, experiment, dtype)] = dataclasses.replace(job, **common)
             continue
         for (experiment, dtype), cases in published_cases(published_path).items():

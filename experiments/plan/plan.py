@@ -20,7 +20,7 @@ class Plan:
     config: dict  # the config with the schema's defaults filled in
     correctness: dict  # kernel -> [(Case, mode)]
     targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
-    study: dict  # (target, experiment, dtype, part) -> core.jobs.Job (jobs.study_parts;
+    compile_jobs: dict  # (target, experiment, dtype, part) -> core.jobs.Job (jobs.compile_parts;
     # XLA's baseline one job per target, dtype "all": jobs.merge_baseline_jobs)
     device: Device | None  # measured on this run (experiments/measure/device.detect)
     label: str  # this run's measurement label
@@ -52,14 +52,14 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     with_targets = {**config, "targets": targets}
     served = plan_toolchains.served_by(toolchains)
     own = [t for t in targets if t not in served]  # served targets: compiled by their own toolchain only
-    study = {}
+    compile_jobs = {}
     if own:
-        parts = plan_jobs.study_parts(plan_jobs.study_jobs({**config, "targets": own}),
+        parts = plan_jobs.compile_parts(plan_jobs.compile_jobs({**config, "targets": own}),
                                         config["compile_study"]["search_jobs"])
-        study = plan_jobs.merge_baseline_jobs(parts)
+        compile_jobs = plan_jobs.merge_baseline_jobs(parts)
     toolchain_jobs = plan_jobs.toolchain_jobs(with_targets, published)
-    return Plan(config=config, correctness=correctness, targets=targets, study=study, device=device,
-                label=label, measure=measure, imported=imported, toolchains=toolchains,
+    return Plan(config=config, correctness=correctness, targets=targets, compile_jobs=compile_jobs,
+                device=device, label=label, measure=measure, imported=imported, toolchains=toolchains,
                 toolchain_jobs=toolchain_jobs,
                 toolchain_batches=plan_jobs.toolchain_batches(toolchain_jobs, toolchains), served=served)
 
