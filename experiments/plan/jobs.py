@@ -15,8 +15,6 @@ from tpu_matmul_repro.kernels import DECLARED, checks
 from tpu_matmul_repro.kernels.spec import BLOCKS, SPLIT
 
 # What each grid kind needs from an experiment or correctness entry.
-
-# What each grid kind needs from an experiment or correctness entry.
 GRID_ARGS = {SPLIT: "splits", BLOCKS: "blocks"}
 
 
