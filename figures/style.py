@@ -77,12 +77,13 @@ def cjk_font_path() -> Path:
 @functools.cache
 def drawable_characters() -> str:
     """Every character a figure can draw: printable ASCII, every other character in the code of the
-    figures and the studies (their figures: symbols) and in the translations of the messages they mark."""
+    figures and the studies (their figures: symbols) and in the translations of the messages they mark
+    and of the kernels' SPEC descriptions (figure titles)."""
     chars = {chr(c) for c in range(0x20, 0x7F)}
     root = Path(__file__).resolve().parent.parent
     for module in sorted([*root.glob("figures/*.py"), *root.glob("studies/*/*.py")]):
         chars |= {ch for ch in module.read_text(encoding="utf-8") if ord(ch) > 0x7E}
-    drawn = used_messages(under=("figures/", "studies/"))
+    drawn = used_messages(under=("figures/", "studies/", "kernels/"))
     for language in LANGUAGES[1:]:
         chars |= {ch for study in scopes() for m in read_catalog(language, study)
                   if (m.id, m.context) in drawn for ch in m.string if ord(ch) > 0x7E}

@@ -130,3 +130,6 @@ def test_experiments_are_described_by_their_kernels_specs():
     zh = i18n.translations("zh").gettext
     assert experiment_description("v4", "v3", zh) == "v3 的算子，换用其他分块大小"
     assert experiment_description("v9", None, str) == "Pallas kernel"
+    from tpu_matmul_repro.figures.style import drawable_characters
+
+    assert set(zh(DECLARED["v1"].description)) <= set(drawable_characters())  # the CJK font has them
