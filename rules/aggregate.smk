@@ -13,6 +13,7 @@ rule check_carried:
     params:
         min_samples=config["measure"]["samples"],
         max_rows=config["measure"]["max_carried_rows"],
+        tolerance=config["measure"]["tolerance"],
         code=code("scripts/check_carried.py"),
     script:
         "../scripts/check_carried.py"

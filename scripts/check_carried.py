@@ -7,7 +7,7 @@ from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 
 with logged(snakemake.log[0]) as log:
     df = check_measured(snakemake.input[0], min_samples=snakemake.params.min_samples,
-                        max_rows=snakemake.params.max_rows)
+                        max_rows=snakemake.params.max_rows, tolerance=dict(snakemake.params.tolerance))
     log.info("%s: %d rows, %d ok; targets %s", snakemake.input[0], len(df), int((df.status == "ok").sum()),
              sorted(df.target.unique()))
     write_text_atomic(f"{len(df)} rows checked\n", snakemake.output[0])

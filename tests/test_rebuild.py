@@ -128,7 +128,7 @@ def test_a_bad_carried_file_stops_the_run_and_leaves_the_outputs(finished_run):
     before = [p.read_bytes() for p in outputs]
     carried = finished_run / "data" / "measured" / "laptop.parquet"
     carried.parent.mkdir(parents=True, exist_ok=True)
-    bad = measured_rows().assign(target="cpu")
+    bad = measured_rows().assign(target="cpu", device_kind="cpu")
     bad.at[1, "samples_s"] = [-1.0] * 5
     bad.to_parquet(carried, index=False)
     try:
@@ -162,14 +162,25 @@ def test_refused_input_leaves_every_output_of_the_previous_run_byte_identical(fi
     assert len(before) > 10
     carried = finished_run / "data" / "measured"
     carried.mkdir(parents=True, exist_ok=True)
-    good = measured_rows().assign(target="cpu")
+    good = measured_rows().assign(target="cpu", device_kind="cpu")
     negative = good.copy()
     negative["device_samples_s"] = negative["device_samples_s"].astype(object)
     negative.at[1, "device_samples_s"] = [-1e-4] * 5
+    v5e = measured_rows()  # issue 39: faster than the chip, ok beyond the tolerance, unknown names
+    fast, wrong = v5e.copy(), v5e.copy()
+    fast["device_samples_s"] = fast["device_samples_s"].astype(object)
+    fast.at[2, "device_samples_s"] = [1e-9] * 5
+    wrong.at[0, "max_tile_error"] = 100.0
     files = [  # (file name -> rows, what the refusal says)
         ({"laptop.parquet": negative}, "laptop.parquet: column 'device_samples_s', row 1: -0.0001 is not"),
         ({"a.parquet": good, "b.parquet": good},
          "b.parquet: column 'run_label', row 0: the same configuration and run label as row 0 of"),
+        ({"vm.parquet": fast}, "vm.parquet: column 'device_samples_s', row 2: 1e-09 s is faster than"),
+        ({"vm.parquet": wrong}, "vm.parquet: column 'max_tile_error', row 0: 100 in an ok row, over "
+                                "measure.tolerance.bfloat16=0.02"),
+        ({"vm.parquet": v5e.assign(target="v9")}, "vm.parquet: column 'target', row 0: 'v9' is not a target"),
+        ({"vm.parquet": v5e.assign(git_sha="</td><script>alert(3)</script>")},
+         "vm.parquet: column 'git_sha', row 0: '</td><script>alert(3)</script>' is not a commit"),
     ]
     configs = [  # (--config, merged into the tiny config: what the refusal says)
         (["measure={tolerance: {float32: .nan}}"], "measure.tolerance.float32: nan is not a finite number"),

@@ -10,6 +10,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core import consistency
 from tpu_matmul_repro.experiments.core.runtime import UserError
 
 
@@ -228,17 +229,20 @@ _PATTERNS = {"target": r"[a-z0-9][a-z0-9-]*", "experiment": r"[A-Za-z0-9]+",
              "run_label": r"[A-Za-z0-9][A-Za-z0-9_.-]*"}  # target and label become file names
 
 
-def check_measured(path, *, min_samples: int, max_rows: int) -> pd.DataFrame:
+def check_measured(path, *, min_samples: int, max_rows: int, tolerance: dict) -> pd.DataFrame:
     """A carried measurement file, read and checked before it joins the table; raises DataError.
 
     Every column a later step reads is checked, so that the aggregate cannot fail on a file that passed:
     it is a parquet file of at most `max_rows` rows; every required column is there; each column holds
     its type (text, whole numbers, numbers, flags, lists of seconds); source is "measured"; kernel, dtype
     and status are known; target, experiment and run_label are names, timestamps ISO 8601; sizes are
-    positive and blocks divide them; counts, quantities and errors are finite and not negative; every
-    sample is a finite, positive number of seconds, and an ok row has at least `min_samples` of each
-    timer's (the profiler's: none, or as many); no two rows share the table's key.
+    positive and blocks divide them; counts, quantities and errors are finite and not negative; the row
+    agrees with the project's names, its own status (`tolerance`: measure.tolerance) and its chip's
+    physics (experiments/core/consistency.py); every sample is a finite, positive number of seconds, no
+    faster than the chip allows, and an ok row has at least `min_samples` of each timer's (the
+    profiler's: none, or as many); no two rows share the table's key.
     """
+
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -262,10 +266,15 @@ def check_measured(path, *, min_samples: int, max_rows: int) -> pd.DataFrame:
     _check_types(path, table, pa)
     df = table.select([c for c in table.column_names if c not in _SAMPLES]).to_pandas()
     _check_values(path, df)
+    problem = consistency.first_problem(df, tolerance)
+    if problem:
+        _fail(path, *problem)
+    least = consistency.least_seconds(df)
     for col in _SAMPLES:
         if col in table.column_names:
             _check_samples(path, col, table[col], (df.status == "ok").to_numpy(), min_samples,
-                           optional=col == "device_samples_s")
+                           optional=col == "device_samples_s", least=least,
+                           why_least=lambda i: consistency.describe_least(df, i))
     _check_duplicates(path, df)
     return table.to_pandas()
 
@@ -347,7 +356,7 @@ def _check_values(path, df: pd.DataFrame) -> None:
         first(bad, col, lambda v, i, why=why: f"{v} is not a finite number, 0 or more{why}")
 
 
-def _check_samples(path, col, column, ok, min_samples, optional) -> None:
+def _check_samples(path, col, column, ok, min_samples, optional, least, why_least) -> None:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -372,6 +381,12 @@ def _check_samples(path, col, column, ok, min_samples, optional) -> None:
         i = int(parents[bad.argmax()])
         _fail(path, col, i, f"{float(values[bad.argmax()])} is not a positive, finite number of seconds "
                             f"(at most {MAX_SAMPLE_S:g})")
+    # a sample faster than the chip allows (least: 0 where the target has no chip) cannot be a measurement
+    fast = values < least[parents] * (1 - consistency.SAME)
+    if fast.any():
+        i = int(parents[fast.argmax()])
+        _fail(path, col, i, f"{float(values[fast.argmax()]):.3g} s is faster than physics allows: "
+                            f"{why_least(i)}")
 
 
 def _keys(df: pd.DataFrame) -> list[tuple]:
