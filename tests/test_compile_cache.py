@@ -35,6 +35,13 @@ def test_a_sound_entry_comes_back(tmp_path):
     (dict(status="timeout"), "status 'timeout' is not a deterministic outcome"),
     (dict(error=None), "error=None is not text"),
     (dict(vmem_bytes=None, est_cycles=None), "an ok compile without VMEM bytes or cycles"),
+    # issue 39: 1 TB of VMEM on a 128 MiB chip, ranked first by the advisor; an out-of-VMEM verdict for
+    # a request (12.8 MiB) under its limit (16 MiB), which re-ranked the answer
+    (dict(vmem_bytes=10**12), "vmem_bytes=1000000000000 is more than v5e's physical VMEM (134217728 bytes"),
+    (dict(status="vmem_oom", vmem_bytes=13421772, oom_limit_bytes=16 << 20, est_cycles=None),
+     "an out-of-VMEM verdict for vmem_bytes=13421772, which is not above its limit"),
+    (dict(status="vmem_oom", vmem_bytes=None, oom_limit_bytes=1 << 40, est_cycles=None),
+     "oom_limit_bytes=1099511627776 is more than v5e's physical VMEM"),
 ])
 def test_an_entry_that_cannot_be_right_is_recomputed(tmp_path, change, why, caplog):
     """Well-formed JSON with impossible values: once trusted (a crash in the XLA job, negative bytes in
@@ -46,7 +53,7 @@ def test_an_entry_that_cannot_be_right_is_recomputed(tmp_path, change, why, capl
     path.write_text(json.dumps(entry))
     with caplog.at_level(logging.WARNING):
         assert c.get(CASE, None) is None
-    assert c.corrupt == 1 and why in caplog.text
+    assert c.corrupt == 1 and why in caplog.text and caplog.text.count("compiling again") == 1
     c.put(CASE, None, SOUND | change)  # the compiler's own result is not kept either when unsound
     assert c.get(CASE, None) is None
     c.put(CASE, None, SOUND)
@@ -54,6 +61,15 @@ def test_an_entry_that_cannot_be_right_is_recomputed(tmp_path, change, why, capl
     from tpu_matmul_repro.experiments.compile_study.cache import problem
 
     assert problem(SOUND | change, CASE, "v5e").startswith(why)
+
+
+def test_an_out_of_vmem_verdict_above_its_limit_is_trusted_whatever_it_asked(tmp_path):
+    """The physical bound is on VMEM used: a refused request may ask more than the chip has."""
+    c = cache(tmp_path)
+    for asked in (17 << 20, 10**12):
+        oom = dict(SOUND, status="vmem_oom", vmem_bytes=asked, oom_limit_bytes=16 << 20, est_cycles=None)
+        c.put(CASE, asked, oom)
+        assert c.get(CASE, asked) == oom
 
 
 def test_a_folder_in_place_of_an_entry_is_recomputed(tmp_path):

@@ -8,8 +8,9 @@ checkout, an edit outside that code (the cache, the process and planning code), 
 interruption reuses every compile it can, while an edit of a kernel or of a parser misses. Entries
 are JSON files written atomically, each writer through a temporary file of its own; one that does not
 read back as a complete, physically possible entry for its own key (`problem`: whole, positive bytes
-and cycles, no estimate faster than the chip's peak) is recomputed and overwritten, never trusted; so
-is a folder in an entry's place. A cache that cannot be written (a read-only mount, a full disk) is
+and cycles, VMEM within the chip's, an out-of-VMEM verdict above its limit, no estimate faster than
+the chip's peak) is recomputed, with one warning saying why, and overwritten, never trusted; so is a
+folder in an entry's place. A cache that cannot be written (a read-only mount, a full disk) is
 said once in the log, and the run goes on compiling uncached.
 
 Where: $TPU_MATMUL_REPRO_CACHE if set ("off" disables the cache), else
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 from tpu_matmul_repro.experiments.core.chips import CHIPS
-from tpu_matmul_repro.experiments.core.units import flops
+from tpu_matmul_repro.experiments.core.units import MiB, flops
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,9 @@ def _whole(value, least: int = 1) -> bool:
 
 def problem(result: dict, case, target: str | None) -> str:
     """Why `result` cannot be a cache entry for `case` compiled for `target` ("" if it can): its fields
-    and their types, and the physics (no estimate faster than the chip's peak for the case's dtype)."""
+    and their types, and the physics: an out-of-VMEM verdict only for a request above the limit it
+    names, no VMEM used (and no limit) above the chip's physical VMEM, no estimate faster than the
+    chip's peak for the case's dtype."""
     if set(result) != set(RESULT_FIELDS):
         return f"fields {sorted(result)}, not {sorted(RESULT_FIELDS)}"
     status, cycles = result["status"], result["est_cycles"]
@@ -133,7 +136,17 @@ def problem(result: dict, case, target: str | None) -> str:
         return f"error={result['error']!r} is not text"
     if status == "ok" and not (result["vmem_bytes"] or cycles):
         return "an ok compile without VMEM bytes or cycles"
+    used, limit = result["vmem_bytes"], result["oom_limit_bytes"]
+    if status == "vmem_oom" and used is not None and limit is not None and used <= limit:
+        return (f"an out-of-VMEM verdict for vmem_bytes={used}, which is not above its limit "
+                f"oom_limit_bytes={limit}")
     chip = CHIPS.get(target)
+    if chip is not None:  # only a refused request (vmem_oom) may exceed the chip's VMEM
+        used_or_none = None if status == "vmem_oom" else used
+        for field, value in (("vmem_bytes", used_or_none), ("oom_limit_bytes", limit)):
+            if value is not None and value > chip.vmem_bytes:
+                return (f"{field}={value} is more than {target}'s physical VMEM ({chip.vmem_bytes} bytes, "
+                        f"{chip.vmem_bytes // MiB} MiB)")
     if cycles is not None and chip is not None and case.dtype in chip.peak_flops:
         fastest = flops(case.m, case.k, case.n) * chip.clock_hz / chip.peak_flops[case.dtype]
         if cycles < fastest:
