@@ -8,7 +8,15 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 try:  # the project's own code is the installed package tpu_matmul_repro (pyproject.toml)
-    from tpu_matmul_repro.experiments.core.runtime import record_interrupts
+    from tpu_matmul_repro.experiments.core.previous_outputs import (
+        PreviousOutputs,
+        restored_message,
+    )
+    from tpu_matmul_repro.experiments.core.runtime import (
+        UserError,
+        record_interrupts,
+        source_date_epoch,
+    )
     from tpu_matmul_repro.experiments.plan.config import ConfigError, load_yaml
 except ModuleNotFoundError as e:
     raise WorkflowError(
@@ -16,12 +24,14 @@ except ModuleNotFoundError as e:
         "`python3 -m pip install -r requirements.txt -e .` (README, Run it)"
     ) from None
 
-# Read strictly first (file and line of a YAML error, a key given twice), then as Snakemake does.
+# Read strictly first (file and line of a YAML error, a key given twice, aliases and nesting bounded),
+# then as Snakemake does; and the environment the jobs read (docs/reliability.md).
 try:
+    source_date_epoch()
     for _path in ["config/config.yaml", *workflow.config_settings.configfiles]:
         if os.path.exists(_path):  # a missing one is Snakemake's to report
             load_yaml(_path)
-except ConfigError as e:
+except (ConfigError, UserError) as e:
     raise WorkflowError(str(e)) from None
 
 
@@ -31,9 +41,25 @@ configfile: "config/config.yaml"
 # Ctrl-C: Snakemake stops the jobs and each job exits without a traceback (scripts/_repo.py); this run
 # says once that it was interrupted and how to resume (onerror below).
 INTERRUPTED = record_interrupts()
+# The outputs the jobs replace, kept until the run ends: a failed or stopped job's are put back.
+PREVIOUS = PreviousOutputs()
+
+
+onstart:
+    PREVIOUS.keep(
+        [f for job in workflow.dag.needrun_jobs() for f in job.output],
+        read_record=workflow.persistence._read_record,
+    )
+
+
+onsuccess:
+    PREVIOUS.discard()
 
 
 onerror:
+    _restored = PREVIOUS.restore(write_record=workflow.persistence._write_record)
+    if _restored:
+        logger.error(restored_message(_restored))
     if INTERRUPTED:
         logger.error(
             "Interrupted: the jobs that finished are kept; run the same command again to resume."

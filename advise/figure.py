@@ -32,5 +32,7 @@ def draw(advice: pd.DataFrame, path, title: str) -> None:
     fig.suptitle(f"{title}\nestimates (libtpu compile + timing model fitted on the post's v5e numbers); "
                  "bars: 80 % and 95 % prediction intervals", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from tpu_matmul_repro.experiments.core.tables import write_atomic  # a failed write keeps the old one
+
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format=str(path).rsplit(".", 1)[-1]))
     plt.close(fig)

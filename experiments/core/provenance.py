@@ -2,9 +2,10 @@
 import datetime
 import functools
 import importlib.metadata
-import os
 import subprocess
 from pathlib import Path
+
+from tpu_matmul_repro.experiments.core.runtime import source_date_epoch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,13 +38,14 @@ def provenance() -> dict:
 def build_date() -> datetime.date:
     """The date a report states: $SOURCE_DATE_EPOCH (reproducible-builds.org) if set, else the commit's
     time, else today. So the same commit and table give the same bytes on any day."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    if not epoch:
-        try:
-            epoch = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True,
-                                   text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            epoch = ""
-    if epoch.isdigit():
-        return datetime.datetime.fromtimestamp(int(epoch), datetime.UTC).date()
+    epoch = source_date_epoch()  # a bad value is refused before any job (Snakefile)
+    if epoch is not None:
+        return datetime.datetime.fromtimestamp(epoch, datetime.UTC).date()
+    try:
+        commit = subprocess.run(["git", "log", "-1", "--format=%ct"], cwd=ROOT, capture_output=True,
+                                text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = ""
+    if commit.isascii() and commit.isdigit():
+        return datetime.datetime.fromtimestamp(int(commit), datetime.UTC).date()
     return datetime.datetime.now(datetime.UTC).date()

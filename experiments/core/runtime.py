@@ -24,6 +24,26 @@ class UserError(Exception):
     """Input a user can fix (a bad carried file, ...): logged as its message alone, without a traceback."""
 
 
+# The last second Python's datetime holds (9999-12-31T23:59:59Z): a later SOURCE_DATE_EPOCH failed late
+# in both report jobs (after Snakemake had removed the previous reports) and in matplotlib's PDFs.
+MAX_SOURCE_DATE_EPOCH = 253402300799
+
+
+def source_date_epoch() -> int | None:
+    """$SOURCE_DATE_EPOCH (reproducible-builds.org: the date the report and the figures' files state),
+    or None where it is unset or empty; UserError in one line for anything but whole seconds since 1970
+    that a date can hold. Checked when Snakemake reads the workflow, before any job (Snakefile)."""
+    value = os.environ.get("SOURCE_DATE_EPOCH", "")
+    if value == "":
+        return None
+    if not (value.isascii() and value.isdigit() and int(value) <= MAX_SOURCE_DATE_EPOCH):
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise UserError(f"SOURCE_DATE_EPOCH={shown!r} is not a time: whole seconds since 1970-01-01 UTC, "
+                        f"at most {MAX_SOURCE_DATE_EPOCH} (the year 9999), e.g. `git log -1 --format=%ct`; "
+                        "or unset it (the report then states the commit's date)")
+    return int(value)
+
+
 QUIET_LIBRARIES = ("fontTools", "weasyprint")
 
 
@@ -35,31 +55,40 @@ def logged(log_path):
     the same log (the compile workers) then interleave with it instead of being overwritten by writes at
     this handle's own offset."""
     open(log_path, "w").close()
-    with open(log_path, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-        logging.basicConfig(stream=log, level=logging.INFO, force=True,
-                            format="%(asctime)s %(levelname)s %(message)s")
-        # Libraries that log every step at INFO (fontTools: ~150 lines per font it subsets for a PDF;
-        # WeasyPrint: each step of each PDF) would bury the job's own lines; their warnings still come.
-        for noisy in QUIET_LIBRARIES:
-            logging.getLogger(noisy).setLevel(logging.WARNING)
-        logger = logging.getLogger("tpu-matmul-repro")
-        try:
-            yield logger
-        except UserError as e:  # bad input, not a bug: its one-line message is the whole story
-            logger.error("%s", e)
-            raise SystemExit(1) from None
-        except KeyboardInterrupt:  # Ctrl-C: the workflow says so once (Snakefile, onerror)
-            logger.error("interrupted")
-            raise SystemExit(130) from None
-        except OSError as e:
-            if not disk_full(e):
+    last_word = []  # a full disk's message, for stderr when the log itself cannot take it
+    try:
+        with open(log_path, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            logging.basicConfig(stream=log, level=logging.INFO, force=True,
+                                format="%(asctime)s %(levelname)s %(message)s")
+            # Libraries that log every step at INFO (fontTools: ~150 lines per font it subsets for a PDF;
+            # WeasyPrint: each step of each PDF) would bury the job's own lines; their warnings still come.
+            for noisy in QUIET_LIBRARIES:
+                logging.getLogger(noisy).setLevel(logging.WARNING)
+            logger = logging.getLogger("tpu-matmul-repro")
+            try:
+                yield logger
+            except UserError as e:  # bad input, not a bug: its one-line message is the whole story
+                logger.error("%s", e)
+                raise SystemExit(1) from None
+            except KeyboardInterrupt:  # Ctrl-C: the workflow says so once (Snakefile, onerror)
+                logger.error("interrupted")
+                raise SystemExit(130) from None
+            except OSError as e:
+                if not disk_full(e):
+                    logger.exception("job failed")
+                    raise
+                last_word.append(disk_full_message(e))
+                logger.error("%s", last_word[0])
+                raise SystemExit(1) from None
+            except BaseException:  # the reason a job failed belongs in its log (show-failed-logs prints it)
                 logger.exception("job failed")
                 raise
-            logger.error("%s", disk_full_message(e))
-            raise SystemExit(1) from None
-        except BaseException:  # the reason a job failed belongs in its log (show-failed-logs prints it)
-            logger.exception("job failed")
+    except OSError as e:  # the log could not be written either (a disk full to the last block)
+        if not disk_full(e):
             raise
+        full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(log_path))
+        print(last_word[0] if last_word else disk_full_message(full), file=sys.__stderr__)
+        raise SystemExit(1) from None
 
 
 def record_interrupts() -> list:

@@ -1,4 +1,6 @@
-"""Writing tables safely: a file appears complete or not at all."""
+"""Writing outputs safely: a file appears complete or not at all, and a failed write keeps the previous
+one. Every writer of results/ goes through write_atomic (tests/test_messages.py lists them)."""
+import errno
 import glob
 import os
 import tempfile
@@ -6,6 +8,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+
+from tpu_matmul_repro.experiments.core.runtime import disk_full
 
 
 def write_parquet_atomic(df: pd.DataFrame, path, row_group_size: int | None = None) -> None:
@@ -41,15 +45,28 @@ def write_atomic(path, write, *, shared: bool = False) -> None:
                 debris.unlink(missing_ok=True)
         except FileNotFoundError:  # its writer renamed or removed it meanwhile
             pass
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise _named(e, path) from None
     os.close(fd)
     try:
         write(tmp)
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and disk_full(e):
+            raise _named(e, path) from None
         raise
+
+
+def _named(e: OSError, path: Path) -> OSError:
+    """A full disk as an error naming the output (not its temporary file, or nothing, as pyarrow's and
+    matplotlib's errors do), for the job's one-line message (runtime.disk_full_message)."""
+    if not disk_full(e):
+        return e
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
 
 def concat_parquet(paths) -> pd.DataFrame:
