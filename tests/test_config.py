@@ -303,3 +303,98 @@ def test_numbers_given_on_the_command_line_are_read_as_numbers(config):
     with pytest.raises(experiment_config.ConfigError,
                        match=r"measure\.samples: 'six' is not of type 'integer'"):
         plan.validate(config)
+
+
+# issue 39: config loading bounded before any walk of it
+
+def alias_bomb(levels=9, width=10) -> str:
+    """A few hundred bytes of YAML that stand for width**levels values (10^9 by default)."""
+    lines = [f"a0: &a0 [{', '.join(['x'] * width)}]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_yaml_alias_bomb_is_refused_within_two_seconds(tmp_path):
+    """It hung for over 90 s in check_finite, before the schema refused its unknown keys."""
+    import time
+
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb())
+    start = time.monotonic()
+    with pytest.raises(experiment_config.ConfigError, match=rf"^{path}:\d+:\d+: more than 100000 values once "
+                                                            r"its YAML aliases are expanded"):
+        experiment_config.load_yaml(path)
+    assert time.monotonic() - start < 2
+
+
+def test_aliases_within_the_bound_still_load(tmp_path):
+    path = tmp_path / "anchors.yaml"
+    path.write_text("sizes: &s [512, 1024]\nagain: *s\n" + alias_bomb(levels=2))
+    loaded = experiment_config.load_yaml(path)
+    assert loaded["again"] == [512, 1024] and len(loaded["a2"]) == 10
+
+
+@pytest.mark.parametrize("text, message", [
+    ("measure: " + "[" * 5000 + "]" * 5000 + "\n", r":1:\d+: exceeded maximum nesting depth"),  # libyaml's
+    ("measure: " + "[" * 40 + "]" * 40 + "\n", r":1:\d+: nested deeper than 32 levels"),
+    ("a: &a [1, *a]\n", r":1:\d+: an alias inside the value it names"),
+    ("", r": empty; a config file holds a mapping of keys"),
+    ("- 1\n- 2\n", r": a config file holds a mapping of keys, not a list"),
+    ("measure: {samples: [\n", r":2:1: did not find expected node content"),
+])
+def test_a_config_file_too_deep_empty_or_not_a_mapping_is_named_in_one_line(tmp_path, text, message):
+    path = tmp_path / "overlay.yaml"
+    path.write_text(text)
+    with pytest.raises(experiment_config.ConfigError, match="^" + str(path) + message) as e:
+        experiment_config.load_yaml(path)
+    assert "\n" not in str(e.value)
+
+
+def test_a_config_too_large_or_deep_in_memory_is_refused_before_any_walk(config):
+    """What Snakemake passes in (--config, its merge of --configfile files) gets the same bounds."""
+    import time
+
+    shared = [0] * 10
+    for _ in range(8):
+        shared = [shared] * 10  # one list, 10^9 values when walked
+    deep = []
+    for _ in range(5000):
+        deep = [deep]
+    start = time.monotonic()
+    with pytest.raises(experiment_config.ConfigError, match=r"more than 100000 values in the config"):
+        experiment_config.checked(dict(config, measure=shared))
+    assert time.monotonic() - start < 2
+    deeper = r"^invalid config: measure(\[0\])+: nested deeper than 32 levels$"
+    with pytest.raises(experiment_config.ConfigError, match=deeper):
+        experiment_config.checked(dict(config, measure=deep))
+    # --config 'measure=[[[...' arrives as text: read as YAML, it overflowed PyYAML's recursive parser
+    shortened = r"^invalid config: measure: '\[\[\[.* … .*\]\]' is not of type 'object'$"
+    with pytest.raises(experiment_config.ConfigError, match=shortened):
+        experiment_config.checked(dict(config, measure="[" * 5000 + "]" * 5000))
+
+
+@pytest.mark.parametrize("section", ["correctness", "measure"])
+def test_every_tolerance_is_bounded(config, section):
+    """correctness.tolerance had no upper bound: 1e300 switched every correctness check off."""
+    config = experiment_config.with_defaults(config)
+    config[section]["tolerance"]["float32"] = 1e300
+    with pytest.raises(experiment_config.ConfigError,
+                       match=rf"{section}\.tolerance\.float32: 1e\+300 is greater than the maximum of 1"):
+        experiment_config.checked(config)
+    config[section]["tolerance"]["float32"] = 1
+    experiment_config.checked(config)
+
+
+def test_every_tolerance_of_the_schema_has_a_maximum():
+    def tolerances(node, path=()):
+        if isinstance(node, dict):
+            if path and path[-1] == "tolerance":
+                yield path, node
+            for key, value in node.items():
+                yield from tolerances(value, (*path, key))
+
+    found = list(tolerances(experiment_config.schema()["properties"]))
+    assert len(found) == 2
+    for path, node in found:
+        for dtype in ("float32", "bfloat16"):
+            assert node["properties"][dtype]["maximum"] == 1, (path, dtype)

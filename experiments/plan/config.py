@@ -49,13 +49,23 @@ def study_names() -> list[str]:
     return sorted(p.parent.name for p in (ROOT / "studies").glob("*/rules.smk"))
 
 
+# Bounds on a config's shape, checked before anything walks it: config/config.yaml holds about 300
+# values, 7 levels deep. YAML aliases share one value among many places, so a file of a few hundred
+# bytes can stand for 10^9 values (an "alias bomb"), which every walk below would visit one by one.
+MAX_VALUES = 100_000
+MAX_DEPTH = 32
+
+
 def checked(config: dict) -> dict:
     """`config` checked against the schema (ConfigError naming key and value), with its defaults.
 
-    First the strings that `--config` leaves (Snakemake reads a nested value there as text: '6') are
-    read as a config file would read them where the schema wants no text; then any NaN or infinity is
-    refused, then the schema, whose integers are whole numbers written without a point (1024, not 1024.0).
+    First its size and depth are bounded (MAX_VALUES, MAX_DEPTH: aliases counted as often as they are
+    used); then the strings that `--config` leaves (Snakemake reads a nested value there as text: '6')
+    are read as a config file would read them where the schema wants no text; then any NaN or infinity
+    is refused, then the schema, whose integers are whole numbers written without a point (1024, not
+    1024.0).
     """
+    check_bounded(config)
     config = normalised(config)
     check_finite(config)
     check_schema(config)
@@ -92,9 +102,9 @@ def _takes_text(value: str, node: dict) -> bool:
 def _scalar(text: str, node: dict):
     """`text` as YAML reads it, if that is a number, boolean or null; as a number where the schema wants
     one and YAML 1.1 keeps text (1e-2); else the text itself, for the schema to refuse."""
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
+    try:  # libyaml where PyYAML has it: its pure-Python parser recurses (5000 "[" overflowed the stack)
+        value = yaml.load(text, Loader=_SafeLoader)
+    except (yaml.YAMLError, RecursionError):
         return text
     if value is None or isinstance(value, (bool, int, float)):
         return value
@@ -104,6 +114,27 @@ def _scalar(text: str, node: dict):
         except ValueError:
             pass
     return text
+
+
+def check_bounded(config) -> None:
+    """ConfigError at the first key where `config` holds more than MAX_VALUES values or nests deeper
+    than MAX_DEPTH; without recursion, and stopping there, so a value shared (or contained) many times
+    over costs no more than MAX_VALUES steps."""
+    seen = 0
+    stack = [((), config)]
+    while stack:
+        path, value = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise ConfigError(f"invalid config: {_key(path) or '<root>'}: more than {MAX_VALUES} values in "
+                              "the config (YAML aliases counted where they are used)")
+        if len(path) > MAX_DEPTH:
+            raise ConfigError(f"invalid config: {_key(path[:MAX_DEPTH])}: nested deeper than {MAX_DEPTH} "
+                              "levels")
+        if isinstance(value, dict):
+            stack.extend(((*path, k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(value))
 
 
 def check_finite(config, path=()) -> None:
@@ -167,8 +198,13 @@ def check_schema(config: dict) -> None:
     """ConfigError in one line, each error naming the key as the user wrote it (sizes[0])."""
     errors = sorted(Validator(schema()).iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
-        lines = [f"{_key(e.absolute_path) or '<root>'}: {e.message}" for e in errors]
+        lines = [f"{_key(e.absolute_path) or '<root>'}: {_shortened(e.message)}" for e in errors]
         raise ConfigError("invalid config: " + "; ".join(lines))
+
+
+def _shortened(message: str, longest: int = 300) -> str:
+    """A schema message quotes the value whole: a long one (a list of a thousand sizes) in part."""
+    return message if len(message) <= longest else f"{message[:longest // 2]} … {message[-longest // 3:]}"
 
 
 def _key(path) -> str:
@@ -197,11 +233,57 @@ def _mapping_without_duplicates(loader, node, deep=False):
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
 
 
+def _bounded(node, path: Path) -> None:
+    """ConfigError unless the composed document `node` stands for at most MAX_VALUES values, aliases
+    expanded, at most MAX_DEPTH levels deep, and no alias inside the value it names. Each node is
+    visited once (its expanded size and depth remembered), without recursion."""
+    size, depth, open_nodes = {}, {}, set()
+
+    def children(n):
+        if isinstance(n, yaml.MappingNode):
+            return [part for pair in n.value for part in pair]
+        return list(n.value) if isinstance(n, yaml.SequenceNode) else []
+
+    def refuse(n, why):
+        mark = n.start_mark
+        raise ConfigError(f"{path}:{mark.line + 1}:{mark.column + 1}: {why}")
+
+    stack = [(node, False)]
+    while stack:
+        n, finished = stack.pop()
+        if finished:
+            open_nodes.discard(id(n))
+            parts = children(n)
+            size[id(n)] = 1 + sum(size[id(c)] for c in parts)
+            depth[id(n)] = 1 + max((depth[id(c)] for c in parts), default=0)
+            if size[id(n)] > MAX_VALUES:
+                refuse(n, f"more than {MAX_VALUES} values once its YAML aliases are expanded (a config "
+                          f"holds a few hundred)")
+            if depth[id(n)] > MAX_DEPTH:
+                refuse(n, f"nested deeper than {MAX_DEPTH} levels")
+        elif id(n) in open_nodes:
+            refuse(n, "an alias inside the value it names: a value that contains itself")
+        elif id(n) not in size:
+            open_nodes.add(id(n))
+            stack.append((n, True))
+            stack.extend((c, False) for c in children(n) if id(c) not in size)
+
+
 def load_yaml(path) -> dict:
-    """A config file's contents; ConfigError with the file and line of a syntax error or a duplicate key."""
+    """A config file's contents; ConfigError with the file and line of a syntax error, a duplicate key,
+    or a document too large or too deep (_bounded), which is refused before it is built."""
     path = Path(path)
     try:
-        loaded = yaml.load(path.read_text(encoding="utf-8"), Loader=_StrictLoader)
+        loader = _StrictLoader(path.read_text(encoding="utf-8"))
+        try:
+            node = loader.get_single_node()
+            if node is not None:
+                _bounded(node, path)
+            loaded = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except RecursionError:  # PyYAML's pure-Python parser, where libyaml is missing, composes recursively
+        raise ConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels") from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -210,9 +292,11 @@ def load_yaml(path) -> dict:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
-    if loaded is not None and not isinstance(loaded, dict):
+    if loaded is None:  # as Snakemake refuses one, but naming it
+        raise ConfigError(f"{path}: empty; a config file holds a mapping of keys")
+    if not isinstance(loaded, dict):
         raise ConfigError(f"{path}: a config file holds a mapping of keys, not a {type(loaded).__name__}")
-    return loaded or {}
+    return loaded
 
 
 def load_with_overlays(*paths) -> dict:
