@@ -99,7 +99,8 @@ def edit(column, row, value):
                                        r"measure\.tolerance\.bfloat16=0\.02: that output is wrong"),
     (edit("max_tile_error", 1, np.nan), r"column 'max_tile_error', row 1: nan in an ok row: its output"),
     (edit("rel_error", 2, np.nan), r"column 'rel_error', row 2: nan in an ok row"),
-    (lambda df: df.drop(columns=["max_tile_error"]), r"column 'max_tile_error', row 0: missing in an ok row"),
+    (lambda df: df.drop(columns=["max_tile_error"]), r"missing column\(s\) \['max_tile_error'\]: an ok"),
+    (edit("rel_error", 4, np.inf), r"column 'rel_error', row 4: inf in a vmem_oom row, whose kernel never"),
     (lambda df: edit("oom_limit_bytes", 4, 16 << 20)(edit("vmem_bytes", 4, 12 << 20)(df)),
      r"column 'vmem_bytes', row 4: 12582912 bytes, yet out of VMEM: no more than its limit 16777216"),
     # names the project knows

@@ -8,14 +8,17 @@ experiments/core/schema.py: check_measured checks each column's type and range f
   the columns only estimates fill (toolchain, vmem_method, cycles_method) hold what the harness
   writes; versions look like versions, git_sha like a commit; no text holds control characters;
 - status: an ok row's output check passed (finite errors, the tile error within measure.tolerance);
-  an out-of-VMEM row asked for more than the limit it names;
+  a row that did not compile has no errors; an out-of-VMEM row asked for more than the limit it names;
 - physics: the chip figures a row carries are the chip's; it moves at least its operands and output
   through HBM; VMEM at most the chip's physical VMEM; and no sample is faster than the chip's peak
   allows for the FLOPs (FLOPs / peak) or its HBM bandwidth for the bytes (bytes / bandwidth).
 
 Each check gives the first bad row and a sentence naming its value, for the one-line refusal.
-No jax here: the check job and the fuzz tests import it.
+No jax here (but to look up a device kind by jax's other name): the check job and the fuzz tests
+import it.
 """
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -42,6 +45,7 @@ MAX_VERSION_CHARS = 64
 MAX_NAME_CHARS = 64  # experiment and run_label: as measure.label (config/schema.yaml)
 MAX_ERROR_CHARS = 1000  # experiments/compile_study/compiler_output.py: ERROR_CHARS
 CONTROL = r"[\x00-\x08\x0b-\x1f\x7f]"  # any control character but tab and newline
+NOT_COMPILED = ("vmem_oom", "compile_error")  # statuses of a kernel that never ran (no output check)
 CHIP_COLUMNS = ("peak_tflops", "hbm_bytes_per_s", "hbm_seconds", "roofline_tflops")
 SAME = 1e-6  # relative: a chip figure written to a file and read back is the chip's figure
 OUT_ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 4}  # int8 products are int32 (traffic.out_itemsize)
@@ -83,17 +87,25 @@ def describe_least(df: pd.DataFrame, i: int) -> str:
 def least_hbm_bytes(df: pd.DataFrame) -> np.ndarray:
     """Bytes any kernel moves between HBM and VMEM: each operand read once, the output written once."""
     m, k, n = (df[d].astype("float64").to_numpy() for d in ("m", "k", "n"))
-    size = df.dtype.map(ITEMSIZE).astype("float64").to_numpy()
-    out = df.dtype.map(OUT_ITEMSIZE).astype("float64").to_numpy()
+    size, out = _lookup(df.dtype, ITEMSIZE), _lookup(df.dtype, OUT_ITEMSIZE)
     return (m * k + k * n) * size + m * n * out
+
+
+def _lookup(column: pd.Series, mapping: dict, missing=np.nan) -> np.ndarray:
+    """mapping[value] for each row (`missing` where it has none), one look-up per distinct value: a
+    carried file has up to 200000 rows (measure.max_carried_rows) and a handful of distinct values."""
+    codes, uniques = pd.factorize(column)
+    values = np.array([mapping.get(u, missing) for u in uniques] + [missing])
+    return values[codes]  # code -1 (a missing value): the last entry
 
 
 def _chip_figure(df: pd.DataFrame, figure) -> np.ndarray:
     """figure(chip, dtype) for each row whose target is a chip, NaN elsewhere."""
-    pairs = df[["target", "dtype"]].drop_duplicates()
-    known = {(t, d): figure(CHIPS[t], d) for t, d in pairs.itertuples(index=False) if t in CHIPS}
-    keys = zip(df.target, df.dtype, strict=True)
-    return np.array([known.get(key, np.nan) for key in keys], dtype="float64")
+    target, targets = pd.factorize(df.target)
+    dtype, dtypes = pd.factorize(df.dtype)
+    values = np.array([[float(figure(CHIPS[t], d)) if t in CHIPS else np.nan for d in dtypes]
+                       for t in targets], dtype="float64").reshape(len(targets), len(dtypes))
+    return values[target, dtype]
 
 
 def _first(bad, describe) -> tuple[int, str] | None:
@@ -108,27 +120,24 @@ def _found(column, hit):
     return None if hit is None else (column, *hit)
 
 
-def _text_of(df: pd.DataFrame, col: str) -> pd.Series:
-    """The column as text, "" where empty (a column the file lacks is all empty)."""
-    if col not in df:
-        return pd.Series("", index=df.index)
-    return df[col].astype(object).where(df[col].notna(), "").astype(str)
-
-
 def _names(df: pd.DataFrame, tolerance: dict):
-    targets = _text_of(df, "target")
-    hit = _first(~targets.isin(TARGETS), lambda i: (
+    targets = df.target
+    hit = _first(_per_value(targets, lambda t: t not in TARGETS), lambda i: (
         f"{targets.iloc[i]!r} is not a target of this project (experiments/core/chips.py: "
         f"{sorted(CHIPS)}, or {CPU} for a CPU run)"))
     if hit:
         return ("target", *hit)
-    kinds = _text_of(df, "device_kind")
-    for kind, target in set(zip(kinds, targets, strict=True)):
-        if kind and not _kind_of(kind, target):
-            i = int(np.flatnonzero((kinds == kind) & (targets == target))[0])
-            expected = CHIPS[target].device_kind if target in CHIPS else CPU
-            return ("device_kind", i, f"{kind!r} is not the device kind of target {target!r} ({expected!r})")
-    blocked = np.array([DECLARED[kernel].grid != WHOLE for kernel in df.kernel], dtype=bool)
+    if "device_kind" in df:
+        kind, kinds = pd.factorize(df.device_kind)  # -1: no device kind given
+        target, names = pd.factorize(targets)
+        pair = np.where(kind < 0, -1, kind * len(names) + target)
+        for code, i in zip(*np.unique(pair, return_index=True), strict=True):
+            if code >= 0 and not _kind_of(kinds[kind[i]], names[target[i]]):
+                bad = int(np.flatnonzero(pair == code)[0])
+                expected = CHIPS[names[target[i]]].device_kind if names[target[i]] in CHIPS else CPU
+                return ("device_kind", bad, f"{kinds[kind[i]]!r} is not the device kind of target "
+                                            f"{names[target[i]]!r} ({expected!r})")
+    blocked = _lookup(df.kernel, {name: facts.grid != WHOLE for name, facts in DECLARED.items()}).astype(bool)
     for col in ("bm", "bk", "bn"):
         given = df[col].notna().to_numpy() if col in df else np.zeros(len(df), dtype=bool)
         hit = _first(given != blocked, lambda i, col=col: (
@@ -142,6 +151,8 @@ def _names(df: pd.DataFrame, tolerance: dict):
 def _kind_of(kind: str, target: str) -> bool:
     """Is `kind` a device kind JAX reports for `target`? Its own name in chips.py, else jax's aliases
     ("TPU v5e" beside "TPU v5 lite"), looked up only then: that imports jax."""
+    if kind == "":
+        return True
     if target == CPU:
         return kind == CPU
     if kind == CHIPS[target].device_kind:
@@ -151,44 +162,47 @@ def _kind_of(kind: str, target: str) -> bool:
     return target_for_device_kind(kind) == target
 
 
+def _per_value(column: pd.Series, bad) -> np.ndarray:
+    """bad(value) for each row, asked once per distinct value; an empty row is never bad here (the
+    columns that must not be empty are checked before)."""
+    codes, uniques = pd.factorize(column)
+    return np.array([bool(bad(str(u))) for u in uniques] + [False])[codes]
+
+
+def _pattern(pattern: str, longest: int):
+    compiled = re.compile(pattern)
+    return lambda v: len(v) > longest or not compiled.fullmatch(v)
+
+
+_CONTROL = re.compile(CONTROL)
+# (column, is this value bad?, what is wrong with it): the text a measured row carries (tests/test_carried.py
+# checks that every text column of the registry is here or in schema._check_values)
+TEXT_CHECKS = (
+    *((col, bool, lambda v, col=col: f"{v!r}: only estimates have a {col}; a measured row's is empty")
+      for col in ESTIMATE_ONLY_TEXT),
+    *((col, lambda v, a=allowed: v not in a, lambda v, a=allowed: f"{v!r} is not one of {list(a)}")
+      for col, allowed in (("timer", TIMERS), ("precision", PRECISIONS))),
+    *((col, _pattern(VERSION, MAX_VERSION_CHARS), lambda v: f"{v[:80]!r} is not a version")
+      for col in VERSION_COLUMNS),
+    ("git_sha", _pattern(GIT_SHA, 71), lambda v: f"{v[:80]!r} is not a commit (hex, as git rev-parse HEAD "
+                                                 "gives it)"),
+    *((col, lambda v: len(v) > MAX_NAME_CHARS, lambda v: f"{len(v)} characters, more than {MAX_NAME_CHARS}")
+      for col in ("experiment", "run_label")),
+    *((col, lambda v: _CONTROL.search(v), lambda v: f"{v[:80]!r} holds a control character")
+      for col in ("error", "device_kind")),
+    *((col, lambda v: len(v) > MAX_ERROR_CHARS,
+       lambda v: f"{len(v)} characters, more than {MAX_ERROR_CHARS} (what a row keeps of a message)")
+      for col in ("error", "device_kind")),
+)
+
+
 def _text(df: pd.DataFrame, tolerance: dict):
-    for col in ESTIMATE_ONLY_TEXT:
-        values = _text_of(df, col)
-        found = _found(col, _first(values != "", lambda i, v=values, col=col: (
-            f"{v.iloc[i]!r}: only estimates have a {col}; a measured row's is empty")))
-        if found:
-            return found
-    for col, allowed in (("timer", TIMERS), ("precision", PRECISIONS)):
-        values = _text_of(df, col)
-        found = _found(col, _first(~values.isin(allowed), lambda i, v=values, a=allowed: (
-            f"{v.iloc[i]!r} is not one of {list(a)}")))
-        if found:
-            return found
-    patterns = {col: (VERSION, MAX_VERSION_CHARS, "a version") for col in VERSION_COLUMNS}
-    patterns["git_sha"] = (GIT_SHA, 71, "a commit (hex, as git rev-parse HEAD gives it)")
-    for col, (pattern, longest, what) in patterns.items():
-        if col not in df:
-            continue
-        given = df[col].notna()
-        values = _text_of(df, col)
-        bad = given & ~(values.str.fullmatch(pattern) & (values.str.len() <= longest))
-        found = _found(col, _first(bad, lambda i, v=values, w=what: f"{v.iloc[i][:80]!r} is not {w}"))
-        if found:
-            return found
-    for col in ("experiment", "run_label"):
-        values = _text_of(df, col)
-        found = _found(col, _first(values.str.len() > MAX_NAME_CHARS, lambda i, v=values: (
-            f"{len(v.iloc[i])} characters, more than {MAX_NAME_CHARS}")))
-        if found:
-            return found
-    for col in ("error", "device_kind"):
-        values = _text_of(df, col)
-        found = _found(col, _first(values.str.contains(CONTROL, regex=True), lambda i, v=values: (
-            f"{v.iloc[i][:80]!r} holds a control character")))
-        found = found or _found(col, _first(values.str.len() > MAX_ERROR_CHARS, lambda i, v=values: (
-            f"{len(v.iloc[i])} characters, more than {MAX_ERROR_CHARS} (what a row keeps of a message)")))
-        if found:
-            return found
+    for col, bad, why in TEXT_CHECKS:
+        if col in df:
+            found = _found(col, _first(_per_value(df[col], bad), lambda i, col=col, why=why: why(
+                str(df[col].iloc[i]))))
+            if found:
+                return found
     return None
 
 
@@ -196,22 +210,27 @@ def _status(df: pd.DataFrame, tolerance: dict):
     """An ok row passed the output check it records; a vmem_oom row asked for more than its limit."""
     ok = (df.status == "ok").to_numpy()
     if ok.any():
-        for col in ("rel_error", "max_tile_error"):
-            if col not in df:
-                return (col, int(np.flatnonzero(ok)[0]), "missing in an ok row: nothing shows that its "
-                                                         "output was checked")
+        for col in ("rel_error", "max_tile_error"):  # both there where a row is ok (check_measured)
             values = df[col].astype("float64").to_numpy()
             found = _found(col, _first(ok & ~np.isfinite(values), lambda i, v=values: (
                 f"{v[i]} in an ok row: its output check gave no finite error")))
             if found:
                 return found
-        limit = df.dtype.map(tolerance).astype("float64").to_numpy()
+        limit = _lookup(df.dtype, tolerance).astype("float64")
         error = df.max_tile_error.astype("float64").to_numpy()
         found = _found("max_tile_error", _first(ok & (error > limit), lambda i: (
             f"{error[i]:g} in an ok row, over measure.tolerance.{df.dtype.iloc[i]}={limit[i]:g}: "
             "that output is wrong (status wrong_result)")))
         if found:
             return found
+    never_ran = df.status.isin(NOT_COMPILED).to_numpy()  # the output check runs on a compiled kernel only
+    for col in ("rel_error", "max_tile_error"):
+        if col in df:
+            values = df[col].astype("float64").to_numpy()
+            found = _found(col, _first(never_ran & ~np.isnan(values), lambda i, v=values: (
+                f"{v[i]} in a {df.status.iloc[i]} row, whose kernel never ran to be checked")))
+            if found:
+                return found
     if {"vmem_bytes", "oom_limit_bytes"} <= set(df):
         oom = (df.status == "vmem_oom").to_numpy()
         asked, limit = (df[c].astype("float64").to_numpy() for c in ("vmem_bytes", "oom_limit_bytes"))

@@ -265,6 +265,10 @@ def check_measured(path, *, min_samples: int, max_rows: int, tolerance: dict) ->
         raise DataError(f"{path}: no rows")
     _check_types(path, table, pa)
     df = table.select([c for c in table.column_names if c not in _SAMPLES]).to_pandas()
+    unchecked = [c for c in _ERRORS if c not in df]
+    if unchecked and (df.status == "ok").any():
+        raise DataError(f"{path}: missing column(s) {unchecked}: an ok row's output check (its errors) is "
+                        "part of the measurement")
     _check_values(path, df)
     problem = consistency.first_problem(df, tolerance)
     if problem:
