@@ -41,14 +41,15 @@ configfile: "config/config.yaml"
 # Ctrl-C: Snakemake stops the jobs and each job exits without a traceback (scripts/_repo.py); this run
 # says once that it was interrupted and how to resume (onerror below).
 INTERRUPTED = record_interrupts()
-# The outputs the jobs replace, kept until the run ends: a failed or stopped job's are put back.
+# The outputs the jobs replace, kept until the run ends: a failed or stopped job's are put back, with
+# Snakemake's metadata records of them (its persistence's own methods: snakemake 9.x, requirements.txt).
 PREVIOUS = PreviousOutputs()
 
 
 onstart:
     PREVIOUS.keep(
         [f for job in workflow.dag.needrun_jobs() for f in job.output],
-        read_record=workflow.persistence._read_record,
+        read_record=getattr(workflow.persistence, "_read_record", lambda path: None),
     )
 
 
@@ -57,7 +58,7 @@ onsuccess:
 
 
 onerror:
-    _restored = PREVIOUS.restore(write_record=workflow.persistence._write_record)
+    _restored = PREVIOUS.restore(write_record=getattr(workflow.persistence, "_write_record", None))
     if _restored:
         logger.error(restored_message(_restored))
     if INTERRUPTED:
