@@ -42,7 +42,9 @@ settings.register_profile("default", max_examples=12, deadline=None, suppress_he
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=_quiet)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
-VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
+VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1",
+            "git_sha": "df2331c0a1b2c3d4e5f60718293a4b5c6d7e8f90"}
+TOLERANCE = {"float32": 2e-2, "bfloat16": 2e-2, "int8": 0}  # measure.tolerance's default
 SIZES = (512, 1024, 1536)
 
 
@@ -57,7 +59,8 @@ def valid_file() -> pd.DataFrame:
                  peak_tflops=197.0, hbm_bytes_per_s=8.2e11, timer="profiler_device_events", compile_s=0.5)
             for i, s in enumerate(SIZES)]
     rows.append(dict(rows[1], experiment="v5", kernel="v5", bm=256, bk=512, bn=256))
-    rows.append(dict(rows[1], experiment="v1", kernel="v1", m=4096, k=4096, n=4096, status="vmem_oom",
+    rows.append(dict(rows[1], experiment="v1", kernel="v1", m=4096, k=4096, n=4096, hbm_bytes=3 * 4096**2 * 2,
+                     status="vmem_oom",
                      samples_s=[], wall_samples_s=[], device_samples_s=[], rel_error=None,
                      max_tile_error=None, error="out of VMEM"))
     return frame(rows, VERSIONS)
@@ -90,7 +93,7 @@ def build_table(paths) -> pd.DataFrame:
 COLUMNS = sorted(set(valid_file().columns) | set(MEASURED_REQUIRED))
 LISTS = ("samples_s", "wall_samples_s", "device_samples_s")
 CORRUPTIONS = ("nan", "inf", "-inf", "negative", "zero", "text", "float", "missing", "none", "empty_list",
-               "duplicate_row", "mixed_target", "huge")
+               "duplicate_row", "mixed_target", "huge", "tiny", "markup")
 
 
 def corrupt(df: pd.DataFrame, column: str, row: int, how: str) -> pd.DataFrame:
@@ -106,10 +109,11 @@ def corrupt(df: pd.DataFrame, column: str, row: int, how: str) -> pd.DataFrame:
     numeric = isinstance(old, (int, float, np.number)) and not isinstance(old, bool)
     listed = column in LISTS
     values = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf, "none": None, "text": "fast",
-              "huge": 1e300, "zero": 0, "negative": -1, "empty_list": [],
+              "huge": 1e300, "zero": 0, "negative": -1, "empty_list": [], "tiny": 1e-12,
+              "markup": "</td><script>alert(3)</script>",
               "float": float(old) + 0.5 if numeric and not pd.isna(old) else 0.5}
     value = values[how]
-    if listed and how not in ("none", "text", "empty_list"):  # one sample of the row's list
+    if listed and how not in ("none", "text", "empty_list", "markup"):  # one sample of the row's list
         samples = list(df.at[row, column]) if isinstance(df.at[row, column], (list, np.ndarray)) else []
         value = [*samples[:-1], value] if samples else [value]
     df[column] = df[column].astype(object) if column in df else None
@@ -126,7 +130,7 @@ def test_a_corrupted_carried_file_is_refused_in_one_line_or_gives_finite_numbers
     except Exception:  # noqa: BLE001  pandas cannot even write it: no such file can be carried
         assume(False)
     try:
-        check_measured(path, min_samples=5, max_rows=1000)
+        check_measured(path, min_samples=5, max_rows=1000, tolerance=TOLERANCE)
     except DataError as e:
         message = str(e)
         assert "\n" not in message and message.startswith(str(path)), message
@@ -153,31 +157,123 @@ def test_a_corrupted_carried_file_is_refused_in_one_line_or_gives_finite_numbers
     ("samples_s", 0, "huge", "column 'samples_s', row 0: 1e+300 is not a positive, finite number"),
     ("timestamp", 0, "text", "column 'timestamp', row 0: 'fast' is not an ISO 8601 time"),
     ("m", 1, "duplicate_row", "column 'run_label', row 5: the same configuration and run label as row 1"),
+    # issue 39: an infinite error in the out-of-VMEM row reached the table as inf
+    ("rel_error", 4, "inf", "column 'rel_error', row 4: inf in a vmem_oom row, whose kernel never ran"),
 ])
 def test_found_corruptions_are_refused(tmp_path, column, row, how, message):
     path = tmp_path / "carried.parquet"
     corrupt(valid_file(), column, row, how).to_parquet(path, index=False)
     with pytest.raises(DataError) as e:
-        check_measured(path, min_samples=5, max_rows=1000)
+        check_measured(path, min_samples=5, max_rows=1000, tolerance=TOLERANCE)
     assert message in str(e.value)
 
 
 def test_an_empty_block_column_joins_the_table_as_whole_numbers(tmp_path):
-    """Found by the fuzz test above: the only blocked row's bk set to NaN leaves a column of nothing,
+    """Found by the fuzz test above: the only blocked row's bk set to NaN left a column of nothing,
     which parquet stores as floats; the aggregate's merge on the table's key then failed (object
-    against Int64) until each carried file got the table's column types."""
+    against Int64) until each carried file got the table's column types. A blocked kernel's row
+    without its bk is refused now (issue 39); a file of unblocked kernels alone still has empty block
+    columns."""
     path = tmp_path / "carried.parquet"
-    corrupt(valid_file(), "bk", 3, "nan").to_parquet(path, index=False)
-    check_measured(path, min_samples=5, max_rows=1000)
+    valid_file().drop(index=3).to_parquet(path, index=False)
+    check_measured(path, min_samples=5, max_rows=1000, tolerance=TOLERANCE)
     assert len(build_table([path]))
+    corrupt(valid_file(), "bk", 3, "nan").to_parquet(path, index=False)
+    with pytest.raises(DataError, match=r"column 'bk', row 3: kernel v5 has blocks"):
+        check_measured(path, min_samples=5, max_rows=1000, tolerance=TOLERANCE)
 
 
 def test_the_valid_file_builds_a_table_of_finite_numbers(tmp_path):
     path = tmp_path / "carried.parquet"
     valid_file().to_parquet(path, index=False)
-    check_measured(path, min_samples=5, max_rows=1000)
+    check_measured(path, min_samples=5, max_rows=1000, tolerance=TOLERANCE)
     table = build_table([path])
     assert (table[(table.source == "measured") & (table.status == "ok")].tflops > 0).all()
+
+
+# issue 39: the checks against physics, the status and the project's names, as properties
+
+OK_ROWS = (0, 1, 2, 3)  # valid_file's ok rows (row 4 is out of VMEM)
+
+
+@given(row=st.sampled_from(OK_ROWS), timer=st.sampled_from(LISTS),
+       factor=st.floats(0.001, 1000, exclude_min=False) | st.sampled_from([0.999, 1.001]))
+def test_a_sample_faster_than_the_chip_allows_is_refused_a_slower_one_passes(tmp_path, row, timer, factor):
+    from tpu_matmul_repro.experiments.core.consistency import least_seconds
+
+    df = valid_file()
+    least = least_seconds(df)
+    assume(least[row] * factor * 1000 <= 7200)
+    for col in LISTS:  # every timer well within the bound, then one sample of one timer at factor x
+        df[col] = [[max(t, least[i] * 1000)] * len(samples) for i, (t, samples) in enumerate(
+            zip([1e-3] * len(df), df[col], strict=True))]
+    df[timer] = df[timer].astype(object)
+    df.at[row, timer] = [least[row] * 1000] * 4 + [least[row] * factor]
+    path = tmp_path / "carried.parquet"
+    df.to_parquet(path, index=False)
+    if factor < 1:
+        with pytest.raises(DataError, match=rf"column '{timer}', row {row}: .* s is faster than physics "
+                                            r"allows: v5e's peak"):
+            check_measured(path, min_samples=5, max_rows=1000, tolerance=TOLERANCE)
+    else:
+        check_measured(path, min_samples=5, max_rows=1000, tolerance=TOLERANCE)
+
+
+@given(row=st.sampled_from(OK_ROWS), error=st.floats(0, 10), limit=st.floats(1e-6, 1))
+def test_an_ok_row_passes_only_within_the_tolerance(tmp_path, row, error, limit):
+    df = valid_file()
+    df["max_tile_error"] = df.max_tile_error.where(df.status != "ok", 0.0)  # the other rows exact
+    df.at[row, "max_tile_error"] = error
+    path = tmp_path / "carried.parquet"
+    df.to_parquet(path, index=False)
+    tolerance = TOLERANCE | {"bfloat16": limit}
+    if error > limit:
+        with pytest.raises(DataError, match=rf"column 'max_tile_error', row {row}: .* in an ok row, over "
+                                            rf"measure\.tolerance\.bfloat16="):
+            check_measured(path, min_samples=5, max_rows=1000, tolerance=tolerance)
+    else:
+        check_measured(path, min_samples=5, max_rows=1000, tolerance=tolerance)
+
+
+CHECKED_TEXT = ("target", "device_kind", "timer", "precision", "toolchain", "git_sha", "jax_version",
+                "libtpu_version", "experiment", "run_label", "error")
+
+
+@given(column=st.sampled_from(CHECKED_TEXT), row=st.integers(0, 4),
+       text=st.text(max_size=80) | st.sampled_from(["v9", "v5lite", "TPU v5e", "cpu", "0.4.36", "abc1234",
+                                                      "</td><script>alert(3)</script>", "x" * 1001]))
+def test_text_joins_only_as_the_project_knows_it(tmp_path, column, row, text):
+    """Any text in a column the report, the licence or a file name shows: refused in one line naming
+    the column, or one the project knows (a target, a device kind, a version, a commit, a name)."""
+    import re
+
+    from tpu_matmul_repro.experiments.core import consistency
+
+    df = valid_file()
+    df[column] = df[column].astype(object)
+    df.at[row, column] = text
+    path = tmp_path / "carried.parquet"
+    try:
+        df.to_parquet(path, index=False)
+    except Exception:  # noqa: BLE001  (surrogates pandas cannot write)
+        assume(False)
+    try:
+        check_measured(path, min_samples=5, max_rows=1000, tolerance=TOLERANCE)
+    except DataError as e:
+        assert "\n" not in str(e) and f"column {column!r}, row {row}" in str(e) or (
+            column == "target" and "'device_kind'" in str(e)), (column, text, str(e))
+        return
+    known = {"target": lambda t: t == "v5e" if row != 4 else t in ("v5e",),
+             "device_kind": lambda t: t in ("", "TPU v5 lite", "TPU v5e"),
+             "timer": lambda t: t in consistency.TIMERS, "precision": lambda t: t in consistency.PRECISIONS,
+             "toolchain": lambda t: t == "",
+             "git_sha": lambda t: re.fullmatch(consistency.GIT_SHA, t),
+             "jax_version": lambda t: re.fullmatch(consistency.VERSION, t),
+             "libtpu_version": lambda t: re.fullmatch(consistency.VERSION, t),
+             "experiment": lambda t: re.fullmatch(r"[A-Za-z0-9]{1,64}", t),
+             "run_label": lambda t: re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", t),
+             "error": lambda t: len(t) <= 1000 and not re.search(consistency.CONTROL, t)}
+    assert known[column](text), (column, text)
 
 
 BASE = yaml.safe_load((ROOT / "config" / "config.ci.yaml").read_text())
@@ -262,3 +358,54 @@ def test_found_config_corruptions_are_refused(path, value, message):
     with pytest.raises(ConfigError) as e:
         make_plan(config, label="fuzz")
     assert message in str(e.value)
+
+
+# issue 39: config loading bounded before any walk, every tolerance bounded
+
+@given(section=st.sampled_from(["correctness", "measure"]), dtype=st.sampled_from(["float32", "bfloat16"]),
+       value=st.floats(-10, 1e300) | st.sampled_from([0.0, 1.0, 1.0000001, 1e-300]))
+def test_every_tolerance_is_taken_only_in_its_bounds(section, dtype, value):
+    config = copy.deepcopy(checked(BASE))
+    config[section]["tolerance"][dtype] = value
+    if 0 < value <= 1:
+        checked(config)
+        return
+    with pytest.raises(ConfigError, match=rf"{section}\.tolerance\.{dtype}: "):
+        checked(config)
+
+
+@given(levels=st.integers(1, 12), width=st.integers(1, 12))
+def test_yaml_aliases_load_within_the_bound_and_are_refused_beyond_it_quickly(tmp_path, levels, width):
+    import time
+
+    from tpu_matmul_repro.experiments.plan.config import MAX_VALUES, load_yaml
+
+    lines = [f"a0: &a0 [{', '.join(['1'] * width)}]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+    path = tmp_path / "aliases.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    expanded = 1 + sum(1 + sum(width ** j for j in range(1, i + 2)) for i in range(levels))  # every value
+    start = time.monotonic()
+    try:
+        load_yaml(path)
+    except ConfigError as e:
+        assert expanded > MAX_VALUES and "more than 100000 values" in str(e), (levels, width, str(e))
+    else:
+        assert expanded <= MAX_VALUES or levels + 2 > 32, (levels, width)
+    assert time.monotonic() - start < 2
+
+
+@given(depth=st.integers(1, 6000), kind=st.sampled_from(["list", "dict"]))
+def test_nesting_is_refused_in_one_line_beyond_the_bound(depth, kind):
+    from tpu_matmul_repro.experiments.plan.config import MAX_DEPTH
+
+    value = []
+    for _ in range(depth):
+        value = [value] if kind == "list" else {"x": value}
+    config = copy.deepcopy(checked(BASE))
+    config["measure"] = value
+    with pytest.raises(ConfigError) as e:  # measure holds a mapping of its keys: any of these is refused
+        checked(config)
+    message = str(e.value)
+    assert "\n" not in message and message.startswith("invalid config: measure")
+    assert ("nested deeper than" in message) == (depth + 1 > MAX_DEPTH), (depth, message[:200])
