@@ -155,8 +155,8 @@ def test_a_row_that_keeps_to_physics_and_the_tolerance_passes(tmp_path):
 
 def test_the_names_checked_are_those_the_harness_writes():
     """consistency.py keeps copies (it must not import jax): they are the harness's and the check's."""
-    from tpu_matmul_repro.experiments.compile_study.compiler_output import ERROR_CHARS
     from tpu_matmul_repro.experiments.core import consistency
+    from tpu_matmul_repro.experiments.core.compiler_output import ERROR_CHARS
     from tpu_matmul_repro.experiments.measure import check, harness
 
     assert set(consistency.TIMERS) == {"", harness.PROFILER, harness.BATCHED}

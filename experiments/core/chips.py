@@ -15,6 +15,7 @@ Figures are per compile target device: a v5e/v6e device is one TensorCore (one c
 device is a megacore chip (two TensorCores); a 7x device is one of a chip's two TensorCores.
 """
 import dataclasses
+import re
 
 from tpu_matmul_repro.experiments.core.units import MiB  # noqa: F401  (re-exported: chips are sized in MiB)
 
@@ -76,3 +77,26 @@ def chip(target: str) -> Chip:
         return CHIPS[target]
     except KeyError:
         raise ValueError(f"target={target!r} unknown; expected one of {sorted(CHIPS)}") from None
+
+
+def chip_version(device_kind: str):
+    """jax's own lookup of a device kind, aliases included ("TPU v5 lite" and "TPU v5e" -> v5e);
+    None for a kind jax does not know. It is private to jax (pinned in requirements.txt), so a jax
+    without it falls back to this project's own names."""
+    try:
+        from jax._src.pallas.mosaic.tpu_info import chip_version_from_device_kind
+    except ImportError:
+        return None
+    return chip_version_from_device_kind(device_kind)
+
+
+def target_for_device_kind(device_kind: str) -> str:
+    """"TPU v5 lite" or "TPU v5e" -> "v5e"; an unknown kind becomes a file-name-safe slug
+    ("TPU v9" -> "tpu-v9")."""
+    version = chip_version(device_kind)
+    if version is not None and str(version) in CHIPS:  # jax's names are this project's target names
+        return str(version)
+    for name, c in CHIPS.items():
+        if c.device_kind == device_kind:
+            return name
+    return re.sub(r"[^a-z0-9]+", "-", device_kind.lower()).strip("-") or "unknown"

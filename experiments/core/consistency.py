@@ -22,7 +22,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.core.chips import CHIPS
+from tpu_matmul_repro.experiments.core.chips import CHIPS, target_for_device_kind
 from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE
 from tpu_matmul_repro.experiments.core.units import TERA, flops
 from tpu_matmul_repro.kernels import DECLARED
@@ -43,7 +43,7 @@ VERSION = r"[0-9]+(\.[0-9]+)*([._+-]?[A-Za-z0-9]+)*|not installed"
 GIT_SHA = r"[0-9a-f]{7,64}(-dirty)?|unknown"
 MAX_VERSION_CHARS = 64
 MAX_NAME_CHARS = 64  # experiment and run_label: as measure.label (config/schema.yaml)
-MAX_ERROR_CHARS = 1000  # experiments/compile_study/compiler_output.py: ERROR_CHARS
+MAX_ERROR_CHARS = 1000  # experiments/core/compiler_output.py: ERROR_CHARS
 CONTROL = r"[\x00-\x08\x0b-\x1f\x7f]"  # any control character but tab and newline
 NOT_COMPILED = ("vmem_oom", "compile_error")  # statuses of a kernel that never ran (no output check)
 CHIP_COLUMNS = ("peak_tflops", "hbm_bytes_per_s", "hbm_seconds", "roofline_tflops")
@@ -157,8 +157,6 @@ def _kind_of(kind: str, target: str) -> bool:
         return kind == CPU
     if kind == CHIPS[target].device_kind:
         return True
-    from tpu_matmul_repro.experiments.measure.device import target_for_device_kind
-
     return target_for_device_kind(kind) == target
 
 

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 
-from tpu_matmul_repro.experiments.core.chips import CHIPS
+from tpu_matmul_repro.experiments.core.chips import CHIPS, chip_version, target_for_device_kind  # noqa: F401
 from tpu_matmul_repro.experiments.core.jobs import Device
 
 SETTINGS = ("auto", "cpu", "off")
@@ -23,29 +23,6 @@ PROBE = ("import json, jax; d = jax.devices(); "
          "c = {(x.process_index, tuple(x.coords)) for x in d if getattr(x, 'coords', None) is not None}; "
          "print(json.dumps(dict(platform=d[0].platform, device_kind=d[0].device_kind, count=len(d), "
          "coords=len(c))))")
-
-
-def chip_version(device_kind: str):
-    """jax's own lookup of a device kind, aliases included ("TPU v5 lite" and "TPU v5e" -> v5e);
-    None for a kind jax does not know. It is private to jax (pinned in requirements.txt), so a jax
-    without it falls back to this project's own names."""
-    try:
-        from jax._src.pallas.mosaic.tpu_info import chip_version_from_device_kind
-    except ImportError:
-        return None
-    return chip_version_from_device_kind(device_kind)
-
-
-def target_for_device_kind(device_kind: str) -> str:
-    """"TPU v5 lite" or "TPU v5e" -> "v5e"; an unknown kind becomes a file-name-safe slug
-    ("TPU v9" -> "tpu-v9")."""
-    version = chip_version(device_kind)
-    if version is not None and str(version) in CHIPS:  # jax's names are this project's target names
-        return str(version)
-    for name, c in CHIPS.items():
-        if c.device_kind == device_kind:
-            return name
-    return re.sub(r"[^a-z0-9]+", "-", device_kind.lower()).strip("-") or "unknown"
 
 
 def count_chips(device_kind: str, devices: int, distinct_coords: int | None = None) -> int:
