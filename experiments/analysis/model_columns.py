@@ -26,6 +26,7 @@ from tpu_matmul_repro.experiments.analysis.timing_model import (
     fit_measured,
     fit_published,
     flag_nonmonotonic,
+    post_vmem_bytes,
     reference_points,
 )
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
@@ -96,6 +97,7 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     best smaller problem's rate (xla_estimate_method monotone_envelope), never the dip. Every modelled
     column has its prediction intervals beside it (experiments/analysis/intervals.py).
     """
+    df = df.assign(post_vmem_bytes=post_vmem_bytes(df)) if len(df) else df
     if toolchain is not None:
         from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
 

@@ -4,39 +4,52 @@ libtpu's estimate (`seconds` in the table) is device time, and its static profil
 DMAs nor knows what the host adds. The post timed one blocked call at a time (`timeit`, dispatch
 included). This model turns the compiler's numbers into both:
 
-    Pallas grid of S steps (step s: compute c, window bytes W_s, prologue P, epilogue E):
+    Pallas grid of S steps (step s: window bytes W_s, prologue P, epilogue E):
       c        = max(float32_factor (float32 only) * FLOPs per step / peak,
                      profile_scale * est_cycles / S / clock)
-      device   = P / bw  +  sum_s max(c, W_s / bw)  +  S * step_cycles / clock  +  E / bw
+      core     = c + overlapped_step_cycles / clock
+      step s   = max(core, (1 - x) W_s / bw)  +  x W_s / bw
+      device   = P / bw  +  sum_s step s  +  S * step_cycles / clock  +  E / bw
       bw       = bandwidth_fraction * the chip's HBM bandwidth
       W_s      = bytes step s+1 copies in (prefetched during step s)
                  + the output block step s-1 wrote back (written during step s)
+      x        = the share of the blocks' bytes the compiler gave no second buffer (single_buffered):
+                 their copies wait for the step that reads the buffer, so they add to it
       P, E     = step 0's inputs (nothing to overlap them with), the last output block
     XLA's matmul (one fused op, its own loop inside): device = max(FLOPs / peak, est_cycles / clock,
       its minimum HBM bytes / bw); where libtpu's cost model falls as the problem grows at one aspect
       (flag_nonmonotonic), est_cycles are those of the best smaller problem's rate (envelope_cycles)
     as the post timed it: post = device + call_seconds
 
+x comes from the VMEM the compiler requested (vmem_bytes): one buffer per block plus, where the
+request holds them, the second ones (0 <= x <= 1; no request known: 0, the pipeline's double
+buffering). The post's runs are modelled with the VMEM the post's own compiler requested for the same
+configuration (post_vmem_bytes, from the toolchain named "post"): libtpu 0.0.5 gave the large float32
+blocks one buffer each (12.3 MiB for (1024, 1024, 1024), where today's compiler asks 24 MiB), so their
+copies did not overlap the dot. Without that compile the model assumes the post's run buffered as
+today's compile does.
+
 The bytes per step are counted with the pipeline's block-index-change rule
 (experiments/core/traffic.step_bytes). The constants are fitted by least squares on ln(time) against
 the post's published v5e numbers only (fit_published); no other published number enters the fit.
 Physically: compute is never faster than the peak (float32_factor >= 1), DMA never faster than the
 HBM bandwidth (bandwidth_fraction <= 1), and no constant is negative, so a modelled time is never
-faster than the chip allows.
+faster than the chip allows. The form was chosen among others by its leave-one-experiment-out error
+(docs/timing-model.md).
 
-The constants, and why each is there (fitted values: results/timing_model.csv of a run; those of the
-default run are in the README, each with one standard error from the fit's Jacobian):
+The constants, and why each is there (fitted values: results/timing_model.csv of a run, each with one
+standard error from the fit's Jacobian):
     profile_scale       the chip spends less than libtpu's static profile charges per step outside the
                         MXU (128-blocks: the profile charges ~0.5 us a step, the post measured ~0.4)
     bandwidth_fraction  the share of the HBM bandwidth the pipeline's DMAs reach
-    step_cycles         a fixed cost per grid step (DMA issue and wait, semaphores, loop control)
+    step_cycles         a fixed cost per grid step that nothing overlaps (DMA issue and wait)
     call_seconds        the host's cost of one blocked call (dispatch, wait): the post's timing method
-    float32_factor      the post's float32 Pallas dots ran at 1 / float32_factor of the bfloat16 MXU rate
-                        (large f32 blocks: ~2x the profile's time), while today's static profile charges
-                        them as one bfloat16 pass; a fourth-constant model without it misses v4's large
-                        blocks by up to 30 % (README)
+    float32_factor      a float32 dot's time relative to one bfloat16 MXU pass
+    overlapped_step_cycles  the core's own cost per step (loop control, semaphores), which the next
+                        step's copies overlap as they overlap the dot
 """
 import dataclasses
+import functools
 
 import numpy as np
 import pandas as pd
@@ -44,22 +57,24 @@ from scipy.optimize import least_squares
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, chip
-from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, step_bytes
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes, step_bytes
 from tpu_matmul_repro.experiments.core.units import TERA, seconds_at
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 
-PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor")
+PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor",
+          "overlapped_step_cycles")
 UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s",
-         "float32_factor": ""}
+         "float32_factor": "", "overlapped_step_cycles": "cycles"}
 # Plausible ranges, enforced by the fit: a scale of the static profile between a tenth and twice;
-# at most the whole HBM bandwidth; a per-step cost up to 2000 cycles (1.3 us at 1.5 GHz); a
+# at most the whole HBM bandwidth; per-step costs up to 2000 cycles (1.3 us at 1.5 GHz); a
 # per-call host overhead up to 10 ms; a float32 dot between one and six bfloat16 MXU passes.
-LOWER = np.array([0.1, 0.05, 0.0, 0.0, 1.0])
-UPPER = np.array([2.0, 1.0, 2000.0, 1e-2, 6.0])
+LOWER = np.array([0.1, 0.05, 0.0, 0.0, 1.0, 0.0])
+UPPER = np.array([2.0, 1.0, 2000.0, 1e-2, 6.0, 2000.0])
 # Starting points of the fit (the model is piecewise smooth: several starts, the best one kept).
-SCALE = np.array([1.0, 1.0, 100.0, 1e-4, 1.0])  # typical magnitudes: the fit works in units of these
-STARTS = (np.array([1.0, 0.8, 100.0, 1e-4, 1.5]), np.array([0.7, 0.5, 300.0, 5e-5, 2.5]),
-          np.array([1.2, 0.95, 20.0, 1.5e-4, 1.0]))
+SCALE = np.array([1.0, 1.0, 100.0, 1e-4, 1.0, 100.0])  # typical magnitudes: the fit works in units of these
+STARTS = (np.array([1.0, 0.8, 100.0, 1e-4, 2.0, 50.0]), np.array([0.7, 0.56, 70.0, 7e-5, 1.4, 35.0]),
+          np.array([1.3, 0.99, 130.0, 1.3e-4, 2.6, 65.0]), np.array([0.4, 0.32, 40.0, 4e-5, 1.0, 20.0]),
+          np.array([2.0, 1.0, 200.0, 2e-4, 4.0, 100.0]))
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 CONFIG = ["kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 # An XLA estimate is flagged when its TFLOP/s falls more than this below that of a smaller size
@@ -78,6 +93,7 @@ class Constants:
     step_cycles: float
     call_seconds: float
     float32_factor: float
+    overlapped_step_cycles: float = 0.0  # absent from constants written before it existed
 
     @classmethod
     def of(cls, x) -> "Constants":
@@ -101,6 +117,7 @@ class Features:
     window_bytes: np.ndarray  # distinct window sizes W ...
     window_counts: np.ndarray  # ... and how many steps have each
     min_bytes: float  # XLA: operands once
+    single_buffered: float  # share of the blocks' bytes without a second buffer (x in the docstring)
     clock_hz: float
     peak_flops: float
     hbm_bytes_per_s: float
@@ -121,30 +138,52 @@ def case_of(row) -> Case:
                 int(_get(row, "n")), *blocks)
 
 
-_FEATURES: dict = {}  # (case, target, cycles) -> Features
+_FEATURES: dict = {}  # (case, target, cycles, vmem) -> Features
 
 
-def features(row, cycles: float | None = None) -> Features:
+def single_buffered(case: Case, vmem_bytes) -> float:
+    """The share of a Pallas grid's block bytes that the compiler's VMEM request gives no second
+    buffer: 0 where it holds two of every block (or where no request is known), 1 where it holds one.
+    The accumulator scratch (v5) is counted once: it is never copied."""
+    if case.kernel in ("xla", "v1") or vmem_bytes is None or pd.isna(vmem_bytes):
+        return 0.0
+    once = min_vmem_bytes(case)  # one buffer of each block, plus the accumulator
+    accumulator = case.bm * case.bn * 4 if case.facts.accumulator else 0
+    blocks = once - accumulator
+    return float(np.clip(1.0 - (float(vmem_bytes) - once) / blocks, 0.0, 1.0))
+
+
+def model_vmem(row):
+    """The VMEM request the model reads the buffering from: a reference point's run's own
+    (model_vmem_bytes, set by reference_points), else the row's."""
+    if "model_vmem_bytes" in _fields(row) and pd.notna(_get(row, "model_vmem_bytes")):
+        return _get(row, "model_vmem_bytes")
+    return _get(row, "vmem_bytes") if "vmem_bytes" in _fields(row) else None
+
+
+def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
     """The model's inputs for a table row (an estimate of one configuration for one target); cached
     per configuration, as the step counts of large grids take milliseconds. `cycles` replaces the row's
-    est_cycles (0: none, for a model-only estimate from the chip's peak and bandwidth alone)."""
+    est_cycles (0: none, for a model-only estimate from the chip's peak and bandwidth alone);
+    `vmem_bytes` the VMEM request the buffering is read from (default: model_vmem(row))."""
     case, target = case_of(row), _get(row, "target")
     if cycles is None:  # reference points carry the cycles the model uses (model_cycles: the envelope)
         envelope = _get(row, "model_cycles") if "model_cycles" in _fields(row) else np.nan
         cycles = _get(row, "est_cycles") if pd.isna(envelope) else envelope
     cycles = float(cycles)
-    key = (case, target, cycles)
+    single = single_buffered(case, model_vmem(row) if vmem_bytes is None else vmem_bytes)
+    key = (case, target, cycles, single)
     if key in _FEATURES:
         return _FEATURES[key]
     c = chip(target)
     common = dict(float32=case.dtype == "float32", flops=float(flop_count(case.m, case.k, case.n)),
-                  est_cycles=cycles,
+                  est_cycles=cycles, single_buffered=single,
                   clock_hz=c.clock_hz, peak_flops=c.peak_flops[case.dtype], hbm_bytes_per_s=c.hbm_bytes_per_s)
     if not case.facts.pallas:  # XLA's own matmul: its cost model's cycles and its minimum traffic
         out = Features(xla=True, steps=1, prologue_bytes=0.0, epilogue_bytes=0.0, window_bytes=np.zeros(0),
                        window_counts=np.zeros(0), min_bytes=float(hbm_bytes(case)), **common)
     else:
-        bytes_in, bytes_out = step_bytes(case)
+        bytes_in, bytes_out = _step_bytes(case)
         window = np.zeros(len(bytes_in), dtype=np.int64)
         window[:-1] += bytes_in[1:]  # step s prefetches step s+1's new blocks
         window[1:] += bytes_out[:-1]  # and writes back what step s-1 finished
@@ -156,6 +195,11 @@ def features(row, cycles: float | None = None) -> Features:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _step_bytes(case: Case):
+    return step_bytes(case)
+
+
 def device_seconds(f: Features, k: Constants) -> float:
     """Modelled device time of one call (see the module docstring)."""
     bw = k.bandwidth_fraction * f.hbm_bytes_per_s
@@ -163,7 +207,10 @@ def device_seconds(f: Features, k: Constants) -> float:
         return max(f.flops / f.peak_flops, f.est_cycles / f.clock_hz, f.min_bytes / bw)
     mxu = (k.float32_factor if f.float32 else 1.0) * f.flops / f.steps / f.peak_flops
     compute = max(mxu, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
-    steady = float(np.sum(f.window_counts * np.maximum(compute, f.window_bytes / bw)))
+    core = compute + k.overlapped_step_cycles / f.clock_hz
+    copies = f.window_bytes / bw
+    x = f.single_buffered  # copies without a second buffer wait for the step; the others overlap it
+    steady = float(np.sum(f.window_counts * (np.maximum(core, (1 - x) * copies) + x * copies)))
     return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + f.steps * k.step_cycles / f.clock_hz
 
 
@@ -222,6 +269,26 @@ def envelope_cycles(df: pd.DataFrame) -> pd.Series:
     return (work / (best * TERA) * clock).where(flagged)
 
 
+POST_TOOLCHAIN = "post"  # the config's name for the post's own compiler (jax 0.4.36, libtpu 0.0.5)
+
+
+def post_vmem_bytes(df: pd.DataFrame) -> pd.Series:
+    """Per row: the VMEM the post's compiler requested for the same target and configuration at the
+    default limit (NaN where the table has no such compile). A table that already carries the column
+    (read back from results/) keeps its values where it has no post compile of its own."""
+    key = ["target", *MATCH]
+    known = df.post_vmem_bytes.astype(float) if "post_vmem_bytes" in df else pd.Series(np.nan, index=df.index)
+    if "toolchain" not in df or not len(df):
+        return known
+    post = df[(df.source == "estimate") & (df.toolchain == POST_TOOLCHAIN) & ~df.raised_limit.eq(True)
+              & df.vmem_bytes.notna()]
+    if post.empty:
+        return known
+    lookup = post.drop_duplicates(key)[key].assign(_post=post.drop_duplicates(key).vmem_bytes.astype(float))
+    found = df[key].merge(lookup, on=key, how="left")._post  # keeps the left order, one match per key
+    return pd.Series(found.to_numpy(), index=df.index).fillna(known)
+
+
 def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
     """One ok estimate per (experiment, configuration) of a target: the default VMEM limit's, else
     the smallest raised limit that compiled (today's compiler asks slightly more VMEM than the post's
@@ -237,8 +304,9 @@ def reference_points(df: pd.DataFrame, *, source: str = "published", target: str
                      run_label=None) -> tuple[pd.DataFrame, dict]:
     """Rows of `source` paired with this run's estimate of the same configuration.
 
-    Returns the points (estimate columns, plus ref_seconds, ref_wall_seconds, ref_tflops and in_fit)
-    and the count of reference rows left out, by reason. Points whose XLA estimate is flagged as
+    Returns the points (estimate columns, plus ref_seconds, ref_wall_seconds, ref_tflops, in_fit and
+    model_vmem_bytes: for the post's numbers, the VMEM the post's compiler requested, which the model
+    reads the run's buffering from) and the count of reference rows left out, by reason. Points whose XLA estimate is flagged as
     non-monotonic stay (they are scored) but never enter a fit (in_fit False): the flag comes from
     the estimates alone, so leaving them out uses nothing of the reference.
     """
@@ -269,8 +337,11 @@ def reference_points(df: pd.DataFrame, *, source: str = "published", target: str
         reasons["scored, not fitted: XLA estimate flagged non-monotonic"] = int((~in_fit).sum())
     work = flop_count(pairs.m.astype(float), pairs.k.astype(float), pairs.n.astype(float))
     seconds = pairs.seconds_ref if source == "measured" else seconds_at(work, pairs.tflops_ref)
+    # the buffering of the reference's own run: the post's compiler's request for the post's numbers
+    post_vmem = pairs.post_vmem_bytes if source == "published" and "post_vmem_bytes" in pairs else np.nan
     pairs = pairs.assign(ref_tflops=pairs.tflops_ref, in_fit=in_fit, ref_seconds=seconds,
-                         ref_wall_seconds=pairs.wall_seconds_ref if source == "measured" else np.nan)
+                         ref_wall_seconds=pairs.wall_seconds_ref if source == "measured" else np.nan,
+                         model_vmem_bytes=post_vmem)
     return pairs.drop(columns="_merge").reset_index(drop=True), reasons
 
 
@@ -325,7 +396,7 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
 
 
 def fit_published(points: pd.DataFrame) -> Fit:
-    """The four constants from published points (reference_points(df) with source published)."""
+    """The constants from published points (reference_points(df) with source published)."""
     points = points[points.in_fit]
     feats = [features(r) for r in points.itertuples()]
     return _fit(feats, points.ref_seconds.to_numpy(), post=True)

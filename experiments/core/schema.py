@@ -69,6 +69,9 @@ COLUMN_SPECS = (
            "default or a raised one (raised_limit)"),
     Column("oom_limit_bytes", "int", "bytes", _EST_MEAS, "the limit the compiler said was exceeded (the "
            "scoped limit, or the core's physical VMEM)", least=1),
+    Column("post_vmem_bytes", "int", "bytes", EST, "VMEM the post's compiler (toolchain post) requested for "
+           "the same configuration at the default limit: the timing model reads from it how the post's run "
+           "buffered its blocks (estimated; empty without that compile)", derived=True),
     Column("raised_limit", "bool", "", _EST_MEAS, "compiled at a scoped-VMEM limit above the chip's default"),
     Column("vmem_method", "text", "", EST, "how the VMEM verdict was obtained: compiled, representative (a "
            "small grid of the same blocks), block_bound, dominated (not compiled: at least as large as a "
