@@ -141,3 +141,48 @@ def test_decided_uses_the_whole_interval():
     assert claims.decided(0.2, 0.1) == "holds"
     assert claims.decided(-0.2, 0.1) == "differs"
     assert claims.decided(0.05, 0.1) == claims.decided(-0.05, 0.1) == "inconclusive"
+
+
+def test_bands_are_conditioned_on_size():
+    """Errors ten times larger at 8192: the 8192 band is sized by them, the small sizes' stay narrow,
+    and held-out coverage is checked band by band."""
+    rng = np.random.default_rng(0)
+    folds = np.repeat(list("abcde"), 12)
+    m = np.tile([1024, 2048, 8192], 20)
+    errors = pd.DataFrame({"error": np.abs(rng.normal(size=60)) * np.where(m == 8192, 0.2, 0.02),
+                           "fold": folds, "band": validation.size_band(*(pd.Series(m),) * 3)})
+    widths = validation.conditional_halfwidths(errors, 0.8)
+    assert widths["8192 and above"] > 5 * widths["below 4096"]
+    inside = intervals.coverage(errors, 0.8)
+    large = errors.band == "8192 and above"
+    pooled = intervals.coverage(errors.drop(columns="band"), 0.8)
+    assert 0.6 <= inside[large].mean() <= 1.0 and 0.6 <= inside[~large].mean() <= 1.0
+    assert pooled[large].mean() < inside[large].mean()  # one band for all misses the large sizes
+
+
+def test_a_band_read_back_from_fidelity_csv_is_the_one_sized(noisy):
+    table = validation.fidelity_table(noisy)
+    b = intervals.band(noisy)
+    back = intervals.Band.from_fidelity(table)
+    assert back.n == b.n and set(back.by_size) == set(b.by_size)
+    for name, widths in b.by_size.items():
+        for level, q in widths.items():
+            assert back.by_size[name][level] == pytest.approx(q)
+    assert b.for_size(8192, 8192, 8192) == b.by_size["8192 and above"]
+    assert b.for_size(1024, 1024, 1024) == b.by_size["below 4096"]
+
+
+@pytest.mark.slow
+def test_off_v5e_the_band_covers_the_refits_predictions(noisy):
+    from tpu_matmul_repro.experiments.core.chips import chip
+
+    v6e = noisy[noisy.source == "estimate"].assign(target="v6e", device_kind="TPU v6 lite")
+    v6e["peak_tflops"] = v6e.dtype.map(lambda d: chip("v6e").peak_flops[d] / 1e12)
+    table, _ = model_columns.apply(pd.concat([noisy, v6e], ignore_index=True))
+    rows = table[(table.target == "v6e") & table.model_device_seconds.notna()]
+    refits = [fit for name, (fit, _) in model_columns.fits(table).items() if model_columns.is_refit(name)]
+    assert len(refits) == 5
+    for r in rows.head(12).itertuples():
+        for fit in refits:
+            t = tm.device_seconds(tm.features(r), fit.constants)
+            assert r.model_device_seconds_lo80 * (1 - 1e-9) <= t <= r.model_device_seconds_hi80 * (1 + 1e-9)

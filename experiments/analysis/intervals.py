@@ -1,18 +1,24 @@
-"""Prediction intervals of the timing model, from its out-of-sample errors (split conformal).
+"""Prediction intervals of the timing model, from its out-of-sample errors (split conformal, by size).
 
 The errors: |ln(modelled / published)| of every published v5e point, each predicted by the fit that
 left its figure out (leave one experiment out, validation.cross_validate): errors of points no fit
-had seen. The half-width of the level-L band is their split-conformal quantile, the
-ceil((n + 1) L)-th smallest (infinite when n is too small for L), and a modelled time t gets the band
-[t exp(-q), t exp(q)], cut at the chip's peak (no time below FLOPs / peak). Under exchangeability a
-new point of the same kind falls inside it with probability at least L.
+had seen. They grow with the problem's size, so the bands are conditioned on it
+(validation.conditional_halfwidths): each size band's errors are scaled by their root mean square,
+the half-width of the level-L band is the split-conformal quantile of the scaled errors (the
+ceil((n + 1) L)-th smallest, infinite when n is too small for L) times the row's size band's scale,
+and a modelled time t gets [t exp(-q), t exp(q)], cut at the chip's peak (no time below FLOPs /
+peak). Under exchangeability within a size band a new point of that kind falls inside with
+probability about L; validation.coverage checks it on held-out points only (results/fidelity.csv).
+
+Where the band is calibrated: v5e rows of one of the post's figures (and a dtype it published) are
+modelled by the fit that left that figure out (model_columns), the very predictions the errors come
+from. Every other row (other generations, int8, the block search's configurations on v5e outside a
+figure) is modelled by the fit on every point; its band is v5e's for its size, never narrower, plus
+how far its prediction moves between the leave-one-experiment-out refits (`spread`, the largest
+|ln(refit / full fit)|), and its row says that no measurement checks it.
 
 Only the post-method time (one blocked call) has reference numbers; device time gets the same
-half-width in ln (the model's two times differ by the constant call_seconds). Off v5e the band is
-v5e's, never narrower, and the row says that no measurement on that generation checks it.
-
-coverage() checks the bands on held-out points only: each figure's points against the quantile of
-the other figures' errors, so no point is inside a band it helped to size (results/fidelity.csv).
+half-width in ln (the model's two times differ by the constant call_seconds).
 """
 import dataclasses
 import math
@@ -23,7 +29,14 @@ import pandas as pd
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.analysis import validation
 from tpu_matmul_repro.experiments.analysis.summaries import model_only
-from tpu_matmul_repro.experiments.analysis.validation import LEVELS, conformal_quantile, coverage, suffix  # noqa: F401
+from tpu_matmul_repro.experiments.analysis.validation import (  # noqa: F401  (re-exported)
+    LEVELS,
+    SIZE_BANDS,
+    conformal_quantile,
+    coverage,
+    size_band,
+    suffix,
+)
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.units import TERA, flops
@@ -33,27 +46,59 @@ VALIDATION = "leave one experiment out"  # ... as fidelity.csv names it
 
 
 def held_out_errors(points: pd.DataFrame) -> pd.DataFrame:
-    """|ln(modelled / published)| of each point from a fit without its figure, with its fold."""
+    """|ln(modelled / published)| of each point from a fit without its figure, with its fold and
+    size band."""
     predicted = validation.cross_validate(points, HELD_OUT)
-    error = np.abs(np.log(predicted.model_post_seconds / points.ref_seconds.loc[predicted.index]))
-    return pd.DataFrame({"error": error, "fold": predicted.fold})
+    return validation.held_out_errors(points.loc[predicted.index], predicted.model_post_seconds)
 
 
 @dataclasses.dataclass(frozen=True)
 class Band:
-    """Half-widths in ln per level, and the number of held-out errors behind them."""
+    """Half-widths in ln per level, and the number of held-out errors behind them.
+
+    `halfwidth` (level -> q) is the widest size band's, the band for a row of unknown size;
+    `by_size` (size band -> level -> q) the conditional ones (empty: one band for every size).
+    """
 
     halfwidth: dict  # level -> q
     n: int
+    by_size: dict = dataclasses.field(default_factory=dict)
 
-    def describe(self, target: str, fit: str, model_only: bool = False) -> str:
-        widths = ", ".join(f"{suffix(level)} %: x/{math.exp(q):.2f}" for level, q in self.halfwidth.items())
-        text = (f"split conformal ({widths}) from {self.n} published v5e points, each predicted "
-                f"leaving its figure out")
+    def for_size(self, m, k, n) -> dict:
+        """level -> half-width for a problem of m x k x n."""
+        return self.by_size.get(size_band(m, k, n), self.halfwidth) if self.by_size else self.halfwidth
+
+    @classmethod
+    def from_fidelity(cls, fidelity: pd.DataFrame) -> "Band | None":
+        """The band a pipeline run sized, read back from its fidelity.csv (None if it has none)."""
+        rows = fidelity[fidelity.validation == VALIDATION] if "validation" in fidelity else fidelity[:0]
+        columns = [f"halfwidth{suffix(level)}" for level in LEVELS]
+        if rows.empty or not set(columns) <= set(rows.columns):
+            return None
+        overall = rows[rows.scope == "all"]
+        if overall.empty or overall[columns].isna().any(axis=None):
+            return None
+        by_size = {r.group: {level: float(getattr(r, c)) for level, c in zip(LEVELS, columns, strict=True)}
+                   for r in rows[rows.scope == "size band"].itertuples()}
+        overall = overall.iloc[0]
+        return cls({level: float(overall[c]) for level, c in zip(LEVELS, columns, strict=True)},
+                   int(overall.n), by_size)
+
+    def describe(self, target: str, fit: str, model_only: bool = False, size: str | None = None,
+                 calibrated: bool = True) -> str:
+        widths = self.by_size.get(size, self.halfwidth) if size else self.halfwidth
+        text = ", ".join(f"{suffix(level)} %: x/{math.exp(q):.2f}" for level, q in widths.items())
+        where = f" for sizes {size}" if size and self.by_size else ""
+        text = (f"split conformal by size ({text}{where}) from {self.n} published v5e points, each "
+                f"predicted leaving its figure out")
         if fit.startswith("measured"):
             text += f"; the fit of these times ({fit}) is not cross-validated: the published fit's band"
         elif target != POST_CHIP:
-            text += f"; v5e's band: no measurement on {target} checks it"
+            text += (f"; v5e's band widened by how far the leave-one-experiment-out refits move this "
+                     f"prediction: no measurement on {target} checks it")
+        elif not calibrated:
+            text += ("; widened by how far the leave-one-experiment-out refits move this prediction: "
+                     "no published number of this kind checks it")
         if model_only:
             text += "; a model-only estimate (no compiler cycles): the band of estimates with cycles, " \
                     "not checked for it"
@@ -69,31 +114,48 @@ def band(df: pd.DataFrame) -> Band | None:
         errors = held_out_errors(points)
     except tm.TooFewPoints:
         return None
-    return Band({level: conformal_quantile(errors.error, level) for level in LEVELS}, len(errors))
+    by_size = {}
+    for level in LEVELS:
+        for name, q in validation.conditional_halfwidths(errors, level).items():
+            by_size.setdefault(name, {})[level] = q
+    widest = {level: max(widths[level] for widths in by_size.values()) for level in LEVELS}
+    return Band(widest, len(errors), by_size)
 
 
-def add_columns(out: pd.DataFrame, b: Band | None) -> None:
+def add_columns(out: pd.DataFrame, b: Band | None, spread: pd.Series | None = None,
+                calibrated: pd.Series | None = None) -> None:
     """The interval columns of every row with modelled times, and model_interval saying how they were
-    made; empty where there is no band or no modelled time."""
+    made; empty where there is no band or no modelled time. `calibrated`: rows modelled by the fit
+    that left their figure out (their band is the conditional band as it was checked); the others'
+    half-width adds `spread` (ln), how far the leave-one-experiment-out refits move their prediction."""
     for col in INTERVAL_COLUMNS:
         out[col] = np.nan
     out["model_interval"] = ""
     if b is None:
         return
     has = out.model_device_seconds.notna()
+    calibrated = (calibrated if calibrated is not None else pd.Series(True, index=out.index)).reindex(
+        out.index).fillna(False).astype(bool)
+    extra = (spread if spread is not None else pd.Series(0.0, index=out.index)).reindex(out.index).fillna(0.0)
+    extra = extra.where(~calibrated, 0.0)
     # no chip computes faster than its peak: the band stops there (peak_tflops travels with each row)
     peak = (out.peak_tflops if "peak_tflops" in out else pd.Series(np.inf, index=out.index)).fillna(np.inf)
     fastest = flops(out.m.astype(float), out.k.astype(float), out.n.astype(float)) / (peak * TERA)
-    for level, q in b.halfwidth.items():
+    sizes = size_band(out.m, out.k, out.n)
+    for level in LEVELS:
         s = suffix(level)
+        q = sizes.map(lambda name, lv=level: b.by_size.get(name, b.halfwidth)[lv] if b.by_size
+                      else b.halfwidth[lv]).astype(float) + extra
         for time in ("device", "post"):
             seconds = out[f"model_{time}_seconds"]
             tflops = out[f"model_{time}_tflops"]
-            out[f"model_{time}_seconds_lo{s}"] = np.fmax(seconds * math.exp(-q), fastest).where(has)
-            out[f"model_{time}_seconds_hi{s}"] = seconds * math.exp(q)
-            out[f"model_{time}_tflops_lo{s}"] = tflops * math.exp(-q)
-            out[f"model_{time}_tflops_hi{s}"] = np.fmin(tflops * math.exp(q), peak).where(has)
+            out[f"model_{time}_seconds_lo{s}"] = np.fmax(seconds * np.exp(-q), fastest).where(has)
+            out[f"model_{time}_seconds_hi{s}"] = seconds * np.exp(q)
+            out[f"model_{time}_tflops_lo{s}"] = tflops * np.exp(-q)
+            out[f"model_{time}_tflops_hi{s}"] = np.fmin(tflops * np.exp(q), peak).where(has)
     fit = out.model_fit.fillna("").str.split(",").str[0]
     only = model_only(out)
-    for (target, name, bare), rows in out[has].groupby([out.target[has], fit[has], only[has]]):
-        out.loc[rows.index, "model_interval"] = b.describe(target, name, model_only=bool(bare))
+    keys = [out.target[has], fit[has], only[has], sizes[has], calibrated[has]]
+    for (target, name, bare, size, known), rows in out[has].groupby(keys):
+        out.loc[rows.index, "model_interval"] = b.describe(target, name, model_only=bool(bare), size=size,
+                                                           calibrated=bool(known))

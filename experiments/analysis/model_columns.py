@@ -7,7 +7,7 @@ modelled times of their configuration and their ratios to them.
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import intervals
+from tpu_matmul_repro.experiments.analysis import intervals, validation
 from tpu_matmul_repro.experiments.analysis.runs import latest_labels
 from tpu_matmul_repro.experiments.analysis.summaries import MODEL_ONLY
 from tpu_matmul_repro.experiments.analysis.timing_model import (
@@ -37,7 +37,9 @@ from tpu_matmul_repro.experiments.core.units import tflops
 def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
     """Every fit the table allows: {name: (fit, what it was fitted on)}.
 
-    "published v5e": the post's numbers (the default run's model). "measured <target> <run>": a TPU
+    "published v5e": the post's numbers, fitted on every point; "published v5e without <figure>": refitted
+    without one of the post's figures (leave one experiment out: the out-of-sample model of that
+    figure's rows, and the refits whose spread widens the other rows' bands). "measured <target> <run>": a TPU
     run's own measurements: each target's latest run (the one its figures draw), if it has enough
     points. Older runs are not fitted: a file of hundreds of runs would cost a fit each, and only the
     latest one models the table.
@@ -46,8 +48,14 @@ def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
     points, _ = reference_points(df, source="published", target=POST_CHIP)
     if len(points):
         try:
-            out["published v5e"] = (fit_published(points), "published")
+            out[PUBLISHED] = (fit_published(points), "published")
         except TooFewPoints:  # a small config: no modelled columns (fidelity.csv says why)
+            pass
+    if PUBLISHED in out:  # the refits without each figure: its rows' out-of-sample model
+        try:
+            for experiment, (fit, _) in validation.fold_fits(points, "experiment").items():
+                out[without(experiment)] = (fit, "published")
+        except TooFewPoints:  # a fold too small to fit: every row keeps the fit on every point
             pass
     latest = latest_labels(df[df.source == "measured"]).sort_values(["target", "run_label"])
     for target, label in latest.itertuples(index=False):
@@ -73,13 +81,26 @@ def constants_table(all_fits: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+PUBLISHED = "published v5e"
+WITHOUT = " without "
+
+
+def without(experiment: str) -> str:
+    """The name of the fit that left one of the post's figures out."""
+    return f"{PUBLISHED}{WITHOUT}{experiment}"
+
+
+def is_refit(name: str) -> bool:
+    return name.startswith(PUBLISHED + WITHOUT)
+
+
 def choose_fit(all_fits: dict, target: str):
     """A target's measured fit (its latest run's) if it has one, else the published v5e fit (for another
     generation: its own clock, peak and bandwidth with v5e's constants, an extrapolation)."""
     measured = [n for n in all_fits if n.startswith(f"measured {target} ")]
     if measured:
         return measured[-1]
-    return "published v5e" if "published v5e" in all_fits else None
+    return PUBLISHED if PUBLISHED in all_fits else None
 
 
 def apply(df: pd.DataFrame, toolchain: str | None = None,
@@ -121,49 +142,83 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
         return out, constants_table({})
     all_fits = fits(out)
     ok = (out.source == "estimate") & (out.status == "ok")
-    _model(out, ok & out.est_cycles.notna(), all_fits)
+    spread, calibrated = pd.Series(0.0, index=out.index), pd.Series(False, index=out.index)
+    _model(out, ok & out.est_cycles.notna(), all_fits, spread, calibrated)
     # Pallas estimates that compiled (a VMEM verdict) but have no cycles: the model-only estimate
     bare = ok & out.est_cycles.isna() & (out.kernel != "xla") & out.target.isin(list(CHIPS))
-    _model(out, bare, all_fits, model_only=True)
+    _model(out, bare, all_fits, spread, calibrated, model_only=True)
     work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
     out["model_device_tflops"] = tflops(work, out.model_device_seconds)
     out["model_post_tflops"] = tflops(work, out.model_post_seconds)
-    _measured_ratios(out)
-    intervals.add_columns(out, intervals.band(out) if "published v5e" in all_fits else None)
+    _measured_ratios(out, spread, calibrated)
+    intervals.add_columns(out, intervals.band(out) if PUBLISHED in all_fits else None, spread, calibrated)
     return out, constants_table(all_fits)
 
 
-def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, model_only: bool = False) -> None:
+def out_of_sample(rows: pd.DataFrame, all_fits: dict, published_dtypes: set) -> pd.Series:
+    """Per v5e row: the name of the refit that left its figure out, where there is one and the post
+    published its dtype ("" elsewhere): the row is modelled out of sample, like the post's point."""
+    names = rows.experiment.map(lambda e: without(e) if without(e) in all_fits else "")
+    return names.where((rows.target == "v5e") & rows.dtype.isin(published_dtypes), "")
+
+
+def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, spread: pd.Series, calibrated: pd.Series,
+           model_only: bool = False) -> None:
     """The modelled times of the `rows` of each target from its chosen fit; `model_only`: without the
-    compiler's cycles (est_cycles taken as 0: the chip's peak and bandwidth alone), and labelled so."""
+    compiler's cycles (est_cycles taken as 0: the chip's peak and bandwidth alone), and labelled so.
+
+    v5e rows of the post's figures take the refit without their figure (out_of_sample); the others
+    the chosen fit. `spread` gets, per row, the largest |ln| by which a leave-one-experiment-out refit
+    moves its device time; `calibrated` marks the rows whose band was checked as it is used (their
+    figure's refit, a published kind, compiler cycles, not the block search)."""
     envelope = envelope_cycles(out)
+    refits = {name: fit for name, (fit, _) in all_fits.items() if is_refit(name)}
+    published = set(out[out.source == "published"].dtype)
     for target in sorted(set(out[rows].target)):
         name = choose_fit(all_fits, target)
         if name is None:
             continue
-        k = all_fits[name][0].constants
         mine = out[rows & (out.target == target)]
         # model-only: no cycles; a flagged XLA dip: the envelope's cycles; else the row's own
         cycles = [0.0] * len(mine) if model_only else envelope.reindex(mine.index).tolist()
-        device = np.array([device_seconds(features(r, cycles=None if pd.isna(c) else c), k)
-                           for r, c in zip(mine.itertuples(), cycles, strict=True)])
+        feats = [features(r, cycles=None if pd.isna(c) else c) for r, c in zip(mine.itertuples(), cycles,
+                                                                               strict=True)]
+        names = out_of_sample(mine, all_fits, published) if name == PUBLISHED else pd.Series("", mine.index)
+        names = names.where(names != "", name)
+        device = np.array([device_seconds(f, all_fits[n][0].constants) for f, n in zip(feats, names,
+                                                                                     strict=True)])
+        call = np.array([all_fits[n][0].constants.call_seconds for n in names])
         out.loc[mine.index, "model_device_seconds"] = device
-        out.loc[mine.index, "model_post_seconds"] = device + k.call_seconds
-        out.loc[mine.index, "model_fit"] = f"{name}, {MODEL_ONLY}" if model_only else name
+        out.loc[mine.index, "model_post_seconds"] = device + call
+        out.loc[mine.index, "model_fit"] = [f"{n}, {MODEL_ONLY}" if model_only else n for n in names]
+        if name == PUBLISHED and refits:
+            moved = np.array([[abs(np.log(device_seconds(f, fit.constants) / d)) for fit in refits.values()]
+                              for f, d in zip(feats, device, strict=True)])
+            spread[mine.index] = moved.max(axis=1)
+        search = mine.search.eq(True) if "search" in mine else False
+        calibrated[mine.index] = names.map(is_refit) & ~search & (not model_only)
 
 
-def _measured_ratios(out: pd.DataFrame) -> None:
-    """Measured rows: the modelled times of the same target and configuration, and the ratios."""
+def _measured_ratios(out: pd.DataFrame, spread: pd.Series, calibrated: pd.Series) -> None:
+    """Measured rows: the modelled times of the same target and configuration (of their experiment
+    where it has them: its out-of-sample refit), and the ratios."""
     measured = out.source == "measured"
     if not measured.any():
         return
     on = ["target"] + CONFIG + ["vmem_limit_bytes"]
     est = out[(out.source == "estimate") & out.model_device_seconds.notna()]
-    est = est[on + ["model_device_seconds", "model_post_seconds", "model_fit"]].drop_duplicates(on)
-    joined = out.loc[measured, on].merge(est, on=on, how="left")
+    est = est.assign(_spread=spread[est.index], _calibrated=calibrated[est.index])
+    cols = ["model_device_seconds", "model_post_seconds", "model_fit", "_spread", "_calibrated"]
+    mine = out.loc[measured, on + ["experiment"]]
+    same = mine.merge(est[on + ["experiment"] + cols].drop_duplicates(on + ["experiment"]),
+                      on=on + ["experiment"], how="left")
+    anywhere = mine.merge(est[on + cols].drop_duplicates(on), on=on, how="left")
+    joined = same.fillna(anywhere) if len(same) else anywhere
     for col in ("model_device_seconds", "model_post_seconds"):
         out.loc[measured, col] = joined[col].to_numpy()
     out.loc[measured, "model_fit"] = joined.model_fit.fillna("").to_numpy()
+    spread[measured] = joined._spread.fillna(0.0).to_numpy()
+    calibrated[measured] = joined._calibrated.fillna(False).astype(bool).to_numpy()
     out.loc[measured, "measured_over_model"] = (out.seconds / out.model_device_seconds)[measured]
     out.loc[measured, "wall_over_model"] = (out.wall_seconds / out.model_post_seconds)[measured]
     work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))

@@ -306,9 +306,9 @@ def reference_points(df: pd.DataFrame, *, source: str = "published", target: str
 
     Returns the points (estimate columns, plus ref_seconds, ref_wall_seconds, ref_tflops, in_fit and
     model_vmem_bytes: for the post's numbers, the VMEM the post's compiler requested, which the model
-    reads the run's buffering from) and the count of reference rows left out, by reason. Points whose XLA estimate is flagged as
-    non-monotonic stay (they are scored) but never enter a fit (in_fit False): the flag comes from
-    the estimates alone, so leaving them out uses nothing of the reference.
+    reads the run's buffering from) and the count of reference rows left out, by reason. Points whose
+    XLA estimate is flagged as non-monotonic stay (they are scored) but never enter a fit (in_fit
+    False): the flag comes from the estimates alone, so leaving them out uses nothing of the reference.
     """
     ref = df[(df.source == source) & (df.target == target)]
     if run_label is not None:

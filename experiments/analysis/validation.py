@@ -7,8 +7,15 @@ Two schemes, each scoring every point by a fit that did not contain it:
   leave one size out: fit on every size but one, predict that one.
 The result is results/fidelity.csv: one row per estimator, validation, scope and group. The rows of
 leave one experiment out also check the prediction intervals (experiments/analysis/intervals.py): the
-band's half-width in ln (halfwidth80, halfwidth95) and the share of the group's points inside the band
-sized without their own figure (coverage80, coverage95): held-out points only.
+band's half-width in ln (halfwidth80, halfwidth95; the size band's where the group has one) and the
+share of the group's points inside the band sized without their own figure (coverage80, coverage95):
+held-out points only.
+
+The bands are conditioned on the problem's size, where the error grows (split conformal, normalised):
+each size band's errors are divided by their root mean square (the band's scale), the quantile is
+taken over all the normalised errors, and a point's half-width is that quantile times its size
+band's scale. Pooling the normalised errors keeps every level finite with the post's 61 points; a
+band of its own per size (14 points at 8192) would leave the 95 % band infinite.
 """
 import math
 
@@ -35,12 +42,48 @@ def conformal_quantile(errors, level: float) -> float:
     return float(e[rank - 1]) if 0 < rank <= len(e) else math.inf
 
 
+# Size bands of the conditional intervals, by the problem's size (the cube root of m k n): the
+# timing model's held-out error at 8192 is about three times that below (fidelity.csv, by size).
+SIZE_EDGES = (4096, 8192)
+SIZE_BANDS = ("below 4096", "4096 to 8191", "8192 and above")
+
+
+def size_band(m, k, n) -> pd.Series | str:
+    """The size band (SIZE_BANDS) of problems m x k x n (scalars or Series)."""
+    size = np.cbrt(np.asarray(m, dtype=float) * np.asarray(k, dtype=float) * np.asarray(n, dtype=float))
+    bands = np.array(SIZE_BANDS, dtype=object)[np.digitize(np.round(size, 6), SIZE_EDGES)]
+    return pd.Series(bands, index=m.index) if isinstance(m, pd.Series) else str(bands)
+
+
+def band_scales(errors: pd.DataFrame) -> dict:
+    """Per size band: the root mean square of its errors (the normalised conformal's scale). A band
+    without errors takes the largest scale of the others: no band is narrower than the data allow."""
+    scales = {band: float(np.sqrt(np.mean(np.square(part.error))))
+              for band, part in errors.groupby("band") if len(part) and (part.error > 0).any()}
+    widest = max(scales.values(), default=np.nan)
+    return {band: scales.get(band, widest) for band in SIZE_BANDS}
+
+
+def conditional_halfwidths(errors: pd.DataFrame, level: float) -> dict:
+    """Per size band: the level's half-width in ln from `errors` (columns error, band): the
+    split-conformal quantile of the normalised errors times the band's scale."""
+    scales = band_scales(errors)
+    score = errors.error / errors.band.map(scales)
+    q = conformal_quantile(score, level)
+    return {band: q * scale for band, scale in scales.items()}
+
+
 def coverage(errors: pd.DataFrame, level: float) -> pd.Series:
-    """Per point: inside the band sized by the other folds' errors (its own fold's never count)."""
+    """Per point: inside the band sized by the other folds' errors (its own fold's never count).
+    With a `band` column the bands are conditional on it (conditional_halfwidths), else one for all."""
     inside = pd.Series(False, index=errors.index)
     for fold in errors.fold.unique():
         mine = errors.fold == fold
-        q = conformal_quantile(errors.error[~mine], level)
+        if "band" in errors:
+            widths = conditional_halfwidths(errors[~mine], level)
+            q = errors.band[mine].map(widths)
+        else:
+            q = conformal_quantile(errors.error[~mine], level)
         inside[mine] = errors.error[mine] <= q
     return inside
 
@@ -58,21 +101,28 @@ def folds(points: pd.DataFrame, column: str):
         yield value, train, test
 
 
+def fold_fits(points: pd.DataFrame, column: str, fit=None) -> dict:
+    """{held-out value: (fit without it, the test index)}; a fold whose training set is too small
+    raises TooFewPoints naming the fold."""
+    fit = fit or tm.fit_published
+    out = {}
+    for value, train, test in folds(points, column):
+        if set(train) & set(test):
+            raise AssertionError(f"fold {column}={value}: a point is in its own fit")
+        try:
+            out[value] = (fit(points.loc[train]), test)
+        except tm.TooFewPoints as e:
+            raise tm.TooFewPoints(f"fold {column}={value}: {e}") from None
+    return out
+
+
 def cross_validate(points: pd.DataFrame, column: str, fit=None) -> pd.DataFrame:
     """Points with model_post_seconds predicted by fits without them; `fold` names the held-out group.
 
     A fold whose training set is too small raises TooFewPoints naming the fold.
     """
-    fit = fit or tm.fit_published
-    parts = []
-    for value, train, test in folds(points, column):
-        if set(train) & set(test):
-            raise AssertionError(f"fold {column}={value}: a point is in its own fit")
-        try:
-            result = fit(points.loc[train])
-        except tm.TooFewPoints as e:
-            raise tm.TooFewPoints(f"fold {column}={value}: {e}") from None
-        parts.append(tm.predict(points.loc[test], result.constants).assign(fold=str(value)))
+    parts = [tm.predict(points.loc[test], result.constants).assign(fold=str(value))
+             for value, (result, test) in fold_fits(points, column, fit).items()]
     return pd.concat(parts).sort_index()
 
 
@@ -93,6 +143,9 @@ def scores(points: pd.DataFrame, predicted: pd.Series) -> dict:
 def groups(points: pd.DataFrame):
     yield "all", "all", points.index
     yield f"size >= {LARGE}", "all", points.index[points.m >= LARGE]
+    bands = size_band(points.m, points.k, points.n)
+    for band in SIZE_BANDS:
+        yield "size band", band, points.index[bands == band]
     for experiment in sorted(points.experiment.unique()):
         yield "experiment", experiment, points.index[points.experiment == experiment]
     for size in sorted(points.m.unique()):
@@ -137,29 +190,39 @@ def fidelity_table(df: pd.DataFrame, target: str = POST_CHIP) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def held_out_errors(points: pd.DataFrame, predicted: pd.Series) -> pd.DataFrame:
+    """|ln(predicted / published)| per point, with its fold (figure) and size band."""
+    error = np.abs(np.log(predicted / points.ref_seconds))
+    return pd.DataFrame({"error": error, "fold": points.experiment.astype(str),
+                         "band": size_band(points.m, points.k, points.n)}).dropna()
+
+
 def interval_checks(points: pd.DataFrame, predicted: pd.Series) -> pd.DataFrame | None:
     """Per point of the leave-one-experiment-out predictions: whether it lies inside each level's band
-    sized by the other figures' errors only (coverage), and the table's band (all errors)."""
-    error = np.abs(np.log(predicted / points.ref_seconds))
-    if error.isna().all():
+    sized by the other figures' errors only (coverage), its size band, and the table's bands (all
+    errors, per size band)."""
+    errors = held_out_errors(points, predicted)
+    if errors.empty:
         return None
-    errors = pd.DataFrame({"error": error, "fold": points.experiment.astype(str)}).dropna()
-    out = pd.DataFrame(index=errors.index)
+    out = pd.DataFrame({"band": errors.band}, index=errors.index)
     for level in LEVELS:
         s = suffix(level)
         out[f"coverage{s}"] = coverage(errors, level)
-        out.attrs[f"halfwidth{s}"] = conformal_quantile(errors.error, level)
+        out.attrs[f"halfwidth{s}"] = conditional_halfwidths(errors, level)
     return out
 
 
 def interval_scores(checked: pd.DataFrame | None, index) -> dict:
     """A group's share of held-out points inside the band (coverage<L>) and the band's half-width in ln
-    (halfwidth<L>); NaN for validations that do not size the bands."""
+    (halfwidth<L>): its size band's where all its points share one, else the widest of its points'
+    bands; NaN for validations that do not size the bands."""
     out = {}
     for level in LEVELS:
         s = suffix(level)
         mine = checked.index.intersection(index) if checked is not None else []
-        out[f"halfwidth{s}"] = checked.attrs[f"halfwidth{s}"] if checked is not None else np.nan
+        widths = checked.attrs[f"halfwidth{s}"] if checked is not None else {}
+        bands = set(checked.loc[mine, "band"]) if len(mine) else set()
+        out[f"halfwidth{s}"] = max((widths[b] for b in bands), default=np.nan)
         out[f"coverage{s}"] = float(checked.loc[mine, f"coverage{s}"].mean()) if len(mine) else np.nan
     return out
 
