@@ -1,23 +1,30 @@
 """Every claim of the post, checked against this run's table: results/claims.csv.
 
-One row per claim: the post's value, this run's value and its source, a verdict (holds / differs /
-inconclusive / not tested) and the reason in one sentence, plus a note (note_id) on how the verdict
-was decided. Where the claim is about whether a configuration compiles,
-this run's value is the compiler's own VMEM verdict at the default limit (or a measurement's status).
-Where it is about speed, it is a measurement when the run has one (blocked-call TFLOP/s, the post's
-method), else the timing model timed as the post did, predicted by a fit that left the claim's figure
-out (leave one experiment out: the post's own number for it never entered that fit).
+One row per claim: its kind (KINDS) and the rule of that kind (RULES, with its thresholds; the
+report's appendix and docs/verdicts.md print them), the post's value, this run's value and where it
+comes from (`evidence`), the verdict (holds / differs / inconclusive / not tested), and the reason:
+a sentence made from the very numbers and comparison the rule used, and one saying how the rule
+decided. `values` (JSON) holds every number, so the verdict can be recomputed from the row
+(verdict_of).
 
-A modelled speed carries the timing model's 80 % prediction interval (split conformal over the
-leave-one-experiment-out errors, experiments/analysis/intervals.py): a claim holds where it holds over
-the whole interval, differs where it fails over the whole interval, and is inconclusive where the
-difference lies inside it; the ratio of two modelled speeds gets the same half-width in ln. The note
-states the scoped-VMEM limit each compared configuration needed to compile. Measurements have no
-interval here: holds or differs.
+Evidence, per claim: a measurement where this run's latest v5e measurements cover every
+configuration and size the claim compares (the post's method: blocked calls), else the estimates: the
+compiler's VMEM verdict for claims about what compiles, and for speeds the timing model timed as the
+post did, predicted by the refit that left the claim's figure out (the post's own number for it never
+entered that fit), with the post's compiler's buffering where the run has that compile. A
+measurement never removes the verdict of a claim it does not cover.
 
+Speed rules compare a margin m (ln: > 0 where the claim holds at this run's number) with the half-width
+q of the timing model's 80 % band (conditional on size, experiments/analysis/intervals.py; a ratio of
+two modelled speeds of one figure gets one q, of two figures sqrt(qa^2 + qb^2); measurements q = 0):
+  holds         m >= 0 and the post's own numbers satisfy the claim;
+  differs       m + q < 0 (the whole band fails the claim), or m < 0 and the post's numbers fail too;
+  inconclusive  otherwise: m < 0 <= m + q (the band neither confirms nor excludes the claim), or this
+                run supports a claim the post's own numbers do not.
 Reason texts are templates (English; locale/ has their translations) filled from `values`.
 """
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -31,11 +38,10 @@ from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
 
 TARGET = POST_CHIP
-ABOUT = 0.2  # "about" a number: within |ln(ours / post's)| <= 0.2 (about 20 %)
+ABOUT = 0.2  # "about" a number: within |ln(ours / claimed)| <= 0.2 (a factor of 1.22)
 NEAR = 0.9  # "nearly matches": at least 90 % of XLA's TFLOP/s
 LEVEL = 0.8  # the prediction interval a modelled speed's verdict is decided with
 TOOLCHAIN = "current"  # the libtpu of this run (another helper may add older toolchains)
-
 
 CLAIMS = {
     "v1_fails_above_1024": N_("v1 (whole arrays in VMEM) fails above 1024"),
@@ -46,52 +52,119 @@ CLAIMS = {
     "bf16_beats_f32": N_("bfloat16 (v5) beats float32 (v4) with the same blocks"),
     "v5_1024_fails_from_2048": N_("(1024, 1024, 1024) blocks in bfloat16 fail from 2048"),
 }
+# the kind of each claim: its rule (RULES)
+KINDS = {"v1_fails_above_1024": "compiles", "v2_up_to_2048": "compiles",
+         "v5_1024_fails_from_2048": "compiles", "v3_128_about_10": "about", "v4_best_512": "best",
+         "v5_matches_xla": "near", "bf16_beats_f32": "beats"}
+KIND_NAMES = {"compiles": N_("compiles up to / fails from"), "about": N_("about a number"),
+              "best": N_("best blocks"), "near": N_("nearly matches"), "beats": N_("beats")}
+RULES = {
+    "compiles": N_("Holds where this run's largest size that compiles at the default scoped-VMEM limit and "
+                   "its first size that fails are the post's; differs otherwise. Test: the compiler's "
+                   "VMEM verdict (or, where this run measured every size, the measurement's status) "
+                   "against the post's."),
+    "about": N_("\"About X\" is within a factor of %(about_factor).2f of X (|ln(number / X)| <= %(about)s). "
+                "Test: this run's number and its 80 %% band against X, and the post's own number against "
+                "X."),
+    "best": N_("The claimed blocks must be the fastest of the post's blocks at that size. Test: this run's "
+               "claimed blocks against its fastest other blocks (their ratio and its 80 %% band), and the "
+               "post's numbers against each other."),
+    "near": N_("\"Nearly matches\" is at least %(near_pct).0f %% of XLA's TFLOP/s. Test: this run's ratio "
+               "(both modelled the same way, both measured, or against the post's measured XLA where this "
+               "run's XLA estimate falls with size) and its 80 %% band against %(near_pct).0f %%, and the "
+               "post's own ratio against it."),
+    "beats": N_("The first must be faster than the second (ratio > 1). Test: this run's ratio and its 80 %% "
+                "band against 1, and the post's own ratio against 1."),
+    "decision": N_("A speed claim holds where this run's number satisfies the rule and so do the post's "
+                   "own numbers; differs where this run's whole 80 %% band fails it (or this run's number "
+                   "and the post's both do); and is inconclusive otherwise: the band neither confirms nor "
+                   "excludes the claim, or only one side supports it. A measurement has no band here."),
+}
+RULE_VALUES = dict(about=ABOUT, about_factor=math.exp(ABOUT), near_pct=100 * NEAR)
 REASONS = {
     "feasible_same": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB limit, "
                         "as in the post."),
     "feasible_differs": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB "
                            "limit; the post: up to %(post_ok)s."),
-    "speed_about": N_("%(ours).1f TFLOP/s at %(size)s against the post's %(post).1f (%(pct).0f %% of it)."),
-    "best_blocks": N_("Among the post's float32 blocks at %(size)s the fastest is %(ours)s at "
-                      "%(ours_tflops).1f TFLOP/s; the post's %(post)s: %(post_tflops).1f."),
-    "vs_xla": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of the post's measured XLA (%(xla).1f); "
-                 "this run's own XLA estimate at that size is not used: it falls with size (flagged)."),
-    "vs_xla_measured": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, "
-                          "both measured in this run."),
-    "vs_xla_modelled": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, "
-                          "both modelled the same way in this run."),
-    "bf16_vs_f32": N_("With (%(blocks)s) blocks at %(size)s: bfloat16 %(bf16).1f against float32 %(f32).1f "
-                      "TFLOP/s; the post: %(post_bf16).1f against %(post_f32).1f."),
+    "about": N_("%(ours).1f TFLOP/s at %(size)s (80 %% band %(lo).1f to %(hi).1f) against the claimed "
+                "%(claimed)s, whose \"about\" spans %(low).1f to %(high).1f; the post's own %(post).1f."),
+    "about_measured": N_("%(ours).1f TFLOP/s at %(size)s, measured, against the claimed %(claimed)s, whose "
+                         "\"about\" spans %(low).1f to %(high).1f; the post's own %(post).1f."),
+    "best": N_("At %(size)s this run's claimed %(claimed)s reaches %(claimed_tflops).1f TFLOP/s and its "
+               "fastest other blocks, %(rival)s, %(rival_tflops).1f: a ratio of %(ratio).2f (80 %% band "
+               "%(ratio_lo).2f to %(ratio_hi).2f); the post: %(claimed)s %(post_claimed_tflops).1f against "
+               "its fastest other, %(post_rival)s, %(post_rival_tflops).1f."),
+    "best_measured": N_("At %(size)s the measured %(claimed)s reaches %(claimed_tflops).1f TFLOP/s and the "
+                        "fastest other measured blocks, %(rival)s, %(rival_tflops).1f (ratio %(ratio).2f); "
+                        "the post: %(claimed)s %(post_claimed_tflops).1f against its fastest other, "
+                        "%(post_rival)s, %(post_rival_tflops).1f."),
+    "near": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f (%(xla_is)s; 80 %% band "
+               "%(pct_lo).0f to %(pct_hi).0f %%); the post: %(post_pct).0f %%."),
+    "near_measured": N_("%(ours).1f TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f, both measured; "
+                        "the post: %(post_pct).0f %%."),
+    "beats": N_("With (%(blocks)s) blocks at %(size)s: bfloat16 %(bf16).1f against float32 %(f32).1f "
+                "TFLOP/s, a ratio of %(ratio).2f (80 %% band %(ratio_lo).2f to %(ratio_hi).2f); the post: "
+                "%(post_bf16).1f against %(post_f32).1f."),
+    "beats_measured": N_("With (%(blocks)s) blocks at %(size)s, measured: bfloat16 %(bf16).1f against "
+                         "float32 %(f32).1f TFLOP/s (ratio %(ratio).2f); the post: %(post_bf16).1f against "
+                         "%(post_f32).1f."),
     "missing": N_("This run has none of the numbers this claim needs (the values column says which)."),
 }
+XLA_IS = {"modelled": N_("modelled the same way"), "measured": N_("both measured"),
+          "post": N_("the post's measured XLA: this run's XLA estimate at that size falls with size "
+                     "(flagged), and its envelope value is not used for the claim")}
 SOURCES = {
     "compile": N_("estimated: libtpu %(libtpu)s compile for %(target)s, default VMEM limit"),
     "model": N_("estimated: libtpu %(libtpu)s for %(target)s through the timing model, timed as the post "
-                "did, fitted without this figure (leave one experiment out)"),
+                "did with the buffers the post's compiler gave each configuration, fitted without this "
+                "figure (leave one experiment out)"),
     "measured": N_("measured: %(target)s, run %(label)s, blocked calls as the post timed them"),
     "none": N_("none"),
 }
 NOTES = {
-    "band_outside": N_("Decided with the timing model's 80 %% prediction interval (x/%(band_factor).2f, "
-                       "leave one experiment out): the difference lies outside it. Scoped VMEM limit "
-                       "each compared configuration was compiled at: %(limits)s (the default is "
-                       "%(default)s MiB; * marks a raised limit)."),
-    "band_inside": N_("Inconclusive: the difference lies inside the timing model's 80 %% prediction "
-                      "interval (x/%(band_factor).2f, leave one experiment out). Scoped VMEM limit each "
-                      "compared configuration was compiled at: %(limits)s (the default is %(default)s "
-                      "MiB; * marks a raised limit)."),
+    "holds": N_("Holds: this run's number satisfies the rule (%(test)s), and so do the post's own."),
+    "differs_band": N_("Differs: this run's whole 80 %% band (x/%(band_factor).2f) fails the rule "
+                       "(%(test)s)."),
+    "differs_both": N_("Differs: this run's number fails the rule (%(test)s), and so do the post's own."),
+    "differs_measured": N_("Differs: the measurement fails the rule (%(test)s)."),
+    "inconclusive_band": N_("Inconclusive: this run's number fails the rule (%(test)s), but its 80 %% band "
+                            "(x/%(band_factor).2f) reaches the other side: it neither confirms nor excludes "
+                            "the claim."),
+    "inconclusive_post": N_("Inconclusive: this run's number satisfies the rule (%(test)s), but the post's "
+                            "own numbers do not."),
+    "limits": N_("Scoped VMEM limit each compared configuration was compiled at: %(limits)s (the default is "
+                 "%(default)s MiB; * marks a raised limit)."),
 }
+TESTS = {"model_vs_claim": N_("the timing model against the claimed number, out of sample"),
+         "model_vs_model": N_("two numbers of the timing model against each other, out of sample"),
+         "model_vs_post": N_("the timing model against the post's measured XLA"),
+         "measured_vs_claim": N_("this run's measurement against the claimed number"),
+         "measured_vs_measured": N_("two measurements of this run against each other"),
+         "compiler_vs_post": N_("the compiler's VMEM verdict against the post's"),
+         "measured_vs_post": N_("this run's measured status against the post's")}
 VERDICTS = ("holds", "differs", "inconclusive", "not tested")
+EXACT = ("margin", "band", "post_margin")  # values a verdict is recomputed from (verdict_of)
 
 
-def decided(margin: float, band: float) -> str:
-    """holds where the claim holds over the whole interval (margin: ln of by how much it holds at the
-    point estimate), differs where it fails over all of it, inconclusive in between."""
-    if margin > band:
-        return "holds"
-    if margin < -band:
-        return "differs"
-    return "inconclusive"
+def decided(margin: float, band: float, post_margin: float = 1.0) -> tuple[str, str]:
+    """(verdict, note id) of a speed claim holding by `margin` (ln) at this run's number, with the
+    band's half-width `band` (ln; 0 for a measurement) and the post's own margin (the module docstring)."""
+    if margin + band < 0:
+        return "differs", "differs_measured" if band == 0 else "differs_band"
+    if margin < 0:
+        return ("differs", "differs_both") if post_margin < 0 else ("inconclusive", "inconclusive_band")
+    return ("holds", "holds") if post_margin >= 0 else ("inconclusive", "inconclusive_post")
+
+
+def verdict_of(row) -> str:
+    """The verdict a claims.csv row's own numbers give under its kind's rule (what a test recomputes)."""
+    values = json.loads(row["values"]) if isinstance(row["values"], str) else row["values"]
+    if row["reason_id"] == "missing":
+        return "not tested"
+    if KINDS[row["claim_id"]] == "compiles":
+        return "holds" if values["ok"] == values["post_ok"] and values["fail"] == values["post_fail"] \
+            else "differs"
+    return decided(values["margin"], values["band"], values["post_margin"])[0]
 
 
 def _rows(df, experiment, dtype, kernel, blocks=None):
@@ -103,19 +176,24 @@ def _rows(df, experiment, dtype, kernel, blocks=None):
     return rows
 
 
+def _blocks(hit: pd.DataFrame, blocks) -> pd.DataFrame:
+    if blocks is None:
+        return hit
+    return hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
+
+
 class Speeds:
-    """TFLOP/s of a configuration timed as the post did: measured if measured, else modelled out of sample."""
+    """TFLOP/s of a configuration timed as the post did: measured where this run measured it, else the
+    timing model out of sample, with the half-width of its 80 % band."""
 
     def __init__(self, df: pd.DataFrame):
-        self.df = df
         measured = df[(df.source == "measured") & (df.target == TARGET) & (df.status == "ok")]
         self.measured = measured.dropna(subset=["wall_seconds"])
-        self.predicted, self.libtpu = None, None
+        self.predicted, self.libtpu, self.band = None, None, None
         est = df[(df.source == "estimate") & (df.target == TARGET)]
         if len(est):
             versions = est.libtpu_version.dropna()
             self.libtpu = str(versions.iloc[0]) if len(versions) else "?"
-        self.halfwidth = None  # ln half-width of the modelled speeds' interval (LEVEL)
         points, _ = tm.reference_points(df) if "est_cycles" in df else (pd.DataFrame(), {})
         if len(points):
             try:
@@ -123,63 +201,59 @@ class Speeds:
             except tm.TooFewPoints:
                 self.predicted = None
         if self.predicted is not None:
-            errors = np.abs(np.log(self.predicted.model_post_seconds / self.predicted.ref_seconds))
-            self.halfwidth = intervals.conformal_quantile(errors, LEVEL)
+            self.band = intervals.band(df)
 
-    def band(self) -> float:
-        """The ln half-width a verdict is decided with: 0 for measurements (no interval here)."""
-        return 0.0 if len(self.measured) else self.halfwidth
+    def _measured(self, dtype, kernel, size, blocks=None) -> pd.DataFrame:
+        m = self.measured
+        return _blocks(m[(m.kernel == kernel) & (m.dtype == dtype) & (m.m == size)], blocks)
 
-    def _hit(self, experiment, dtype, kernel, size, blocks=None) -> pd.DataFrame:
-        if len(self.measured):
-            hit = self.measured[(self.measured.kernel == kernel) & (self.measured.dtype == dtype)
-                                & (self.measured.m == size)]
-        elif self.predicted is None:
+    def _modelled(self, experiment, dtype, kernel, size, blocks=None) -> pd.DataFrame:
+        if self.predicted is None:
             return pd.DataFrame()
-        else:
-            p = self.predicted
-            hit = p[(p.experiment == experiment) & (p.kernel == kernel) & (p.dtype == dtype) & (p.m == size)]
-        if blocks is not None:
-            hit = hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
-        return hit
+        p = self.predicted
+        return _blocks(p[(p.experiment == experiment) & (p.kernel == kernel) & (p.dtype == dtype)
+                         & (p.m == size)], blocks)
+
+    def covered(self, configs) -> bool:
+        """True where this run measured every configuration of `configs` (experiment, dtype, kernel,
+        size, blocks): the claim is then decided on measurements."""
+        return len(self.measured) > 0 and all(len(self._measured(*c[1:])) for c in configs)
+
+    def halfwidth(self, size) -> float:
+        return self.band.for_size(size, size, size)[LEVEL] if self.band is not None else np.nan
+
+    def get(self, experiment, dtype, kernel, size, blocks=None, *, measured: bool) -> float | None:
+        """TFLOP/s of one configuration from the measurement (`measured`) or the model."""
+        work = float(flops(size, size, size))
+        hit = (self._measured(dtype, kernel, size, blocks) if measured
+               else self._modelled(experiment, dtype, kernel, size, blocks))
+        if not len(hit):
+            return None
+        seconds = hit.wall_seconds if measured else hit.model_post_seconds
+        return tflops(work, float(seconds.iloc[0]))
 
     def limit_mib(self, experiment, dtype, kernel, size, blocks=None) -> int | None:
-        """The scoped-VMEM limit (MiB) the configuration's speed was obtained at."""
-        hit = self._hit(experiment, dtype, kernel, size, blocks)
+        """The scoped-VMEM limit (MiB) the configuration's estimate was compiled at."""
+        hit = self._modelled(experiment, dtype, kernel, size, blocks)
         limits = hit.vmem_limit_bytes.dropna() if len(hit) else []
         return int(limits.iloc[0]) // MiB if len(limits) else None
 
-    def source(self) -> tuple[str, dict]:
-        """(kind, values) of where this run's speeds come from (SOURCES)."""
-        if len(self.measured):
+    def source(self, measured: bool) -> tuple[str, dict]:
+        """(kind, values) of where a claim's speeds come from (SOURCES)."""
+        if measured:
             label = self.measured.sort_values("timestamp").run_label.iloc[-1]
             return "measured", dict(target=TARGET, label=label)
         return "model", dict(libtpu=self.libtpu, target=TARGET)
 
-    def tflops(self, experiment, dtype, kernel, size, blocks=None) -> float | None:
-        work = float(flops(size, size, size))
-        hit = self._hit(experiment, dtype, kernel, size, blocks)
-        if not len(hit):
-            return None
-        seconds = hit.wall_seconds if len(self.measured) else hit.model_post_seconds
-        return tflops(work, float(seconds.iloc[0]))
-
-    def decide(self, margin: float, compared) -> tuple[str, str, dict]:
-        """(verdict, note id, note values) of a claim holding by `margin` (ln) at the point estimate;
-        `compared`: (label, experiment, dtype, kernel, size, blocks) of each configuration it compares."""
-        band = self.band()
-        if not band:  # measured: no interval
-            return ("holds" if margin > 0 else "differs"), "", {}
-        verdict = decided(margin, band)
+    def limits(self, configs) -> dict:
+        """The limits note's values for the configurations a modelled claim compares."""
         default = chip(TARGET).default_vmem_limit_bytes // MiB
-        limits = []
-        for label, *where in compared:
+        out = []
+        for label, *where in configs:
             mib = self.limit_mib(*where)
             raised = "*" if mib is not None and mib > default else ""
-            limits.append(f"{label} {mib if mib is not None else '?'} MiB{raised}")
-        note = "band_inside" if verdict == "inconclusive" else "band_outside"
-        return verdict, note, dict(band=band, band_factor=float(np.exp(band)), margin=float(margin),
-                                   limits="; ".join(limits), default=default)
+            out.append(f"{label} {mib if mib is not None else '?'} MiB{raised}")
+        return dict(limits="; ".join(out), default=default)
 
 
 def _published(df, experiment, dtype, kernel, size, blocks=None) -> float | None:
@@ -189,10 +263,13 @@ def _published(df, experiment, dtype, kernel, size, blocks=None) -> float | None
 
 
 def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
-    """Largest size that compiles and the first that fails, this run against the post."""
-    source = "measured" if ((df.source == "measured") & (df.target == TARGET)).any() else "estimate"
-    ours = _rows(df[df.source == source], experiment, dtype, kernel, blocks).sort_values("m")
+    """Largest size that compiles and the first that fails, this run against the post: measured where
+    this run measured every size the post reports for the configuration, else the compiler's verdict."""
     post = _rows(df[df.source == "published"], experiment, dtype, kernel, blocks).sort_values("m")
+    measured = _rows(df[df.source == "measured"], experiment, dtype, kernel, blocks)
+    covers = len(post) > 0 and set(post.m) <= set(measured.m)
+    source = "measured" if covers else "estimate"
+    ours = _rows(df[df.source == source], experiment, dtype, kernel, blocks).sort_values("m")
     if ours.empty or post.empty:
         what = "compile results for this configuration" if ours.empty else "published numbers"
         return _missing(claim, what)
@@ -206,7 +283,8 @@ def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
     limit = int(limit.iloc[0] // MiB) if len(limit) else "?"
     same = ok == post_ok and fail == post_fail
     values = dict(ok=_int(ok), fail=_int(fail) if fail is not None else "–", limit=limit,
-                  post_ok=_int(post_ok))
+                  post_ok=_int(post_ok), post_fail=_int(post_fail),
+                  test="compiler_vs_post" if source == "estimate" else "measured_vs_post")
     versions = ours.libtpu_version.dropna()
     label = ours.run_label.dropna()
     if source == "estimate":
@@ -229,98 +307,142 @@ def _missing(claim, what):
                 values=dict(what=what))
 
 
-def _v3_about_10(df, speeds, claim, size=8192):
-    post = _published(df, "v3", "float32", "v3", size, (128, 128, 128))
-    ours = speeds.tflops("v3", "float32", "v3", size, (128, 128, 128))
+def _speed_claim(speeds, configs, measured, margin, band, post_margin, test, reason, values, **extra):
+    """The row of a speed claim: its verdict by `decided`, the note saying how, and every number."""
+    verdict, note = decided(margin, band, post_margin)
+    values = dict(values, margin=float(margin), band=float(band), post_margin=float(post_margin),
+                  band_factor=float(np.exp(band)), test=test, **RULE_VALUES)
+    notes = [note]
+    if not measured:
+        values.update(speeds.limits(configs))
+        notes.append("limits")
+    return dict(source=speeds.source(measured), verdict=verdict,
+                reason_id=reason + ("_measured" if measured and f"{reason}_measured" in REASONS else ""),
+                note_id=" ".join(notes), values=values, **extra)
+
+
+def _v3_about_10(df, speeds, claim, size=8192, claimed=10.0):
+    blocks = (128, 128, 128)
+    configs = [("(128, 128, 128)", "v3", "float32", "v3", size, blocks)]
+    measured = speeds.covered(configs)
+    post = _published(df, "v3", "float32", "v3", size, blocks)
+    ours = speeds.get("v3", "float32", "v3", size, blocks, measured=measured)
     if post is None or ours is None:
         return _missing(claim, "TFLOP/s for v3's 128-blocks at 8192")
-    verdict, note, noted = speeds.decide(ABOUT - abs(np.log(ours / 10.0)),
-                                         [("(128, 128, 128)", "v3", "float32", "v3", size, (128, 128, 128))])
-    return dict(post_value=f"{post:.1f} TFLOP/s", this_value=f"{ours:.1f} TFLOP/s", source=speeds.source(),
-                verdict=verdict, reason_id="speed_about", note_id=note,
-                values=dict(ours=ours, size=size, post=post, pct=100 * ours / post, **noted))
+    q = 0.0 if measured else speeds.halfwidth(size)
+    margin, post_margin = ABOUT - abs(np.log(ours / claimed)), ABOUT - abs(np.log(post / claimed))
+    test = "measured_vs_claim" if measured else "model_vs_claim"
+    return _speed_claim(
+        speeds, configs, measured, margin, q, post_margin, test, "about",
+        dict(ours=ours, size=size, post=post, claimed=f"{claimed:g}", lo=ours * np.exp(-q),
+             hi=ours * np.exp(q), low=claimed * np.exp(-ABOUT), high=claimed * np.exp(ABOUT)),
+        post_value=f"{post:.1f} TFLOP/s", this_value=f"{ours:.1f} TFLOP/s")
 
 
 POST_V4 = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (512, 1024, 1024), (1024, 1024, 1024)]
 
 
-def _v4_best(df, speeds, claim, size=8192):
-    ours = {b: speeds.tflops("v4", "float32", "v3", size, b) for b in POST_V4}
+def _fmt(b) -> str:
+    return f"({b[0]}, {b[1]}, {b[2]})"
+
+
+def _v4_best(df, speeds, claim, size=8192, claimed=(512, 512, 512)):
+    configs = [(_fmt(b), "v4", "float32", "v3", size, b) for b in POST_V4]
     post = {b: _published(df, "v4", "float32", "v3", size, b) for b in POST_V4}
-    ours = {b: v for b, v in ours.items() if v is not None}
     post = {b: v for b, v in post.items() if v is not None}
-    if not ours or not post:
-        return _missing(claim, "v4 TFLOP/s at 8192")
-    best, post_best = max(ours, key=ours.get), max(post, key=post.get)
-    fmt = lambda b: f"({b[0]}, {b[1]}, {b[2]})"  # noqa: E731
-    claimed = (512, 512, 512)
-    if claimed not in ours:
-        return _missing(claim, "v4 TFLOP/s of (512, 512, 512) at 8192")
-    # the claimed blocks against the fastest other ones: > 0 where the claimed blocks are the fastest
-    rival = max((b for b in ours if b != claimed), key=ours.get, default=None)
-    if rival is None:
-        return _missing(claim, "v4 TFLOP/s of blocks other than (512, 512, 512) at 8192")
-    verdict, note, noted = speeds.decide(
-        float(np.log(ours[claimed] / ours[rival])),
-        [(fmt(b), "v4", "float32", "v3", size, b) for b in (claimed, rival)])
-    return dict(post_value=f"{fmt(post_best)}: {post[post_best]:.1f} TFLOP/s",
-                this_value=f"{fmt(best)}: {ours[best]:.1f} TFLOP/s", source=speeds.source(),
-                verdict=verdict, reason_id="best_blocks", note_id=note,
-                values=dict(size=size, ours=fmt(best), ours_tflops=ours[best], post=fmt(post_best),
-                            post_tflops=post[post_best], **noted))
+    measured = speeds.covered([c for c in configs if c[-1] in post])
+    ours = {b: speeds.get("v4", "float32", "v3", size, b, measured=measured) for b in POST_V4}
+    ours = {b: v for b, v in ours.items() if v is not None}
+    rivals = [b for b in ours if b != claimed]
+    if claimed not in ours or claimed not in post or not rivals or len(post) < 2:
+        return _missing(claim, "v4 TFLOP/s of (512, 512, 512) and other blocks at 8192, here and in the post")
+    rival = max(rivals, key=ours.get)  # the claimed blocks against the fastest other ones
+    post_best = max(post, key=post.get)
+    post_rival = max((b for b in post if b != claimed), key=post.get)
+    q = 0.0 if measured else speeds.halfwidth(size)  # one figure: both from one refit
+    ratio = ours[claimed] / ours[rival]
+    best = max(ours, key=ours.get)
+    return _speed_claim(
+        speeds, [c for c in configs if c[-1] in (claimed, rival)], measured, float(np.log(ratio)), q,
+        float(np.log(post[claimed] / post[post_rival])),
+        "measured_vs_measured" if measured else "model_vs_model", "best",
+        dict(size=size, claimed=_fmt(claimed), claimed_tflops=ours[claimed], rival=_fmt(rival),
+             rival_tflops=ours[rival], ratio=ratio, ratio_lo=ratio * np.exp(-q), ratio_hi=ratio * np.exp(q),
+             post_rival=_fmt(post_rival), post_rival_tflops=post[post_rival],
+             post_claimed_tflops=post[claimed]),
+        post_value=f"{_fmt(post_best)}: {post[post_best]:.1f} TFLOP/s",
+        this_value=f"{_fmt(best)}: {ours[best]:.1f} TFLOP/s")
 
 
 def _v5_vs_xla(df, speeds, claim, size=8192):
     blocks = (512, 1024, 1024)
+    kernel_config = ("v5 (512, 1024, 1024)", "v5", "bfloat16", "v5", size, blocks)
+    xla_config = ("XLA", "v5", "bfloat16", "xla", size, None)
     post = _published(df, "v5", "bfloat16", "v5", size, blocks)
     post_xla = _published(df, "v5", "bfloat16", "xla", size)
-    ours = speeds.tflops("v5", "bfloat16", "v5", size, blocks)
+    measured = speeds.covered([kernel_config, xla_config])
+    ours = speeds.get("v5", "bfloat16", "v5", size, blocks, measured=measured)
     if post is None or post_xla is None or ours is None:
         return _missing(claim, "v5 and XLA TFLOP/s at 8192")
     xla_est = df[(df.source == "estimate") & (df.target == TARGET) & (df.kernel == "xla")
                  & (df.dtype == "bfloat16") & (df.m == size)]
     flagged = "estimate_nonmonotonic" in xla_est and bool(xla_est.estimate_nonmonotonic.eq(True).any())
-    own_xla = speeds.tflops("v5", "bfloat16", "xla", size)
-    if len(speeds.measured) and own_xla is not None:  # a measurement of XLA: compare with it
-        xla, reason, extra = own_xla, "vs_xla_measured", {}
-    else:  # the post's measured XLA: the like-for-like reference for a post-method estimate
-        xla, reason, extra = post_xla, "vs_xla", {}
-        if not flagged and own_xla is not None:
-            xla, reason, extra = own_xla, "vs_xla_measured", {}
+    own_xla = speeds.get("v5", "bfloat16", "xla", size, measured=measured)
+    q = 0.0 if measured else speeds.halfwidth(size)
+    if measured:
+        xla, xla_is, test, compared = own_xla, "measured", "measured_vs_measured", [kernel_config, xla_config]
+    elif flagged or own_xla is None:  # the post's measured XLA: like for like with a post-method estimate
+        xla, xla_is, test, compared = post_xla, "post", "model_vs_post", [kernel_config]
+    else:  # both modelled, from one refit: the ratio's band is one half-width
+        xla, xla_is, test, compared = own_xla, "modelled", "model_vs_model", [kernel_config, xla_config]
     frac = ours / xla
-    compared = [("v5 (512, 1024, 1024)", "v5", "bfloat16", "v5", size, blocks)]
-    if reason == "vs_xla_measured" and not len(speeds.measured):  # this run's own XLA, modelled
-        compared.append(("XLA", "v5", "bfloat16", "xla", size, None))
-    verdict, note, noted = speeds.decide(float(np.log(frac / NEAR)), compared)
-    return dict(post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
-                this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)",
-                source=speeds.source(),
-                verdict=verdict, reason_id=reason, note_id=note,
-                values=dict(ours=ours, size=size, pct=100 * frac, xla=xla, **extra, **noted))
+    margin, post_margin = float(np.log(frac / NEAR)), float(np.log(post / post_xla / NEAR))
+    return _speed_claim(
+        speeds, compared, measured, margin, q, post_margin, test, "near",
+        dict(ours=ours, size=size, pct=100 * frac, xla=xla, xla_is=xla_is, pct_lo=100 * frac * np.exp(-q),
+             pct_hi=100 * frac * np.exp(q), post_pct=100 * post / post_xla),
+        post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
+        this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)")
 
 
 def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
+    label = _fmt(blocks)
+    configs = [(f"bfloat16 {label}", "v5", "bfloat16", "v5", size, blocks),
+               (f"float32 {label}", "v4", "float32", "v3", size, blocks)]
+    measured = speeds.covered(configs)
     post_b, post_f = (_published(df, "v5", "bfloat16", "v5", size, blocks),
                       _published(df, "v4", "float32", "v3", size, blocks))
-    ours_b, ours_f = (speeds.tflops("v5", "bfloat16", "v5", size, blocks),
-                      speeds.tflops("v4", "float32", "v3", size, blocks))
+    ours_b, ours_f = (speeds.get("v5", "bfloat16", "v5", size, blocks, measured=measured),
+                      speeds.get("v4", "float32", "v3", size, blocks, measured=measured))
     if None in (post_b, post_f, ours_b, ours_f):
         return _missing(claim, "bfloat16 and float32 TFLOP/s with (512, 512, 512) blocks at 8192")
-    label = f"({', '.join(str(b) for b in blocks)})"
-    verdict, note, noted = speeds.decide(float(np.log(ours_b / ours_f)),
-                                         [(f"bfloat16 {label}", "v5", "bfloat16", "v5", size, blocks),
-                                          (f"float32 {label}", "v4", "float32", "v3", size, blocks)])
-    return dict(post_value=f"bf16 {post_b:.1f} vs f32 {post_f:.1f} TFLOP/s",
-                this_value=f"bf16 {ours_b:.1f} vs f32 {ours_f:.1f} TFLOP/s", source=speeds.source(),
-                verdict=verdict, reason_id="bf16_vs_f32", note_id=note,
-                values=dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f,
-                            post_bf16=post_b, post_f32=post_f, **noted))
+    # two figures, two refits: their errors add as independent ones
+    q = 0.0 if measured else float(np.hypot(speeds.halfwidth(size), speeds.halfwidth(size)))
+    ratio = ours_b / ours_f
+    return _speed_claim(
+        speeds, configs, measured, float(np.log(ratio)), q, float(np.log(post_b / post_f)),
+        "measured_vs_measured" if measured else "model_vs_model", "beats",
+        dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f, ratio=ratio,
+             ratio_lo=ratio * np.exp(-q), ratio_hi=ratio * np.exp(q), post_bf16=post_b, post_f32=post_f),
+        post_value=f"bf16 {post_b:.1f} vs f32 {post_f:.1f} TFLOP/s",
+        this_value=f"bf16 {ours_b:.1f} vs f32 {ours_f:.1f} TFLOP/s")
 
 
 def reason_text(reason_id: str, note_id: str, values: dict, gettext=lambda m: m) -> str:
-    """The reason sentence, and the note on how the verdict was decided where there is one."""
-    text = gettext(REASONS[reason_id]) % values
-    return f"{text} {gettext(NOTES[note_id]) % values}" if note_id else text
+    """The reason sentence, and the notes on how the verdict was decided (space-separated ids)."""
+    values = dict(values)
+    if "test" in values and values["test"] in TESTS:
+        values["test"] = gettext(TESTS[values["test"]])
+    if "xla_is" in values and values["xla_is"] in XLA_IS:
+        values["xla_is"] = gettext(XLA_IS[values["xla_is"]])
+    parts = [gettext(REASONS[reason_id]) % values]
+    parts += [gettext(NOTES[n]) % values for n in (note_id or "").split() if n in NOTES]
+    return " ".join(parts)
+
+
+def rule_text(kind: str, gettext=lambda m: m) -> str:
+    """The rule of a kind of claim, with its thresholds (the report's appendix, docs/verdicts.md)."""
+    return gettext(RULES[kind]) % RULE_VALUES
 
 
 # Claims about which configurations compile: the only ones a toolchain without cycle estimates (the
@@ -349,13 +471,13 @@ def claims_table(df: pd.DataFrame, toolchain: str = TOOLCHAIN, only=None) -> pd.
             continue
         r = check(claim)
         kind, where = r["source"]
-        values = {k: (round(float(v), 4) if isinstance(v, (float, np.floating)) else v)
+        # the numbers a verdict is decided on stay exact, so that verdict_of(row) is the row's verdict
+        values = {k: (round(float(v), 4) if isinstance(v, (float, np.floating)) and k not in EXACT else v)
                   for k, v in {**r["values"], **where}.items()}
         note = r.get("note_id", "")
-        rows.append(dict(claim_id=claim, claim=CLAIMS[claim], post_value=r["post_value"],
+        rows.append(dict(claim_id=claim, claim=CLAIMS[claim], kind=KINDS[claim], post_value=r["post_value"],
                          this_value=r["this_value"], source=SOURCES[kind] % values, source_kind=kind,
                          toolchain=toolchain, verdict=r["verdict"],
                          reason=reason_text(r["reason_id"], note, values), reason_id=r["reason_id"],
-                         note_id=note,
-                         values=json.dumps(values, sort_keys=True, default=str)))
+                         note_id=note, values=json.dumps(values, sort_keys=True, default=str)))
     return pd.DataFrame(rows)
