@@ -161,7 +161,7 @@ def verdict_of(row) -> str:
     values = json.loads(row["values"]) if isinstance(row["values"], str) else row["values"]
     if row["reason_id"] == "missing":
         return "not tested"
-    if KINDS[row["claim_id"]] == "compiles":
+    if row["kind"] == "compiles":
         return "holds" if values["ok"] == values["post_ok"] and values["fail"] == values["post_fail"] \
             else "differs"
     return decided(values["margin"], values["band"], values["post_margin"])[0]
@@ -217,7 +217,7 @@ class Speeds:
     def covered(self, configs) -> bool:
         """True where this run measured every configuration of `configs` (experiment, dtype, kernel,
         size, blocks): the claim is then decided on measurements."""
-        return len(self.measured) > 0 and all(len(self._measured(*c[1:])) for c in configs)
+        return len(self.measured) > 0 and all(len(self._measured(*c[2:])) for c in configs)
 
     def halfwidth(self, size) -> float:
         return self.band.for_size(size, size, size)[LEVEL] if self.band is not None else np.nan
@@ -281,7 +281,7 @@ def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
     post_fail = post[post.status != "ok"].m.min()
     limit = ours.vmem_limit_bytes.dropna()
     limit = int(limit.iloc[0] // MiB) if len(limit) else "?"
-    same = ok == post_ok and fail == post_fail
+    same = _int(ok) == _int(post_ok) and _int(fail) == _int(post_fail)  # "–": no size fails
     values = dict(ok=_int(ok), fail=_int(fail) if fail is not None else "–", limit=limit,
                   post_ok=_int(post_ok), post_fail=_int(post_fail),
                   test="compiler_vs_post" if source == "estimate" else "measured_vs_post")

@@ -1,0 +1,146 @@
+"""The verdict rules (experiments/analysis/claims.py), on the synthetic table of tests/test_timing_model.py:
+each kind's verdict recomputed from the numbers its claims.csv row prints, and measurements that decide
+only the claims they cover."""
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_timing_model import VERSIONS, synthetic_table
+
+from tpu_matmul_repro.experiments.analysis import claims
+from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.core.schema import frame as to_frame
+from tpu_matmul_repro.experiments.core.units import MiB
+
+pytestmark = pytest.mark.xdist_group("claims")
+
+
+@pytest.fixture(scope="module")
+def table():
+    return synthetic_table(noise=0.05, seed=5)
+
+
+@pytest.fixture(scope="module")
+def rows(table):
+    return claims.claims_table(table).set_index("claim_id")
+
+
+def rule(margin, band, post_margin):
+    """The rule as docs/verdicts.md states it, written out again."""
+    if margin + band < 0:
+        return "differs"
+    if margin < 0:
+        return "differs" if post_margin < 0 else "inconclusive"
+    return "holds" if post_margin >= 0 else "inconclusive"
+
+
+def values(row) -> dict:
+    return json.loads(row["values"])
+
+
+def test_every_claim_has_a_kind_and_a_rule_with_its_thresholds():
+    assert set(claims.KINDS) == set(claims.CLAIMS)
+    for kind in set(claims.KINDS.values()):
+        assert claims.rule_text(kind)
+    assert "1.22" in claims.rule_text("about") and "0.2" in claims.rule_text("about")
+    assert "90 %" in claims.rule_text("near")
+
+
+def test_about_recomputed_from_its_row(rows):
+    row = rows.loc["v3_128_about_10"]
+    v = values(row)
+    margin = claims.ABOUT - abs(math.log(v["ours"] / float(v["claimed"])))
+    post_margin = claims.ABOUT - abs(math.log(v["post"] / float(v["claimed"])))
+    assert margin == pytest.approx(v["margin"], abs=1e-3)
+    assert post_margin == pytest.approx(v["post_margin"], abs=1e-3)
+    assert v["lo"] == pytest.approx(v["ours"] * math.exp(-v["band"]), rel=1e-3)
+    assert row.verdict == rule(v["margin"], v["band"], v["post_margin"]) == claims.verdict_of(row)
+    assert f"{v['ours']:.1f} TFLOP/s at 8192" in row.reason
+    assert "the timing model against the claimed" in row.reason
+
+
+def test_best_blocks_recomputed_from_its_row(rows):
+    row = rows.loc["v4_best_512"]
+    v = values(row)
+    assert math.log(v["claimed_tflops"] / v["rival_tflops"]) == pytest.approx(v["margin"], abs=1e-3)
+    post = math.log(v["post_claimed_tflops"] / v["post_rival_tflops"])
+    assert post == pytest.approx(v["post_margin"], abs=1e-3)
+    assert row.verdict == rule(v["margin"], v["band"], v["post_margin"]) == claims.verdict_of(row)
+    assert "two numbers of the timing model against each other" in row.reason
+
+
+def test_nearly_matches_recomputed_from_its_row(rows):
+    row = rows.loc["v5_matches_xla"]
+    v = values(row)
+    assert math.log(v["pct"] / 100 / claims.NEAR) == pytest.approx(v["margin"], abs=1e-3)
+    assert math.log(v["post_pct"] / 100 / claims.NEAR) == pytest.approx(v["post_margin"], abs=1e-3)
+    assert row.verdict == rule(v["margin"], v["band"], v["post_margin"]) == claims.verdict_of(row)
+    assert claims.TESTS[v["test"]] in row.reason
+
+
+def test_beats_recomputed_from_its_row(rows):
+    row = rows.loc["bf16_beats_f32"]
+    v = values(row)
+    assert math.log(v["bf16"] / v["f32"]) == pytest.approx(v["margin"], abs=1e-3)
+    assert math.log(v["post_bf16"] / v["post_f32"]) == pytest.approx(v["post_margin"], abs=1e-3)
+    # two figures: their bands add as independent errors
+    assert v["band"] > 0 and row.verdict == rule(v["margin"], v["band"], v["post_margin"])
+    assert row.verdict == claims.verdict_of(row)
+
+
+def test_compiles_recomputed_from_its_row(rows):
+    for claim in ("v1_fails_above_1024", "v2_up_to_2048", "v5_1024_fails_from_2048"):
+        row = rows.loc[claim]
+        v = values(row)
+        same = v["ok"] == v["post_ok"] and v["fail"] == v["post_fail"]
+        assert row.verdict == ("holds" if same else "differs") == claims.verdict_of(row)
+
+
+def test_the_rule_on_each_side_of_its_thresholds():
+    assert claims.decided(0.1, 0.2, 0.1)[0] == "holds"
+    assert claims.decided(-0.1, 0.2, 0.1)[0] == "inconclusive"  # the band reaches the claim
+    assert claims.decided(-0.3, 0.2, 0.1)[0] == "differs"  # the whole band fails it
+    assert claims.decided(-0.1, 0.2, -0.1)[0] == "differs"  # and so does the post
+    assert claims.decided(0.1, 0.2, -0.1)[0] == "inconclusive"  # only this run supports it
+    assert claims.decided(-0.01, 0.0, 0.1)[0] == "differs"  # a measurement has no band
+
+
+def measured_rows(table, configs, label="tpu-vm"):
+    """Measured rows (v5e, one run) of `configs` [(experiment, kernel, dtype, size, blocks)], timed
+    by the synthetic model itself."""
+    out = []
+    for experiment, kernel, dtype, size, blocks in configs:
+        est = table[(table.source == "estimate") & (table.kernel == kernel) & (table.dtype == dtype)
+                    & (table.m == size) & (table.experiment == experiment)]
+        if blocks is not None:
+            est = est[(est.bm == blocks[0]) & (est.bk == blocks[1]) & (est.bn == blocks[2])]
+        r = est.iloc[0]
+        device = tm.device_seconds(tm.features(r), tm.Constants(1.0, 0.8, 100.0, 1e-4, 2.0, 50.0))
+        bm, bk, bn = (None, None, None) if blocks is None else blocks
+        out.append(dict(source="measured", target="v5e", experiment=experiment, kernel=kernel, dtype=dtype,
+                        m=size, k=size, n=size, bm=bm, bk=bk, bn=bn, status="ok", seconds=device,
+                        wall_seconds=device + 1e-4, run_label=label, vmem_limit_bytes=16 * MiB,
+                        timestamp="2026-11-30T10:00:00+00:00", raised_limit=False, search=False))
+    return to_frame(out, VERSIONS)
+
+
+def test_a_partial_measurement_file_leaves_every_claim_it_does_not_cover(table, rows):
+    """Issue 39: a small v5e measurement file (XLA and v5 at sizes no claim is about) changes no claim;
+    one that measures both configurations of "bf16 beats f32" at 8192 decides that claim alone."""
+    partial = measured_rows(table, [("v5", "xla", "bfloat16", 1024, None),
+                                    ("v5", "v5", "bfloat16", 1024, (512, 512, 512)),
+                                    ("v5", "v5", "bfloat16", 2048, (512, 1024, 1024))])
+    after = claims.claims_table(pd.concat([table, partial], ignore_index=True)).set_index("claim_id")
+    for col in ("verdict", "source_kind", "reason", "this_value"):
+        assert (after[col] == rows[col]).all(), col
+    covering = measured_rows(table, [("v5", "v5", "bfloat16", 8192, (512, 512, 512)),
+                                     ("v4", "v3", "float32", 8192, (512, 512, 512))])
+    after = claims.claims_table(pd.concat([table, covering], ignore_index=True)).set_index("claim_id")
+    assert after.loc["bf16_beats_f32", "source_kind"] == "measured"
+    assert "measured" in after.loc["bf16_beats_f32", "reason"]
+    others = after.index != "bf16_beats_f32"
+    for col in ("verdict", "source_kind", "reason"):
+        assert (after.loc[others, col] == rows.loc[others, col]).all(), col
+    assert np.isclose(values(after.loc["bf16_beats_f32"])["band"], 0.0)
