@@ -1,4 +1,5 @@
 """Small tables for the report, built from the tidy table (cells are strings, ready to print)."""
+import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis.summaries import default_limit
@@ -197,7 +198,18 @@ CONSTANT_NAMES = {
     "step_cycles": N_("fixed cost per grid step (cycles)"),
     "call_seconds": N_("host overhead per blocked call (microseconds)"),
     "float32_factor": N_("float32 dot time relative to one bfloat16 MXU pass"),
+    "overlapped_step_cycles": N_("the core's own cost per grid step, overlapped by the DMAs (cycles)"),
 }
+# What each side of best-vs-XLA computes in: the Pallas dot (a_ref[...] @ b_ref[...], no precision set)
+# and XLA's jnp.matmul at its DEFAULT precision.
+PRECISION_NAMES = {
+    "float32": N_("float32 operands, the dot's default precision; DEFAULT precision (one bfloat16 pass on "
+                  "TPU)"),
+    "bfloat16": N_("bfloat16 operands, float32 accumulation; DEFAULT precision"),
+    "int8": N_("int8 operands, int32 accumulation; DEFAULT precision"),
+}
+SIZE_BAND_NAMES = {"below 4096": N_("below 4096"), "4096 to 8191": N_("4096 to 8191"),
+                   "8192 and above": N_("8192 and above")}
 
 
 def _text(value) -> str:
@@ -236,27 +248,93 @@ def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
 
 
 def fit_name(fit: str, gettext) -> str:
-    """A fit's name (experiments/analysis/model_columns.fits) in words: "published v5e" or
-    "measured <target> <run>"."""
-    if fit == "published v5e":
+    """A fit's name (experiments/analysis/model_columns.fits) in words: "published v5e", "published v5e
+    without <figure>" or "measured <target> <run>"."""
+    from tpu_matmul_repro.experiments.analysis.model_columns import PUBLISHED, WITHOUT, is_refit
+
+    if fit == PUBLISHED:
         return gettext("the post's v5e numbers")
+    if is_refit(fit):
+        return gettext("the post's v5e numbers without figure %(figure)s") % {"figure": fit.split(WITHOUT)[1]}
     parts = str(fit).split(" ", 2)
     if len(parts) == 3 and parts[0] == "measured":
         return gettext("measured on %(target)s, run %(label)s") % {"target": parts[1], "label": parts[2]}
     return str(fit)
 
 
+def _shown(constant: str) -> tuple[float, int]:
+    """(scale, digits) a constant is printed with: call_seconds in microseconds, cycles whole."""
+    scale = 1e6 if constant == "call_seconds" else 1.0
+    return scale, 0 if constant in ("step_cycles", "call_seconds", "overlapped_step_cycles") else 2
+
+
+def refit_rows(constants: pd.DataFrame, gettext) -> dict:
+    """The leave-one-experiment-out refits' constants side by side: how far they move when one of the
+    post's figures leaves the fit ({"figures": [...], "rows": [{constant, values}]})."""
+    from tpu_matmul_repro.experiments.analysis.model_columns import WITHOUT, is_refit
+
+    refits = constants[constants.fit.map(is_refit)] if len(constants) else constants
+    if refits.empty:
+        return {}
+    figures = list(dict.fromkeys(refits.fit))
+    rows = []
+    for name, part in refits.groupby("constant", sort=False):
+        scale, digits = _shown(name)
+        by_fit = part.set_index("fit").value
+        rows.append(dict(constant=gettext(CONSTANT_NAMES[name]), name=name,
+                         values=[f"{by_fit[f] * scale:.{digits}f}" for f in figures]))
+    return dict(figures=[f.split(WITHOUT)[1] for f in figures], rows=rows)
+
+
 def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
+    from tpu_matmul_repro.experiments.analysis.model_columns import is_refit
+
     rows = []
     for r in constants.itertuples():
-        scale = 1e6 if r.constant == "call_seconds" else 1.0  # shown in microseconds
-        digits = 0 if r.constant in ("step_cycles", "call_seconds") else 2
+        if is_refit(r.fit):  # refit_rows: side by side
+            continue
+        scale, digits = _shown(r.constant)
         rows.append(dict(fit=fit_name(r.fit, gettext), constant=gettext(CONSTANT_NAMES[r.constant]),
                          name=r.constant,
                          value=f"{r.value * scale:.{digits}f}", error=f"{r.std_error * scale:.{digits}f}",
                          range=f"{r.lower * scale:g} – {r.upper * scale:g}", at_bound=bool(r.at_bound),
                          n=int(r.n_points)))
     return rows
+
+
+def band_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
+    """The prediction bands beside their held-out coverage (fidelity.csv, leave one experiment out):
+    one row per size band, then all points and sizes from 2048 and 8192, as checked."""
+    from tpu_matmul_repro.experiments.analysis.intervals import VALIDATION
+
+    need = {"validation", "scope", "group", "halfwidth80", "coverage80", "halfwidth95", "coverage95"}
+    if not need <= set(fidelity):
+        return []
+    rows = fidelity[fidelity.validation == VALIDATION]
+    scopes = [("size band", g, gettext(SIZE_BAND_NAMES.get(g, g))) for g in SIZE_BAND_NAMES] + [
+        ("all", "all", gettext("all points")), ("size >= 2048", "all", gettext("sizes from 2048")),
+        ("size", "8192", gettext("size 8192"))]
+    out = []
+    for scope, group, name in scopes:
+        hit = rows[(rows.scope == scope) & (rows.group == group)]
+        if hit.empty or not hit.n.iloc[0] or pd.isna(hit.coverage80.iloc[0]):
+            continue
+        r = hit.iloc[0]
+        out.append(dict(name=name, n=int(r.n), band=scope == "size band",
+                        factor80=f"x/{np.exp(r.halfwidth80):.2f}", coverage80=f"{r.coverage80:.2f}",
+                        factor95=f"x/{np.exp(r.halfwidth95):.2f}" if np.isfinite(r.halfwidth95) else "∞",
+                        coverage95=f"{r.coverage95:.2f}"))
+    return out
+
+
+def rule_rows(gettext) -> list[dict]:
+    """The verdict rules, one per kind of claim, with their thresholds (the report's appendix)."""
+    from tpu_matmul_repro.experiments.analysis.claims import CLAIMS, KIND_NAMES, KINDS, rule_text
+
+    rows = [dict(kind=gettext(KIND_NAMES[kind]), rule=rule_text(kind, gettext),
+                 claims=[gettext(CLAIMS[c]) for c, k in KINDS.items() if k == kind])
+            for kind in KIND_NAMES]
+    return rows + [dict(kind=gettext("Speed claims"), rule=rule_text("decision", gettext), claims=[])]
 
 
 def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=None, constants=None) -> dict:
@@ -295,7 +373,9 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
                 notes.append(gettext("Not cross-validated (%(validation)s): a fold leaves too few points to "
                                      "fit the model.") % {"validation": name})
     return dict(notes=notes, claims=_claims_rows(claims, gettext) if len(claims) else [],
+                bands=band_rows(fidelity, gettext) if len(fidelity) else [], rules=rule_rows(gettext),
                 claims_table=claims, fidelity_table=fidelity, constants_table=constants,
                 fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
                 constants=_constant_rows(constants, gettext) if len(constants) else [],
+                refits=refit_rows(constants, gettext),
                 left_out=gettext("; ").join(reasons))

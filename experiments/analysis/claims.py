@@ -431,10 +431,10 @@ def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
 def reason_text(reason_id: str, note_id: str, values: dict, gettext=lambda m: m) -> str:
     """The reason sentence, and the notes on how the verdict was decided (space-separated ids)."""
     values = dict(values)
-    if "test" in values and values["test"] in TESTS:
-        values["test"] = gettext(TESTS[values["test"]])
-    if "xla_is" in values and values["xla_is"] in XLA_IS:
-        values["xla_is"] = gettext(XLA_IS[values["xla_is"]])
+    for key, words in (("test", TESTS), ("xla_is", XLA_IS)):  # ids in the row, words in the sentence
+        message = words.get(values.get(key))
+        if message is not None:
+            values[key] = gettext(message)
     parts = [gettext(REASONS[reason_id]) % values]
     parts += [gettext(NOTES[n]) % values for n in (note_id or "").split() if n in NOTES]
     return " ".join(parts)
