@@ -177,3 +177,17 @@ def test_page_one_tables_and_figures_print_one_value_per_configuration(table, ro
                       & (drawn.m == 8192)]
         assert f"{float(point.model_post_tflops.iloc[0]):.1f}" == shown  # what the figure draws
         assert point.model_fit.iloc[0] == f"published v5e without {experiment}"
+
+
+def test_a_compile_claim_is_decided_on_the_sizes_both_sides_tried(table):
+    """The post's v2 fails from 4096; a run that compiled only up to 2048 cannot contradict that."""
+    from test_timing_model import published_row
+
+    from tpu_matmul_repro.experiments.core.cases import Case
+
+    fails = to_frame([published_row("v2", Case("v2", "float32", 4096, 4096, 4096, 1024, 4096, 1024),
+                                    status="failed")], {}).drop(columns=list(VERSIONS))
+    row = claims.claims_table(pd.concat([table, fails], ignore_index=True)).set_index("claim_id").loc[
+        "v2_up_to_2048"]
+    assert row.verdict == "holds" == claims.verdict_of(row), row.reason
+    assert values(row)["post_fail"] == "–"  # 4096 is outside the sizes compared

@@ -59,10 +59,10 @@ KINDS = {"v1_fails_above_1024": "compiles", "v2_up_to_2048": "compiles",
 KIND_NAMES = {"compiles": N_("compiles up to / fails from"), "about": N_("about a number"),
               "best": N_("best blocks"), "near": N_("nearly matches"), "beats": N_("beats")}
 RULES = {
-    "compiles": N_("Holds where this run's largest size that compiles at the default scoped-VMEM limit and "
-                   "its first size that fails are the post's; differs otherwise. Test: the compiler's "
-                   "VMEM verdict (or, where this run measured every size, the measurement's status) "
-                   "against the post's."),
+    "compiles": N_("Over the sizes both this run and the post tried: holds where this run's largest size "
+                   "that compiles at the default scoped-VMEM limit and its first size that fails are the "
+                   "post's; differs otherwise. Test: the compiler's VMEM verdict (or, where this run "
+                   "measured every size, the measurement's status) against the post's."),
     "about": N_("\"About X\" is within a factor of %(about_factor).2f of X (|ln(number / X)| <= %(about)s). "
                 "Test: this run's number and its 80 %% band against X, and the post's own number against "
                 "X."),
@@ -274,6 +274,10 @@ def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
         what = "compile results for this configuration" if ours.empty else "published numbers"
         return _missing(claim, what)
     ours = ours.drop_duplicates("m")
+    sizes = set(ours.m) & set(post.m)  # decided on the sizes both tried
+    if not sizes:
+        return _missing(claim, "compile results at a size the post reports")
+    ours, post = ours[ours.m.isin(sizes)], post[post.m.isin(sizes)]
     post_ok = post[post.status == "ok"].m.max()
     ok = ours[ours.status == "ok"].m.max()
     failed = ours[ours.status != "ok"]
