@@ -182,14 +182,14 @@ def test_too_few_points_is_a_clear_error(synthetic):
     points, _ = tm.reference_points(synthetic)
     with pytest.raises(tm.TooFewPoints, match="5 points cannot fit 6 constants"):
         tm.fit_published(points.head(5))
-    # v1, v2, v3 published: 8 points fit, but leaving v1's 2 out leaves 6
+    # v1, v2, v3 published: 9 points fit, but leaving v1's 2 out leaves 7 (6 constants need 8)
     few = synthetic[~((synthetic.source == "published") & ~synthetic.experiment.isin(["v1", "v2", "v3"]))]
-    with pytest.raises(tm.TooFewPoints, match="fold experiment=v1: 6 points cannot fit"):
+    with pytest.raises(tm.TooFewPoints, match="fold experiment=v1: 7 points cannot fit"):
         validation.cross_validate(tm.reference_points(few)[0], "experiment")
     # the fidelity table still reports what it can, and says which validation could not be made, and why
     table = validation.fidelity_table(few)
     loeo = table[table.validation == "leave one experiment out"]
-    assert (loeo.n == 0).all() and loeo.note.str.contains("fold experiment=v1: 6 points cannot fit").all()
+    assert (loeo.n == 0).all() and loeo.note.str.contains("fold experiment=v1: 7 points cannot fit").all()
     assert (table[table.estimator == "compiler"].n > 0).any()
     only_v1 = synthetic[~((synthetic.source == "published") & (synthetic.experiment != "v1"))]
     with pytest.raises(tm.TooFewPoints, match="points cannot fit 6 constants"):

@@ -159,7 +159,7 @@ def out_of_sample(rows: pd.DataFrame, all_fits: dict, published_dtypes: set) -> 
     """Per v5e row: the name of the refit that left its figure out, where there is one and the post
     published its dtype ("" elsewhere): the row is modelled out of sample, like the post's point."""
     names = rows.experiment.map(lambda e: without(e) if without(e) in all_fits else "")
-    return names.where((rows.target == "v5e") & rows.dtype.isin(published_dtypes), "")
+    return names.where((rows.target == POST_CHIP) & rows.dtype.isin(published_dtypes), "")
 
 
 def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, spread: pd.Series, calibrated: pd.Series,
