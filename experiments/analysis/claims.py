@@ -320,7 +320,12 @@ def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
 def reason_text(reason_id: str, note_id: str, values: dict, gettext=lambda m: m) -> str:
     """The reason sentence, and the note on how the verdict was decided where there is one."""
     text = gettext(REASONS[reason_id]) % values
-    return f"{text} {gettext(NOTES[note_id]) % values}" if note_id else text
+    if not note_id:
+        return text
+    if "limits" in values:  # joined with "; " in claims.csv; shown with the language's own semicolon
+        values = dict(values, limits=str(values["limits"]).replace("; ", gettext("; ")))
+    # Chinese runs on after its full stop; English leaves a space
+    return text + ("" if text.endswith("。") else " ") + gettext(NOTES[note_id]) % values
 
 
 # Claims about which configurations compile: the only ones a toolchain without cycle estimates (the

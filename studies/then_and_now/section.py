@@ -55,7 +55,8 @@ def comparison(df: pd.DataFrame, table: pd.DataFrame, primary: str | None, gette
     for name in names:
         first = est[est.toolchain == name].iloc[0]
         a = agreement(table, name)
-        columns.append(dict(name=name, jax=first.jax_version, libtpu=first.libtpu_version))
+        columns.append(dict(name=toolchain_name(name, gettext, standalone=True), jax=first.jax_version,
+                            libtpu=first.libtpu_version))
         reason = missing_reason(df, name)
         if reason:
             missing.append(dict(name=toolchain_name(name, gettext, standalone=True), reason=reason))
@@ -107,8 +108,8 @@ def first_page(table: pd.DataFrame | None, primary: str | None, gettext) -> tupl
     for a in agreement_rows:
         label = toolchain_name(a["toolchain"], gettext)
         findings.append(gettext(
-            "%(label)s (libtpu %(libtpu)s): %(agree)s of %(n)s of the post's configurations get the post's "
-            "VMEM verdict, %(disagree)s do not.") % dict(
+            "%(label)s (libtpu %(libtpu)s) gives the post's VMEM verdict on %(agree)s of its %(n)s "
+            "configurations and another on %(disagree)s.") % dict(
             label=label.capitalize(), libtpu=a["libtpu"], agree=a["agree"], n=a["n"],
             disagree=a["disagree"]))
     return abstract, findings
