@@ -109,7 +109,7 @@ def print_font_size(text: str) -> str:
 # The printed figure: its image and caption stay on one page (style.css), so the block is at most a
 # third of the page's height, and what it leaves blank when it moves to the next page is too. The
 # caption's lines are estimated from its length (a CJK character one em of 8.5 pt, a Latin one half).
-FIGURE_BLOCK_MM = (297 - 2 * 14) / 3 - 6
+FIGURE_BLOCK_MM = (297 - 2 * 14) / 3 - 14  # less the figure's margins and the caption's label
 CAPTION_LINE_MM = 8.5 * 1.35 * 25.4 / 72
 CAPTION_WIDTH_EM = (210 - 2 * 13) / 25.4 * 72 / 8.5
 
@@ -362,7 +362,8 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     studies = sections.rendered(sections.Inputs(
         df=every_toolchain, tables={name: study_tables.get(name) for s in sections.REGISTRY.values()
                                     for name in s.tables},
-        primary=primary_toolchain, gettext=gettext, figures=figures.many, specs=specs))
+        primary=primary_toolchain, gettext=gettext, figures=figures.many, specs=specs,
+        ngettext=trans.ngettext))
     # one experiment across generations in the story (the post's headline, v5 in bfloat16), the rest after
     generations = sorted(n for n in specs if n.startswith("generations_"))
     lead = [n for n in generations if n == "generations_v5_bfloat16"] or generations[:1]

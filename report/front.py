@@ -119,11 +119,9 @@ def verdict_counts(front: dict, trans, lang: str) -> str:
         clauses.append(ngettext("%(num)s differs", "%(num)s differ", front["differs"])
                        % {"num": front["differs"]})
     if front["inconclusive"]:
-        clauses.append(ngettext(
-            "%(num)s is inconclusive (the difference lies inside the timing model's 80 %% prediction "
-            "interval)",
-            "%(num)s are inconclusive (the difference lies inside the timing model's 80 %% prediction "
-            "interval)", front["inconclusive"]) % {"num": front["inconclusive"]})
+        clauses.append(ngettext("%(num)s is inconclusive within the timing model's 80 %% interval",
+                                "%(num)s are inconclusive within the timing model's 80 %% interval",
+                                front["inconclusive"]) % {"num": front["inconclusive"]})
     if front["untested"]:
         clauses.append(ngettext("%(num)s could not be tested with this run's data",
                                 "%(num)s could not be tested with this run's data", front["untested"])

@@ -543,9 +543,8 @@ def test_every_glossary_term_is_used_in_the_report(full_page):
     (dict(holds=1, differs=1), "Of the post's 2 claims, 1 holds and 1 differs.",
      "原文的 2 条论断中，1 条成立，1 条不符。"),
     (dict(holds=4, differs=1, inconclusive=2),
-     "Of the post's 7 claims, 4 hold, 1 differs and 2 are inconclusive (the difference lies inside the "
-     "timing model's 80 % prediction interval).",
-     "原文的 7 条论断中，4 条成立，1 条不符，2 条无定论（差异落在计时模型的 80% 预测区间之内）。"),
+     "Of the post's 7 claims, 4 hold, 1 differs and 2 are inconclusive within the timing model's 80 % "
+     "interval.", "原文的 7 条论断中，4 条成立，1 条不符，2 条在计时模型的 80% 区间内无定论。"),
     (dict(differs=1), "Of the post's 1 claim, 1 differs.", "原文的 1 条论断中，1 条不符。"),
     (dict(holds=2, untested=1),
      "Of the post's 3 claims, 2 hold and 1 could not be tested with this run's data.",
@@ -659,3 +658,19 @@ def test_the_pdf_carries_the_kernels_it_lists(table, tmp_path):
     subprocess.run(["pdfdetach", "-saveall", "-o", str(out), str(pdfs[0])], check=True)
     for path in paths:
         assert (out / path.replace("/", "_")).read_bytes() == (build.ROOT / path).read_bytes()
+
+
+def test_the_outputs_page_lists_what_the_code_writes():
+    """docs/outputs.md names every verdict claims.csv can hold, every kind of number the figures name and
+    the table's key, as the code defines them (issue 40: the list lacked `inconclusive`)."""
+    from tpu_matmul_repro.experiments.analysis.claims import VERDICTS
+    from tpu_matmul_repro.experiments.core.schema import KEY
+    from tpu_matmul_repro.figures.labels import SOURCE_NAMES
+
+    page = (build.ROOT / "docs" / "outputs.md").read_text()
+    listed = re.search(r"a verdict \(([^)]*)\)", page).group(1).split(" / ")
+    assert listed == list(VERDICTS)
+    kinds = re.search(r"Every number is one of four kinds.*?\n\n", page, re.S).group(0)
+    assert all(f"**{name}**" in kinds for name in SOURCE_NAMES.values()), kinds
+    key = re.search(r"One row per \(([^)]*)\)", page.replace("\n", " ")).group(1)
+    assert [c.strip() for c in key.split(",")] == list(KEY)
