@@ -108,17 +108,17 @@ def print_font_size(text: str) -> str:
 
 # The printed figure: its image and caption stay on one page (style.css), so the block is at most a
 # third of the page's height, and what it leaves blank when it moves to the next page is too. The
-# caption's lines are estimated from its length (a CJK character one em of 8.5 pt, a Latin one half).
-FIGURE_BLOCK_MM = (297 - 2 * 14) / 3 - 14  # less the figure's margins and the caption's label
-CAPTION_LINE_MM = 8.5 * 1.35 * 25.4 / 72
-CAPTION_WIDTH_EM = (210 - 2 * 13) / 25.4 * 72 / 8.5
+# caption's lines are estimated from its length (a CJK character one em of 8 pt, a Latin one half).
+FIGURE_BLOCK_MM = (297 - 2 * 14) / 3 - 20  # less the margins, the caption's label and the line kept with it
+CAPTION_LINE_MM = 8 * 1.3 * 25.4 / 72
+CAPTION_WIDTH_EM = (210 - 2 * 13) / 25.4 * 72 / 8
 
 
 def print_height(caption: str) -> str:
     """The printed image's largest height for a figure with this caption (CSS length)."""
     ems = sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in caption)
     lines = int(ems // CAPTION_WIDTH_EM) + 1
-    return f"{max(45.0, min(85.0, FIGURE_BLOCK_MM - lines * CAPTION_LINE_MM)):.0f}mm"
+    return f"{max(40.0, min(85.0, FIGURE_BLOCK_MM - lines * CAPTION_LINE_MM)):.0f}mm"
 
 
 WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figures/plots.py)
