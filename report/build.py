@@ -542,4 +542,4 @@ def write_pdf(html: str, base_url: str, pdf_path, font_path, attachments=()) -> 
 
 def listing_paths(df: pd.DataFrame) -> list[str]:
     """The kernel files the report's appendix lists (the PDF carries each as an attachment)."""
-    return list(dict.fromkeys(code for _, _, code in experiment_sections(df)))
+    return list(dict.fromkeys(section[-1] for section in experiment_sections(df)))
