@@ -643,6 +643,8 @@ def test_the_pdf_carries_the_kernels_it_lists(table, tmp_path):
     from tpu_matmul_repro.figures.style import cjk_font_path
 
     html = render(table, "en", for_pdf=True)
+    assert "carries each file below as an attachment" in html
+    assert "carries each file below" not in render(table, "en")  # the HTML page shows the code as is
     paths = build.listing_paths(table)
     assert paths and all(p.startswith("kernels/") for p in paths)
     pdfs = [tmp_path / f"{i}.pdf" for i in range(2)]
