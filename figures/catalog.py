@@ -136,7 +136,7 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
         if source == "estimate":
             key = "caption_modelled" if modelled else "caption_estimate"
             parts.append(text(lang, key, libtpu=", ".join(_values(part, "libtpu_version")) or "?",
-                              target=", ".join(_values(part, "target"))))
+                              target=join(lang, "list", _values(part, "target"))))
         elif source == "measured":
             parts.append(text(lang, "caption_measured", device_kind=first.device_kind))
         else:
@@ -167,7 +167,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
         n_series=len({plots.config_key(r) for r in drawn.itertuples()}) if len(drawn) else 0,
         others=join(lang, "two", (text(lang, f"others_{s}") for s in others))
         or text(lang, "others_published"),
-        targets=", ".join(_values(estimates, "target")),
+        targets=join(lang, "list", _values(estimates, "target")),
     )
     entry = CATALOG[kind]
     caption = translate(lang, entry.caption, **fields)

@@ -86,7 +86,9 @@ def drawable_characters() -> str:
     drawn = used_messages(under=("figures/", "studies/", "kernels/"))
     for language in LANGUAGES[1:]:
         chars |= {ch for study in scopes() for m in read_catalog(language, study)
-                  if (m.id, m.context) in drawn for ch in m.string if ord(ch) > 0x7E}
+                  if (m.id, m.context) in drawn
+                  for ch in ("".join(m.string) if isinstance(m.string, tuple) else m.string)  # plural: forms
+                  if ord(ch) > 0x7E}
     return "".join(sorted(chars))
 
 

@@ -40,6 +40,8 @@ from tpu_matmul_repro.kernels import source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import findings, front, sections, tables
 from tpu_matmul_repro.report.advice import advice_section
+from tpu_matmul_repro.report.tables import toolchain_name
+from tpu_matmul_repro.report.typography import keep_units
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -83,9 +85,40 @@ def config_text(config: dict) -> str:
 
 def highlight(path: str) -> str:
     source = (ROOT / path).read_text()
-    # Markup: Pygments' own HTML (it escapes the code), trusted as is under autoescaping.
-    return Markup(pygments.highlight(source, pygments.lexers.PythonLexer(),
-                                     pygments.formatters.HtmlFormatter(cssclass="highlight")))
+    # Markup: Pygments' own HTML (it escapes the code), trusted as is under autoescaping. Its <pre>
+    # carries the type size at which the longest line fits the printed page (print_font_size).
+    html = pygments.highlight(source, pygments.lexers.PythonLexer(),
+                              pygments.formatters.HtmlFormatter(cssclass="highlight"))
+    return Markup(html.replace("<pre>", f'<pre style="--print-size: {print_font_size(source)}">', 1))
+
+
+# The printed page's text width for a listing (A4 less style.css's margins and the <pre>'s padding),
+# and DejaVu Sans Mono's advance: a line of n characters is n * MONO_ADVANCE em wide.
+LISTING_WIDTH_PT = (210 - 2 * 13) / 25.4 * 72 - 2 * 7.2
+MONO_ADVANCE = 0.602
+LISTING_MAX_PT = 8.0
+
+
+def print_font_size(text: str) -> str:
+    """The type size that prints `text`'s longest line on one line of the page: code is never wrapped,
+    so its indentation stays Python's and code copied from the PDF runs (issue 40)."""
+    longest = max((len(line.expandtabs()) for line in text.splitlines()), default=1)
+    return f"{min(LISTING_MAX_PT, LISTING_WIDTH_PT / (MONO_ADVANCE * max(longest, 1))):.2f}pt"
+
+
+# The printed figure: its image and caption stay on one page (style.css), so the block is at most a
+# third of the page's height, and what it leaves blank when it moves to the next page is too. The
+# caption's lines are estimated from its length (a CJK character one em of 8 pt, a Latin one half).
+FIGURE_BLOCK_MM = (297 - 2 * 14) / 3 - 20  # less the margins, the caption's label and the line kept with it
+CAPTION_LINE_MM = 8 * 1.3 * 25.4 / 72
+CAPTION_WIDTH_EM = (210 - 2 * 13) / 25.4 * 72 / 8
+
+
+def print_height(caption: str) -> str:
+    """The printed image's largest height for a figure with this caption (CSS length)."""
+    ems = sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in caption)
+    lines = int(ems // CAPTION_WIDTH_EM) + 1
+    return f"{max(40.0, min(85.0, FIGURE_BLOCK_MM - lines * CAPTION_LINE_MM)):.0f}mm"
 
 
 WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figures/plots.py)
@@ -146,6 +179,7 @@ class Figures:
                 "files": {fmt: f"{self.href}/{name}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
                 "caption": info["caption"], "cite": cite,
+                "print_height": print_height(f"{info['caption']} {cite}"),
                 "bibtex": bibtex(f"tpu_matmul_repro_{name}", name, self.commit, note=info["caption"])}
 
     def many(self, names) -> list[dict]:
@@ -328,7 +362,8 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     studies = sections.rendered(sections.Inputs(
         df=every_toolchain, tables={name: study_tables.get(name) for s in sections.REGISTRY.values()
                                     for name in s.tables},
-        primary=primary_toolchain, gettext=gettext, figures=figures.many, specs=specs))
+        primary=primary_toolchain, gettext=gettext, figures=figures.many, specs=specs,
+        ngettext=trans.ngettext))
     # one experiment across generations in the story (the post's headline, v5 in bfloat16), the rest after
     generations = sorted(n for n in specs if n.startswith("generations_"))
     lead = [n for n in generations if n == "generations_v5_bfloat16"] or generations[:1]
@@ -343,6 +378,8 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     more_generation_figures = figures.many(n for n in generations if n not in lead)
     c = citation()
     best = one_estimator(best_vs_xla)
+    methods = [dict(r, toolchain_name=toolchain_name(r["toolchain"], gettext))
+               for r in estimate_methods(df).to_dict("records")]
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
     date = build_date()  # SOURCE_DATE_EPOCH, else the commit's time: the same bytes on any day
     context = dict(
@@ -359,14 +396,16 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         # between sentences and after a label: Chinese runs on without a space and has its own colon
         sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":",
         sources=join(lang, "list", first_page["sources"]), min_rank_points=MIN_RANK_POINTS,
-        config_yaml=config_yaml, front=first_page, main_target=main_target, other_targets=other_targets,
+        config_yaml=config_yaml, config_print_size=print_font_size(config_yaml), front=first_page,
+        main_target=main_target, other_targets=other_targets,
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
         other_roofline_figures=other_roofline_figures, more_generation_figures=more_generation_figures,
         raised=raised, best=best, generation_figures=generation_figures,
         advice=advice_section(advice or {}, str(Path(figures_href).parent / "advice"), gettext),
         float32_note=float32_note(best, model["constants_table"], gettext),
-        methods=estimate_methods(df).to_dict("records"),
+        methods=methods, verdict_counts=front.verdict_counts(first_page, trans, lang),
+        other_targets_text=join(lang, "list", other_targets),
         has_published=bool((df.source == "published").any()), libtpu=libtpu,
         fidelity_figures=fidelity_figures,
         correctness=correctness, bibtex=bibtex("tpu_matmul_repro", c.title, commit),
@@ -382,8 +421,10 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                          "model_only": gettext("timing model only, no compiler cycles")},
     )
     template = env.get_template("report.html.j2")
-    return tuple(template.render(**context, for_pdf=for_pdf, details_open=" open" if for_pdf else "",
-                                 other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}")
+    # a number keeps its unit on its line (report/typography.py)
+    return tuple(keep_units(template.render(**context, for_pdf=for_pdf,
+                                            details_open=" open" if for_pdf else "",
+                                            other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}"))
                  for for_pdf in (False, True))
 
 
@@ -455,13 +496,10 @@ PDF_CJK_FAMILY = "tpu-matmul-repro Noto Sans CJK SC"  # the bundled font's name 
 RENDERER_CHARACTERS = "\u2022\u25e6\u25aa\u2010\u2026\u00a0"
 
 
-def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
-    """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset).
-
-    The font reaches WeasyPrint already cut down to the page's characters (its style sheet is inline, so
-    generated text such as section numbers is among them). WeasyPrint keeps a font's glyph ids when
-    it subsets, and without HarfBuzz's subsetter it went through all of the 16 MB font's glyphs in
-    Python, several times per PDF; the glyphs it draws are the same either way."""
+def pdf_stylesheets(html: str, font_path):
+    """The user stylesheet and font configuration WeasyPrint typesets the report's PDF with: the CJK
+    font loaded from its file, cut down to the page's characters (its style sheet is inline, so
+    generated text such as section numbers is among them)."""
     import weasyprint
     from weasyprint.text.fonts import FontConfiguration
 
@@ -477,5 +515,31 @@ def write_pdf(html: str, base_url: str, pdf_path, font_path) -> None:
         f'html {{ font-family: {family}, "DejaVu Sans", sans-serif !important; }}'
         f'code, pre, kbd, samp, tt {{ font-family: "DejaVu Sans Mono", {family}, monospace !important; }}'),
         font_config=fonts)
+    return [font_css], fonts
+
+
+def write_pdf(html: str, base_url: str, pdf_path, font_path, attachments=()) -> None:
+    """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset), and
+    `attachments` (files under the repository, e.g. the kernels the appendix lists) embedded whole, so
+    that a reader takes the code from the file rather than from the page's text.
+
+    The font reaches WeasyPrint already cut down to the page's characters. WeasyPrint keeps a font's
+    glyph ids when it subsets, and without HarfBuzz's subsetter it went through all of the 16 MB font's
+    glyphs in Python, several times per PDF; the glyphs it draws are the same either way."""
+    import datetime
+
+    import weasyprint
+
+    stylesheets, fonts = pdf_stylesheets(html, font_path)
+    # dated by the build, not by the clock: the same inputs give the same bytes
+    when = datetime.datetime.combine(build_date(), datetime.time(), tzinfo=datetime.timezone.utc)
+    files = [weasyprint.Attachment(filename=str(ROOT / path), name=path.replace("/", "_"), description=path,
+                                   created=when, modified=when) for path in attachments]
     document = weasyprint.HTML(string=html, base_url=base_url)
-    write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=[font_css], font_config=fonts))
+    write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=stylesheets, font_config=fonts,
+                                                          attachments=files))
+
+
+def listing_paths(df: pd.DataFrame) -> list[str]:
+    """The kernel files the report's appendix lists (the PDF carries each as an attachment)."""
+    return list(dict.fromkeys(section[-1] for section in experiment_sections(df)))

@@ -102,3 +102,33 @@ def front_page(*, claims, fidelity, best, primary, gettext, sources=()) -> dict:
                 untested=counts["not tested"], inconclusive=counts.get("inconclusive", 0),
                 model=fidelity_score(fidelity, OUT_OF_SAMPLE),
                 raw=fidelity_score(fidelity, RAW), best=best_at(best), sources=list(sources))
+
+
+def verdict_counts(front: dict, trans, lang: str) -> str:
+    """The abstract's sentence of the claims' verdicts ("Of the post's 7 claims, 4 hold, 1 differs and
+    2 are inconclusive ..."): a clause per verdict that some claim has, each with its plural (`trans`:
+    the language's Translations); "" without claims."""
+    n = front["n_claims"]
+    if not n:
+        return ""
+    ngettext = trans.ngettext
+    clauses = []
+    if front["holds"]:
+        clauses.append(ngettext("%(num)s holds", "%(num)s hold", front["holds"]) % {"num": front["holds"]})
+    if front["differs"]:
+        clauses.append(ngettext("%(num)s differs", "%(num)s differ", front["differs"])
+                       % {"num": front["differs"]})
+    if front["inconclusive"]:
+        clauses.append(ngettext("%(num)s is inconclusive within the timing model's 80 %% interval",
+                                "%(num)s are inconclusive within the timing model's 80 %% interval",
+                                front["inconclusive"]) % {"num": front["inconclusive"]})
+    if front["untested"]:
+        clauses.append(ngettext("%(num)s could not be tested with this run's data",
+                                "%(num)s could not be tested with this run's data", front["untested"])
+                       % {"num": front["untested"]})
+    if lang == "en":
+        listed = clauses[0] if len(clauses) == 1 else ", ".join(clauses[:-1]) + " and " + clauses[-1]
+    else:  # a language joins clauses with its own comma
+        listed = trans.pgettext("between clauses", ", ").join(clauses)
+    return ngettext("Of the post's %(num)s claim, %(clauses)s.", "Of the post's %(num)s claims, %(clauses)s.",
+                    n) % {"num": n, "clauses": listed}

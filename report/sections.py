@@ -24,6 +24,8 @@ class Inputs:
     gettext: Callable[[str], str]
     figures: Callable  # names -> the report's figure entries, numbered (report/build.py: Figures.many)
     specs: dict  # {name: (kind, args)}: the run's figures
+    # a sentence with a count: ngettext(singular, plural, n), the language's plural form
+    ngettext: Callable[[str, str, int], str] = lambda singular, plural, n: singular if n == 1 else plural
 
 
 @dataclasses.dataclass(frozen=True)

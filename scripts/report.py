@@ -26,7 +26,13 @@ def make(log) -> None:
     from tpu_matmul_repro.experiments.plan.studies import load as load_studies
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
     from tpu_matmul_repro.figures.style import cjk_font_path
-    from tpu_matmul_repro.report.build import config_text, embed_cjk_font, render_pages, write_pdf
+    from tpu_matmul_repro.report.build import (
+        config_text,
+        embed_cjk_font,
+        listing_paths,
+        render_pages,
+        write_pdf,
+    )
 
     load_studies(snakemake.config["studies"])  # their report sections (report/sections.py)
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
@@ -48,7 +54,7 @@ def make(log) -> None:
     html, pdf_html = render_pages(df, **common)
     write_text_atomic(embed_cjk_font(html, cjk_font_path()), html_path)
     write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",
-              pdf_path=Path(snakemake.output.pdf), font_path=cjk_font_path())
+              pdf_path=Path(snakemake.output.pdf), font_path=cjk_font_path(), attachments=listing_paths(df))
     log.info("wrote report.%s.html and report.%s.pdf", lang, lang)
 
 

@@ -4,10 +4,12 @@ import re
 import shutil
 
 import pytest
+import yaml
 
 from tpu_matmul_repro.experiments.core import i18n
 from tpu_matmul_repro.figures.catalog import CATALOG
 from tpu_matmul_repro.figures.labels import LABELS, SOURCE_NAMES, text
+from tpu_matmul_repro.report.typography import message_problems
 from tpu_matmul_repro.studies.history.figure import TEXT as HISTORY_TEXT
 
 
@@ -18,11 +20,11 @@ def key(message) -> tuple[str, str | None]:
 
 def test_catalog_is_complete():
     assert i18n.translations("zh").gettext("Abstract") == "摘要"
-    assert i18n.translate("zh", "Matrix size (M = K = N)") == "矩阵大小（M = K = N）"
+    assert i18n.translate("zh", "Matrix size (M = K = N)") == "矩阵尺寸（M = K = N）"
 
 
 @pytest.mark.parametrize("msgid, msgstr", [("Abstract", "摘要"),  # a report's, a figure's
-                                           ("Matrix size (M = K = N)", "矩阵大小（M = K = N）")])
+                                           ("Matrix size (M = K = N)", "矩阵尺寸（M = K = N）")])
 def test_missing_translation_fails_the_build(tmp_path, monkeypatch, msgid, msgstr):
     catalog = tmp_path / "zh" / "LC_MESSAGES" / "messages.po"
     catalog.parent.mkdir(parents=True)
@@ -99,17 +101,28 @@ def test_every_translation_keeps_the_placeholders(study):
 
 
 def test_figure_text_is_filled_after_translation():
-    assert text("zh", "out_of_sample", pct=12.4, n=5) == "不参与拟合时误差中位数为 12 %（5 个点）"
+    assert text("zh", "out_of_sample", pct=12.4, n=5) == "不参与拟合时，误差中位数为 12%（5 个点）"
     assert text("en", "blocks", blocks="(512, 1024, 256)") == "blocks (512, 1024, 256)"
     assert text("en", "interval_band").startswith("shaded: the timing model's 80 % prediction interval")
     assert text("zh", "limit_default", limit=16) == "默认 scoped VMEM 上限 16 MiB"
+
+
+def zh_messages() -> list[tuple[str, str]]:
+    """(English, Chinese) of every message of every catalog (a plural message: its plural, its one form)."""
+    out = []
+    for study in i18n.scopes():
+        for m in i18n.read_catalog("zh", study):
+            if m.id:
+                english = m.id if isinstance(m.id, str) else m.id[-1]
+                out.append((english, m.string if isinstance(m.string, str) else m.string[0]))
+    return out
 
 
 def test_chinese_uses_the_glossary():
     """Every Chinese string of the figures, the report and the studies uses the fixed terms, not their
     variants."""
     terms, avoid = i18n.glossary("zh")
-    strings = [m.string for study in i18n.scopes() for m in i18n.read_catalog("zh", study) if m.id]
+    strings = [zh for _, zh in zh_messages()]
     for text_zh in strings:
         for variant, term in avoid.items():
             assert not re.search(variant, text_zh), f"{text_zh!r}: use {term!r}, not {variant!r}"
@@ -128,8 +141,67 @@ def test_experiments_are_described_by_their_kernels_specs():
         assert (facts.description, None) in i18n.scope_messages()
     assert experiment_description("v4", "v3", str) == "v3's kernel over other block sizes"
     zh = i18n.translations("zh").gettext
-    assert experiment_description("v4", "v3", zh) == "v3 的算子，换用其他分块大小"
+    assert experiment_description("v4", "v3", zh) == "v3 的算子，换用其他分块尺寸"
     assert experiment_description("v9", None, str) == "Pallas kernel"
     from tpu_matmul_repro.figures.style import drawable_characters
 
     assert set(zh(DECLARED["v1"].description)) <= set(drawable_characters())  # the CJK font has them
+
+
+def glossary_concepts() -> list[dict]:
+    return yaml.safe_load((i18n.LOCALE / "zh" / "glossary.yaml").read_text(encoding="utf-8"))["concepts"]
+
+
+def concept_problems(english: str, chinese: str, concepts) -> list[str]:
+    """Where a message breaks the glossary's one word per concept (glossary.yaml: concepts)."""
+    words = re.sub(r"%\(\w+\)[.\d]*[sdf]", "", english)  # %(target)s names a value, not the concept
+    out = []
+    for c in concepts:
+        if re.search(c["en"], words, re.I) and c["zh"] not in chinese:
+            out.append(f"{english!r} -> {chinese!r}: write {c['zh']}")
+        allowed = c["en"] + (f"|{c['also']}" if c.get("also") else "")
+        if c.get("only") and c["zh"] in chinese and not re.search(allowed, words, re.I):
+            out.append(f"{english!r} -> {chinese!r}: {c['zh']} stands for /{c['en']}/ only")
+    return out
+
+
+def test_one_chinese_word_per_concept():
+    """Claim, verdict and finding are 论断, 判定 and 发现, Pallas's pipelining 流水线 and the run's
+    pipeline 工作流, a kernel's configuration 配置 and the config file 配置文件, in every message, both
+    ways: the English names the concept where the Chinese uses its word."""
+    concepts = glossary_concepts()
+    problems = [p for english, chinese in zh_messages() for p in concept_problems(english, chinese, concepts)]
+    assert not problems, problems[:5]
+    assert {c["zh"] for c in concepts} >= {"论断", "判定", "发现", "流水线", "工作流", "配置文件"}
+
+
+@pytest.mark.parametrize("english, chinese", [
+    ("Claims checked", "原文结论核查"),  # 论断 missing
+    ("the pipeline's own environment", "流水线自身的环境"),  # 工作流 for the run's pipeline
+    ("where the config runs it", "配置启用时"),  # 配置文件
+    ("a real TPU can still be slower where the Pallas pipeline stalls", "真实 TPU 仍可能更慢"),
+])
+def test_the_concept_check_finds_a_mixed_up_word(english, chinese):
+    assert concept_problems(english, chinese, glossary_concepts())
+
+
+def test_chinese_punctuation_in_every_translation():
+    """Full-width ，；：（） in Chinese text, no space after them, 80% without a space (the rendered page
+    is held to the same rules: tests/test_report.py)."""
+    problems = [p for _, chinese in zh_messages() for p in message_problems(chinese)]
+    assert not problems, problems[:5]
+
+
+@pytest.mark.parametrize("text", [
+    "原文的 7 条论断中，4 条成立。 1 条不符", "约 20 % 的偏差", "（已标记)", "190.3 (已标记)",
+    "上限：(512, 512, 512) 16 MiB; (1024, 1024, 1024) 32 MiB（默认", "在各代 TPU（v5e, v6e）上",
+    "引用此图： The authors", "误差中位数为 %(pct).0f %%"])
+def test_the_punctuation_check_finds_latin_punctuation(text):
+    assert message_problems(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "分块 (512, 1024, 1024) 在尺寸 8192 时", "对每个 (bm, bn) 组合", "Pallas v2, N = 4 的 VMEM",
+    "cycles_method = no_static_profile）", "达到 XLA 的 %(pct).0f%%。", "English only, no Chinese: a, b; c"])
+def test_the_punctuation_check_passes_code_and_numbers(text):
+    assert not message_problems(text), message_problems(text)

@@ -10,6 +10,7 @@ import pytest
 
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
 from tpu_matmul_repro.report import build, sections
+from tpu_matmul_repro.report.typography import without_unit_spans
 
 load_studies(["then_and_now"])  # the default config's study: its section and first-page lines
 TARGETS = ["v5e"]
@@ -19,9 +20,10 @@ CORRECTNESS = {"passed": 58, "total": 59}
 
 
 def render(df, lang="en", **kwargs):
+    """The report's page, its number-and-unit spans (typography.keep_units) taken out: its text."""
     args = dict(lang=lang, config_yaml="targets: [v5e]\n", targets=TARGETS, figure_names=FIGURES,
                 correctness=CORRECTNESS)
-    return build.render_html(df, **(args | kwargs))
+    return without_unit_spans(build.render_html(df, **(args | kwargs)))
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +121,7 @@ def first_page(html: str) -> str:
 def test_first_page_states_the_result_files(table):
     """The abstract and the key findings come from the four result files, claim by claim."""
     en = first_page(render(table, "en", primary_toolchain="current", **result_files()))
-    assert "Of the post's 2 claims, 1 hold and 1 differ." in en
+    assert "Of the post's 2 claims, 1 holds and 1 differs." in en  # each count with its plural
     # the timing model out of sample (leave one experiment out, scope all): 0.0701 is exp(0.0701) - 1 = 7 %
     assert "off by a median of 7 % (61 points), where libtpu's raw estimate is off by 43 %" in en
     assert "median absolute log error 0.07 over 61 points" in en
@@ -133,7 +135,7 @@ def test_first_page_states_the_result_files(table):
     assert "Compiles up to 1024 and fails from 2048 at the default 16 MiB limit; the post: up to 2048." in en
     assert "<th>The post's compiler</th>" in en and '<span class="verdict holds">holds</span></td>' in en
     zh = first_page(render(table, "zh", primary_toolchain="current", **result_files()))
-    assert "原文的 2 条结论中，1 条成立，1 条不符。" in zh and "原文当年的编译器" in zh
+    assert "原文的 2 条论断中，1 条成立，1 条不符。" in zh and "原文当年的编译器" in zh
     assert "。 " not in zh.split("</p>")[0]  # Chinese sentences run on without a space
 
 
@@ -444,3 +446,233 @@ def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval
     assert "v6e †" in section and "v5e †" not in section  # off v5e: no measurement checks the band
     assert 'src="../advice/8192x4096x14336.png"' in section
     assert '<section id="advice">' not in page(lang)  # no advice asked for, no section
+
+
+# --- issue 40: the report's language and layout ---------------------------------------------------------
+
+def two_toolchains(table):
+    """The fixture under today's compiler and the post's (whose older libtpu compiled the v5 block that
+    today runs out of VMEM): the run a default config makes, with its then-and-now section."""
+    from tpu_matmul_repro.experiments.analysis.aggregate import combine
+
+    now = table[table.source == "estimate"].assign(toolchain="current")
+    v2 = now[(now.kernel == "v1") & (now.m == 1024)]
+    v2 = v2.assign(experiment="v2", kernel="v2", bm=256, bk=1024, bn=256)
+    now = pd.concat([now, v2], ignore_index=True)  # v2's section, which names the contraction dimension
+    then = now.copy().assign(toolchain="post", libtpu_version="0.0.5", jax_version="0.4.36")
+    then.loc[(then.kernel == "v5") & (then.bm == 1024), "status"] = "ok"
+    return combine([now, then], table[table.source == "published"], toolchain="current")
+
+
+@pytest.fixture(scope="module")
+def full_page(table):
+    """`full_page(lang)`: the report of two toolchains with every result file and the fitted constants,
+    as the default config's run has them."""
+    from tpu_matmul_repro.studies.then_and_now.analysis import then_and_now
+
+    constants = pd.DataFrame([dict(fit="published v5e", constant=c, value=1.0, std_error=0.1, lower=0.0,
+                                   upper=2.0, at_bound=False, n_points=61)
+                              for c in ("profile_scale", "float32_factor")])
+    pages = {}
+
+    def made(lang):
+        if lang not in pages:
+            df = two_toolchains(table)
+            files = result_files() | {"study_tables": {"then_and_now": then_and_now(df, "current")}}
+            pages[lang] = render(df, lang, primary_toolchain="current", constants=constants, **files)
+        return pages[lang]
+
+    return made
+
+
+def body_text(html: str) -> str:
+    """What a reader reads of the page before the kernel code (the glossary's own table left out)."""
+    from tpu_matmul_repro.report.typography import visible_text
+
+    html = html[:html.index('<section id="appendix-code">')]
+    return visible_text(re.sub(r'<table class="glossary">.*?</table>', " ", html, flags=re.S))
+
+
+@pytest.mark.slow
+def test_the_chinese_page_uses_chinese_punctuation(full_page):
+    """Every line a reader sees of the zh report: full-width punctuation in Chinese text, no space
+    after it, 80% without a space (report/typography.py; the catalog is held to the same rules)."""
+    from tpu_matmul_repro.report.typography import punctuation_problems
+
+    problems = [p for line in body_text(full_page("zh")).splitlines() for p in punctuation_problems(line)]
+    assert not problems, problems[:8]
+    text = body_text(full_page("zh"))
+    assert re.search(r"\d%", text) and not re.search(r"\d %", text)
+
+
+@pytest.mark.slow
+def test_the_toolchains_are_named_not_shown_by_their_ids(full_page):
+    """The config's toolchain ids (post, current) are internal: the page names them "the post's compiler"
+    and "today's compiler" (原文当年的编译器, 今天的编译器) in its tables, headers and sentences."""
+    zh, en = body_text(full_page("zh")), body_text(full_page("en"))
+    assert not re.search(r"\b(post|current)\b", zh), re.findall(r".{20}\b(?:post|current)\b.{20}", zh)[:3]
+    assert "原文当年的编译器（libtpu 0.0.5）" in zh and "今天的编译器（libtpu 0.0.42.1）" in zh
+    assert not re.search(r"\b(post|current) \(libtpu", en) and "The post's compiler (libtpu 0.0.5)" in en
+    assert "<td>current</td>" not in full_page("en")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang, vmem, mxu", [("zh", "向量内存（VMEM）", "矩阵乘法单元（MXU）"),
+                                             ("en", "vector memory (VMEM)", "matrix unit (MXU)")])
+def test_vmem_and_the_mxu_are_explained_where_they_first_appear(full_page, lang, vmem, mxu):
+    text = body_text(full_page(lang))
+    for term, gloss in (("VMEM", vmem), ("MXU", mxu)):
+        first = text.index(term)
+        assert text[first - gloss.index(term):first + len(term)] == gloss[:gloss.index(term) + len(term)], (
+            term, text[max(0, first - 30):first + 10])
+
+
+@pytest.mark.slow
+def test_every_glossary_term_is_used_in_the_report(full_page):
+    """The appendix's glossary lists the words the page uses: each term (each side of a "/") appears in
+    the running text, 脉动阵列 too, not only in the glossary."""
+    from tpu_matmul_repro.experiments.core.i18n import glossary
+
+    text = body_text(full_page("zh"))
+    missing = [part for _, term in glossary("zh")[0] for part in re.split(r" / |：", term)
+               if part.strip() not in text and part not in ("未检验",)]  # no claim of the fixture is untested
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("counts, en, zh", [
+    (dict(holds=1, differs=1), "Of the post's 2 claims, 1 holds and 1 differs.",
+     "原文的 2 条论断中，1 条成立，1 条不符。"),
+    (dict(holds=4, differs=1, inconclusive=2),
+     "Of the post's 7 claims, 4 hold, 1 differs and 2 are inconclusive within the timing model's 80 % "
+     "interval.", "原文的 7 条论断中，4 条成立，1 条不符，2 条在计时模型的 80% 区间内无定论。"),
+    (dict(differs=1), "Of the post's 1 claim, 1 differs.", "原文的 1 条论断中，1 条不符。"),
+    (dict(holds=2, untested=1),
+     "Of the post's 3 claims, 2 hold and 1 could not be tested with this run's data.",
+     "原文的 3 条论断中，2 条成立，1 条因本次运行缺少数据而无法检验。"),
+])
+def test_the_verdict_counts_have_their_plurals(counts, en, zh):
+    from tpu_matmul_repro.experiments.core.i18n import translations
+    from tpu_matmul_repro.report.front import verdict_counts
+
+    front = dict(dict(holds=0, differs=0, inconclusive=0, untested=0), **counts)
+    front["n_claims"] = sum(front.values())
+    assert verdict_counts(front, translations("en"), "en") == en
+    assert verdict_counts(front, translations("zh"), "zh") == zh
+
+
+def test_a_number_keeps_its_unit_on_its_line():
+    from tpu_matmul_repro.report.typography import keep_units, without_unit_spans
+
+    html = ('<title>75.1 TFLOP/s</title><p title="80 %">at 75.1 TFLOP/s, 80 % of 16 MiB; 80%</p>'
+            '<pre>x = 16 MiB</pre>')
+    kept = keep_units(html)
+    assert ('<p title="80 %">at <span class="nb">75.1 TFLOP/s</span>, <span class="nb">80 %</span> of '
+            '<span class="nb">16 MiB</span>; <span class="nb">80%</span></p>') in kept
+    assert kept.startswith("<title>75.1 TFLOP/s</title>") and kept.endswith("<pre>x = 16 MiB</pre>")
+    assert without_unit_spans(kept) == html
+    css = (build.TEMPLATES / "style.css").read_text()
+    assert re.search(r"\.nb \{ white-space: nowrap; \}", css)
+
+
+@pytest.mark.slow
+def test_every_wide_table_scrolls_or_is_cards(full_page):
+    """The one rule for a narrow screen (style.css): a table of sentences is cards, every other table
+    sits in a frame that scrolls sideways; none is left to overflow the page."""
+    for lang in ("en", "zh"):
+        html = full_page(lang)
+        for m in re.finditer(r"<table\b[^>]*>", html):
+            before = html[max(0, m.start() - 40):m.start()]
+            assert '<div class="table-wrap">' in before or 'class="findings"' in m.group(0), (lang, before)
+
+
+def printed_lines(html: str, tag: str = "pre"):
+    """Each line box WeasyPrint sets inside the page's <pre>, as (its text boxes' (x, text), its right
+    edge), and the page's content right edge: the printed layout, read without a PDF reader."""
+    import weasyprint
+    from weasyprint.formatting_structure import boxes
+
+    from tpu_matmul_repro.figures.style import cjk_font_path
+
+    stylesheets, fonts = build.pdf_stylesheets(html, cjk_font_path())
+    document = weasyprint.HTML(string=html).render(stylesheets=stylesheets, font_config=fonts)
+    lines, right = [], None
+
+    def walk(box, inside):
+        if isinstance(box, boxes.LineBox) and inside:
+            texts = [b for b in box.descendants() if isinstance(b, boxes.TextBox)]
+            lines.append(([(t.position_x, t.text, t.width) for t in texts],
+                          max((t.position_x + t.width for t in texts), default=0)))
+            return
+        for child in getattr(box, "children", []):
+            walk(child, inside or getattr(box, "element_tag", None) == tag)
+
+    for page in document.pages:
+        walk(page._page_box, False)
+        right = page._page_box.content_box_x() + page._page_box.width
+    return lines, right
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["kernels/v3_block.py", "kernels/v5_accumulator.py"])
+def test_printed_code_keeps_every_line_whole_and_its_indentation(path):
+    """The PDF's kernel listing sets each line of the file on one printed line (type as small as its
+    longest line needs, never wrapped), at the column of its indentation: what it prints is the file."""
+    css = (build.TEMPLATES / "style.css").read_text()
+    html = (f'<html><head><meta charset="utf-8"><style>{css}</style></head><body>'
+            f'<section id="appendix-code">{build.highlight(path)}</section></body></html>')
+    lines, right = printed_lines(html)
+    source = (build.ROOT / path).read_text().splitlines()
+    assert len(lines) == len(source)  # not one line wrapped
+    x0 = min(texts[0][0] for texts, _ in lines if texts)
+    advance = next(width / len(text) for _, text, width in (t for texts, _ in lines for t in texts)
+                   if len(text) > 20)
+    printed = []
+    for texts, edge in lines:
+        assert edge <= right + 0.5  # within the page
+        line = ""  # each text box's characters at the column where it is printed
+        for x, text, _ in texts:
+            line = line.ljust(round((x - x0) / advance))[:round((x - x0) / advance)] + text
+        printed.append(line.rstrip())
+    assert printed == [line.rstrip() for line in source]
+
+
+@pytest.mark.slow
+def test_the_pdf_carries_the_kernels_it_lists(table, tmp_path):
+    """Code copied from a PDF page loses its indentation in many readers: the PDF embeds each listed
+    kernel file, dated by the build so that the same run gives the same bytes."""
+    from tpu_matmul_repro.figures.style import cjk_font_path
+
+    html = render(table, "en", for_pdf=True)
+    assert "carries each file below as an attachment" in html
+    assert "carries each file below" not in render(table, "en")  # the HTML page shows the code as is
+    paths = build.listing_paths(table)
+    assert paths and all(p.startswith("kernels/") for p in paths)
+    pdfs = [tmp_path / f"{i}.pdf" for i in range(2)]
+    for pdf in pdfs:
+        build.write_pdf(html, base_url=str(tmp_path) + "/", pdf_path=pdf, font_path=cjk_font_path(),
+                        attachments=paths)
+    data = pdfs[0].read_bytes()
+    assert data.count(b"/EmbeddedFile") >= len(paths) and pdfs[1].read_bytes() == data
+    if not shutil.which("pdfdetach"):
+        pytest.skip("poppler-utils (pdfdetach) not installed; .ci/run installs it")
+    out = tmp_path / "attached"
+    out.mkdir()
+    subprocess.run(["pdfdetach", "-saveall", "-o", str(out), str(pdfs[0])], check=True)
+    for path in paths:
+        assert (out / path.replace("/", "_")).read_bytes() == (build.ROOT / path).read_bytes()
+
+
+def test_the_outputs_page_lists_what_the_code_writes():
+    """docs/outputs.md names every verdict claims.csv can hold, every kind of number the figures name and
+    the table's key, as the code defines them (issue 40: the list lacked `inconclusive`)."""
+    from tpu_matmul_repro.experiments.analysis.claims import VERDICTS
+    from tpu_matmul_repro.experiments.core.schema import KEY
+    from tpu_matmul_repro.figures.labels import SOURCE_NAMES
+
+    page = (build.ROOT / "docs" / "outputs.md").read_text()
+    listed = re.search(r"a verdict \(([^)]*)\)", page).group(1).split(" / ")
+    assert listed == list(VERDICTS)
+    kinds = re.search(r"Every number is one of four kinds.*?\n\n", page, re.S).group(0)
+    assert all(f"**{name}**" in kinds for name in SOURCE_NAMES.values()), kinds
+    key = re.search(r"One row per \(([^)]*)\)", page.replace("\n", " ")).group(1)
+    assert [c.strip() for c in key.split(",")] == list(KEY)

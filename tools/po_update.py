@@ -2,7 +2,9 @@
 (locale/zh/LC_MESSAGES/) and each study's (studies/<name>/locale/zh/LC_MESSAGES/).
 
     python3 tools/po_update.py NEW.py   (NEW.py defines ZH = {msgid: msgstr}; the key of a message
-                                         marked with a context, NC_() or pgettext(), is (context, msgid))
+                                         marked with a context, NC_() or pgettext(), is
+                                         (context, msgid); of a plural message, ngettext(),
+                                         (singular, plural), its msgstr a tuple of one form)
 
 Each catalog is written to hold exactly the messages of its scope (experiments/core/i18n.py:
 scope_messages): a translation moves to the catalog of the scope that marks its message (a study's, or
@@ -46,9 +48,13 @@ def main(new_path: str | None) -> None:
         for message in list(catalog):
             if message.id and (message.id, message.context) not in scope:
                 catalog.delete(message.id, context=message.context)
-        for msgid, context in sorted(scope, key=lambda k: (k[0], k[1] or "")):
-            flags = ("python-format",) if PYTHON_FORMAT.search(msgid) else ()
+        for msgid, context in sorted(scope, key=lambda k: (k[0] if isinstance(k[0], str) else k[0][0],
+                                                          k[1] or "")):
+            singular = msgid if isinstance(msgid, str) else msgid[0]  # a plural message: (singular, plural)
+            flags = ("python-format",) if PYTHON_FORMAT.search(singular) else ()
             catalog.add(msgid, held.get((msgid, context), ""), flags=flags, context=context)
+            # babel's add keeps an existing message's string: set it (an empty one gets its translation)
+            catalog.get(singular, context=context).string = held.get((msgid, context), "")
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as f:
             pofile.write_po(f, catalog, width=100, omit_header=False, sort_output=True)

@@ -439,9 +439,14 @@ def reason_text(reason_id: str, note_id: str, values: dict, gettext=lambda m: m)
         message = words.get(values.get(key))
         if message is not None:
             values[key] = gettext(message)
+    if "limits" in values:  # joined with "; " in claims.csv; shown with the language's own semicolon
+        values["limits"] = str(values["limits"]).replace("; ", gettext("; "))
     parts = [gettext(REASONS[reason_id]) % values]
     parts += [gettext(NOTES[n]) % values for n in (note_id or "").split() if n in NOTES]
-    return " ".join(parts)
+    text = parts[0]
+    for part in parts[1:]:  # Chinese runs on after its full stop; English leaves a space
+        text += ("" if text.endswith("。") else " ") + part
+    return text
 
 
 def rule_text(kind: str, gettext=lambda m: m) -> str:

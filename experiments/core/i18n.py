@@ -14,6 +14,8 @@ Marking a message where it is written:
   `translate(lang, message, n=3)`; `NC_(context, "…")` where one English string needs another
   translation here than elsewhere (pgettext);
 - report: `gettext("…")`, `_("…")` in its code and templates (Jinja's i18n extension), `N_` for tables;
+  a sentence with a count in it, `ngettext("%(num)s claim differs", "%(num)s claims differ", n)` (the
+  catalog holds the pair, Chinese one form).
 - kernels: each SPEC's `description` (read by `spec_descriptions`: the kernels import nothing above).
 Placeholders are %-format with names, `%(n)s`, `%(x).1f`, a literal % is `%%` (as Jinja's newstyle
 gettext requires), so every message follows one convention, which babel checks (python-format).
@@ -49,7 +51,8 @@ EXTRACT = (
 )
 STUDIES = ROOT / "studies"
 STUDY_EXTRACT = (("python", "**/*.py"), (JINJA, "**/*.j2"))  # under studies/<name>/
-KEYWORDS = {"_": None, "N_": None, "gettext": None, "pgettext": ((1, "c"), 2), "NC_": ((1, "c"), 2)}
+KEYWORDS = {"_": None, "N_": None, "gettext": None, "pgettext": ((1, "c"), 2), "NC_": ((1, "c"), 2),
+            "ngettext": (1, 2)}
 
 
 class CatalogError(ValueError):
@@ -97,7 +100,9 @@ def _marked(method: str, pattern: str) -> frozenset[tuple[str, str | None]]:
     for path in sorted(ROOT.glob(pattern)):
         for _lineno, message, _comments, context in extract_from_file(
                 method, str(path), keywords=KEYWORDS, options=options):
-            found.add((message if isinstance(message, str) else message[0], context))
+            # a plural message (ngettext) is its (singular, plural) pair, as a catalog holds its id
+            plural = isinstance(message, tuple) and len(message) == 2 and all(message)
+            found.add((message if isinstance(message, str) or plural else message[0], context))
     return frozenset(found)
 
 
@@ -133,6 +138,11 @@ def scopes() -> list[str | None]:
     return [None, *(name for name in studies() if scope_messages(name))]
 
 
+def translated(string) -> bool:
+    """Whether a catalog's msgstr is filled: a plural message's every form."""
+    return all(string) if isinstance(string, tuple) else bool(string)
+
+
 def _checked_catalog(lang: str, study: str | None) -> Catalog:
     path = catalog_path(lang, study)
     need = scope_messages(study)
@@ -141,7 +151,7 @@ def _checked_catalog(lang: str, study: str | None) -> Catalog:
                            f"{sorted(i for i, _ in need)[:3]}")
     catalog = read_catalog(lang, study)
     have = {(m.id, m.context): m.string for m in catalog if m.id}
-    missing = sorted(f"{c}|{i}" if c else i for i, c in need if not have.get((i, c)))
+    missing = sorted(f"{c}|{i}" if c else str(i) for i, c in need if not translated(have.get((i, c))))
     if missing:
         raise CatalogError(f"{path}: {len(missing)} messages missing or untranslated, e.g. {missing[:3]}")
     return catalog

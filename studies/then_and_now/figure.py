@@ -17,6 +17,7 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, translate
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.figures.catalog import Entry, register
+from tpu_matmul_repro.report.tables import toolchain_name
 from tpu_matmul_repro.studies.then_and_now.analysis import disagrees, then_and_now
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
@@ -68,11 +69,12 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
         color = COLORS[-1] if name == primary else COLORS[i % (len(COLORS) - 1)]
         rows = est[est.toolchain == name]
         first = rows.iloc[0]
-        handles.append(Patch(color=color, label=t("toolchain", name=name, jax=first.jax_version,
+        shown = toolchain_name(name, lambda m: translate(lang, m), standalone=True).capitalize()
+        handles.append(Patch(color=color, label=t("toolchain", name=shown, jax=first.jax_version,
                                                    libtpu=first.libtpu_version)))
         errors = table[f"{name}_error"].fillna("")
         if (table[f"{name}_status"] == "toolchain_error").all():
-            notes.append(t("missing", name=name, reason=str(errors.iloc[0]).splitlines()[0][:90]))
+            notes.append(t("missing", name=shown, reason=str(errors.iloc[0]).splitlines()[0][:90]))
         for y, row in enumerate(table.itertuples()):
             status, vmem = getattr(row, f"{name}_status"), getattr(row, f"{name}_vmem_bytes")
             if status not in ("ok", "vmem_oom") or pd.isna(vmem):

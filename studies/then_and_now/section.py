@@ -55,7 +55,8 @@ def comparison(df: pd.DataFrame, table: pd.DataFrame, primary: str | None, gette
     for name in names:
         first = est[est.toolchain == name].iloc[0]
         a = agreement(table, name)
-        columns.append(dict(name=name, jax=first.jax_version, libtpu=first.libtpu_version))
+        columns.append(dict(name=toolchain_name(name, gettext, standalone=True), jax=first.jax_version,
+                            libtpu=first.libtpu_version))
         reason = missing_reason(df, name)
         if reason:
             missing.append(dict(name=toolchain_name(name, gettext, standalone=True), reason=reason))
@@ -89,7 +90,9 @@ def toolchain_agreement(table: pd.DataFrame | None, primary: str | None) -> list
     return [a for a in (agreement(table, name) for name in names) if a["n"]]
 
 
-def first_page(table: pd.DataFrame | None, primary: str | None, gettext) -> tuple[list[str], list[str]]:
+def first_page(table: pd.DataFrame | None, primary: str | None, gettext,
+               ngettext=lambda singular, plural, n: singular if n == 1 else plural
+               ) -> tuple[list[str], list[str]]:
     """The abstract's sentences and the key findings' lines, from then_and_now.csv."""
     agreement_rows = toolchain_agreement(table, primary)
     abstract = []
@@ -106,11 +109,12 @@ def first_page(table: pd.DataFrame | None, primary: str | None, gettext) -> tupl
     findings = []
     for a in agreement_rows:
         label = toolchain_name(a["toolchain"], gettext)
-        findings.append(gettext(
-            "%(label)s (libtpu %(libtpu)s): %(agree)s of %(n)s of the post's configurations get the post's "
-            "VMEM verdict, %(disagree)s do not.") % dict(
-            label=label.capitalize(), libtpu=a["libtpu"], agree=a["agree"], n=a["n"],
-            disagree=a["disagree"]))
+        findings.append(ngettext(
+            "%(label)s (libtpu %(libtpu)s) gives the post's VMEM verdict on %(agree)s of its %(num)s "
+            "configuration.",
+            "%(label)s (libtpu %(libtpu)s) gives the post's VMEM verdict on %(agree)s of its %(num)s "
+            "configurations.", a["n"]) % dict(label=label.capitalize(), libtpu=a["libtpu"], agree=a["agree"],
+                                             num=a["n"]))
     return abstract, findings
 
 
@@ -119,7 +123,7 @@ def context(inputs) -> dict:
     table = inputs.tables.get("then_and_now")  # the study's file, as the report script read it
     table = then_and_now(inputs.df, inputs.primary) if table is None else from_csv(table)
     compared = comparison(inputs.df, table, inputs.primary, inputs.gettext)
-    abstract, findings = first_page(table, inputs.primary, inputs.gettext)
+    abstract, findings = first_page(table, inputs.primary, inputs.gettext, inputs.ngettext)
     names = sorted(n for n, (kind, _) in inputs.specs.items() if kind == "then_and_now")
     return dict(compared=compared, figures=inputs.figures(names), abstract=abstract, findings=findings,
                 appendix=compared is not None)

@@ -1,0 +1,92 @@
+"""Typography of the report's text: Chinese punctuation, and numbers that keep their units.
+
+`punctuation_problems` is the rule a Chinese text is held to (tests/test_i18n.py checks every
+translation with it, tests/test_report.py the rendered page); `keep_units` is applied to the rendered
+page, so that no line break falls between a number and its unit ("75.1 TFLOP/ s", "80 / %").
+"""
+import html as entities
+import re
+
+CJK = "\u3400-\u4dbf\u4e00-\u9fff"
+FULL_WIDTH = "。，；：！？、（）《》“”「」"
+_CJK_OR_FULL = f"[{CJK}{FULL_WIDTH}]"
+
+# (pattern, what to write instead) over a Chinese text; each match is one problem
+RULES = (
+    (re.compile(f"[{FULL_WIDTH.replace('（', '').replace('“', '').replace('《', '').replace('「', '')}] "),
+     "no space after full-width punctuation"),
+    (re.compile(r"(?:\d|%\(\w+\)[.\d]*[sdf]) %"), "no space between a number and %: 80%"),
+    (re.compile(f"{_CJK_OR_FULL} ?[,;:!?]|[,;:!?] ?[{CJK}]"), "full-width ，；：！？ in Chinese text"),
+    (re.compile(f"[{CJK}][()]|[()][{CJK}]"), "full-width （） around Chinese text"),
+    (re.compile(r"; "), "a Chinese list or clause is joined with ；"),
+    # commas inside ASCII parentheses are left out first: a tuple such as (bm, bk, bn) is code
+    (re.compile(r"(?<![\d\s])[ ]?, (?![\d(])(?=\S)"), "a list of names is joined with 、 or ，"),
+)
+_PARENTHESES = re.compile(r"\([^()（）]*\)")
+
+
+def punctuation_problems(text: str) -> list[str]:
+    """Each place a Chinese `text` uses Latin punctuation or spacing, with the rule it breaks. Code in
+    a text (a tuple such as (512, 1024, 1024), `cycles_method = no_static_profile`) passes: the rules
+    look at punctuation beside Chinese characters, and at commas between names, not numbers."""
+    if not re.search(f"[{CJK}]", text):
+        return []
+    out = []
+    for pattern, rule in RULES:
+        checked = _PARENTHESES.sub(lambda m: "(" + "_" * (len(m.group(0)) - 2) + ")", text) \
+            if rule.startswith("a list") else text
+        for m in pattern.finditer(checked):
+            start, end = max(0, m.start() - 12), min(len(text), m.end() + 12)
+            out.append(f"{rule}: …{text[start:end]}…")
+    return out
+
+
+# A number and the unit after it (80 %, 75.1 TFLOP/s, 16 MiB, 819 GB/s, 103 µs), kept on one line.
+NUMBER = r"\d+(?:[.,]\d+)*"
+UNIT = re.compile(rf"(?<![\w.]){NUMBER}(?:\s?[–-]\s?{NUMBER})?\s?(?:%|TFLOP/s|TOP/s|MiB|GiB|GB/s|µs)"
+                  r"(?![\w/])")
+_SKIP = re.compile(r"<(pre|code|style|script|title|textarea)\b.*?</\1>", re.S | re.I)
+_TAG = re.compile(r"(<[^>]*>)")
+
+
+def _wrap(text: str) -> str:
+    return UNIT.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', text)
+
+
+def message_problems(message: str) -> list[str]:
+    """punctuation_problems of a catalog's translation: its placeholders read as the numbers or names
+    they stand for ("0"), %% as %."""
+    return punctuation_problems(re.sub(r"%\(\w+\)[.\d]*[sdf]", "0", message).replace("%%", "%"))
+
+
+def keep_units(html: str) -> str:
+    """`html` with every number-and-unit of its text (not inside tags, code, pre, style or title)
+    wrapped in <span class="nb"> (white-space: nowrap, style.css)."""
+    out, last = [], 0
+    for skip in _SKIP.finditer(html):
+        out.append(_wrap_text(html[last:skip.start()]))
+        out.append(skip.group(0))
+        last = skip.end()
+    out.append(_wrap_text(html[last:]))
+    return "".join(out)
+
+
+def _wrap_text(part: str) -> str:
+    return "".join(piece if piece.startswith("<") else _wrap(piece) for piece in _TAG.split(part))
+
+
+def visible_text(html: str, *, skip_code: bool = True) -> str:
+    """The text a reader sees in `html` (a page or a part of one): tags removed, entities decoded,
+    without code, preformatted blocks, styles and scripts; block elements on lines of their own."""
+    body = html[html.index("<body"):] if "<body" in html else html
+    if skip_code:
+        body = _SKIP.sub(" ", body)
+    body = re.sub(r"<(br|p|li|tr|h[1-6]|caption|figcaption|div|section|table|td|th|span class=\"cite\")\b",
+                  "\n\\g<0>", body)
+    text = entities.unescape(re.sub(r"<[^>]+>", "", body))
+    return re.sub(r"\n\s*\n+", "\n", text)
+
+
+def without_unit_spans(html: str) -> str:
+    """`html` with keep_units' spans taken out again (its text unchanged): for reading the page's text."""
+    return re.sub(r'<span class="nb">([^<]*)</span>', r"\1", html)
