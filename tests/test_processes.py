@@ -7,7 +7,6 @@ import ast
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -74,19 +73,19 @@ def test_a_compile_worker_started_after_jax_does_not_fork_it():
     """In a process whose jax backends are up (the suite's workers, after any jax test), starting a
     compile worker warned of a deadlock: its preexec_fn forked. The worker still starts with Ctrl-C
     ignored (a Ctrl-C reaches the whole process group; the job that started it stops it)."""
-    script = textwrap.dedent("""
-        import signal, warnings
-        import jax
-        jax.devices()
-        warnings.simplefilter("error", RuntimeWarning)  # jax's at-fork warning
-        from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
-        with Compiler("v5e") as compiler:
-            status = open(f"/proc/{compiler._start().pid}/status").read()
-            ignored = int(next(l for l in status.splitlines() if l.startswith("SigIgn:")).split()[1], 16)
-            print("ignores SIGINT" if ignored & (1 << (signal.SIGINT - 1)) else "takes SIGINT")
-            print(compiler.platforms()["platforms"])
-        print("handler kept" if signal.getsignal(signal.SIGINT) is signal.default_int_handler else "lost")
-    """)
+    script = "\n".join([  # lines of a string, not import statements of this file (code_inputs reads those)
+        "import signal, warnings",
+        "import jax",
+        "jax.devices()",
+        "warnings.simplefilter('error', RuntimeWarning)  # jax's at-fork warning",
+        "from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler",
+        "with Compiler('v5e') as compiler:",
+        "    status = open(f'/proc/{compiler._start().pid}/status').read()",
+        "    ignored = int(next(l for l in status.splitlines() if l.startswith('SigIgn:')).split()[1], 16)",
+        "    print('ignores SIGINT' if ignored & (1 << (signal.SIGINT - 1)) else 'takes SIGINT')",
+        "    print(compiler.platforms()['platforms'])",
+        "print('handler kept' if signal.getsignal(signal.SIGINT) is signal.default_int_handler else 'lost')",
+    ])
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert done.returncode == 0, done.stderr[-2000:]
