@@ -145,18 +145,43 @@ def use_style(lang: str) -> None:
     plt.rcParams["font.sans-serif"] = families
 
 
+PAD_INCHES = 0.08  # around the tight bounding box
+# While saving: with these off, set_layout_engine(None) leaves a figure without a layout engine (which
+# savefig also restores on its way out), instead of making a new one from the style.
+NO_LAYOUT = {"figure.autolayout": False, "figure.constrained_layout.use": False}
+
+
+def lay_out(fig):
+    """Lay the figure out once, as saving the PNG would (its layout engine, at the PNG's dpi), and fix
+    that layout (call under rc_context(NO_LAYOUT)): returns the tight bounding box, in inches, that
+    every format is then cut to. Without it each savefig lays the figure out again with its own
+    renderer and draws it once more to measure it: two layouts and two draws per format that no file
+    keeps."""
+    shown = fig.dpi
+    fig.dpi = plt.rcParams["savefig.dpi"]  # as savefig sets it: text measured at the PNG's resolution
+    try:
+        fig.draw_without_rendering()  # runs the layout engine (constrained, from repro.mplstyle)
+        # "tight" keeps the notes written below the axes (sources, failures) inside the file
+        bbox = fig.get_tightbbox(fig.canvas.get_renderer()).padded(PAD_INCHES)
+    finally:
+        fig.dpi = shown
+    fig.set_layout_engine(None)  # savefig then neither lays out nor pre-draws
+    return bbox
+
+
 def save(fig, stem, info: dict | None = None) -> list[Path]:
-    """Write `stem`.png/.svg/.pdf, each with `info` (provenance) embedded; close the figure; returns the
-    paths."""
+    """Write `stem`.png/.svg/.pdf from one layout (lay_out), each with `info` (provenance) embedded;
+    close the figure; returns the paths."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
-    for fmt in FORMATS:
-        path = stem.parent / f"{stem.name}.{fmt}"
-        # "tight" keeps the notes written below the axes (sources, failures) inside the file.
-        meta = file_metadata(fmt, info)
-        write_atomic(path, lambda tmp, fmt=fmt, meta=meta: fig.savefig(tmp, format=fmt, metadata=meta,
-                                                                        bbox_inches="tight", pad_inches=0.08))
-        paths.append(path)
+    with plt.rc_context(NO_LAYOUT):
+        bbox = lay_out(fig)
+        for fmt in FORMATS:
+            path = stem.parent / f"{stem.name}.{fmt}"
+            meta = file_metadata(fmt, info)
+            write_atomic(path, lambda tmp, fmt=fmt, meta=meta: fig.savefig(tmp, format=fmt, metadata=meta,
+                                                                            bbox_inches=bbox))
+            paths.append(path)
     plt.close(fig)
     return paths

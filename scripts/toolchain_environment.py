@@ -2,13 +2,20 @@
 
 A toolchain that cannot be installed does not stop the run: the marker records the failure, the
 toolchain's jobs turn it into toolchain_error rows, and the report says why its results are missing.
+The console says whether the environment was built by this run or reused (built once per machine).
 """
+import sys
+
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
+from tpu_matmul_repro.experiments.compile_study.toolchain_env import built_or_reused
 from tpu_matmul_repro.experiments.compile_study.toolchain_jobs import environment_marker
 from tpu_matmul_repro.experiments.core import codec
 from tpu_matmul_repro.experiments.core.runtime import logged
 
 with logged(snakemake.log[0]) as log:
-    environment_marker(codec.decode(snakemake.params.toolchain), snakemake.params.path, snakemake.output[0],
-                       log)
+    manifest = environment_marker(codec.decode(snakemake.params.toolchain), snakemake.params.path,
+                                  snakemake.output[0], log)
+    if manifest["status"] == "ok":  # a failure is said on the console already
+        log.info(built_or_reused(manifest))
+        print(built_or_reused(manifest), file=sys.__stderr__, flush=True)  # the console, past the log

@@ -19,9 +19,11 @@ def _script(name: str):
 _script("cpu_busy")  # what default_run imports from its own folder
 default_run = _script("default_run")
 
-ROWS = [("cold, --cores 1", 450.0, 36, 1.04, (5.5, 5.6)), ("cold, --cores 2", 260.0, 36, 1.91, (5.4, None)),
-        ("cold, --cores 2", 240.0, 36, 1.93, None), ("cold, --cores 1", 470.0, 36, 1.05, None),
-        ("no-op", 4.0, 0, 0.8, None)]
+ROWS = [("cold, --cores 1", 450.0, 36, 1.04, 452.3, (5.5, 5.6), "post: built in 17 s"),
+        ("cold, --cores 2", 260.0, 36, 1.91, 470.0, (5.4, None), "post: reused"),
+        ("cold, --cores 2", 240.0, 36, 1.93, 468.0, None, "post: reused"),
+        ("cold, --cores 1", 470.0, 36, 1.05, 455.0, None, "post: reused"),
+        ("no-op", 4.0, 0, 0.8, 1.9, None, "")]
 
 
 def test_the_speed_up_is_the_ratio_of_the_mean_times():
@@ -36,11 +38,31 @@ def test_minutes_round_before_splitting():
 
 def test_the_report_has_cpus_busy_and_speed_up(tmp_path):
     out = tmp_path / "run.md"
-    default_run.write_report(out, "abc1234", ROWS, {"1 (run 1)": {"figures": (49.0, 1, 49.0)}}, [1, 2, 2, 1])
+    stages = {"1 (run 1)": {"figures": (49.0, 1, 49.0)}, "1, warm cache": {"figures": (0.0, 1, 0.0)}}
+    default_run.write_report(out, "abc1234", ROWS, stages, [1, 2, 2, 1])
     text = out.read_text()
-    assert "| cold, --cores 2 | 4 min 20 s (260 s) | 36 | 1.91 | 5.40 s, failed |" in text
+    assert ("| cold, --cores 1 | 7 min 30 s (450 s) | 452 s | 36 | 1.04 | 5.50 s, 5.60 s "
+            "| post: built in 17 s |") in text
+    assert ("| cold, --cores 2 | 4 min 20 s (260 s) | 470 s | 36 | 1.91 | 5.40 s, failed "
+            "| post: reused |") in text
+    assert "Run with --cores 1, warm cache, job wall time by rule" in text
     assert "Speed-up of --cores 2 over --cores 1: 1.84 (mean cold times 460 s and 250 s)." in text
     assert "| figures | 1 | 49 s | 49 s |" in text
+
+
+def test_a_cold_run_says_whether_it_built_the_toolchain_environment(tmp_path):
+    """From the toolchain_environment job's log line (toolchain_env.built_or_reused)."""
+    from tpu_matmul_repro.experiments.compile_study.toolchain_env import BUILT, built_or_reused
+
+    logs = tmp_path / "logs" / "toolchains"
+    assert default_run.toolchain_environments(tmp_path) == ""
+    (logs / "post").mkdir(parents=True)
+    manifest = dict(toolchain="post", path="/c/post-1", build_s=17.2, built_at="2026-12-02T13:03:23+00:00")
+    (logs / "post" / "environment.log").write_text(f"INFO {built_or_reused({**manifest, BUILT: True})}\n")
+    (logs / "libtpu52").mkdir()
+    (logs / "libtpu52" / "environment.log").write_text(
+        f"INFO {built_or_reused({**manifest, 'toolchain': 'libtpu52', BUILT: False})}\n")
+    assert default_run.toolchain_environments(tmp_path) == "libtpu52: reused, post: built in 17 s"
 
 
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="the benchmark reads /proc/stat (Linux)")

@@ -106,8 +106,9 @@ def _put_many(args):
 
 def test_concurrent_writers_of_one_entry_do_not_disturb_each_other(tmp_path):
     """Several processes putting the same entry at once: each had removed the others' temporary file
-    (FileNotFoundError in about a quarter of the puts)."""
-    with multiprocessing.get_context("fork").Pool(4) as pool:
+    (FileNotFoundError in about a quarter of the puts). Spawned, not forked: this worker may have jax
+    loaded, whose threads a fork would copy mid-flight."""
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
         failures = pool.map(_put_many, [(tmp_path, 300)] * 4)
     assert failures == [0, 0, 0, 0]
     assert cache(tmp_path).get(CASE, None) == SOUND

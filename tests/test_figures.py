@@ -137,6 +137,50 @@ def test_the_post_s_five_blocks_with_xla_keep_the_layout(tmp_path):
                    dict(experiment="v5", dtype="bfloat16", target="v5e"), tmp_path / lang)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_figure_is_laid_out_once_and_its_three_formats_cut_alike(tmp_path, lang):
+    """save() lays a figure out once (as for its PNG) and draws it once per format: savefig with
+    bbox_inches="tight" laid it out and drew it again per format to measure it, and the formats came
+    out with layouts of their own (PDFs up to 17 pt wider than their PNG)."""
+    import re
+
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from tpu_matmul_repro.figures import style
+
+    style.use_style(lang)
+    fig, ax = plt.subplots()
+    ax.plot([512, 8192], [3.0, 180.0], label="v5 (512, 1024, 1024)")
+    ax.set(xscale="log", title="TFLOP/s 吞吐量" if lang == "zh" else "TFLOP/s", xlabel="M = K = N")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2))  # below the axes, as the notes are
+    draws = []
+    original = Figure.draw
+
+    def counted(figure, renderer):
+        draws.append(type(renderer).__name__)
+        return original(figure, renderer)
+
+    try:
+        Figure.draw = counted
+        paths = style.save(fig, tmp_path / "f", {"title": "t", "caption": "c", "sources": "s",
+                                                 "licence": "l", "post_url": "u", "commit": "c"})
+    finally:
+        Figure.draw = original
+    assert [p.suffix for p in paths] == [".png", ".svg", ".pdf"]
+    assert len(draws) == 4, draws  # one layout, then one drawing per file
+    width_px, height_px = Image.open(paths[0]).size
+    point = 72 / plt.rcParams["savefig.dpi"]  # a PNG pixel, in points
+    svg = re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', paths[1].read_text())
+    pdf = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)", paths[2].read_bytes())
+    for width, height in (svg.groups(), pdf.groups()):
+        assert abs(float(width) - width_px * point) <= point
+        assert abs(float(height) - height_px * point) <= point
+    assert height_px * point > 4.2 * 72  # the legend below the axes is in the file: taller than the figure
+
+
 def test_chinese_names_add_the_language():
     assert stem("d", "v5_bfloat16_v5e", "zh").name == "v5_bfloat16_v5e.zh"
     assert stem("d", "v5_bfloat16_v5e", "en").name == "v5_bfloat16_v5e"

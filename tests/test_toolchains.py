@@ -175,6 +175,42 @@ BROKEN = toolchains.Toolchain(name="broken",
                               runs="published", targets=("v5e",), static_profile=False)
 
 
+def test_builders_started_at_once_build_an_environment_once_and_the_others_reuse_it(tmp_path, monkeypatch):
+    """Jobs of one toolchain, or runs in two clean clones, starting together: one builds while the
+    others wait on the lock file (flock: one lock per open file, as between processes), then reuse its
+    environment; each says which it did, and a later run reuses it too."""
+    import threading
+    import time
+
+    builds = []
+
+    def build(toolchain, path, pip_args, log):  # venv and pip, without the download
+        builds.append(path)
+        time.sleep(0.3)  # the others arrive while it builds
+        (path / "bin").mkdir(parents=True)
+        (path / "bin" / "python").write_text("")
+        manifest = dict(toolchain=toolchain.name, path=str(path), python=str(path / "bin" / "python"),
+                        versions={}, built_at="2026-12-02T13:03:23+00:00", build_s=16.4)
+        (path / toolchain_env.MANIFEST).write_text(json.dumps(manifest))
+        return manifest
+
+    monkeypatch.setattr(toolchain_env, "_build", build)
+    path, results = tmp_path / "toolchains" / "broken-abc", []
+    builders = [threading.Thread(target=lambda: results.append(toolchain_env.ensure(BROKEN, path)))
+                for _ in range(4)]
+    for builder in builders:
+        builder.start()
+    for builder in builders:
+        builder.join()
+    assert builds == [path] and sorted(r[toolchain_env.BUILT] for r in results) == [False, False, False, True]
+    said = sorted(toolchain_env.built_or_reused(r) for r in results)
+    assert said[0] == (f"toolchain broken: environment built in 16 s at {path} (once per machine: later "
+                       "runs and clean clones reuse it)")
+    reused = f"toolchain broken: environment reused from {path}, built 2026-12-02T13:03:23+00:00"
+    assert said[1:] == [reused] * 3
+    assert not toolchain_env.ensure(BROKEN, path)[toolchain_env.BUILT] and builds == [path]
+
+
 @pytest.mark.compiler
 def test_uninstallable_toolchain_is_a_clear_error_and_leaves_no_environment(tmp_path):
     path = tmp_path / "cache" / "broken-abc"

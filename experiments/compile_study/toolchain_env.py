@@ -1,17 +1,21 @@
 """Virtual environments for toolchains (experiments/plan/toolchains.py), made with venv and pip only.
 
 One environment per toolchain and set of pins, in the cache folder (outside results/, so a clean
-run reuses it), at <cache>/<name>-<hash of pins and Python version>: new pins are a new folder, the
-old one stays until deleted. An environment counts as built only once its manifest
-(`toolchain.json`, written last, atomically) exists: a build that was interrupted or failed leaves no
-manifest, is never used, and is removed by the next build. A lock file serialises builders, so jobs
-of one toolchain started at once build it once and share it.
+run, and a clean clone on the same machine, reuses it), at <cache>/<name>-<hash of pins and Python
+version>: new pins are a new folder, the old one stays until deleted. An environment counts as
+built only once its manifest (`toolchain.json`, written last, atomically) exists: a build that was
+interrupted or failed leaves no manifest, is never used, and is removed by the next build. A lock
+file serialises builders, so jobs of one toolchain started at once, or runs in two checkouts, build
+it once and share it. The manifest says when the environment was built and how long that took, and
+`ensure` whether it built it now (BUILT): the run says which (scripts/toolchain_environment.py).
 """
+import datetime
 import fcntl
 import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tpu_matmul_repro.experiments.core.jobs import Toolchain
@@ -20,6 +24,7 @@ from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 MANIFEST = "toolchain.json"
 VERSION_PACKAGES = ("jax", "jaxlib", "libtpu")  # recorded on every estimate row
 INSTALL_TIMEOUT_S = 1800
+BUILT = "built_now"  # the key `ensure` adds to the manifest it returns: True if it built it just now
 
 
 class ToolchainInstallError(RuntimeError):
@@ -40,7 +45,8 @@ def read_manifest(path: Path) -> dict | None:
 
 
 def ensure(toolchain: Toolchain, path: Path, *, pip_args=(), log=None) -> dict:
-    """The toolchain's environment at `path`, built first if needed; returns its manifest.
+    """The toolchain's environment at `path`, built first if needed; returns its manifest, with BUILT
+    True if this call built it, False if it was there (or another process built it meanwhile).
 
     Raises ToolchainInstallError naming the toolchain when venv or pip fail.
     """
@@ -49,20 +55,31 @@ def ensure(toolchain: Toolchain, path: Path, *, pip_args=(), log=None) -> dict:
     path = Path(path)
     manifest = read_manifest(path)
     if manifest:
-        return manifest
+        return {**manifest, BUILT: False}
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.parent / f"{path.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another job may be building it: wait, then use its result
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be building it: wait, then use its result
         manifest = read_manifest(path)
         if manifest:
-            return manifest
+            return {**manifest, BUILT: False}
         if path.exists():  # a build that did not finish
             shutil.rmtree(path)
         try:
-            return _build(toolchain, path, pip_args, log)
+            return {**_build(toolchain, path, pip_args, log), BUILT: True}
         except BaseException:
             shutil.rmtree(path, ignore_errors=True)
             raise
+
+
+def built_or_reused(manifest: dict) -> str:
+    """One line for the run's console: the environment `ensure` returned, built by this run (and in how
+    long) or one built before, reused."""
+    name, path = manifest["toolchain"], manifest["path"]
+    if manifest.get(BUILT):
+        return (f"toolchain {name}: environment built in {manifest['build_s']:.0f} s at {path} (once per "
+                f"machine: later runs and clean clones reuse it)")
+    when = f", built {manifest['built_at']}" if manifest.get("built_at") else ""
+    return f"toolchain {name}: environment reused from {path}{when}"
 
 
 def _run(toolchain: Toolchain, what: str, cmd: list[str], log) -> str:
@@ -81,6 +98,7 @@ def _run(toolchain: Toolchain, what: str, cmd: list[str], log) -> str:
 
 
 def _build(toolchain: Toolchain, path: Path, pip_args, log) -> dict:
+    start = time.monotonic()
     _run(toolchain, "creating its virtual environment", [sys.executable, "-m", "venv", str(path)], log)
     python = str(python_of(path))
     _run(toolchain, "pip install", [python, "-m", "pip", "install", "--disable-pip-version-check",
@@ -98,6 +116,8 @@ def _build(toolchain: Toolchain, path: Path, pip_args, log) -> dict:
             raise ToolchainInstallError(f"toolchain {toolchain.describe()}: pip installed {package} "
                                         f"{versions[package]}, not {version}")
     manifest = dict(toolchain=toolchain.name, pins=dict(toolchain.pins), path=str(path), python=python,
-                    hash=toolchain.pins_hash(), versions=versions, freeze=freeze.split())
+                    hash=toolchain.pins_hash(), versions=versions, freeze=freeze.split(),
+                    built_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                    build_s=round(time.monotonic() - start, 1))
     write_text_atomic(json.dumps(manifest, indent=1), path / MANIFEST)  # last: the environment is complete
     return manifest

@@ -5,6 +5,7 @@ static-profile flag, which must be set before libtpu loads and slows every compi
 stays confined to the profiling worker. The compile itself is in worker.py, whose import closure is
 what the compile cache hashes: nothing here can change a compile's result.
 """
+import contextlib
 import os
 import pickle
 import select
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,12 +52,26 @@ def worker_env(environ=None) -> dict:
     return env
 
 
-def _ignore_interrupts() -> None:
-    """In the worker before its Python starts: a Ctrl-C reaches the whole process group, and the job
-    that started the worker says so once and stops it. A worker still starting would otherwise print
-    Python's own traceback ("Could not import runpy module") before worker.py could ignore it."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held by the parent around its start
+@contextlib.contextmanager
+def _interrupts_held_and_ignored():
+    """While a worker starts: a Ctrl-C waits (SIGINT blocked: pending, not lost) until the worker is
+    ours to stop (close() kills it), and SIGINT is ignored, a disposition the worker inherits through
+    exec, so that its Python starts ignoring it: a Ctrl-C reaches the whole process group, and the job
+    that started the worker says so once and stops it (one reaching a worker still starting printed
+    Python's own traceback, "Could not import runpy module"). Not a preexec_fn: that forks with
+    Python's at-fork hooks (jax warns of a deadlock once it is loaded) and is unsafe with threads."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    previous = signal.getsignal(signal.SIGINT)
+    # signal.signal works in the main thread only, and cannot restore a handler set outside Python
+    ignore = previous is not None and threading.current_thread() is threading.main_thread()
+    try:
+        if ignore:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        yield
+    finally:
+        if ignore:
+            signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 class Compiler:
@@ -88,16 +104,10 @@ class Compiler:
                 # libtpu 0.0.42.1 fails every compile with "Instruction with id > INT_MAX").
                 env.pop("TPU_LIBRARY_PATH", None)
             profile_dir = self._profile_dir.name if self._profile_dir else ""
-            # A Ctrl-C waits until the worker is ours to stop (close() kills it): one arriving inside
-            # Popen would leave the worker running on, unknown to us.
-            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-            try:
+            with _interrupts_held_and_ignored():
                 self._proc = subprocess.Popen(
                     [self.python, "-m", worker.__name__, self.target, profile_dir],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env,
-                    preexec_fn=_ignore_interrupts)
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 
     def compile(self, case: "Case", vmem_limit_bytes: int | None = None) -> dict:
