@@ -108,3 +108,24 @@ def test_the_version_sentence_needs_the_version_gate():
     no_step.loc[(no_step.jax == text.AFTER["jax"]) & (no_step.libtpu == text.AFTER["libtpu"]) & (
         no_step.ir_version == "7"), "vmem_bytes"] *= 2  # version 7 doubled too: no step at 9
     assert len(text.sentences(MECHANISM, no_step, english)) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_report_section_carries_the_sentences(table, lang):
+    import html as entities
+
+    from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+    from tpu_matmul_repro.report import build
+
+    load_studies(["then_and_now"])
+    page = entities.unescape(build.render_html(
+        table, lang=lang, config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
+        correctness={"passed": 1, "total": 1}, primary_toolchain="current"))
+    section = page[page.index('<section id="then-and-now">'):]
+    section = section[:section.index("</section>")]
+    gettext = translations(lang).gettext if lang == "zh" else english
+    for sentence in text.sentences(MECHANISM, VERSIONS, gettext):
+        assert sentence in section
+    assert gettext("Which component doubled the request") in section
+    assert ("。 " not in section and "。（" in section) if lang == "zh" else (". (Estimates" in section)

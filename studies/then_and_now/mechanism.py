@@ -101,7 +101,7 @@ def by_ir_version(compiler: ReleaseCompiler) -> pd.DataFrame:
         with tempfile.TemporaryDirectory(prefix="mechanism-") as folder:
             env = tpu_compile.worker_env() | dict(where["env"] or {})
             env.pop("TPU_LIBRARY_PATH", None)  # this process's libtpu: the pair must load its own
-            env["PYTHONPATH"] = tpu_compile.import_root(folder)
+            env = tpu_compile.with_import_root(env, folder)  # the pair's Python has not got the project
             done = subprocess.run(
                 [where["python"] or sys.executable, "-m", mechanism_probe.__name__, compiler.settings.target,
                  json.dumps([dataclasses.astuple(case) for _, case in CASES])],
