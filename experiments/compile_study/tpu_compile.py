@@ -39,6 +39,11 @@ def import_root(folder: str) -> str:
     return folder
 
 
+def with_import_root(env: dict, folder: str) -> dict:
+    """`env` with `folder` made an import root (import_root) ahead on its PYTHONPATH."""
+    return env | {"PYTHONPATH": os.pathsep.join(filter(None, [import_root(folder), env.get("PYTHONPATH")]))}
+
+
 def worker_env(environ=None) -> dict:
     """The compile worker's environment, fixed before its Python starts: the worker imports jax (through
     the kernels) before any of its own code runs, and jax reads JAX_PLATFORMS when it is imported, so
@@ -96,8 +101,7 @@ class Compiler:
         if self._proc is None:
             env = worker_env() | self.env
             if self._import_root is not None:
-                root = import_root(self._import_root.name)
-                env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+                env = with_import_root(env, self._import_root.name)
             if self.python != sys.executable and "TPU_LIBRARY_PATH" not in self.env:
                 # Importing jax here set TPU_LIBRARY_PATH to this environment's libtpu: another
                 # toolchain's jax would load that one instead of its own (seen: jax 0.4.36 with

@@ -15,6 +15,7 @@ from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.report.sections import Section, register
 from tpu_matmul_repro.report.tables import toolchain_name
+from tpu_matmul_repro.studies.then_and_now import mechanism_text
 from tpu_matmul_repro.studies.then_and_now.analysis import (
     agreement,
     disagrees,
@@ -126,7 +127,8 @@ def context(inputs) -> dict:
     abstract, findings = first_page(table, inputs.primary, inputs.gettext, inputs.ngettext)
     names = sorted(n for n, (kind, _) in inputs.specs.items() if kind == "then_and_now")
     return dict(compared=compared, figures=inputs.figures(names), abstract=abstract, findings=findings,
-                appendix=compared is not None)
+                appendix=compared is not None,
+                mechanism=mechanism_text.sentences(*mechanism_text.read(), inputs.gettext))
 
 
 register(Section(

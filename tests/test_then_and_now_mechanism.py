@@ -1,0 +1,132 @@
+"""The then-and-now section's sentences on which component doubled the VMEM request follow from the
+study's data (studies/then_and_now/data/mechanism*.csv, written by mechanism.py), in both languages,
+and say nothing when the data do not support them."""
+import re
+
+import pandas as pd
+import pytest
+
+from tpu_matmul_repro.experiments.core.i18n import translations
+from tpu_matmul_repro.experiments.core.units import MiB
+from tpu_matmul_repro.studies.then_and_now import mechanism_text as text
+
+MECHANISM, VERSIONS = text.read()
+pytestmark = pytest.mark.skipif(MECHANISM is None or VERSIONS is None,
+                                reason="studies/then_and_now/data/mechanism*.csv not written yet")
+
+
+NUMBER = re.compile(r"(?<![\d.])\d+\.\d\d(?![\d.])")  # 9.07, not the 0.24 of libtpu 0.0.24
+
+
+def english(message):
+    return message
+
+
+def bytes_of(pair, bm, bk, bn):
+    rows = MECHANISM[(MECHANISM.jax == pair["jax"]) & (MECHANISM.libtpu == pair["libtpu"])
+                     & (MECHANISM.bm == bm) & (MECHANISM.bk == bk) & (MECHANISM.bn == bn)]
+    assert len(rows) == 1
+    return float(rows.iloc[0].vmem_bytes)
+
+
+def mib_numbers(sentence):
+    return [float(x) for x in re.findall(r"(\d+\.\d\d) MiB", sentence)]
+
+
+def test_the_data_say_neither_component_alone_doubles():
+    table = text.per_configuration(MECHANISM)
+    assert table.doubled.all() and set(table.component) == {"neither alone"}
+
+
+def mib_list(pair, blocks):
+    return " and ".join(f"{bytes_of(pair, *b) / MiB:.2f}" for b in blocks) + " MiB"
+
+
+def test_sentences_quote_the_csv():
+    first, second = text.sentences(MECHANISM, VERSIONS, english)
+    v2 = (512, 2048, 512)
+    one_buffer = (512 * 2048 + 2048 * 512 + 512 * 512) * 4 / MiB  # float32 blocks of v2 at 2048
+    before, after, new_jax, new_libtpu = (bytes_of(pair, *v2) / MiB for pair in
+                                          (text.BEFORE, text.AFTER, text.NEW_JAX, text.NEW_LIBTPU))
+    assert mib_numbers(first)[:6] == [round(x, 2) for x in (before, one_buffer, before - one_buffer, after,
+                                                            new_jax, new_libtpu)]
+    assert after == pytest.approx(2 * one_buffer, rel=text.DOUBLED_TOLERANCE)
+    assert "Neither component alone doubled" in first
+    blocked = [(512, 1024, 1024), (1024, 1024, 1024)]
+    assert f"({mib_list(text.BEFORE, blocked)}, doubled to {mib_list(text.AFTER, blocked)} only" in first
+    # the second sentence's versions: forced 8 keeps the request, forced 9 (and the default) doubles it
+    after = VERSIONS[(VERSIONS.jax == "0.8.1") & (VERSIONS.libtpu == "0.0.30") & (VERSIONS.bm == 512)
+                     & (VERSIONS.bk == 2048)].set_index("ir_version").vmem_bytes
+    assert mib_numbers(second) == [round(after["8"] / MiB, 2), round(after["9"] / MiB, 2)]
+    assert after["default"] == after["9"]
+    assert "version 9" in second and "libtpu 0.0.24 cannot read it" in second
+
+
+def test_chinese_sentences_carry_the_same_numbers():
+    zh = translations("zh").gettext
+    for en, cn in zip(text.sentences(MECHANISM, VERSIONS, english), text.sentences(MECHANISM, VERSIONS, zh),
+                      strict=True):
+        assert cn != en
+        assert sorted(NUMBER.findall(cn)) == sorted(NUMBER.findall(en))
+        assert "，" in cn or "：" in cn
+
+
+def test_a_cross_pair_that_doubles_names_its_component():
+    changed = MECHANISM.copy()
+    new_jax = (changed.jax == text.NEW_JAX["jax"]) & (changed.libtpu == text.NEW_JAX["libtpu"])
+    for blocks in changed[text.BLOCKS].drop_duplicates().itertuples(index=False):
+        after = bytes_of(text.AFTER, blocks.bm, blocks.bk, blocks.bn)
+        same = new_jax & (changed.bm == blocks.bm) & (changed.bk == blocks.bk) & (changed.bn == blocks.bn)
+        changed.loc[same, "vmem_bytes"] = after
+    assert set(text.per_configuration(changed).component) == {"jax"}
+    assert text.sentences(changed, VERSIONS, english) == []  # the sentences are for "neither alone" only
+
+
+def test_no_sentence_without_a_doubling_or_with_a_failed_pair():
+    halved = MECHANISM.copy()
+    after = (halved.jax == text.AFTER["jax"]) & (halved.libtpu == text.AFTER["libtpu"])
+    halved["vmem_bytes"] = halved.vmem_bytes.astype(float)
+    halved.loc[after, "vmem_bytes"] = halved.loc[after, "vmem_bytes"] / 2
+    assert text.sentences(halved, VERSIONS, english) == []
+    failed = MECHANISM.copy()
+    cross = (failed.jax == text.NEW_LIBTPU["jax"]) & (failed.libtpu == text.NEW_LIBTPU["libtpu"])
+    failed.loc[cross, ["status", "vmem_bytes"]] = ["toolchain_error", None]
+    assert text.sentences(failed, VERSIONS, english) == []
+    assert text.sentences(None, None, english) == []
+
+
+def test_the_version_sentence_needs_the_version_gate():
+    chose_newest = VERSIONS.copy()
+    new_jax = (chose_newest.jax == text.NEW_JAX["jax"]) & (chose_newest.libtpu == text.NEW_JAX["libtpu"])
+    chose_newest.loc[new_jax, "chosen_ir_version"] = "newest"
+    assert len(text.sentences(MECHANISM, chose_newest, english)) == 1
+    no_step = VERSIONS.copy()
+    forced = (no_step.jax == text.AFTER["jax"]) & (no_step.libtpu == text.AFTER["libtpu"]) & (
+        no_step.ir_version == "8")
+    no_step.loc[forced, "vmem_bytes"] = pd.NA  # version 8's compiles lost: no version below 9 to compare
+    no_step.loc[forced, "status"] = "compile_error"
+    no_step.loc[(no_step.jax == text.AFTER["jax"]) & (no_step.libtpu == text.AFTER["libtpu"]) & (
+        no_step.ir_version == "7"), "vmem_bytes"] *= 2  # version 7 doubled too: no step at 9
+    assert len(text.sentences(MECHANISM, no_step, english)) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_report_section_carries_the_sentences(table, lang):
+    import html as entities
+
+    from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+    from tpu_matmul_repro.report import build
+
+    load_studies(["then_and_now"])
+    page = entities.unescape(build.render_html(
+        table, lang=lang, config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
+        correctness={"passed": 1, "total": 1}, primary_toolchain="current"))
+    section = page[page.index('<section id="then-and-now">'):]
+    section = section[:section.index("</section>")]
+    section = re.sub(r"<span[^>]*>|</span>", "", section)  # the report keeps "9.07 MiB" on one line
+    gettext = translations(lang).gettext if lang == "zh" else english
+    for sentence in text.sentences(MECHANISM, VERSIONS, gettext):
+        assert sentence in section
+    assert gettext("Which component doubled the request") in section
+    assert ("。 " not in section and "。（" in section) if lang == "zh" else (". (Estimates" in section)
