@@ -166,8 +166,9 @@ def present_sources(rows: pd.DataFrame, order=SOURCES):
             yield source, part, part.iloc[0]
 
 
-def wrap(note: str, width: int = 92) -> str:
-    """Wrap a note to `width` columns, a CJK character counting two, keeping given line breaks."""
+def wrap(note: str, width: int = 92, indent: str = "    ") -> str:
+    """Wrap a note to `width` columns, a CJK character counting two, keeping given line breaks; lines
+    after the first of a paragraph start with `indent`."""
     out = []
     for paragraph in note.split("\n"):
         line, used = "", 0
@@ -177,7 +178,7 @@ def wrap(note: str, width: int = 92) -> str:
             cols = sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in word)
             if used + cols > width and line.strip():
                 out.append(line.rstrip())
-                line, used = "    " + word.lstrip(), 4 + cols
+                line, used = indent + word.lstrip(), len(indent) + cols
             else:
                 line, used = line + word, used + cols
         out.append(line.rstrip())
@@ -462,20 +463,25 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
 
 
 def plot_roofline(df: pd.DataFrame, target: str, lang: str):
-    """Arithmetic intensity against estimated throughput under the target's compute and HBM roofs, one
-    panel per data type (int8 in TOP/s on its own axis), one colour and marker per experiment."""
-    rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
-    rows, device = modelled(rows, "model_device_tflops")
-    notes = flagged_line(rows, lang)
-    rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0) & ~flagged(rows)]
+    """Arithmetic intensity against modelled (else estimated) throughput under the target's compute and
+    HBM roofs, one panel per data type (int8 in TOP/s on its own axis), one colour and marker per
+    experiment; the legend and the notes in a strip of their own under the panels."""
+    rows, device, notes = roofline_view(df, target, lang)
     factor = float32_factor(df) if device else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
-    fig, axes = plt.subplots(1, max(1, len(dtypes)), figsize=(7.2, 3.9), squeeze=False)
-    libtpu = rows.libtpu_version.iloc[0] if len(rows) else "?"
-    fig.suptitle(text(lang, "title_roofline", target=target, libtpu=libtpu))
+    panels = max(1, len(dtypes))
+    note = capped(notes, lang, 95)
+    note_lines = note.count("\n") + 1 if note else 0
+    fig = plt.figure(figsize=(7.2, 4.4 + 0.16 * note_lines))
+    grid = fig.add_gridspec(2, panels, height_ratios=[3.4, 0.3 + 0.16 * note_lines])
+    axes = [fig.add_subplot(grid[0, i]) for i in range(panels)]
+    info = fig.add_subplot(grid[1, :])
+    info.set_axis_off()
+    fig.suptitle(text(lang, "title_roofline_modelled" if device else "title_roofline", target=target,
+                      libtpu=", ".join(versions(rows)) or "?"))
     if rows.empty:
-        no_data(axes[0][0], lang)
+        no_data(axes[0], lang)
         return fig
     intensity = flops(rows.m, rows.k, rows.n) / rows.hbm_bytes.astype(float)
     bw = float(rows.hbm_bytes_per_s.iloc[0])
@@ -486,15 +492,16 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     # Fewer points on top: v1 and v3 would hide under v4's cloud otherwise.
     order = sorted(experiments, key=lambda e: -(rows.experiment == e).sum())
     handles = {}
-    for ax, dtype in zip(axes[0], dtypes, strict=True):
+    for ax, dtype in zip(axes, dtypes, strict=True):
         part = rows[rows.dtype == dtype]
         peak = float(part.peak_tflops.iloc[0])
         label = text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype))
         if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
             peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
-        ax.annotate(label, (1, peak), xycoords=("axes fraction", "data"), xytext=(0, 3),
-                    textcoords="offset points", ha="right", va="bottom", fontsize=NOTE_SIZE, color="#555555")
+        # In the empty corner above the HBM roof (no point can be there), wrapped to the panel.
+        ax.text(0.03, 0.97, wrap(label, 30, indent=""), transform=ax.transAxes, ha="left", va="top",
+                fontsize=NOTE_SIZE, color="#555555")
         xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
         handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", color=XLA_COLOR,
                                     label=text(lang, "xla"), zorder=4)
@@ -508,18 +515,34 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
                                              label=experiment, zorder=5 + z)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_ylim(top=peak * 1.6)
+        # room above the roof for its label, and for every point: XLA's float32 can beat the model's roof
+        ax.set_ylim(part.tflops.min() / 1.5, max(peak, float(part.tflops.max())) * 4)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
-    axes[0][0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
-                        textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
-    axes[0][len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
+    axes[0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
+                     textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
+    axes[len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
     keys = ["xla"] + [e for e in experiments if e in handles]
-    fig.legend(handles=[handles[k] for k in keys], loc="outside lower center", ncol=len(keys),
-               fontsize=LEGEND_SIZE)
-    if notes:
-        fig.text(0.0, 0.0, capped(notes, lang, 110), fontsize=NOTE_SIZE, ha="left", va="top")
+    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=len(keys), fontsize=LEGEND_SIZE,
+                borderaxespad=0)
+    info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
+
+
+def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFrame, bool, list[str]]:
+    """(rows, modelled, notes) of the roofline: the estimates that compiled on `target` at the default
+    limit, with the timing model's device time where the table has it, less the flagged ones (which
+    the notes name)."""
+    rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
+    rows, device = modelled(rows, "model_device_tflops")
+    rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0)]
+    notes = flagged_line(rows, lang)
+    return rows[~flagged(rows)], device, notes
+
+
+def versions(rows: pd.DataFrame, column: str = "libtpu_version") -> list[str]:
+    """The distinct values of `column` among `rows` (the libtpu versions of the rows a figure drew)."""
+    return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
 
 
 def float32_factor(df: pd.DataFrame) -> float | None:
@@ -625,7 +648,9 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     panels = fidelity_panels(df, target)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(min(7.2, 3.8 * max(1, len(panels))), 4.2),
                              squeeze=False, sharey=True)
-    fig.suptitle(text(lang, "title_fidelity", source=source_names(lang)["published"], target=target))
+    estimators = {estimator for _, estimator, _, _ in panels}
+    fig.suptitle(text(lang, "title_fidelity_modelled" if "model" in estimators else "title_fidelity",
+                      source=source_names(lang)["published"], target=target))
     if not panels:
         no_data(axes[0][0], lang)
         return fig
@@ -649,11 +674,13 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         ax.set_xlabel(text(lang, "reference_axis", source=source_names(lang)[other]))
         # a rank correlation only on MIN_RANK_POINTS points or more (summaries.MIN_RANK_POINTS)
         ranked = score["n"] >= MIN_RANK_POINTS and pd.notna(score["spearman"])
-        ax.text(0.03, 0.97, text(lang, "agreement" if ranked else "agreement_few", n=score["n"],
-                                 ratio=score["median_ratio"], spearman=score["spearman"],
-                                 mal=score["median_abs_log_ratio"]),
+        # wrapped to the panel: a phone shows it at a third of the width
+        ax.text(0.03, 0.97, wrap(text(lang, "agreement" if ranked else "agreement_few", n=score["n"],
+                                      ratio=score["median_ratio"], spearman=score["spearman"],
+                                      mal=score["median_abs_log_ratio"]), 26, indent=""),
                 transform=ax.transAxes, va="top", fontsize=NOTE_SIZE)
-    axes[0][0].set_ylabel(text(lang, "fidelity_axis"))
+        # each panel says which kind of number its y is: libtpu's estimate, or the timing model's
+        ax.set_ylabel(text(lang, "fidelity_axis_model" if estimator == "model" else "fidelity_axis"))
     axes[0][-1].legend(fontsize=LEGEND_SIZE, loc="lower right")
     return fig
 
