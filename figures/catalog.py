@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis.runs import latest_runs
@@ -126,6 +127,12 @@ def _values(rows: pd.DataFrame, column: str) -> list[str]:
     return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
 
 
+def experiment_modelled(rows: pd.DataFrame) -> bool:
+    """Whether an experiment figure draws the timing model's numbers (plots.experiment_rows)."""
+    estimates = rows[rows.source == "estimate"]
+    return bool("model_post_tflops" in rows and estimates.model_post_tflops.notna().any())
+
+
 def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
     """How each kind of number in the figure was obtained, with the line style it is drawn in (the post's
     figures draw the timing model's estimates, timed as the post did, where the table has them)."""
@@ -172,6 +179,11 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
     entry = CATALOG[kind]
     caption = translate(lang, entry.caption, **fields)
     notes = figure_notes(df, kind, args, lang)
+    if kind == "experiment" and experiment_modelled(rows):  # the curves: how far off, left out of the fit
+        score = plots.out_of_sample(latest_runs(df), args["experiment"], args["dtype"], args["target"])
+        if score:
+            notes.insert(0, text(lang, "caption_out_of_sample", score=text(
+                lang, "out_of_sample", n=score["n"], pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1))))
     if notes:  # the figure prints at most three lines of them; the caption and the metadata all
         caption = translate(lang, JOINS["notes"], caption=caption, notes=join(lang, "sentences", notes))
     return {"caption": caption, "alt": translate(lang, entry.alt, **fields),

@@ -19,7 +19,7 @@ LABELS = {
     "size": N_("Matrix size (M = K = N)"),
     "vmem": N_("VMEM (MiB)"),
     "intensity": N_("Arithmetic intensity (FLOP per HBM byte)"),
-    "modelled_post": N_("timing model fitted to the post"),
+    "modelled_post": N_("modelled (timing model fitted to the post)"),
     "flagged_xla": N_("XLA at %(sizes)s not drawn: its estimate falls as size grows (flagged, a cost-model "
                       "artefact)"),
     "interval_band": N_("shaded: the timing model's 80 %% prediction interval, from its held-out errors on "
@@ -38,7 +38,11 @@ LABELS = {
                                 "compiled)"),
     "failed_other": N_("✗ %(label)s: %(status)s"),
     "failed_published": N_("✗ %(label)s: failed in the post"),
-    "title_experiment": N_("%(experiment)s: %(description)s (%(dtype)s, %(target)s)"),
+    "title_experiment": N_("%(experiment)s, %(dtype)s on %(target)s: %(kinds)s"),
+    "title_experiment_empty": N_("%(experiment)s, %(dtype)s on %(target)s"),
+    "failed_key": N_("× at zero: failed (why: below)"),
+    "modelled": N_("modelled"),
+    "caption_out_of_sample": N_("the timing model, %(score)s"),
     "title_vmem": N_("VMEM used against the limit (%(target)s, estimated by libtpu %(libtpu)s)"),
     "title_roofline": N_("Roofline (%(target)s, estimated by libtpu %(libtpu)s)"),
     "title_roofline_modelled": N_("Roofline (%(target)s, modelled from libtpu %(libtpu)s's estimates)"),
@@ -83,10 +87,6 @@ LABELS = {
     "caption_published": N_("the post's published numbers, read off its figures (hollow markers)"),
     "others_published": N_("the post's published numbers"),
     "others_measured": N_("measurements"),
-    "subtitle_estimate": N_("estimated by libtpu (dashed)"),
-    "subtitle_modelled_post": N_("timing model fitted to the post, timed as the post (dashed)"),
-    "subtitle_measured": N_("measured (solid)"),
-    "subtitle_published": N_("published in the post (hollow)"),
     "search_legend": N_("Each cell: the best estimated %(unit)s over bk (top) and that bk (bottom). ×: "
                         "every bk runs out of VMEM (or fails to compile); blank: no configuration with "
                         "this (bm, bn), neither the post's nor the search's."),

@@ -2,8 +2,8 @@
 meets first. Three rules:
 
 - no text box (titles, axis and tick labels, notes, annotations) overlaps another text box or a legend;
-- no text leaves the canvas, and no text placed in a panel (in its data or axes coordinates) leaves that
-  panel's frame;
+- no text leaves the canvas, and no text placed in a panel (in its data or axes coordinates) or legend
+  of a panel leaves that panel's frame;
 - no drawn point (a marker of a line, a scatter point) lies outside its axes: the axis limits take in
   every point the figure claims to show.
 
@@ -51,9 +51,10 @@ def _texts(fig):
 
 
 def _legends(fig):
-    legends = [("figure legend", lg) for lg in fig.legends]
-    legends += [(f"axes {i} legend", ax.get_legend()) for i, ax in enumerate(fig.axes) if ax.get_legend()]
-    return [(n, lg) for n, lg in legends if lg.get_visible()]
+    """(name, legend, its axes or None) of every visible legend."""
+    legends = [("figure legend", lg, None) for lg in fig.legends]
+    legends += [(f"axes {i} legend", ax.get_legend(), ax) for i, ax in enumerate(fig.axes) if ax.get_legend()]
+    return [(n, lg, ax) for n, lg, ax in legends if lg.get_visible()]
 
 
 def _overlap(a: Bbox, b: Bbox) -> bool:
@@ -104,20 +105,23 @@ def problems(fig) -> list[str]:
 
 def _problems(fig, renderer, canvas: Bbox) -> list[str]:
     texts = [(name, t, ax, t.get_window_extent(renderer)) for name, t, ax in _texts(fig)]
-    legends = [(name, lg.get_window_extent(renderer)) for name, lg in _legends(fig)]
+    legends = [(name, lg.get_window_extent(renderer), ax) for name, lg, ax in _legends(fig)]
     found = []
+    for name, box, ax in legends:  # a panel's legend in that panel (wider, it pushes the plot aside)
+        if ax is not None and not _inside(box, ax.get_window_extent(renderer)):
+            found.append(f"the {name} leaves its panel")
     for name, t, ax, box in texts:
         if not _inside(box, canvas):
             found.append(f"{name} {_short(t)} leaves the canvas")
         if ax is not None and not _inside(box, ax.get_window_extent(renderer)):
             found.append(f"{name} {_short(t)} leaves its panel")
-        for legend_name, legend_box in legends:
+        for legend_name, legend_box, _ in legends:
             if _overlap(box, legend_box):
                 found.append(f"{name} {_short(t)} overlaps the {legend_name}")
     for (n1, t1, _, b1), (n2, t2, _, b2) in combinations(texts, 2):
         if _overlap(b1, b2):
             found.append(f"{n1} {_short(t1)} overlaps {n2} {_short(t2)}")
-    for (n1, b1), (n2, b2) in combinations(legends, 2):
+    for (n1, b1, _), (n2, b2, _) in combinations(legends, 2):
         if _overlap(b1, b2):
             found.append(f"the {n1} overlaps the {n2}")
     for i, ax in enumerate(fig.axes):

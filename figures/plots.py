@@ -16,10 +16,9 @@ from tpu_matmul_repro.experiments.analysis.summaries import (
 )
 from tpu_matmul_repro.experiments.core import cases
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
-from tpu_matmul_repro.experiments.core.i18n import translations
 from tpu_matmul_repro.experiments.core.schema import SOURCES
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
-from tpu_matmul_repro.figures.labels import LABELS, experiment_description, join, source_names, text
+from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
 from tpu_matmul_repro.kernels import kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.kernels.spec import SPLIT
@@ -82,11 +81,18 @@ MAX_NOTE_LINES = 3
 
 
 def capped(notes: list[str], lang: str, width: int = 92) -> str:
-    """The notes, wrapped, cut to MAX_NOTE_LINES lines (the last saying where the rest is)."""
-    lines = [line for n in notes for line in wrap(n, width).split("\n")]
-    if len(lines) > MAX_NOTE_LINES:
-        lines = lines[:MAX_NOTE_LINES - 1] + [text(lang, "more_notes")]
-    return "\n".join(lines)
+    """The notes, wrapped, as many whole notes as fit in MAX_NOTE_LINES lines (a note is never cut
+    mid-sentence); where some are left out, the last line says where they are."""
+    wrapped = [wrap(n, width) for n in notes]
+    if sum(w.count("\n") + 1 for w in wrapped) <= MAX_NOTE_LINES:
+        return "\n".join(wrapped)
+    kept, used = [], 0
+    for w in wrapped:
+        if used + w.count("\n") + 1 > MAX_NOTE_LINES - 1:
+            break
+        kept.append(w)
+        used += w.count("\n") + 1
+    return "\n".join(kept + [text(lang, "more_notes")])
 
 
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -238,12 +244,12 @@ def main_source(rows: pd.DataFrame) -> str:
     return "estimate"
 
 
-def sources_subtitle(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
-    """Which kinds of number the figure holds, in words and line styles (for a title line);
-    `post_method`: the estimates are the timing model's, timed as the post timed its calls."""
-    keys = {"estimate": "subtitle_modelled_post" if post_method else "subtitle_estimate"}
-    return " · ".join(text(lang, keys.get(s, f"subtitle_{s}")) for s in ("estimate", "measured", "published")
-                      if (rows.source == s).any())
+def kinds_drawn(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
+    """The kinds of number the rows hold, by the four names (estimated, modelled, measured, published):
+    the estimate rows are "modelled" where `post_method` (the timing model's numbers replaced libtpu's)."""
+    names = source_names(lang)
+    return join(lang, "list", (text(lang, "modelled") if s == "estimate" and post_method else names[s]
+                               for s in ("estimate", "measured", "published") if (rows.source == s).any()))
 
 
 def dodge(points: pd.DataFrame, key_order: dict, span: float) -> dict:
@@ -279,12 +285,11 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
     ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     info.set_axis_off()
-    description = experiment_description(experiment, experiment_kernel(df, experiment),
-                                         translations(lang).gettext)
-    title = text(lang, "title_experiment", experiment=experiment, description=description, dtype=dtype,
-                 target=target)
-    # The second title line says what kind of numbers these are, so that a cropped plot still says it.
-    ax.set_title(title + ("\n" + sources_subtitle(rows, lang, post_method) if len(rows) else ""))
+    # One line: the kinds of number drawn, so that a cropped plot still says it; what the experiment
+    # runs and how far the model is off out of sample are in the caption (catalog.describe).
+    ax.set_title(text(lang, "title_experiment", experiment=experiment, dtype=dtype, target=target,
+                      kinds=kinds_drawn(rows, lang, post_method)) if len(rows) else
+                 text(lang, "title_experiment_empty", experiment=experiment, dtype=dtype, target=target))
     if rows.empty:
         no_data(ax, lang)
         return fig
@@ -318,25 +323,26 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     peak_line(ax, rows, lang)
-    score = out_of_sample(df, experiment, dtype, target) if post_method else None
-    if score:  # the curves were fitted to these points: a third title line says how far off they are left out
-        ax.set_title(ax.get_title() + "\n" + text(lang, "out_of_sample", n=score["n"],
-                                                   pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1)))
     ax.set_ylabel(axis_label(lang, dtype, "post" if post_method else "estimate"
                              if set(rows.source) == {"estimate"} else "mixed"))
     # post_method: the estimates drawn are the timing model's, timed as the post timed its calls
     names = dict(source_names(lang), **({"estimate": text(lang, "modelled_post")} if post_method else {}))
     styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
+    if (rows.status != "ok").any():  # the × marks at zero: what they are; why, in the notes
+        styles.append(Line2D([], [], color="#444444", marker="x", linestyle="none", markersize=7,
+                             label=text(lang, "failed_key")))
     # Below the plot: the legend, then at most three lines of notes (all of them: in the caption).
     note = capped(notes, lang)
     note_lines = note.count("\n") + 1 if note else 0
-    # Three columns of up to six series with the source keys; more (v4, v5: six series and two keys)
-    # in two, or the legend is wider than the figure and the layout gives up (the plot shrinks).
-    ncol = 3 if len(handles) + len(styles) <= 6 else 2
+    # Two columns: three of the longer keys ("blocks (1024, 1024, 1024)", the model's) are wider than
+    # the figure, and the layout then shrinks the plot (the layout check finds the legend out of its strip).
+    ncol = 2
     legend_rows = int(np.ceil((len(handles) + len(styles)) / ncol))
-    fig.set_figheight(4.4 + 0.16 * (legend_rows + note_lines))
-    grid.set_height_ratios([3.4, 0.22 * legend_rows + 0.16 * note_lines])
+    # In inches: the plot keeps its height; the strip under it grows with the legend and the notes.
+    plot_in, strip_in = 3.0, 0.19 * legend_rows + 0.15 * note_lines + 0.12
+    fig.set_figheight(plot_in + strip_in + 1.1)
+    grid.set_height_ratios([plot_in, strip_in])
     info.legend(handles=handles + styles, loc="upper left", ncol=ncol, fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
@@ -387,12 +393,12 @@ def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     if rows.empty:
         return rows, post_method, []
     failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
-    # What kind of number is drawn comes first: model-only estimates (no compiler cycles), then the
-    # shading on every curve; then flagged estimates and failures (the caption keeps them all).
+    # What is not drawn comes first (missing, then flagged estimates: a line that stops), then the
+    # shading on every curve, then failures (the × marks; the caption keeps every note).
     band = ([text(lang, "interval_band") + (text(lang, "interval_unchecked", target=target)
                                             if target != POST_CHIP else "")]
             if post_method and banded(rows) else [])
-    notes = missing_lines(rows, lang) + band + flagged_line(rows, lang) + failure_lines(failed, lang)
+    notes = missing_lines(rows, lang) + flagged_line(rows, lang) + band + failure_lines(failed, lang)
     return rows, post_method, notes
 
 
