@@ -521,8 +521,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
                                              label=experiment, zorder=5 + z)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        # room above the roof for its label, and for every point: XLA's float32 can beat the model's roof
-        ax.set_ylim(part.tflops.min() / 1.5, max(peak, float(part.tflops.max())) * 4)
+        # room above the roof for its label, and for every point (XLA's float32 can beat the model's roof)
+        # and the HBM roof's foot, where its label is
+        low = min(float(part.tflops.min()), bw * x[0] / TERA)
+        ax.set_ylim(low / 1.5, max(peak, float(part.tflops.max())) * 4)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     axes[0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
@@ -575,7 +577,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     panels = max(1, len(sizes))
     fig, axes = plt.subplots(1, panels, figsize=(min(7.6, 0.8 + 2.4 * panels), 3.4), squeeze=False)
     unit = unit_name(dtype)
-    fig.suptitle(text(lang, "title_search", experiment=experiment, dtype=dtype, target=target, unit=unit))
+    fig.suptitle(text(lang, "title_search_modelled" if device else "title_search", experiment=experiment,
+                      dtype=dtype, target=target, unit=unit))
     if not sizes:
         no_data(axes[0][0], lang)
         return fig
@@ -609,7 +612,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
                  label=axis_label(lang, dtype, "device" if device else "estimate"))
     # What the marks mean: × and blank cells are otherwise unexplained.
-    fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 105), fontsize=NOTE_SIZE, ha="left",
+    marks = text(lang, "search_legend_modelled" if device else "search_legend", unit=unit)
+    fig.text(0.0, 0.0, wrap(marks, 105), fontsize=NOTE_SIZE, ha="left",
              va="top")
     return fig
 
@@ -702,7 +706,8 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     notes = flagged_line(rows, lang)
     rows = rows[~flagged(rows)]
     fig, ax = plt.subplots(figsize=(6.4, 3.8))  # two to an A4 page in the report
-    ax.set_title(text(lang, "title_generations", experiment=experiment, dtype=dtype))
+    ax.set_title(text(lang, "title_generations_modelled" if device else "title_generations",
+                      experiment=experiment, dtype=dtype))
     if rows.empty:
         no_data(ax, lang)
         return fig
