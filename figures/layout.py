@@ -87,19 +87,25 @@ def _points(ax):
 
 
 def problems(fig) -> list[str]:
-    """Every breach of the three rules in `fig` as figures/style.save writes it: saved with
-    bbox_inches="tight", which lays the figure out again on the cropped canvas (a legend placed
-    "outside" moves), so the extents are read in that draw."""
+    """Every breach of the three rules in `fig` as figures/style.save writes it: laid out once
+    (style.lay_out, which fixes the layout: draw a checked figure no further) and cut to its tight
+    bounding box, the extents read in the draw of that saved PNG."""
+    import matplotlib.pyplot as plt
+
+    from tpu_matmul_repro.figures.style import NO_LAYOUT, lay_out
+
     found = []
 
     def check(event):
         found[:] = _problems(fig, event.renderer, fig.bbox)
 
-    callback = fig.canvas.mpl_connect("draw_event", check)
-    try:
-        fig.savefig(io.BytesIO(), format="png", bbox_inches="tight", pad_inches=0.08)
-    finally:
-        fig.canvas.mpl_disconnect(callback)
+    with plt.rc_context(NO_LAYOUT):
+        bbox = lay_out(fig)
+        callback = fig.canvas.mpl_connect("draw_event", check)
+        try:
+            fig.savefig(io.BytesIO(), format="png", bbox_inches=bbox)
+        finally:
+            fig.canvas.mpl_disconnect(callback)
     return found
 
 
