@@ -87,3 +87,20 @@ def test_roofline_draws_every_unflagged_point_of_its_view(table):
     xla = rows[rows.kernel == "xla"].drop_duplicates(["dtype", "m", "k", "n"])
     assert points == len(rows[rows.kernel != "xla"]) + len(xla)
     assert notes == []  # nothing flagged in this table, so no line says something is not drawn
+
+
+def test_numbers_shown_names_the_four_classes(table):
+    """The gallery's "Numbers shown" (catalog.kinds_of): modelled where the timing model's numbers are
+    drawn, estimated where libtpu's are, both for the fidelity figure's two panels."""
+    from tpu_matmul_repro.figures.catalog import figure_rows, kinds_of
+
+    modelled = table.assign(model_post_tflops=table.tflops, model_device_tflops=table.tflops)
+    for kind, args, expected in [
+        ("roofline", {"target": "v5e"}, ["modelled"]),
+        ("vmem", {"target": "v5e"}, ["estimate"]),
+        ("experiment", {"experiment": "v5", "dtype": "bfloat16", "target": "v5e"}, ["modelled", "published"]),
+        ("fidelity", {"target": "v5e"}, ["estimate", "modelled", "published"]),
+    ]:
+        assert kinds_of(figure_rows(modelled, kind, args), kind) == expected, kind
+    bare = table.drop(columns=["model_post_tflops", "model_device_tflops"], errors="ignore")
+    assert kinds_of(figure_rows(bare, "roofline", {"target": "v5e"}), "roofline") == ["estimate"]
