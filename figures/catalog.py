@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis.runs import latest_runs
@@ -17,7 +18,7 @@ from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core.i18n import N_, translate, translations
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation, post_attribution
-from tpu_matmul_repro.figures.labels import JOINS, experiment_description, join, text
+from tpu_matmul_repro.figures.labels import JOINS, experiment_description, join, source_names, text
 from tpu_matmul_repro.figures.specs import LANGUAGES, stem
 from tpu_matmul_repro.figures.style import save, use_style
 
@@ -57,20 +58,19 @@ CATALOG = {
     ),
     "roofline": Entry(
         plots.plot_roofline,
-        caption=N_("Roofline on %(target)s: the estimated throughput of every configuration that compiles, "
-                   "against its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under "
-                   "the compute peak and the HBM bandwidth; estimated by libtpu %(libtpu)s without a TPU."),
-        alt=N_("Log-log scatter plots, one panel per data type (int8 in TOP/s): estimated throughput "
+        caption=N_("Roofline on %(target)s: the throughput of every configuration that compiles, against "
+                   "its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under the compute "
+                   "peak and the HBM bandwidth; %(sources)s."),
+        alt=N_("Log-log scatter plots, one panel per data type (int8 in TOP/s): throughput (%(numbers)s) "
                "against arithmetic intensity, hollow markers of one colour and shape per experiment, black "
                "diamonds for XLA, under the roof set by the compute peak and the HBM bandwidth."),
     ),
     "search": Entry(
         plots.plot_search,
         caption=N_("Block-size search of %(experiment)s in %(dtype)s on %(target)s: for each (bm, bn) and "
-                   "matrix size, the best estimated %(unit)s over bk; estimated by libtpu %(libtpu)s "
-                   "without a TPU."),
+                   "matrix size, the best %(unit)s over bk; %(sources)s."),
         alt=N_("Heatmaps, one per matrix size (%(size_list)s), bm on the y axis and bn on the x axis; each "
-               "cell gives the best estimated %(unit)s and its bk; × marks cells where every bk runs out "
+               "cell gives the best %(unit)s (%(numbers)s) and its bk; × marks cells where every bk runs out "
                "of VMEM, blank cells have no configuration (neither the post's nor the search's)."),
     ),
     "fidelity": Entry(
@@ -86,11 +86,10 @@ CATALOG = {
     ),
     "generations": Entry(
         plots.plot_generations,
-        caption=N_("%(experiment)s in %(dtype)s across TPU generations (%(targets)s): the best estimated "
-                   "of the post's own Pallas configurations at each size (the same ones on every "
-                   "generation; the block search runs on some targets only) and XLA's jnp.matmul; "
-                   "estimated by libtpu %(libtpu)s without a TPU."),
-        alt=N_("Line chart: estimated %(unit)s against matrix size (%(sizes)s), one colour per TPU "
+        caption=N_("%(experiment)s in %(dtype)s across TPU generations (%(targets)s): the best of the "
+                   "post's own Pallas configurations at each size (the same ones on every generation; the "
+                   "block search runs on some targets only) and XLA's jnp.matmul; %(sources)s."),
+        alt=N_("Line chart: %(unit)s (%(numbers)s) against matrix size (%(sizes)s), one colour per TPU "
                "generation; circles on dashed lines for the best Pallas configuration, triangles for XLA."),
     ),
 }
@@ -126,15 +125,49 @@ def _values(rows: pd.DataFrame, column: str) -> list[str]:
     return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
 
 
+# The timing model's column a kind draws in place of libtpu's estimate, where the table has it.
+MODEL_COLUMNS = {"experiment": "model_post_tflops", "roofline": "model_device_tflops",
+                 "search": "model_device_tflops", "generations": "model_device_tflops"}
+
+
+def model_column(rows: pd.DataFrame, kind: str) -> str | None:
+    """"post" or "device" where a figure of `kind` draws the timing model's numbers (plots.modelled),
+    else None (libtpu's estimates)."""
+    column = MODEL_COLUMNS.get(kind)
+    if column is None or column not in rows or not rows[rows.source == "estimate"][column].notna().any():
+        return None
+    return "post" if column == "model_post_tflops" else "device"
+
+
+def kinds_of(rows: pd.DataFrame, kind: str) -> list[str]:
+    """The four classes of number a figure shows: estimated, modelled, measured, published."""
+    present = set(rows.source) if len(rows) else set()
+    if kind == "fidelity":  # libtpu's raw estimate in one panel, the timing model in the other
+        modelled = "model_post_tflops" in rows and rows.model_post_tflops.notna().any()
+        out = (["estimate"] + (["modelled"] if modelled else [])) if "estimate" in present else []
+        return out + [s for s in ("measured", "published") if s in present]
+    out = [("modelled" if model_column(rows, kind) else "estimate")] if "estimate" in present else []
+    return out + [s for s in ("measured", "published") if s in present]
+
+
+def kinds_label(kinds: list[str], lang: str) -> str:
+    """The classes named, in `lang` ("modelled, published")."""
+    return join(lang, "list", (source_names(lang)[k] for k in kinds))
+
+
+def experiment_modelled(rows: pd.DataFrame) -> bool:
+    """Whether an experiment figure draws the timing model's numbers (plots.experiment_rows)."""
+    return model_column(rows, "experiment") == "post"
+
+
 def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
     """How each kind of number in the figure was obtained, with the line style it is drawn in (the post's
     figures draw the timing model's estimates, timed as the post did, where the table has them)."""
-    modelled = (kind == "experiment" and "model_post_tflops" in rows
-                and rows[rows.source == "estimate"].model_post_tflops.notna().any())
     parts = []
     for source, part, first in plots.present_sources(rows, ("estimate", "measured", "published")):
         if source == "estimate":
-            key = "caption_modelled" if modelled else "caption_estimate"
+            key = {"post": "caption_modelled", "device": "caption_modelled_device"}.get(
+                model_column(rows, kind), "caption_estimate")
             parts.append(text(lang, key, libtpu=", ".join(_values(part, "libtpu_version")) or "?",
                               target=join(lang, "list", _values(part, "target"))))
         elif source == "measured":
@@ -144,9 +177,22 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
     return join(lang, "sentences", parts)
 
 
-def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> dict:
-    """Caption and alt text of one figure in one language, filled in from the table."""
-    rows = figure_rows(latest_runs(df), kind, args)
+def drawn_table(df: pd.DataFrame, kind: str, primary: str | None = None,
+                served: dict | None = None) -> pd.DataFrame:
+    """The table a figure of `kind` is drawn from (render) and described from (describe, provenance):
+    each target's own compiler's estimates unless the kind compares toolchains, each target's latest
+    measured run. One function for both, so that a caption names only the toolchains drawn."""
+    if not CATALOG[kind].every_toolchain:
+        df = primary_rows(df, primary, served)
+    return latest_runs(df)
+
+
+def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, primary: str | None = None,
+             served: dict | None = None) -> dict:
+    """Caption and alt text of one figure in one language, filled in from the rows it is drawn from
+    (`primary`, `served`: as for render; a table already cut to them needs neither)."""
+    df = drawn_table(df, kind, primary, served)
+    rows = figure_rows(df, kind, args)
     drawn = post_configs(rows) if kind == "experiment" else rows
     if kind == "search" and "search" in rows:  # panels: the searched sizes only
         drawn = rows[rows.search.eq(True)]
@@ -168,14 +214,20 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str) -> d
         others=join(lang, "two", (text(lang, f"others_{s}") for s in others))
         or text(lang, "others_published"),
         targets=join(lang, "list", _values(estimates, "target")),
+        numbers=kinds_label(kinds_of(rows, kind)[:1], lang),
     )
     entry = CATALOG[kind]
     caption = translate(lang, entry.caption, **fields)
     notes = figure_notes(df, kind, args, lang)
+    if kind == "experiment" and experiment_modelled(rows):  # the curves: how far off, left out of the fit
+        score = plots.out_of_sample(df, args["experiment"], args["dtype"], args["target"])
+        if score:
+            notes.insert(0, text(lang, "caption_out_of_sample", score=text(
+                lang, "out_of_sample", n=score["n"], pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1))))
     if notes:  # the figure prints at most three lines of them; the caption and the metadata all
         caption = translate(lang, JOINS["notes"], caption=caption, notes=join(lang, "sentences", notes))
     return {"caption": caption, "alt": translate(lang, entry.alt, **fields),
-            "sources": sorted(set(rows.source)) if len(rows) else []}
+            "sources": sorted(set(rows.source)) if len(rows) else [], "kinds": kinds_of(rows, kind)}
 
 
 def figure_notes(df: pd.DataFrame, kind: str, args: dict, lang: str) -> list[str]:
@@ -191,7 +243,7 @@ def figure_notes(df: pd.DataFrame, kind: str, args: dict, lang: str) -> list[str
 
 def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, title: str) -> dict:
     """What a figure file says about itself: title, caption, sources, toolchain, commit, licence, URLs."""
-    rows = figure_rows(latest_runs(df), kind, args)
+    rows = figure_rows(latest_runs(df), kind, args)  # df: render's, already the drawn table
     info = describe(df, name, kind, args, lang)
     toolchain = [f"{tool} {', '.join(_values(rows, f'{tool}_version'))}"
                  for tool in ("jax", "jaxlib", "libtpu") if _values(rows, f"{tool}_version")]
@@ -225,9 +277,7 @@ def render(df, name: str, kind: str, args: dict, directory, primary: str | None 
     """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
     pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
     for the targets another toolchain is `served` for; None: every row)."""
-    if not CATALOG[kind].every_toolchain:
-        df = primary_rows(df, primary, served)
-    df = latest_runs(df)  # one measured curve per configuration: each target's latest run
+    df = drawn_table(df, kind, primary, served)  # one measured curve per configuration: the latest run
     paths = []
     for lang in LANGUAGES:
         use_style(lang)

@@ -6,19 +6,20 @@ from tpu_matmul_repro.kernels import kernel_facts
 LABELS = {
     "more_notes": N_("… more notes in the figure's caption and file metadata"),
     "out_of_sample": N_("left out of the fit, off by a median %(pct).0f %% (%(n)s points)"),
-    "axis_post": N_("%(unit)s, as the post timed it"),
-    "axis_device": N_("%(unit)s, device time"),
+    "axis_post": N_("%(unit)s, modelled as the post timed it"),
+    "axis_device": N_("%(unit)s, modelled device time"),
     "axis_estimate": N_("%(unit)s, libtpu's estimate"),
     "axis_mixed": N_("%(unit)s"),
-    "float32_roof": N_("float32 as the model implies: peak %(peak).0f TFLOP/s (bf16 peak / %(factor).2f)"),
+    "float32_roof": N_("model's float32 peak %(peak).0f TFLOP/s (bf16 peak / %(factor).2f)"),
     "title_fidelity_compiler": N_("libtpu's estimate\nagainst %(source)s (%(target)s)"),
     "title_fidelity_model": N_("Timing model, out of sample\nagainst %(source)s (%(target)s)"),
     "fidelity_axis": N_("TFLOP/s, estimated"),
+    "fidelity_axis_model": N_("TFLOP/s, modelled"),
     "agreement_few": N_("n = %(n)s, median ratio %(ratio).2f, |log| %(mal).2f"),
     "size": N_("Matrix size (M = K = N)"),
     "vmem": N_("VMEM (MiB)"),
     "intensity": N_("Arithmetic intensity (FLOP per HBM byte)"),
-    "modelled_post": N_("timing model fitted to the post"),
+    "modelled_post": N_("modelled (timing model fitted to the post)"),
     "flagged_xla": N_("XLA at %(sizes)s not drawn: its estimate falls as size grows (flagged, a cost-model "
                       "artefact)"),
     "interval_band": N_("shaded: the timing model's 80 %% prediction interval, from its held-out errors on "
@@ -37,13 +38,22 @@ LABELS = {
                                 "compiled)"),
     "failed_other": N_("✗ %(label)s: %(status)s"),
     "failed_published": N_("✗ %(label)s: failed in the post"),
-    "title_experiment": N_("%(experiment)s: %(description)s (%(dtype)s, %(target)s)"),
+    "title_experiment": N_("%(experiment)s, %(dtype)s on %(target)s: %(kinds)s"),
+    "title_experiment_empty": N_("%(experiment)s, %(dtype)s on %(target)s"),
+    "failed_key": N_("× at zero: failed (why: below)"),
+    "modelled": N_("modelled"),
+    "caption_out_of_sample": N_("the timing model, %(score)s"),
     "title_vmem": N_("VMEM used against the limit (%(target)s, estimated by libtpu %(libtpu)s)"),
     "title_roofline": N_("Roofline (%(target)s, estimated by libtpu %(libtpu)s)"),
+    "title_roofline_modelled": N_("Roofline (%(target)s, modelled from libtpu %(libtpu)s's estimates)"),
     "title_search": N_("%(experiment)s block search: estimated %(unit)s, best bk per cell (%(dtype)s, "
                        "%(target)s)"),
     "title_fidelity": N_("Estimates against %(source)s numbers (%(target)s)"),
+    "title_fidelity_modelled": N_("Estimated and modelled against %(source)s numbers (%(target)s)"),
     "title_generations": N_("%(experiment)s across TPU generations (%(dtype)s, estimated)"),
+    "title_generations_modelled": N_("%(experiment)s across TPU generations (%(dtype)s, modelled)"),
+    "title_search_modelled": N_("%(experiment)s block search: modelled %(unit)s, best bk per cell "
+                                "(%(dtype)s, %(target)s)"),
     "limit_default": NC_("vmem figure", "default scoped limit %(limit).0f MiB"),
     "ok_default": N_("fits the default limit"),
     "ok_raised_any": N_("fits a raised limit"),
@@ -76,14 +86,15 @@ LABELS = {
     "caption_modelled": N_("modelled from libtpu %(libtpu)s's estimates for %(target)s by the timing model "
                            "fitted on the post's numbers, timed as the post did, without a TPU (dashed "
                            "lines)"),
+    "caption_modelled_device": N_("modelled from libtpu %(libtpu)s's estimates for %(target)s by the timing "
+                                  "model fitted on the post's numbers, as device time, without a TPU"),
     "caption_measured": N_("measured on %(device_kind)s (solid lines)"),
     "caption_published": N_("the post's published numbers, read off its figures (hollow markers)"),
     "others_published": N_("the post's published numbers"),
     "others_measured": N_("measurements"),
-    "subtitle_estimate": N_("estimated by libtpu (dashed)"),
-    "subtitle_modelled_post": N_("timing model fitted to the post, timed as the post (dashed)"),
-    "subtitle_measured": N_("measured (solid)"),
-    "subtitle_published": N_("published in the post (hollow)"),
+    "search_legend_modelled": N_("Each cell: the best modelled %(unit)s over bk (top) and that bk (bottom). "
+                                 "×: every bk runs out of VMEM (or fails to compile); blank: no "
+                                 "configuration with this (bm, bn), neither the post's nor the search's."),
     "search_legend": N_("Each cell: the best estimated %(unit)s over bk (top) and that bk (bottom). ×: "
                         "every bk runs out of VMEM (or fails to compile); blank: no configuration with "
                         "this (bm, bn), neither the post's nor the search's."),
@@ -91,7 +102,8 @@ LABELS = {
 # how a language joins the parts of a sentence and lists of names (Chinese: 、 and full-width ；)
 JOINS = {"sentences": N_("; "), "list": N_(", "), "two": N_(" and "), "range": N_("%(first)s to %(last)s"),
          "notes": N_("%(caption)s %(notes)s.")}
-SOURCE_NAMES = {"published": N_("published"), "measured": N_("measured"), "estimate": N_("estimated")}
+SOURCE_NAMES = {"published": N_("published"), "measured": N_("measured"), "estimate": N_("estimated"),
+                "modelled": N_("modelled")}
 
 
 def experiment_description(experiment: str, kernel: str | None, in_language) -> str:

@@ -16,10 +16,9 @@ from tpu_matmul_repro.experiments.analysis.summaries import (
 )
 from tpu_matmul_repro.experiments.core import cases
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
-from tpu_matmul_repro.experiments.core.i18n import translations
 from tpu_matmul_repro.experiments.core.schema import SOURCES
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
-from tpu_matmul_repro.figures.labels import LABELS, experiment_description, join, source_names, text
+from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
 from tpu_matmul_repro.kernels import kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.kernels.spec import SPLIT
@@ -82,11 +81,18 @@ MAX_NOTE_LINES = 3
 
 
 def capped(notes: list[str], lang: str, width: int = 92) -> str:
-    """The notes, wrapped, cut to MAX_NOTE_LINES lines (the last saying where the rest is)."""
-    lines = [line for n in notes for line in wrap(n, width).split("\n")]
-    if len(lines) > MAX_NOTE_LINES:
-        lines = lines[:MAX_NOTE_LINES - 1] + [text(lang, "more_notes")]
-    return "\n".join(lines)
+    """The notes, wrapped, as many whole notes as fit in MAX_NOTE_LINES lines (a note is never cut
+    mid-sentence); where some are left out, the last line says where they are."""
+    wrapped = [wrap(n, width) for n in notes]
+    if sum(w.count("\n") + 1 for w in wrapped) <= MAX_NOTE_LINES:
+        return "\n".join(wrapped)
+    kept, used = [], 0
+    for w in wrapped:
+        if used + w.count("\n") + 1 > MAX_NOTE_LINES - 1:
+            break
+        kept.append(w)
+        used += w.count("\n") + 1
+    return "\n".join(kept + [text(lang, "more_notes")])
 
 
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -166,8 +172,9 @@ def present_sources(rows: pd.DataFrame, order=SOURCES):
             yield source, part, part.iloc[0]
 
 
-def wrap(note: str, width: int = 92) -> str:
-    """Wrap a note to `width` columns, a CJK character counting two, keeping given line breaks."""
+def wrap(note: str, width: int = 92, indent: str = "    ") -> str:
+    """Wrap a note to `width` columns, a CJK character counting two, keeping given line breaks; lines
+    after the first of a paragraph start with `indent`."""
     out = []
     for paragraph in note.split("\n"):
         line, used = "", 0
@@ -177,7 +184,7 @@ def wrap(note: str, width: int = 92) -> str:
             cols = sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in word)
             if used + cols > width and line.strip():
                 out.append(line.rstrip())
-                line, used = "    " + word.lstrip(), 4 + cols
+                line, used = indent + word.lstrip(), len(indent) + cols
             else:
                 line, used = line + word, used + cols
         out.append(line.rstrip())
@@ -237,12 +244,12 @@ def main_source(rows: pd.DataFrame) -> str:
     return "estimate"
 
 
-def sources_subtitle(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
-    """Which kinds of number the figure holds, in words and line styles (for a title line);
-    `post_method`: the estimates are the timing model's, timed as the post timed its calls."""
-    keys = {"estimate": "subtitle_modelled_post" if post_method else "subtitle_estimate"}
-    return " · ".join(text(lang, keys.get(s, f"subtitle_{s}")) for s in ("estimate", "measured", "published")
-                      if (rows.source == s).any())
+def kinds_drawn(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
+    """The kinds of number the rows hold, by the four names (estimated, modelled, measured, published):
+    the estimate rows are "modelled" where `post_method` (the timing model's numbers replaced libtpu's)."""
+    names = source_names(lang)
+    return join(lang, "list", (text(lang, "modelled") if s == "estimate" and post_method else names[s]
+                               for s in ("estimate", "measured", "published") if (rows.source == s).any()))
 
 
 def dodge(points: pd.DataFrame, key_order: dict, span: float) -> dict:
@@ -278,12 +285,11 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
     ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     info.set_axis_off()
-    description = experiment_description(experiment, experiment_kernel(df, experiment),
-                                         translations(lang).gettext)
-    title = text(lang, "title_experiment", experiment=experiment, description=description, dtype=dtype,
-                 target=target)
-    # The second title line says what kind of numbers these are, so that a cropped plot still says it.
-    ax.set_title(title + ("\n" + sources_subtitle(rows, lang, post_method) if len(rows) else ""))
+    # One line: the kinds of number drawn, so that a cropped plot still says it; what the experiment
+    # runs and how far the model is off out of sample are in the caption (catalog.describe).
+    ax.set_title(text(lang, "title_experiment", experiment=experiment, dtype=dtype, target=target,
+                      kinds=kinds_drawn(rows, lang, post_method)) if len(rows) else
+                 text(lang, "title_experiment_empty", experiment=experiment, dtype=dtype, target=target))
     if rows.empty:
         no_data(ax, lang)
         return fig
@@ -317,25 +323,26 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     peak_line(ax, rows, lang)
-    score = out_of_sample(df, experiment, dtype, target) if post_method else None
-    if score:  # the curves were fitted to these points: a third title line says how far off they are left out
-        ax.set_title(ax.get_title() + "\n" + text(lang, "out_of_sample", n=score["n"],
-                                                   pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1)))
     ax.set_ylabel(axis_label(lang, dtype, "post" if post_method else "estimate"
                              if set(rows.source) == {"estimate"} else "mixed"))
     # post_method: the estimates drawn are the timing model's, timed as the post timed its calls
     names = dict(source_names(lang), **({"estimate": text(lang, "modelled_post")} if post_method else {}))
     styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
+    if (rows.status != "ok").any():  # the × marks at zero: what they are; why, in the notes
+        styles.append(Line2D([], [], color="#444444", marker="x", linestyle="none", markersize=7,
+                             label=text(lang, "failed_key")))
     # Below the plot: the legend, then at most three lines of notes (all of them: in the caption).
     note = capped(notes, lang)
     note_lines = note.count("\n") + 1 if note else 0
-    # Three columns of up to six series with the source keys; more (v4, v5: six series and two keys)
-    # in two, or the legend is wider than the figure and the layout gives up (the plot shrinks).
-    ncol = 3 if len(handles) + len(styles) <= 6 else 2
+    # Two columns: three of the longer keys ("blocks (1024, 1024, 1024)", the model's) are wider than
+    # the figure, and the layout then shrinks the plot (the layout check finds the legend out of its strip).
+    ncol = 2
     legend_rows = int(np.ceil((len(handles) + len(styles)) / ncol))
-    fig.set_figheight(4.4 + 0.16 * (legend_rows + note_lines))
-    grid.set_height_ratios([3.4, 0.22 * legend_rows + 0.16 * note_lines])
+    # In inches: the plot keeps its height; the strip under it grows with the legend and the notes.
+    plot_in, strip_in = 3.0, 0.19 * legend_rows + 0.15 * note_lines + 0.12
+    fig.set_figheight(plot_in + strip_in + 1.1)
+    grid.set_height_ratios([plot_in, strip_in])
     info.legend(handles=handles + styles, loc="upper left", ncol=ncol, fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
@@ -386,12 +393,12 @@ def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     if rows.empty:
         return rows, post_method, []
     failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
-    # What kind of number is drawn comes first: model-only estimates (no compiler cycles), then the
-    # shading on every curve; then flagged estimates and failures (the caption keeps them all).
+    # What is not drawn comes first (missing, then flagged estimates: a line that stops), then the
+    # shading on every curve, then failures (the × marks; the caption keeps every note).
     band = ([text(lang, "interval_band") + (text(lang, "interval_unchecked", target=target)
                                             if target != POST_CHIP else "")]
             if post_method and banded(rows) else [])
-    notes = missing_lines(rows, lang) + band + flagged_line(rows, lang) + failure_lines(failed, lang)
+    notes = missing_lines(rows, lang) + flagged_line(rows, lang) + band + failure_lines(failed, lang)
     return rows, post_method, notes
 
 
@@ -462,20 +469,25 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
 
 
 def plot_roofline(df: pd.DataFrame, target: str, lang: str):
-    """Arithmetic intensity against estimated throughput under the target's compute and HBM roofs, one
-    panel per data type (int8 in TOP/s on its own axis), one colour and marker per experiment."""
-    rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
-    rows, device = modelled(rows, "model_device_tflops")
-    notes = flagged_line(rows, lang)
-    rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0) & ~flagged(rows)]
+    """Arithmetic intensity against modelled (else estimated) throughput under the target's compute and
+    HBM roofs, one panel per data type (int8 in TOP/s on its own axis), one colour and marker per
+    experiment; the legend and the notes in a strip of their own under the panels."""
+    rows, device, notes = roofline_view(df, target, lang)
     factor = float32_factor(df) if device else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
-    fig, axes = plt.subplots(1, max(1, len(dtypes)), figsize=(7.2, 3.9), squeeze=False)
-    libtpu = rows.libtpu_version.iloc[0] if len(rows) else "?"
-    fig.suptitle(text(lang, "title_roofline", target=target, libtpu=libtpu))
+    panels = max(1, len(dtypes))
+    note = capped(notes, lang, 95)
+    note_lines = note.count("\n") + 1 if note else 0
+    fig = plt.figure(figsize=(7.2, 4.4 + 0.16 * note_lines))
+    grid = fig.add_gridspec(2, panels, height_ratios=[3.4, 0.3 + 0.16 * note_lines])
+    axes = [fig.add_subplot(grid[0, i]) for i in range(panels)]
+    info = fig.add_subplot(grid[1, :])
+    info.set_axis_off()
+    fig.suptitle(text(lang, "title_roofline_modelled" if device else "title_roofline", target=target,
+                      libtpu=", ".join(versions(rows)) or "?"))
     if rows.empty:
-        no_data(axes[0][0], lang)
+        no_data(axes[0], lang)
         return fig
     intensity = flops(rows.m, rows.k, rows.n) / rows.hbm_bytes.astype(float)
     bw = float(rows.hbm_bytes_per_s.iloc[0])
@@ -486,15 +498,16 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
     # Fewer points on top: v1 and v3 would hide under v4's cloud otherwise.
     order = sorted(experiments, key=lambda e: -(rows.experiment == e).sum())
     handles = {}
-    for ax, dtype in zip(axes[0], dtypes, strict=True):
+    for ax, dtype in zip(axes, dtypes, strict=True):
         part = rows[rows.dtype == dtype]
         peak = float(part.peak_tflops.iloc[0])
         label = text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype))
         if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
             peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
-        ax.annotate(label, (1, peak), xycoords=("axes fraction", "data"), xytext=(0, 3),
-                    textcoords="offset points", ha="right", va="bottom", fontsize=NOTE_SIZE, color="#555555")
+        # In the empty corner above the HBM roof (no point can be there), wrapped to the panel.
+        ax.text(0.03, 0.97, wrap(label, 30, indent=""), transform=ax.transAxes, ha="left", va="top",
+                fontsize=NOTE_SIZE, color="#555555")
         xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
         handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", color=XLA_COLOR,
                                     label=text(lang, "xla"), zorder=4)
@@ -508,18 +521,36 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
                                              label=experiment, zorder=5 + z)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_ylim(top=peak * 1.6)
+        # room above the roof for its label, and for every point (XLA's float32 can beat the model's roof)
+        # and the HBM roof's foot, where its label is
+        low = min(float(part.tflops.min()), bw * x[0] / TERA)
+        ax.set_ylim(low / 1.5, max(peak, float(part.tflops.max())) * 4)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
-    axes[0][0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
-                        textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
-    axes[0][len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
+    axes[0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
+                     textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
+    axes[len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
     keys = ["xla"] + [e for e in experiments if e in handles]
-    fig.legend(handles=[handles[k] for k in keys], loc="outside lower center", ncol=len(keys),
-               fontsize=LEGEND_SIZE)
-    if notes:
-        fig.text(0.0, 0.0, capped(notes, lang, 110), fontsize=NOTE_SIZE, ha="left", va="top")
+    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=len(keys), fontsize=LEGEND_SIZE,
+                borderaxespad=0)
+    info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
+
+
+def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFrame, bool, list[str]]:
+    """(rows, modelled, notes) of the roofline: the estimates that compiled on `target` at the default
+    limit, with the timing model's device time where the table has it, less the flagged ones (which
+    the notes name)."""
+    rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
+    rows, device = modelled(rows, "model_device_tflops")
+    rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0)]
+    notes = flagged_line(rows, lang)
+    return rows[~flagged(rows)], device, notes
+
+
+def versions(rows: pd.DataFrame, column: str = "libtpu_version") -> list[str]:
+    """The distinct values of `column` among `rows` (the libtpu versions of the rows a figure drew)."""
+    return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
 
 
 def float32_factor(df: pd.DataFrame) -> float | None:
@@ -546,7 +577,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     panels = max(1, len(sizes))
     fig, axes = plt.subplots(1, panels, figsize=(min(7.6, 0.8 + 2.4 * panels), 3.4), squeeze=False)
     unit = unit_name(dtype)
-    fig.suptitle(text(lang, "title_search", experiment=experiment, dtype=dtype, target=target, unit=unit))
+    fig.suptitle(text(lang, "title_search_modelled" if device else "title_search", experiment=experiment,
+                      dtype=dtype, target=target, unit=unit))
     if not sizes:
         no_data(axes[0][0], lang)
         return fig
@@ -580,7 +612,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
                  label=axis_label(lang, dtype, "device" if device else "estimate"))
     # What the marks mean: × and blank cells are otherwise unexplained.
-    fig.text(0.0, 0.0, wrap(text(lang, "search_legend", unit=unit), 105), fontsize=NOTE_SIZE, ha="left",
+    marks = text(lang, "search_legend_modelled" if device else "search_legend", unit=unit)
+    fig.text(0.0, 0.0, wrap(marks, 105), fontsize=NOTE_SIZE, ha="left",
              va="top")
     return fig
 
@@ -625,7 +658,9 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     panels = fidelity_panels(df, target)
     fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(min(7.2, 3.8 * max(1, len(panels))), 4.2),
                              squeeze=False, sharey=True)
-    fig.suptitle(text(lang, "title_fidelity", source=source_names(lang)["published"], target=target))
+    estimators = {estimator for _, estimator, _, _ in panels}
+    fig.suptitle(text(lang, "title_fidelity_modelled" if "model" in estimators else "title_fidelity",
+                      source=source_names(lang)["published"], target=target))
     if not panels:
         no_data(axes[0][0], lang)
         return fig
@@ -649,11 +684,13 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
         ax.set_xlabel(text(lang, "reference_axis", source=source_names(lang)[other]))
         # a rank correlation only on MIN_RANK_POINTS points or more (summaries.MIN_RANK_POINTS)
         ranked = score["n"] >= MIN_RANK_POINTS and pd.notna(score["spearman"])
-        ax.text(0.03, 0.97, text(lang, "agreement" if ranked else "agreement_few", n=score["n"],
-                                 ratio=score["median_ratio"], spearman=score["spearman"],
-                                 mal=score["median_abs_log_ratio"]),
+        # wrapped to the panel: a phone shows it at a third of the width
+        ax.text(0.03, 0.97, wrap(text(lang, "agreement" if ranked else "agreement_few", n=score["n"],
+                                      ratio=score["median_ratio"], spearman=score["spearman"],
+                                      mal=score["median_abs_log_ratio"]), 26, indent=""),
                 transform=ax.transAxes, va="top", fontsize=NOTE_SIZE)
-    axes[0][0].set_ylabel(text(lang, "fidelity_axis"))
+        # each panel says which kind of number its y is: libtpu's estimate, or the timing model's
+        ax.set_ylabel(text(lang, "fidelity_axis_model" if estimator == "model" else "fidelity_axis"))
     axes[0][-1].legend(fontsize=LEGEND_SIZE, loc="lower right")
     return fig
 
@@ -669,7 +706,8 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     notes = flagged_line(rows, lang)
     rows = rows[~flagged(rows)]
     fig, ax = plt.subplots(figsize=(6.4, 3.8))  # two to an A4 page in the report
-    ax.set_title(text(lang, "title_generations", experiment=experiment, dtype=dtype))
+    ax.set_title(text(lang, "title_generations_modelled" if device else "title_generations",
+                      experiment=experiment, dtype=dtype))
     if rows.empty:
         no_data(ax, lang)
         return fig

@@ -28,8 +28,9 @@ TEXT = {  # English, marked for extraction; the translations are in locale/ (exp
     "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),
     "alt": N_("Alt text"), "copy": N_("Copy"), "figure": N_("Figure"), "colon": N_(": "),
     "intro": N_("Every figure of this run, with its caption, its files and snippets to paste into a post. "
-                "The snippets keep the attribution and say whether the numbers are estimated, measured or "
-                "published; the figures and data are %(licence)s."),
+                "The snippets keep the attribution and say whether the numbers are estimated (libtpu's "
+                "raw number), modelled (the timing model), measured or published; the figures and data "
+                "are %(licence)s."),
     "shows": N_("Numbers shown: %(kinds)s."),
 }
 # the link to the other language's page, in that language's own words
@@ -64,9 +65,11 @@ def figure_title(png: Path) -> str:
         return image.text.get("Title") or png.stem
 
 
-def kinds_label(sources, lang: str) -> str:
+def kinds_label(kinds, lang: str) -> str:
+    """The four classes (catalog.kinds_of: estimate, modelled, measured, published) a figure shows."""
     names = source_names(lang)
-    return join(lang, "list", (names[s] for s in ("estimate", "measured", "published") if s in sources))
+    order = ("estimate", "modelled", "measured", "published")
+    return join(lang, "list", (names[s] for s in order if s in kinds))
 
 
 def commit_of(df: pd.DataFrame) -> str:
@@ -77,7 +80,7 @@ def commit_of(df: pd.DataFrame) -> str:
 def snippets(name: str, lang: str, title: str, info: dict, commit: str) -> dict:
     """Markdown and HTML to paste, the attribution and the kind of numbers included."""
     src = f"{stem('', name, lang).name}.png"
-    kinds = translate(lang, TEXT["shows"], kinds=kinds_label(info["sources"], lang))
+    kinds = translate(lang, TEXT["shows"], kinds=kinds_label(info["kinds"], lang))
     attribution = credit(lang, commit)
     lines = [kinds, attribution]
     if "published" in info["sources"]:
@@ -101,8 +104,10 @@ def cite_text(name: str, title: str, commit: str, lang: str) -> str:
             f"commit {commit}.{where}")
 
 
-def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
-    """One gallery page: a card per figure, numbered and ordered as the report numbers them."""
+def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | None = None,
+         served: dict | None = None) -> str:
+    """One gallery page: a card per figure, numbered and ordered as the report numbers them, each
+    described from the rows it is drawn from (`primary`, `served`: the run's, as the figures had)."""
     from tpu_matmul_repro.report.build import report_order
 
     t = {key: translate(lang, message) for key, message in TEXT.items() if key not in ("intro", "shows")}
@@ -113,7 +118,7 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
     for number, name in enumerate(report_order(figures), start=1):
         kind, args = figures[name]
         base = stem("", name, lang).name
-        info = describe(df, name, kind, args, lang)
+        info = describe(df, name, kind, args, lang, primary=primary, served=served)
         title = figure_title(Path(directory) / f"{base}.png")
         snip = snippets(name, lang, title, info, commit)
         files = " · ".join(f'<a href="{b}.{fmt}">{b}.{fmt}</a>' for b in (base,) for fmt in FORMATS)
@@ -122,7 +127,7 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
         cite = cite_text(name, title, commit, lang)
         bib = bibtex(f"tpu_matmul_repro_{name}", f"{title} ({name})", commit)
         ids = {k: f"{k}-{number}" for k in ("md", "html", "cite", "bib")}
-        shows = translate(lang, TEXT["shows"], kinds=kinds_label(info["sources"], lang))
+        shows = translate(lang, TEXT["shows"], kinds=kinds_label(info["kinds"], lang))
         cards.append(f"""<section class="card" id="{name}">
 <h2>{t["figure"]} {number}. {html.escape(title)}</h2>
 <p><span class="kind">{html.escape(shows)}</span></p>
@@ -159,14 +164,16 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory) -> str:
 """
 
 
-def pages(df: pd.DataFrame, figures: dict, directory) -> dict[str, str]:
+def pages(df: pd.DataFrame, figures: dict, directory, primary: str | None = None,
+          served: dict | None = None) -> dict[str, str]:
     """{file name: HTML} for every language's gallery page of the figures in `directory`; the CJK font
     is embedded as a subset (as in the report), so the Chinese page reads right offline, anywhere."""
     from tpu_matmul_repro.figures.style import cjk_font_path
     from tpu_matmul_repro.report.build import embed_cjk_font
 
     return {("index.html" if lang == "en" else f"index.{lang}.html"):
-            embed_cjk_font(page(df, figures, lang, directory), cjk_font_path()) for lang in LANGUAGES}
+            embed_cjk_font(page(df, figures, lang, directory, primary, served), cjk_font_path())
+            for lang in LANGUAGES}
 
 
 def results_files(df: pd.DataFrame) -> dict[str, str]:

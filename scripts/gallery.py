@@ -9,6 +9,7 @@ from tpu_matmul_repro.experiments.core import codec
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 from tpu_matmul_repro.report.gallery import pages, results_files
 
 with logged(snakemake.log[0]) as log:
@@ -16,7 +17,10 @@ with logged(snakemake.log[0]) as log:
     figures = codec.decode(snakemake.params.figures)
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
     figures_dir = Path(snakemake.output.index).parent
-    for name, html in pages(df, figures, figures_dir).items():
+    # each figure described from the rows it was drawn from: the run's own toolchain per target
+    pages_html = pages(df, figures, figures_dir, primary=primary(snakemake.config),
+                       served=served(snakemake.config))
+    for name, html in pages_html.items():
         write_text_atomic(html, figures_dir / name)
     results_dir = Path(snakemake.output.licence).parent
     for name, text in results_files(df).items():

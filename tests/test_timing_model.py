@@ -283,10 +283,10 @@ def test_the_posts_plots_draw_the_post_method_column(synthetic):
     assert drawn == sorted(round(float(y), 6) for y in est.model_post_tflops)
     assert not np.allclose(sorted(drawn), sorted(est.tflops))  # not the raw compiler estimate
     legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
-    assert "timing model fitted to the post" in legend and "measured" not in legend
+    assert "modelled (timing model fitted to the post)" in legend and "measured" not in legend
     plt.close(fig)
     fig = plots.plot_generations(synthetic, "v5", "bfloat16", "en")  # device time elsewhere
-    assert fig.axes[0].get_ylabel() == "TFLOP/s, device time"
+    assert fig.axes[0].get_ylabel() == "TFLOP/s, modelled device time"
     plt.close(fig)
 
 

@@ -3,14 +3,14 @@
 One row per configuration of the post (v5e) on which some toolchain disagrees with the post's verdict,
 one bar per toolchain: filled where it compiles at the default scoped-VMEM limit, hatched where it
 runs out (the bar is what the compiler says it requests; "≥" where it was not compiled, a lower bound
-from the block shapes), edged in red where it disagrees. The configurations every toolchain agrees on
+from the block shapes), edged in vermilion where it disagrees; a linear axis from 0, so that bar
+lengths compare (8 against 16 MiB is twice, not tenfold). The configurations every toolchain agrees on
 are counted in one line, not drawn (the report's appendix table has them all). Reads the tidy table
 only, like every figure.
 """
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from tpu_matmul_repro.experiments.analysis.toolchains import config_name, toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
@@ -21,13 +21,12 @@ from tpu_matmul_repro.report.tables import toolchain_name
 from tpu_matmul_repro.studies.then_and_now.analysis import disagrees, then_and_now
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
-    "title": N_("VMEM needed by the post's configurations, then and now\n(%(target)s, estimated by each "
-                "toolchain's libtpu at the default scoped limit, no TPU used)"),
+    "title": N_("VMEM needed by the post's configurations, then and now (%(target)s)"),
     "toolchain": N_("%(name)s: jax %(jax)s, libtpu %(libtpu)s"),
     "oom": N_("hatched: out of VMEM (what the compiler requests)"),
-    "disagree": N_("red edge: disagrees with the post"),
+    "disagree": N_("vermilion edge: disagrees with the post"),
     "limit": N_("default scoped limit %(limit).0f MiB"),
-    "axis": N_("VMEM (MiB, log scale)"),
+    "axis": N_("VMEM (MiB)"),
     "verdict": {"ok": N_("post: ok"), "failed": N_("post: ✗")},
     "missing": N_("%(name)s: no results (%(reason)s)"),
     "no_data": N_("no estimates of the post's configurations"),
@@ -85,8 +84,8 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
                     edgecolor="#D55E00" if disagrees(agrees) else color,
                     linewidth=1.2 if disagrees(agrees) else 0.3)
             if errors.iloc[y].startswith("not compiled"):
-                ax.text(vmem / MiB * 1.05, y + (i - (len(names) - 1) / 2) * height, "≥", va="center",
-                        fontsize=8)
+                ax.annotate("≥", (vmem / MiB, y + (i - (len(names) - 1) / 2) * height), xytext=(3, 0),
+                            textcoords="offset points", va="center", fontsize=8)
     limits = est.vmem_limit_bytes[~est.raised_limit.eq(True)].dropna()
     if len(limits):
         limit = limits.iloc[0] / MiB
@@ -98,14 +97,9 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     ax.set_yticklabels([f"{label(r)}  [{verdict(r.published_status, lang)}]"
                         for r in table.itertuples()], fontsize=9)
     ax.invert_yaxis()
-    ax.set_xscale("log")
-    # plain numbers at 1, 2 and 5 of each decade: the bars span less than one, where matplotlib would
-    # label a minor tick "2 × 10¹"
-    ax.xaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(left=0)  # linear from 0: a bar twice as long needs twice the VMEM
     ax.set_xlabel(t("axis"))
-    ax.grid(axis="x", which="both", alpha=0.3)
+    ax.grid(axis="x", alpha=0.3)
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8.5)
     # above the bars: the configurations not drawn (under them the legend, which a note would overprint)
     ax.set_title(t("agreed", n=agreed), fontsize=8.5, color="#333333")
@@ -122,7 +116,8 @@ register("then_and_now", Entry(
                "agrees, counted above the bars; estimated by each toolchain's libtpu without a TPU."),
     alt=N_("Horizontal bars, one row per configuration of the post on which some toolchain disagrees with "
            "the post's verdict, one bar per toolchain: filled where it compiles at the default limit, "
-           "hatched where it runs out of VMEM, edged in red where it disagrees; a line marks the default "
-           "limit; a line of text above the bars counts the configurations not drawn."),
+           "hatched where it runs out of VMEM, edged in vermilion where it disagrees, on a linear axis from "
+           "0; a line marks the default limit; a line of text above the bars counts the configurations not "
+           "drawn."),
     every_toolchain=True,
 ))
