@@ -39,6 +39,8 @@ CACHEABLE = ("ok", "vmem_oom", "compile_error")
 
 
 _unwritable = set()  # cache folders this process could not write to: said once, then not tried again
+# every lookup of this process, all caches together (the advisor's log counts its compiles with it)
+TOTALS = {"hits": 0, "misses": 0}
 
 
 def cache_root() -> Path | None:
@@ -68,6 +70,7 @@ class CompileCache:
         try:
             if not path.exists():
                 self.misses += 1
+                TOTALS["misses"] += 1
                 return None
             entry = json.loads(path.read_text(encoding="utf-8"))
             result = entry.get("result") if isinstance(entry, dict) else None
@@ -80,8 +83,10 @@ class CompileCache:
             log.warning("compile cache: %s is corrupt (%s); compiling again", path, e)
             self.corrupt += 1
             self.misses += 1
+            TOTALS["misses"] += 1
             return None
         self.hits += 1
+        TOTALS["hits"] += 1
         return result
 
     def put(self, case, vmem_limit_bytes: int | None, result: dict) -> None:
