@@ -15,36 +15,125 @@ MODEL = Model(TRUE, BAND, "test constants")
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["8192x4096"], "shape '8192x4096': expected MxKxN in whole numbers"),
-    (["8192x4000x14336"], "shape '8192x4000x14336': k=4000 is not a multiple of 128"),
-    (["0x128x128"], "m=0 is not from 1 to 32768"),
+    (["8192x4096"], "shape '8192x4096': expected MxKxN, three whole numbers joined by x"),
+    (["0x128x128"], "shape '0x128x128': m=0: each dimension is a whole number from 1"),
+    (["²x128x128"], "shape '²x128x128': m='²' is not a whole number in the digits 0-9"),
+    (["128x١٢٨x128"], "k='١٢٨' is not a whole number in the digits 0-9"),
+    (["-1x128x128"], "shape '-1x128x128': m=-1 is negative"),
+    (["128x-128x128"], "shape '128x-128x128': k=-128 is negative"),
+    (["1.5x128x128"], "m='1.5' is not a whole number"),
+    (["1048576x1048576x128"], "need 2048.5 GiB, more than v5e's 16.0 GiB of HBM"),
+    (["1024x1024x1024", "--vmem-limit", "200MiB"], "--vmem-limit 200 MiB: more than v5e's physical VMEM"),
+    (["1024x1024x1024", "--vmem-limit", "8MiB"], "below v5e's default scoped limit of 16 MiB"),
+    (["1024x1024x1024", "--vmem-limit", "32 parsecs"], "--vmem-limit '32 parsecs': expected a size"),
+    (["1024x1024x1024", "--vmem-limit", "-5MiB"], "--vmem-limit '-5MiB': expected a size"),
     (["1024x1024x1024", "--dtype", "float8"], "--dtype 'float8': kernel v5 takes one of"),
     (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v6e, v5p, 7x"),
     (["1024x1024x1024", "--target", "v4"], "--target 'v4': expected one of"),
     (["1024x1024x1024", "--kernel", "v2"], "--kernel 'v2': expected a blocked kernel"),
+    (["1024x1024x1024", "--bogus"], "unrecognized arguments: --bogus"),
+    (["--model", "llama3-8b"], "--model llama3-8b: give --tokens"),
+    (["--model", "gpt-9", "--tokens", "8"], "--model 'gpt-9': expected one of llama3-8b"),
+    (["--model", "llama3-8b", "--tokens", "-8"], "--tokens '-8': expected a whole number of tokens"),
+    (["128x128x128", "--model", "llama3-8b", "--tokens", "8"], "give shapes, --model or --shapes-file"),
 ])
 def test_a_bad_request_is_one_clear_line(argv, message, capsys, monkeypatch):
     monkeypatch.setattr(search, "search", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
 
 
-def row(bm, seconds, status="ok"):
-    return dict(target="v5e", kernel="v5", dtype="bfloat16", m=4096, k=4096, n=4096, bm=bm, bk=512, bn=512,
-                status=status, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20, oom_limit_bytes=None,
-                model_device_seconds=seconds, model_post_seconds=None if seconds is None else seconds + 1e-4,
-                model_device_tflops=None, model_post_tflops=None, est_cycles=1, tflops=None, error="",
-                vmem_method="compiled", model_basis="compiler cycles", xla_estimate_method="")
+def write_run(results, constants: dict | None = None, band: dict | None = None):
+    """A run's timing_model.csv and fidelity.csv as the pipeline writes them, with values replaced."""
+    import numpy as np
+
+    from tpu_matmul_repro.experiments.analysis import timing_model as tm
+
+    results.mkdir(exist_ok=True)
+    values = {p: getattr(TRUE, p) for p in tm.PARAMS} | (constants or {})
+    pd.DataFrame([dict(fit="published v5e", fitted_on="published", constant=p, value=v)
+                  for p, v in values.items() if v is not None]).to_csv(results / "timing_model.csv",
+                                                                       index=False)
+    row = dict(target="v5e", estimator="model", validation="leave one experiment out", scope="all",
+               group="all", n=61, halfwidth80=0.1366, halfwidth95=0.2037) | (band or {})
+    pd.DataFrame([row, dict(row, validation="leave one size out", halfwidth80=np.nan,
+                            halfwidth95=np.nan)]).to_csv(results / "fidelity.csv", index=False)
+
+
+@pytest.mark.parametrize("constants, band, message", [
+    (dict(step_cycles=float("nan")), None,
+     "timing_model.csv: row 4, column value (published v5e, step_cycles): nan is not a finite number"),
+    (dict(profile_scale=-45613859.0), None,
+     "row 2, column value (published v5e, profile_scale): -4.56139e+07 is outside the fit's bounds [0.1, 2]"),
+    (dict(bandwidth_fraction=3.0), None, "bandwidth_fraction): 3 is outside the fit's bounds [0.05, 1]"),
+    (dict(call_seconds=float("inf")), None, "call_seconds): inf is not a finite number"),
+    (dict(float32_factor="two"), None, "float32_factor): 'two' is not a number"),
+    (dict(float32_factor=None), None, "fit 'published v5e' has no row for constant float32_factor"),
+    (None, dict(halfwidth80=-0.1), "fidelity.csv: row 2, column halfwidth80: -0.1 is negative"),
+    (None, dict(n=2.5), "fidelity.csv: row 2, column n: 2.5 is not a whole number of points"),
+    (None, dict(halfwidth95="wide"), "column halfwidth95 (leave one experiment out): 'wide' is not a number"),
+])
+def test_a_results_file_outside_the_pipeline_s_bounds_is_refused_at_the_door(
+        tmp_path, capsys, monkeypatch, constants, band, message):
+    """NaN, negative or missing constants and a band that no run writes are refused in one line naming
+    the file, the row, the column and the value, before any compile (issue 39, item 5)."""
+    monkeypatch.setattr(search, "search", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
+    write_run(tmp_path / "results", constants, band)
+    assert cli.main(["1024x1024x1024", "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda r: (r / "timing_model.csv").write_bytes(b"\x00\xff\xfe garbage\n\x01,\x02\n\xff"),
+     "timing_model.csv"),
+    (lambda r: (r / "timing_model.csv").write_text("fit,constant\npublished v5e,step_cycles\n"),
+     "timing_model.csv: no column 'value'"),
+    (lambda r: pd.read_csv(r / "fidelity.csv").drop(columns="halfwidth80").to_csv(r / "fidelity.csv"),
+     "fidelity.csv: no column 'halfwidth80'"),
+    (lambda r: (r / "timing_model.csv").write_text("fit,constant,value\npublished v5e,zeal,1\n"),
+     "column constant: 'zeal' is not one of the model's constants"),
+])
+def test_a_corrupt_results_file_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch, damage, message):
+    monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
+    write_run(tmp_path / "results")
+    damage(tmp_path / "results")
+    assert cli.main(["1024x1024x1024", "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda r: (r / "timing_model.csv").write_text("\n"), "timing_model.csv is empty: that run fitted no"),
+    (lambda r: (r / "timing_model.csv").write_text("fit,constant,value\n"), "timing_model.csv is empty"),
+    (lambda r: (r / "fidelity.csv").unlink(), "no "),
+    (lambda r: write_run(r, band=dict(halfwidth95=float("inf"))), "halfwidth95 is inf: too few points"),
+])
+def test_a_run_without_a_fit_falls_back_to_the_advisor_s_own_and_says_why(tmp_path, monkeypatch, damage, why):
+    """An empty fit (issue 37, item 8) is not refused: the advisor's own fit, its header saying why;
+    the pipeline's advice job (fallback off) stops in one line instead."""
+    import dataclasses
+
+    from tpu_matmul_repro.advise import model as advisor_model
+
+    write_run(tmp_path / "results")
+    damage(tmp_path / "results")
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(advisor_model, "fitted",
+                        lambda config: dataclasses.replace(MODEL, source="fitted here"))
+    model = advisor_model.load({}, tmp_path / "results", {"libtpu_version": "y"})
+    assert model.source.startswith("fitted here (") and why in model.source, model.source
+    with pytest.raises(request.AdviceError, match="the run's timing model is missing: ") as e:
+        advisor_model.load({}, tmp_path / "results", {"libtpu_version": "y"}, fallback=False)
+    assert why in str(e.value) and "\n" not in str(e.value)
 
 
 def test_ties_within_the_interval_are_said_to_be_ties():
-    rows = pd.DataFrame([row(512, 1.00e-3), row(256, 1.14e-3), row(1024, 1.16e-3),
-                         row(2048, None, "vmem_oom")])
-    work = 2 * 4096**3
-    rows["model_device_tflops"] = work / rows.model_device_seconds / 1e12
-    rows["model_post_tflops"] = work / rows.model_post_seconds / 1e12
-    ranked = table.ranked(rows, pd.DataFrame(columns=rows.columns), MODEL, "v5e").set_index("bm")
+    ranked = table.ranked(found([(512, 1.00e-3), (256, 1.14e-3), (1024, 1.16e-3), (2048, None, "vmem_oom")]),
+                          MODEL, "v5e").set_index("bm")
     assert ranked["rank"].dropna().to_dict() == {512: 1, 256: 2, 1024: 3}
     assert pd.isna(ranked.loc[2048, "rank"])
     assert ranked.loc[256, "tie"].startswith("tie with #1")  # x1.14 < x1.15
@@ -52,33 +141,57 @@ def test_ties_within_the_interval_are_said_to_be_ties():
     assert ranked.loc[512, "tie"] == ""
     assert ranked.loc[512, "model_device_ms_lo80"] < 1.0 < ranked.loc[512, "model_device_ms_hi80"]
     assert "out of VMEM" in ranked.loc[2048, "note"]
-    assert (ranked.model_device_tflops_hi95.dropna() <= 197.0).all()  # the band stops at v5e's peak
 
 
 def test_candidates_follow_the_mxu_width_and_divide_the_shape():
     v6e = candidates.candidates("v5", "bfloat16", (8192, 4096, 14336), "v6e")
-    assert {c.bm for c in v6e} == {256, 512, 1024, 2048}
-    assert all(14336 % c.bn == 0 and c.bn % 256 == 0 for c in v6e)
-    assert candidates.edges(384, 256) == [128]  # no MXU-wide block divides it: lane-wide ones
+    assert {x.case.bm for x in v6e} == {256, 512, 1024, 2048, 4096, 8192}
+    assert all(14336 % x.case.bn == 0 and x.case.bn % 256 == 0 and not x.padded for x in v6e)
+    assert candidates.edges(384, 256) == [128, 384]  # no MXU-wide block divides it: lane-wide ones
     assert candidates.edges(128, 256) == [128]
+
+
+COMPILER = dict(toolchain="current", static_profile=True)
+SETTINGS = dict(timeout_s=300, profile_max_steps=16, skip_dominated=True)
 
 
 @pytest.mark.compiler
 def test_a_small_non_square_problem_is_ranked_end_to_end():
-    rows, xla = search.search((1024, 512, 2048), "bfloat16", "v5e", "v5", MODEL,
-                              dict(toolchain="current", static_profile=True),
-                              dict(timeout_s=300, profile_max_steps=16))
-    ranked = table.ranked(rows, xla, MODEL, "v5e")
+    found = search.search((1024, 512, 2048), "bfloat16", "v5e", "v5", MODEL, COMPILER, SETTINGS)
+    ranked = table.ranked(found, MODEL, "v5e")
     ok = ranked[(ranked.kernel == "v5") & (ranked.status == "ok")]
     assert len(ok) and list(ok["rank"]) == list(range(1, len(ok) + 1))
     assert (ok.model_device_ms.diff().dropna() >= 0).all()
     assert (ok.model_device_ms_lo80 < ok.model_device_ms).all()
     assert (ok.model_device_ms < ok.model_device_ms_hi80).all()
+    assert (ok.vmem_needed_mib <= 16).all() and (ok.physical_vmem_mib == 128).all()
     xla = ranked[ranked.kernel == "xla"]
     assert len(xla) == 1 and xla.model_device_ms.notna().all()
     assert set(ranked.status) <= {"ok", "vmem_oom", search.PRUNED}
     text = table.text(ranked, ["header"])
     assert "XLA jnp.matmul" in text and "(" in text
+
+
+@pytest.mark.compiler
+@pytest.mark.slow
+def test_a_raised_limit_ranks_the_blocks_that_need_it_and_each_row_says_what_it_needs():
+    """--vmem-limit (37.3): blocks out of VMEM at the default are compiled again at the limit asked,
+    ranked if they fit there, and every row says the VMEM it needs, the limits it was compiled at and
+    the chip's physical VMEM."""
+    shape = (1024, 2048, 2048)
+    default = table.ranked(search.search(shape, "bfloat16", "v5e", "v5", MODEL, COMPILER, SETTINGS), MODEL,
+                           "v5e")
+    raised = table.ranked(search.search(shape, "bfloat16", "v5e", "v5", MODEL, COMPILER, SETTINGS,
+                                        vmem_limit_bytes=48 << 20), MODEL, "v5e")
+    assert (raised.vmem_limit_mib == 48).all() and (default.vmem_limit_mib == 16).all()
+    fits_raised = raised[(raised.status == "ok") & (raised.vmem_needed_mib > 16)]
+    assert len(fits_raised), "no block needed more than the default limit"
+    for r in fits_raised.itertuples():  # compiled at both limits, and it says so
+        assert r.limits_tried.startswith(f"16 MiB: out of VMEM, asks {r.vmem_needed_mib:.1f} MiB; 48 MiB: ok")
+        assert r.vmem_needed_mib <= 48 < r.physical_vmem_mib
+    assert (default[default.status == "ok"].vmem_needed_mib <= 16).all()
+    best = raised[raised["rank"] == 1].iloc[0]
+    assert best.model_device_ms <= default[default["rank"] == 1].iloc[0].model_device_ms
 
 
 def test_the_advice_overlay_is_a_valid_config():
@@ -105,7 +218,7 @@ def test_the_model_is_read_from_a_pipeline_run_and_cached_by_its_inputs(tmp_path
 
     results = tmp_path / "results"
     results.mkdir()
-    assert advisor_model.from_results(results) is None  # nothing there: not a model
+    assert advisor_model.from_results(results)[0] is None  # nothing there: not a model
     pd.DataFrame([dict(fit="published v5e", constant=p, value=getattr(TRUE, p)) for p in tm.PARAMS]
                  + [dict(fit="measured v5e run1", constant=p, value=0.5) for p in tm.PARAMS]).to_csv(
         results / "timing_model.csv", index=False)
@@ -113,15 +226,145 @@ def test_the_model_is_read_from_a_pipeline_run_and_cached_by_its_inputs(tmp_path
                        halfwidth80=0.1366, halfwidth95=0.2037),
                   dict(validation="leave one size out", scope="all", group="all", n=61,
                        halfwidth80=None, halfwidth95=None)]).to_csv(results / "fidelity.csv", index=False)
-    found = advisor_model.from_results(results)
+    found, _ = advisor_model.from_results(results)
     assert found.constants == TRUE  # the published fit's, never a measured one
     assert found.band.halfwidth == {0.8: 0.1366, 0.95: 0.2037} and found.band.n == 61
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(advisor_model, "fitted", lambda config: dataclasses.replace(found, source="fitted"))
     versions = {"jax_version": "x", "libtpu_version": "y"}
     first = advisor_model.load({}, tmp_path / "none", versions)
-    assert first.source == "fitted"
+    assert first.source.startswith("fitted (no ")  # and why: the run's files are not there
     monkeypatch.setattr(advisor_model, "fitted", lambda config: pytest.fail("fitted again"))
     again = advisor_model.load({}, tmp_path / "none", versions)
     assert again.constants == TRUE and "cache" in again.source
     assert advisor_model.cached({**versions, "libtpu_version": "z"})[0] is None  # another compiler: refit
+
+
+def test_candidates_reach_past_2048_and_pad_what_no_edge_divides():
+    """Edges up to the whole dimension (37.2) and zero-padding where no edge divides (37.1): an edge
+    of 4096 and more where the dimension allows it, and the padded problem each candidate runs on."""
+    assert candidates.edges(8192, 128) == [128, 256, 512, 1024, 2048, 4096, 8192]
+    assert candidates.edges(14336, 256) == [256, 512, 1024, 2048, 14336]  # 4096 would pad it by 14 %
+    assert candidates.edges(8205, 128) == [128, 256, 512, 1024]  # 2048 would pad it by 25 %
+    assert 131072 in candidates.edges(128256, 128)  # pads the vocabulary by 2.2 %
+    found = {(x.case.bm, x.case.bk, x.case.bn): x for x in candidates.candidates("v5", "bfloat16",
+                                                                                (8205, 2949, 5921), "v5e")}
+    pad = found[(512, 1024, 2048)].case
+    assert (pad.m, pad.k, pad.n) == (8704, 3072, 6144) and found[(512, 1024, 2048)].padded
+    assert all(x.case.m % x.case.bm == 0 and x.case.k % x.case.bk == 0 and x.case.n % x.case.bn == 0
+               for x in found.values())
+
+
+def test_a_vmem_limit_is_read_in_whole_mib_and_checked_against_the_chip():
+    assert request.parse_vmem_limit("32MiB") == 32 << 20 == request.parse_vmem_limit("32M")
+    assert request.parse_vmem_limit("33554432") == 32 << 20
+    with pytest.raises(request.AdviceError, match="not a whole number of MiB"):
+        request.checked(["1024x1024x1024"], "bfloat16", ["v6e"], "v5", request.parse_vmem_limit("33.5MiB"))
+    request.checked(["1024x1024x1024"], "bfloat16", ["v6e"], "v5", 96 << 20)  # v6e: 32 default, 128 physical
+    with pytest.raises(request.AdviceError, match="more than 7x's physical VMEM of 64 MiB"):
+        request.checked(["1024x1024x1024"], "bfloat16", ["7x"], "v5", 96 << 20)
+
+
+def found(rows, xla_seconds=None, limit=16 << 20):
+    """A search's result from made-up rows (the columns the table reads), times in seconds."""
+    from tpu_matmul_repro.advise.search import Found
+
+    def one(bm, seconds, status="ok", kernel="v5"):
+        work = 2 * 4096**3
+        r = dict(target="v5e", kernel=kernel, dtype="bfloat16", m=4096, k=4096, n=4096, bm=bm, bk=512, bn=512,
+                 status=status, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20, oom_limit_bytes=None,
+                 est_cycles=1, tflops=None, error="", vmem_method="compiled", model_fit="published v5e",
+                 xla_estimate_method="", padded_shape="", limits_tried="16 MiB: ok")
+        for time, extra in (("device", 0.0), ("post", 1e-4)):
+            t = None if seconds is None else seconds + extra
+            r[f"model_{time}_seconds"] = t
+            r[f"model_{time}_tflops"] = None if t is None else work / t / 1e12
+            for level, q in BAND.halfwidth.items():
+                s = round(100 * level)
+                r[f"model_{time}_seconds_lo{s}"] = None if t is None else t * math.exp(-q)
+                r[f"model_{time}_seconds_hi{s}"] = None if t is None else t * math.exp(q)
+                r[f"model_{time}_tflops_lo{s}"] = None if t is None else work / t / 1e12 * math.exp(-q)
+                r[f"model_{time}_tflops_hi{s}"] = None if t is None else work / t / 1e12 * math.exp(q)
+        return r
+
+    pallas = pd.DataFrame([one(*r) for r in rows])
+    xla = pd.DataFrame([one(None, xla_seconds, kernel="xla")] if xla_seconds else [], columns=pallas.columns)
+    return Found(pallas, xla.assign(bm=None, bk=None, bn=None) if len(xla) else xla, limit, {})
+
+
+@pytest.mark.parametrize("rows, xla, says", [
+    ([(512, 1.00e-3), (256, 1.20e-3)], 1.5e-3,
+     "Use (512,512,512): modelled 20 % faster than the next, (256,512,512), beyond the 80 % band (x1.15); "
+     "XLA is modelled 50 % slower, beyond the band"),
+    ([(512, 1.00e-3), (256, 1.10e-3), (1024, 1.14e-3)], 1.3e-3,
+     "Any of these 3 blocks, which the model cannot tell apart (each within the 80 % band (x1.15) of the "
+     "best, (512,512,512) at 1.000 ms): (512,512,512), (256,512,512), (1024,512,512); XLA is modelled 30 % "
+     "slower, beyond the band"),
+    ([(512, 1.00e-3), (256, 1.20e-3)], 1.1e-3,
+     "Any of these 1 blocks or XLA, which the model cannot tell apart"),
+    ([(512, 1.02e-3), (256, 1.10e-3), (1024, 1.30e-3)], 1.0e-3,
+     "XLA or any of these 2 blocks: XLA is modelled 2 % faster than the best blocks (512,512,512), inside "
+     "the 80 % band (x1.15): (512,512,512), (256,512,512)"),
+    ([(512, 1.30e-3)], 1.0e-3,
+     "Use XLA: XLA is modelled 30 % faster than the best blocks (512,512,512), beyond the 80 % band"),
+    ([(512, None, "vmem_oom")], 1.0e-3, "Use XLA: no candidate block fits the 16 MiB scoped-VMEM limit"),
+])
+def test_the_recommendation_says_what_the_numbers_say(rows, xla, says):
+    """The line on top (37.4) from the modelled times and the band: the block shape, XLA or the set the
+    model cannot tell apart, and why; its percentages are the table's own ratios."""
+    ranked = table.ranked(found(rows, xla), MODEL, "v5e")
+    line = ranked.recommendation.iloc[0]
+    assert line.startswith(says), line
+    assert (ranked.recommendation == line).all()
+    text = table.text(ranked, ["first line", "second line"])
+    assert text.splitlines()[1] == f"Recommendation: {line}."
+
+
+def test_a_shapes_file_is_checked_in_one_line_naming_the_entry(tmp_path):
+    from tpu_matmul_repro.advise import models
+
+    bad = tmp_path / "layers.yaml"
+    for body, message in [
+        ("projections: [{name: up, k: 4096, n: 0, count: 1}]", "projections[0].n: 0 is not a whole number"),
+        ("projections: [{name: up, k: 4096, n: 128, count: 1, shape: 3}]", "unknown key 'shape'"),
+        ("projections: [{name: up, k: 4096, n: 128, count: 1}]", "has no m: give --tokens"),
+        ("projections: [{k: 4096, n: 128, count: 1, tokens_share: 1.5}]",
+         "tokens_share: 1.5 is not a number"),
+        ("projections: []", "a non-empty list 'projections'"),
+        ("projections: [{k: 1, n: 1, count: 1}\n", "layers.yaml"),
+    ]:
+        bad.write_text(body)
+        with pytest.raises(request.AdviceError, match="--shapes-file") as e:
+            models.from_file(bad, None)
+        assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
+    bad.write_text("projections: [{name: expert, k: 4096, n: 14336, tokens_share: 0.25, count: 256},"
+                   " {name: head, m: 16, k: 4096, n: 128256, count: 1}]")
+    layout = models.from_file(bad, 8192)
+    assert [p.shape for p in layout.projections] == [(2048, 4096, 14336), (16, 4096, 128256)]
+
+
+def test_every_preset_is_a_layout_of_the_advisor_s_shapes():
+    from tpu_matmul_repro.advise import models
+
+    for name in cli.presets():
+        layout = models.preset(name, 8192)
+        assert layout.projections and all(p.count >= 1 for p in layout.projections)
+        for shape in layout.shapes:
+            request.checked([shape], "bfloat16", ["v5e", "v6e"], "v5")  # each fits both chips' HBM
+    head = [p for p in models.preset("llama3-8b", 8192).projections if p.name == "LM head"]
+    assert head[0].shape == (8192, 4096, 128256) and head[0].count == 1
+
+
+def test_model_totals_add_up_the_projections_it_uses():
+    from tpu_matmul_repro.advise import models
+
+    layout = models.Layout("m", "m", 4096, (models.Projection("a", (4096, 4096, 4096), 3),
+                                            models.Projection("b", (4096, 4096, 4096), 1)))
+    ranked = table.ranked(found([(512, 1.0e-3), (256, 1.1e-3)], 0.9e-3), MODEL, "v5e")
+    summary = models.totals(layout, {(4096, 4096, 4096): ranked})
+    assert list(summary.use) == ["XLA", "XLA"]  # XLA is modelled faster here
+    assert summary.total_ms.sum() == pytest.approx(4 * 0.9)
+    assert summary.total_hi80.sum() == pytest.approx(4 * 0.9 * 1.15, rel=1e-3)
+    words = models.text(layout, "v5e", "TPU v5 lite", "bfloat16", "v5", summary)
+    total = f"{summary.total_ms.sum():.1f} ms [{summary.total_lo80.sum():.1f}-{summary.total_hi80.sum():.1f}]"
+    assert total in words
