@@ -193,5 +193,5 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
 
 
 def as_json(table: pd.DataFrame) -> str:
-    records = json.loads(table.to_json(orient="records"))
+    records = json.loads(table.to_json(orient="records", double_precision=15))
     return json.dumps(records, indent=1)

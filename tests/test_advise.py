@@ -1,6 +1,7 @@
 """The advisor: bad requests are one clear line before any work, ties within the interval are said to
 be ties, and (compiler) a small non-square problem ranked end to end."""
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,6 +11,7 @@ from tpu_matmul_repro.advise import candidates, cli, request, search, table
 from tpu_matmul_repro.advise.model import Model
 from tpu_matmul_repro.experiments.analysis import intervals
 
+ROOT = Path(__file__).resolve().parent.parent
 BAND = intervals.Band({0.8: math.log(1.15), 0.95: math.log(1.23)}, 61)
 MODEL = Model(TRUE, BAND, "test constants")
 
@@ -368,3 +370,159 @@ def test_model_totals_add_up_the_projections_it_uses():
     words = models.text(layout, "v5e", "TPU v5 lite", "bfloat16", "v5", summary)
     total = f"{summary.total_ms.sum():.1f} ms [{summary.total_lo80.sum():.1f}-{summary.total_hi80.sum():.1f}]"
     assert total in words
+
+
+def empty_fit_config() -> dict:
+    """The default config with its experiments replaced by one given shapes and no sizes: its square
+    sizes are dropped, so none of the post's configurations is compiled and the model has no point."""
+    from tpu_matmul_repro.experiments.plan.config import load_yaml
+
+    config = load_yaml(ROOT / "config" / "config.yaml")
+    v5 = dict(kernel="v5", dtypes=["bfloat16"], blocks=[[512, 512, 512]], shapes=[[8192, 4096, 14336]])
+    config["compile_study"]["experiments"] = {"v5": v5}
+    return config
+
+
+def test_the_planned_fit_is_counted_before_any_job():
+    """37.8 at plan time: the default config's fit has the post's 61 points; one that compiles none of
+    them, or not for v5e, is refused in one line saying what is missing."""
+    from tpu_matmul_repro.advise.pipeline import missing_fit, planned_points
+    from tpu_matmul_repro.experiments.plan.config import load_yaml
+    from tpu_matmul_repro.experiments.plan.plan import make_plan
+
+    published = ROOT / "data" / "published_v5e.csv"
+    default = make_plan(load_yaml(ROOT / "config" / "config.yaml"))
+    assert len(planned_points(default, published)) == 61 and missing_fit(default, published) == ""
+    for config in (empty_fit_config(), {**load_yaml(ROOT / "config" / "config.yaml"), "targets": ["v6e"]}):
+        why = missing_fit(make_plan(config), published)
+        assert why.startswith("advice.shapes needs this run's timing model") and "it would have 0" in why
+        assert "\n" not in why
+
+
+@pytest.mark.slow
+def test_an_empty_fit_config_with_advice_stops_before_any_job(tmp_path):
+    """The config of issue 37's 'empty model, then a traceback': refused in one line before any job,
+    nothing written (no empty timing_model.csv)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    (tmp_path / "config" / "empty.yaml").write_text(yaml.safe_dump(empty_fit_config()))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "1",
+               "--configfile", "config/empty.yaml", "--replace-workflow-config"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0
+    lines = [line for line in out.splitlines() if "advice.shapes needs this run's timing model" in line]
+    assert len(lines) == 1 and "it would have 0 (a fit needs 7)" in lines[0], out[-2000:]
+    assert not (tmp_path / "results").exists() and "Traceback" not in out
+
+
+@pytest.mark.slow
+def test_regret_is_zero_where_the_model_ranks_as_the_post_and_counts_what_it_loses():
+    """37.9: the pick of a fit that left its figure out against the post's best. On a table whose
+    published times are the model's own, every pick is the best; make another block the post's best
+    at one size and that size's regret is exactly the pick's published time over the new best's."""
+    from test_timing_model import synthetic_table
+
+    from tpu_matmul_repro.advise import regret
+
+    df = synthetic_table()
+    exact = regret.regret(df)
+    assert set(exact.figure) == {"v4", "v5"} and (exact.model_regret.abs() < 1e-9).all()
+    assert exact.post_best_in_tie_set.all()
+    published = (df.source == "published") & (df.experiment == "v5") & (df.m == 4096)
+    pick = exact[(exact.figure == "v5") & (exact["size"] == 4096)].model_pick.iloc[0]
+    other = df[published & (df.bm == 256)].index[0]
+    bm, bk, bn = (int(x) for x in pick.strip("()").split(","))
+    chosen = df[published & (df.bm == bm) & (df.bk == bk) & (df.bn == bn)].index[0]
+    df.loc[other, "tflops"] = df.loc[chosen, "tflops"] * 1.25  # the post's best is now (256,256,256)
+    moved = regret.regret(df).set_index(["figure", "size"])
+    assert moved.loc[("v5", 4096), "post_best"] == "(256,256,256)"
+    assert moved.loc[("v5", 4096), "model_regret"] == pytest.approx(0.25)
+    assert (moved.drop(index=("v5", 4096)).model_regret.abs() < 1e-9).all()  # the other folds unmoved
+
+
+def same_configuration(rows: pd.DataFrame, r) -> pd.DataFrame:
+    """The timed rows of `rows` of the kernel, shape and blocks of row `r` (a table's itertuples row)."""
+    blocks = rows.bm.isna() if pd.isna(r.bm) else (rows.bm == r.bm) & (rows.bk == r.bk) & (rows.bn == r.bn)
+    return rows[(rows.kernel == r.kernel) & (rows.m == r.m) & (rows.k == r.k) & (rows.n == r.n) & blocks
+                & rows.model_device_ms.notna()]
+
+
+POST_BLOCKS = [[128, 128, 128], [256, 256, 256], [512, 512, 512], [512, 1024, 1024], [1024, 1024, 1024]]
+ONE_NUMBER = {  # the post's experiments at 1024 and 2048 (29 published points: a fit and its band), and
+    # a layer of a non-square shape whose blocks the advisor also ranks
+    "correctness": {"tolerance": {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0}, "shapes": [[256, 256, 256]],
+                    "kernels": {"xla": {"dtypes": ["bfloat16"]}}},
+    "targets": ["v5e"],
+    "studies": [],
+    "measure": {"device": "off"},
+    "compile_study": {
+        "sizes": [1024, 2048], "baseline_dtypes": ["float32", "bfloat16"],
+        "experiments": {
+            "v1": {"kernel": "v1", "dtypes": ["float32"]},
+            "v2": {"kernel": "v2", "dtypes": ["float32"], "splits": [4]},
+            "v3": {"kernel": "v3", "dtypes": ["float32"], "blocks": [[128, 128, 128]]},
+            "v4": {"kernel": "v3", "dtypes": ["float32"], "blocks": POST_BLOCKS},
+            "v5": {"kernel": "v5", "dtypes": ["bfloat16"], "blocks": POST_BLOCKS},
+            "layer": {"kernel": "v5", "dtypes": ["bfloat16"], "blocks": [[1024, 512, 256], [512, 512, 512]],
+                      "shapes": [[1024, 512, 2048]]}}},
+    "advice": {"shapes": [[1024, 512, 2048], [2048, 2048, 2048]], "targets": ["v5e"]},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.compiler
+def test_one_configuration_gets_one_number_in_the_cli_the_advice_and_the_table(tmp_path, capsys):
+    """37.7: a non-square layer (and a square, whose XLA estimate the envelope compares with the
+    smaller baseline) modelled alike by the compile study (results/matmul.parquet), the pipeline's
+    advice job (results/advice/) and the CLI on that run's results/; the advice job's log says how
+    many of its compiles came from the compile cache (38.2), and ranks with the run's own model."""
+    import json
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    (tmp_path / "config" / "one.yaml").write_text(yaml.safe_dump(ONE_NUMBER))
+    shapes = ["1024x512x2048", "2048x2048x2048"]
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2",
+               "--configfile", "config/one.yaml", "--replace-workflow-config", "results/matmul.parquet",
+               *(f"results/advice/{s}.csv" for s in shapes)]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    table = pd.read_parquet(tmp_path / "results" / "matmul.parquet")
+    table = table[(table.source == "estimate") & table.model_device_seconds.notna()]
+    assert cli.main([*shapes, "--results", str(tmp_path / "results"), "--config",
+                     str(tmp_path / "config" / "one.yaml"), "--json"]) == 0
+    from_cli = pd.DataFrame(json.loads(capsys.readouterr().out))
+    compared = 0
+    for shape in shapes:
+        m, k, n = (int(x) for x in shape.split("x"))
+        advice = pd.read_csv(tmp_path / "results" / "advice" / f"{shape}.csv")
+        log = (tmp_path / "logs" / "advice" / f"{shape}.log").read_text()
+        counted = re.search(r"advice \S+ on v5e: (\d+) of (\d+) compiles from the compile cache", log)
+        assert counted and int(counted[2]) > 0, log[-2000:]
+        assert "pipeline run" in advice.model_source.iloc[0]  # the run's own model, not a fit of its own
+        mine = table[(table.m == m) & (table.k == k) & (table.n == n)]
+        for r in mine.drop_duplicates(["kernel", "bm", "bk", "bn"]).itertuples():
+            in_advice, in_cli = same_configuration(advice, r), same_configuration(from_cli, r)
+            if in_advice.empty:  # a block the advisor pruned: no number there to compare
+                assert in_cli.empty
+                continue
+            # to the 6 significant digits of the constants in timing_model.csv, which the advisor reads
+            assert in_advice.model_device_ms.iloc[0] == pytest.approx(r.model_device_seconds * 1e3, rel=1e-5)
+            assert in_cli.model_device_ms.iloc[0] == pytest.approx(r.model_device_seconds * 1e3, rel=1e-5)
+            assert in_cli.model_device_ms_hi80.iloc[0] == pytest.approx(r.model_device_seconds_hi80 * 1e3,
+                                                                        rel=1e-5)
+            assert in_cli.model_device_ms.iloc[0] == pytest.approx(in_advice.model_device_ms.iloc[0],
+                                                                   rel=1e-5)
+            compared += 1
+    assert compared >= 4  # XLA at both shapes and at least a block of each
