@@ -105,6 +105,11 @@ def totals(model: Layout, tables: dict) -> pd.DataFrame:
             rows.append(dict(projection=p.name, count=p.count, shape="x".join(map(str, p.shape)), use="none"))
             continue
         label = "XLA" if use.kernel == "xla" else f"({int(use.bm)},{int(use.bk)},{int(use.bn)})"
+        factor = use.model_device_ms_hi80 / use.model_device_ms  # the 80 % band's factor
+        shape_table = tables[p.shape]
+        timed = shape_table[(shape_table.kernel == "xla") | shape_table["rank"].notna()]
+        ties = int((timed.model_device_ms <= use.model_device_ms * factor * (1 + 1e-12)).sum()) - 1
+        label += f" +{ties} tied" if ties else ""
         rows.append(dict(projection=p.name, count=p.count, shape="x".join(map(str, p.shape)), use=label,
                          ms=use.model_device_ms, lo80=use.model_device_ms_lo80, hi80=use.model_device_ms_hi80,
                          total_ms=p.count * use.model_device_ms,
@@ -118,14 +123,14 @@ def text(model: Layout, target: str, device_kind: str, dtype: str, kernel: str, 
     batch = f" at {model.tokens} tokens" if model.tokens else ""
     lines = [f"{model.description}{batch} on {target} ({device_kind}), {dtype}, kernel {kernel}: "
              f"{len(summary)} projections, {calls} matmuls per forward pass", "",
-             f"{'projection':<24} {'count':>5}  {'shape':<18} {'use':<18} {'device ms [80 %], one':<26} "
-             f"{'all, ms':>10}"]
+             f"{'projection':<24} {'count':>5}  {'shape':<18} {'use (+ ties)':<24} "
+             f"{'device ms [80 %], one':<26} {'all, ms':>10}"]
     for r in summary.itertuples():
         if r.use == "none":
             lines.append(f"{r.projection:<24} {r.count:>5}  {r.shape:<18} no candidate fits and XLA failed")
             continue
         one = f"{r.ms:.3f} [{r.lo80:.3f}-{r.hi80:.3f}]"
-        lines.append(f"{r.projection:<24} {r.count:>5}  {r.shape:<18} {r.use:<18} {one:<26} "
+        lines.append(f"{r.projection:<24} {r.count:>5}  {r.shape:<18} {r.use:<24} {one:<26} "
                      f"{r.total_ms:>10.2f}")
     if "total_ms" in summary and summary.total_ms.notna().all():
         lo, hi = summary.total_lo80.sum(), summary.total_hi80.sum()

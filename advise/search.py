@@ -88,13 +88,21 @@ def xla_context(baseline, dtype: str, shape) -> list[Case]:
 
 def compile_cases(target: str, cases, compiler: dict, settings: dict, limit_mib: int | None) -> pd.DataFrame:
     """The compile study's rows of `cases`: at the default limit, and at `limit_mib` too where they run
-    out at the default (a Job's raised-limit retries)."""
-    pallas = tuple(c for c in cases if c.facts.pallas)
+    out at the default (a Job's raised-limit retries); blocks whose own buffers exceed the default are
+    compiled at `limit_mib` only, with a row saying why not at the default."""
+    common = dict(target=target, experiment="advice", toolchain=compiler["toolchain"],
+                  static_profile=compiler["static_profile"], **settings)
+    default = chip(target).default_vmem_limit_bytes
+    beyond = tuple(c for c in cases if limit_mib and c.facts.pallas and min_vmem_bytes(c) > default)
+    rest = tuple(c for c in cases if c not in beyond)
+    pallas = tuple(c for c in rest if c.facts.pallas)
     raised = dict(raise_limits_for=pallas, raised_limits_mib=(limit_mib,)) if limit_mib else {}
-    job = Job(target=target, experiment="advice", cases=tuple(cases), toolchain=compiler["toolchain"],
-              static_profile=compiler["static_profile"], **settings, **raised)
-    return run_jobs([job], python=compiler.get("python"), env=compiler.get("env"),
+    jobs = [Job(cases=rest, **common, **raised)] if rest else []
+    if beyond:
+        jobs.append(Job(cases=beyond, limit_mib=limit_mib, **common))
+    rows = run_jobs(jobs, python=compiler.get("python"), env=compiler.get("env"),
                     versions=compiler.get("versions"))
+    return pd.concat([rows, oom_rows(target, beyond, default)], ignore_index=True) if beyond else rows
 
 
 def fits_of(model) -> dict:
