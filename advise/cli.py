@@ -50,6 +50,8 @@ def arguments(argv):
                         "the advisor's own fit)")
     p.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml",
                    help="config for compile settings and toolchains (default config/config.yaml)")
+    p.add_argument("--workers", default="2", help="pairs of compile workers at once (default 2: a 2-core "
+                                                  "machine's cores)")
     p.add_argument("-v", "--verbose", action="store_true", help="log the compiles on stderr")
     return p.parse_args(argv)
 
@@ -122,6 +124,8 @@ def main(argv=None) -> int:
             if target not in TARGETS:
                 raise AdviceError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
         layout = layout_of(args)
+        if not request.DIGITS.fullmatch(args.workers) or not 1 <= int(args.workers) <= 64:
+            raise AdviceError(f"--workers {args.workers!r}: expected a whole number from 1 to 64")
         limit = request.parse_vmem_limit(args.vmem_limit) if args.vmem_limit is not None else None
         shapes = layout.shapes if layout else args.shapes
         asked = request.checked(shapes, args.dtype, targets, args.kernel, limit)
@@ -134,7 +138,7 @@ def main(argv=None) -> int:
         print(f"advise: {e}", file=sys.stderr)
         return 2
     try:
-        parts, texts = advice(asked, config, compilers, results)
+        parts, texts = advice(asked, config, compilers, results, workers=int(args.workers))
     except AdviceError as e:
         print(f"advise: {e}", file=sys.stderr)
         return 2
@@ -165,7 +169,8 @@ def model_texts(layout: models.Layout, asked: request.Request, parts: list[pd.Da
 
 
 def advise(shapes, *, dtype: str = "bfloat16", targets=("v5e",), kernel: str = "v5",
-           vmem_limit: str | int | None = None, results=ROOT / "results", config=None) -> pd.DataFrame:
+           vmem_limit: str | int | None = None, results=ROOT / "results", config=None,
+           workers: int = 2) -> pd.DataFrame:
     """The advisor as a function: the ranked table (every column of --csv) of `shapes` ("MxKxN" or
     (m, k, n)) on `targets`; AdviceError in one line for a request it refuses. `vmem_limit`: bytes or
     a size such as "32MiB"; `results`: a run's results/ (None: the advisor's own fit); `config`: a
@@ -178,7 +183,7 @@ def advise(shapes, *, dtype: str = "bfloat16", targets=("v5e",), kernel: str = "
     if results is not None:
         advisor_model.from_results(results)
     compilers = {target: compiler_for(target, config) for target in asked.targets}
-    parts, _ = advice(asked, config, compilers, results)
+    parts, _ = advice(asked, config, compilers, results, workers=workers)
     return pd.concat(parts, ignore_index=True)
 
 
@@ -191,7 +196,7 @@ def baseline_cases(config: dict, target: str) -> tuple:
 
 
 def advice(asked: request.Request, config: dict, compilers: dict, results: Path | None, *,
-           fallback: bool = True, log=None):
+           fallback: bool = True, log=None, workers: int = 1):
     """The ranked table (one frame per target and shape) and its text, for a checked request; with
     fallback False (the pipeline), only the run's own model. `log`: where to say how many compiles came
     from the compile cache (default: this module's logger)."""
@@ -210,7 +215,8 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
         for shape in asked.shapes:
             before = dict(cache.TOTALS)
             found = search.search(shape, asked.dtype, target, asked.kernel, fitted, compilers[target],
-                                  settings, vmem_limit_bytes=asked.vmem_limit_bytes, baseline=baseline)
+                                  settings, vmem_limit_bytes=asked.vmem_limit_bytes, baseline=baseline,
+                                  workers=workers)
             hits, misses = (cache.TOTALS[k] - before[k] for k in ("hits", "misses"))
             log.info("advice %s on %s: %d of %d compiles from the compile cache, %d compiled here",
                      "x".join(map(str, shape)), target, hits, hits + misses, misses)

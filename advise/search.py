@@ -17,6 +17,7 @@ config's XLA baseline (the planner's), so that its modelled number (the monotone
 libtpu's cost model dips) is the one the compile study's table gives the same configuration.
 """
 import dataclasses
+import itertools
 import logging
 import math
 
@@ -24,9 +25,10 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.advise.candidates import candidates
+from tpu_matmul_repro.advise.workers import Workers
 from tpu_matmul_repro.experiments.analysis import model_columns
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, Job, run_jobs
+from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, Job, single_step_axes
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
@@ -36,8 +38,10 @@ from tpu_matmul_repro.experiments.core.units import flops
 log = logging.getLogger(__name__)
 FIRST = 6  # candidates compiled before the bound prunes the rest
 EXACT_FIRST = 4 * FIRST  # candidates whose exact bound orders the first batch
+WAVE = 8  # candidates per pair of workers in each later batch
 PRUNED = "pruned"  # status of a candidate not compiled because it cannot come within the interval
 FIT = "published v5e"
+CASE_FIELDS = ("m", "k", "n", "bm", "bk", "bn")
 
 
 def _row(case: Case, target: str) -> pd.Series:
@@ -86,23 +90,71 @@ def xla_context(baseline, dtype: str, shape) -> list[Case]:
                    and flops(c.m, c.k, c.n) < work}, key=lambda c: flops(c.m, c.k, c.n))
 
 
-def compile_cases(target: str, cases, compiler: dict, settings: dict, limit_mib: int | None) -> pd.DataFrame:
+def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings: dict,
+                  limit_mib: int | None) -> pd.DataFrame:
     """The compile study's rows of `cases`: at the default limit, and at `limit_mib` too where they run
     out at the default (a Job's raised-limit retries); blocks whose own buffers exceed the default are
-    compiled at `limit_mib` only, with a row saying why not at the default."""
-    common = dict(target=target, experiment="advice", toolchain=compiler["toolchain"],
-                  static_profile=compiler["static_profile"], **settings)
+    compiled at `limit_mib` only, with a row saying why not at the default. The cases are split by bk
+    (as the compile study splits a search) over the pairs of `workers`, which compile at once."""
     default = chip(target).default_vmem_limit_bytes
     beyond = tuple(c for c in cases if limit_mib and c.facts.pallas and min_vmem_bytes(c) > default)
-    rest = tuple(c for c in cases if c not in beyond)
-    pallas = tuple(c for c in rest if c.facts.pallas)
-    raised = dict(raise_limits_for=pallas, raised_limits_mib=(limit_mib,)) if limit_mib else {}
-    jobs = [Job(cases=rest, **common, **raised)] if rest else []
+    pairs = len(workers.pairs)
+    parts = split_by_bk([c for c in cases if c not in beyond], pairs)
+    extra = split_by_bk(list(beyond), pairs)
+    common = dict(target=target, experiment="advice", toolchain=compiler["toolchain"],
+                  static_profile=compiler["static_profile"], **settings)
+
+    def jobs(rest, over):
+        pallas = tuple(c for c in rest if c.facts.pallas)
+        raised = dict(raise_limits_for=pallas, raised_limits_mib=(limit_mib,)) if limit_mib else {}
+        out = [Job(cases=tuple(rest), **common, **raised)] if rest else []
+        return out + ([Job(cases=tuple(over), limit_mib=limit_mib, **common)] if over else [])
+
+    batches = [jobs(rest, over) for rest, over in itertools.zip_longest(parts, extra, fillvalue=[])]
+    frames = [workers.run([b for b in batches if b])]
     if beyond:
-        jobs.append(Job(cases=beyond, limit_mib=limit_mib, **common))
-    rows = run_jobs(jobs, python=compiler.get("python"), env=compiler.get("env"),
-                    versions=compiler.get("versions"))
-    return pd.concat([rows, oom_rows(target, beyond, default)], ignore_index=True) if beyond else rows
+        frames.append(oom_rows(target, beyond, default))
+    return pd.concat(frames, ignore_index=True)
+
+
+def split_by_bk(cases: list, parts: int) -> list[list]:
+    """`cases` in at most `parts` lists, each bk in one of them (the blocks of one bk share dominance
+    and small grids in a job), the largest groups first to the list with the least work so far; XLA's
+    cases go with the first."""
+    groups = {}
+    for case in cases:
+        groups.setdefault(case.bk or 0, []).append(case)
+    parts = max(1, min(parts, len(groups)))
+    out, work = [[] for _ in range(parts)], [0] * parts
+    for _, group in sorted(groups.items(), key=lambda kv: (-sum(c.m * c.k for c in kv[1]), kv[0])):
+        i = work.index(min(work))
+        out[i] += group
+        work[i] += sum((c.bm or c.m) * (c.bk or c.k) + (c.bk or c.k) * (c.bn or c.n) for c in group)
+    return [part for part in out if part]
+
+
+def dominated(case: Case, out_of_vmem: list[Case]) -> Case | None:
+    """A compiled block shape out of VMEM at this limit that `case` is at least as large as along every
+    axis, with single steps along the same axes: VMEM grows with each block edge and does not depend on
+    the grid's extent (the compile study's dominated_result, across bk: one search, one job here)."""
+    axes = single_step_axes(case)
+    for other in out_of_vmem:
+        if (other.bm <= case.bm and other.bk <= case.bk and other.bn <= case.bn
+                and single_step_axes(other) == axes):
+            return other
+    return None
+
+
+def dominated_rows(target: str, cases: dict, limit: int) -> pd.DataFrame:
+    """Rows of `cases` ({case: the out-of-VMEM blocks it dominates}), not compiled."""
+    c = chip(target)
+    return pd.DataFrame([dict(
+        source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
+        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="vmem_oom", vmem_limit_bytes=limit,
+        oom_limit_bytes=limit, vmem_method=DOMINATED,
+        error=f"not compiled: its blocks are at least as large along every axis as ({o.bm},{o.bk},{o.bn}), "
+              "which ran out of VMEM at this limit, with single steps along the same axes")
+        for x, o in cases.items()])
 
 
 def fits_of(model) -> dict:
@@ -130,14 +182,15 @@ def at_limit(rows: pd.DataFrame, limit: int) -> pd.DataFrame:
     """One row per configuration: the one that fits at the smallest limit up to `limit` it was compiled
     at, else the one at the highest limit tried; `limits_tried` says what each compiled limit gave."""
     rows = rows.reset_index(drop=True)
-    keys = pd.Series(_keys(rows), index=rows.index)
-    chosen, tried = [], []
-    for _, group in rows.groupby(keys, sort=False):
-        group = group.sort_values("vmem_limit_bytes", kind="stable")
-        ok = group[(group.status == "ok") & (group.vmem_limit_bytes <= limit)]
-        chosen.append(ok.index[0] if len(ok) else group.index[-1])
-        tried.append("; ".join(_tried(r) for r in group.itertuples()))
-    return rows.loc[chosen].assign(limits_tried=tried).reset_index(drop=True)
+    group = pd.Series(pd.factorize(pd.Series(_keys(rows)))[0], index=rows.index)
+    order = rows.assign(_g=group, _tried=[_tried(r) for r in rows.itertuples()])
+    order = order.sort_values(["_g", "vmem_limit_bytes"], kind="stable")
+    fits = order[(order.status == "ok") & (order.vmem_limit_bytes <= limit)].groupby("_g").head(1)
+    last = order.groupby("_g").tail(1)
+    chosen = pd.concat([fits, last[~last._g.isin(fits._g)]]).sort_values("_g")
+    tried = order.groupby("_g")._tried.agg("; ".join)
+    return chosen.assign(limits_tried=tried.loc[chosen._g].to_numpy()).drop(columns=["_g", "_tried"]) \
+        .reset_index(drop=True)
 
 
 def _tried(r) -> str:
@@ -154,6 +207,29 @@ def _tried(r) -> str:
     return f"{at}: {r.status}"
 
 
+def next_batch(todo: list, bounds: dict, cheap: dict, best: float, reach: float, target: str,
+               k: tm.Constants, pairs: int) -> tuple[list, list]:
+    """(the cases to compile next, the rest): until one has a time, the FIRST of the smallest exact
+    bounds (computed for the EXACT_FIRST of the smallest cheap ones); then those whose bound lies
+    within `reach`, smaller blocks first, WAVE a pair at a time: a wave's out-of-VMEM verdicts and
+    better times can spare the next wave's compiles. A case beyond `reach` is never compiled (reach
+    only shrinks)."""
+    if math.isnan(best):
+        for case in todo[:EXACT_FIRST]:
+            if case not in bounds:
+                bounds[case] = lower_bound(case, target, k)
+        batch = sorted(todo[:EXACT_FIRST], key=lambda case: (bounds[case], case.bm * case.bk * case.bn))
+        chosen = set(batch[:FIRST])
+        return batch[:FIRST], [case for case in todo if case not in chosen]
+    within = [case for case in todo if cheap[case] <= reach]
+    for case in within:
+        if case not in bounds:
+            bounds[case] = lower_bound(case, target, k)
+    within = sorted((case for case in within if bounds[case] <= reach),
+                    key=lambda case: (case.bm * case.bk * case.bn, bounds[case]))
+    return within[:WAVE * pairs], within[WAVE * pairs:]
+
+
 @dataclasses.dataclass
 class Found:
     """What a search found for one shape on one target."""
@@ -165,7 +241,7 @@ class Found:
 
 
 def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, settings: dict, *,
-           vmem_limit_bytes: int | None = None, baseline=()) -> Found:
+           vmem_limit_bytes: int | None = None, baseline=(), workers: int = 1) -> Found:
     """The candidates of one problem on one target ranked at a limit (default: the chip's), modelled."""
     k = model.constants
     c = chip(target)
@@ -181,37 +257,35 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     pending_xla = [*xla_context(baseline, dtype, shape), Case("xla", dtype, *shape)]
     frames = [oom_rows(target, sure_oom, limit)] if sure_oom else []
     best, reach = math.nan, math.inf
-    while todo or pending_xla:
-        if math.isnan(best):  # until one has a time: FIRST at a time, of the smallest exact bounds
-            for case in todo[:EXACT_FIRST]:
-                if case not in bounds:
-                    bounds[case] = lower_bound(case, target, k)
-            batch = sorted(todo[:EXACT_FIRST], key=lambda case: (bounds[case], case.bm * case.bk * case.bn))
-            batch = batch[:FIRST]
-            chosen = set(batch)
-            todo = [case for case in todo if case not in chosen]
-        else:  # then every other one that could win or tie, and no more
-            within = [case for case in todo if cheap[case] <= reach]
-            for case in within:
-                if case not in bounds:
-                    bounds[case] = lower_bound(case, target, k)
-            batch, todo = [case for case in within if bounds[case] <= reach], []
-        if not batch and not pending_xla:
-            break
-        frames.append(compile_cases(target, batch + pending_xla, compiler, settings, limit_mib))
-        pending_xla = []
-        times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
-        pallas = times[(times.kernel != "xla") & (times.status == "ok")].model_device_seconds
-        best = float(pallas.min()) if pallas.notna().any() else math.nan
-        reach = best * math.exp(model.band.halfwidth[0.8]) if not math.isnan(best) else math.inf
+    with Workers(target, compiler, settings["timeout_s"], workers) as pairs:
+        while todo or pending_xla:
+            batch, todo = next_batch(todo, bounds, cheap, best, reach, target, k, workers)
+            if not batch and not pending_xla:
+                break
+            frames.append(compile_cases(pairs, target, batch + pending_xla, compiler, settings, limit_mib))
+            pending_xla = []
+            times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
+            out = times[(times.status == "vmem_oom") & times.vmem_method.isin(["compiled", "representative"])]
+            out = [Case(*r) for r in zip(out.kernel, out.dtype, *(out[c].astype(int) for c in CASE_FIELDS),
+                                         strict=True)]
+            skipped = {case: o for case in todo if (o := dominated(case, out))}
+            if skipped:
+                todo = [case for case in todo if case not in skipped]
+                frames.append(dominated_rows(target, skipped, limit))
+                times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
+            pallas = times[(times.kernel != "xla") & (times.status == "ok")].model_device_seconds
+            best = float(pallas.min()) if pallas.notna().any() else math.nan
+            reach = best * math.exp(model.band.halfwidth[0.8]) if not math.isnan(best) else math.inf
     raw = pd.concat(frames, ignore_index=True)
     table = at_limit(modelled(raw, model), limit)
     compiled = set(_keys(table))
     pruned = [case for case in of_case if case not in set(sure_oom) and _key(case) not in compiled]
-    counts = dict(candidates=len(found), block_bound=len(sure_oom),
-                  compiled=len(found) - len(sure_oom) - len(pruned), pruned=len(pruned))
-    log.info("%s %s: %d candidates, %d out of VMEM by their blocks alone, %d compiled, %d pruned by the "
-             "bound", target, "x".join(map(str, shape)), *counts.values())
+    skipped = int((table.vmem_method == DOMINATED).sum())
+    counts = dict(candidates=len(found), block_bound=len(sure_oom), dominated=skipped,
+                  compiled=len(found) - len(sure_oom) - len(pruned) - skipped, pruned=len(pruned))
+    log.info("%s %s: %d candidates, %d out of VMEM by their blocks alone, %d as large as blocks out of "
+             "VMEM, %d compiled, %d pruned by the bound", target, "x".join(map(str, shape)),
+             *counts.values())
     if pruned:
         table = pd.concat([table, pd.DataFrame([dict(
             source="estimate", target=target, kernel=x.kernel, dtype=x.dtype, m=x.m, k=x.k, n=x.n, bm=x.bm,

@@ -19,6 +19,7 @@ rule advice:
         "logs/advice/{shape}.log",
     conda:
         "../environment.yml"
+    threads: 2  # two pairs of compile workers at once; --cores 1 gives it one
     params:
         request=lambda wc: settings(advice_request(wc.shape)),
         code=code("scripts/advice.py"),

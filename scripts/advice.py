@@ -21,7 +21,7 @@ with logged(snakemake.log[0]) as log:
         asked = checked([wanted["shape"]], wanted["dtype"], wanted["targets"], wanted["kernel"], limit)
         compilers = {t: compiler_for(t, snakemake.config) for t in asked.targets}
         parts, texts = advice(asked, snakemake.config, compilers, Path(snakemake.input.constants).parent,
-                              fallback=False, log=log)
+                              fallback=False, log=log, workers=snakemake.threads)
     except AdviceError as e:
         raise UserError(f"advice {wanted['shape']}: {e}") from None
     log.info("\n\n".join(texts))
