@@ -208,17 +208,20 @@ def _tried(r) -> str:
 
 
 def next_batch(todo: list, bounds: dict, cheap: dict, best: float, reach: float, target: str,
-               k: tm.Constants, pairs: int) -> tuple[list, list]:
+               k: tm.Constants, pairs: int, limit: int) -> tuple[list, list]:
     """(the cases to compile next, the rest): until one has a time, the FIRST of the smallest exact
     bounds (computed for the EXACT_FIRST of the smallest cheap ones); then those whose bound lies
     within `reach`, smaller blocks first, WAVE a pair at a time: a wave's out-of-VMEM verdicts and
     better times can spare the next wave's compiles. A case beyond `reach` is never compiled (reach
     only shrinks)."""
     if math.isnan(best):
-        for case in todo[:EXACT_FIRST]:
+        # first those whose blocks leave room to double-buffer them (most kernels need it): a first
+        # time found quickly, rather than the largest blocks' out-of-VMEM verdicts; only an order
+        likely = [case for case in todo if 2 * min_vmem_bytes(case) <= limit] or todo
+        for case in likely[:EXACT_FIRST]:
             if case not in bounds:
                 bounds[case] = lower_bound(case, target, k)
-        batch = sorted(todo[:EXACT_FIRST], key=lambda case: (bounds[case], case.bm * case.bk * case.bn))
+        batch = sorted(likely[:EXACT_FIRST], key=lambda case: (bounds[case], case.bm * case.bk * case.bn))
         chosen = set(batch[:FIRST])
         return batch[:FIRST], [case for case in todo if case not in chosen]
     within = [case for case in todo if cheap[case] <= reach]
@@ -259,7 +262,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     best, reach = math.nan, math.inf
     with Workers(target, compiler, settings["timeout_s"], workers) as pairs:
         while todo or pending_xla:
-            batch, todo = next_batch(todo, bounds, cheap, best, reach, target, k, workers)
+            batch, todo = next_batch(todo, bounds, cheap, best, reach, target, k, workers, limit)
             if not batch and not pending_xla:
                 break
             frames.append(compile_cases(pairs, target, batch + pending_xla, compiler, settings, limit_mib))
