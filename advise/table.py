@@ -184,7 +184,8 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
     dominated = table[unbuilt & (table.vmem_method == DOMINATED)]
     if len(dominated):
         lines.append(f"{len(dominated)} more candidates out of VMEM, not compiled: at least as large along "
-                     "every axis as blocks with the same bk that ran out (--csv lists them)")
+                     "every axis as blocks that ran out, with single steps along the same axes (--csv lists "
+                     "them)")
     if len(pruned):
         lines.append(f"{len(pruned)} more candidates not compiled: even without compiler cycles the model "
                      f"gives each at least {pruned.lower_bound_seconds.min() * 1e3:.3f} ms, beyond the 80 % "
