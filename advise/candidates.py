@@ -13,11 +13,9 @@ import dataclasses
 
 from tpu_matmul_repro.advise.request import HBM_BYTES, operand_bytes, padded
 from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.kernels.checks import LANE
 
-# MXU width per generation ([tpu_info] in experiments/core/chips.py: 128x128 MXUs up to v5p, 256x256
-# from v6e on): the smallest block edge that keeps the MXU busy.
-MXU_WIDTH = {"v4": 128, "v5e": 128, "v5p": 128, "v6e": 256, "7x": 256}
 PAD_LIMIT = 1 / 8  # the most padding (a share of the dimension) a candidate edge may add
 
 
@@ -58,7 +56,7 @@ def edges(dim: int, width: int) -> list[int]:
 def candidates(kernel: str, dtype: str, shape, target: str) -> list[Candidate]:
     """Every block shape of the edges above whose padded operands fit the target's HBM."""
     m, k, n = shape
-    width = MXU_WIDTH[target]
+    width = chip(target).mxu_width  # the smallest block edge that keeps the MXU busy
     out = []
     for bm in edges(m, width):
         for bk in edges(k, width):

@@ -189,9 +189,9 @@ def advise(shapes, *, dtype: str = "bfloat16", targets=("v5e",), kernel: str = "
 
 def baseline_cases(config: dict, target: str) -> tuple:
     """The config's XLA baseline cases (the planner's), which the XLA estimate's envelope compares with."""
-    from tpu_matmul_repro.experiments.plan.jobs import study_jobs
+    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs
 
-    jobs = study_jobs({**config, "targets": [target]})
+    jobs = compile_jobs({**config, "targets": [target]})
     return tuple(c for key, job in jobs.items() if key[1] == "xla" for c in job.cases)
 
 

@@ -33,7 +33,8 @@ from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "data" / "published_v5e.csv"
-FIT = "published v5e"
+FIT = "published v5e"  # model_columns.PUBLISHED
+WITHOUT = " without "  # a refit's name: "published v5e without v4" (model_columns.without)
 CODE = ("experiments/analysis/timing_model.py", "experiments/analysis/intervals.py",
         "experiments/analysis/validation.py", "experiments/analysis/model_columns.py",
         "experiments/core/traffic.py", "experiments/core/chips.py", "advise/model.py")
@@ -48,9 +49,12 @@ class ResultsError(AdviceError):
 
 @dataclasses.dataclass(frozen=True)
 class Model:
-    constants: tm.Constants
+    constants: tm.Constants  # the fit on every published point
     band: intervals.Band
     source: str  # where the constants and band came from, for the output's header
+    # the refits without each of the post's figures ({figure: constants}): how far they move a
+    # prediction widens its band (intervals.add_columns' spread), as in the compile study's table
+    refits: dict = dataclasses.field(default_factory=dict)
 
 
 def _shown(path: Path) -> str:
@@ -89,15 +93,24 @@ def _number(path: Path, df: pd.DataFrame, index, column: str, what: str) -> floa
     return float(value)
 
 
-def constants_from(path: Path) -> tm.Constants | str:
-    """The published fit's constants from a run's timing_model.csv, or why the run has none."""
+def constants_from(path: Path) -> tuple[tm.Constants, dict] | str:
+    """The published fit's constants and its refits' ({figure: constants}) from a run's
+    timing_model.csv, or why the run has none."""
     df = _read(path)
     if df is None or df.empty:
         return f"{_shown(path)} is empty: that run fitted no timing model"
     _require(path, df, CONSTANT_COLUMNS)
-    mine = df[df.fit.astype(str) == FIT]
-    if mine.empty:
+    fits = df.fit.astype(str)
+    if not (fits == FIT).any():
         return f"{_shown(path)} has no {FIT!r} fit: that run had too few of the post's configurations to fit"
+    found = {}
+    for name in dict.fromkeys(fits[(fits == FIT) | fits.str.startswith(FIT + WITHOUT)]):
+        found[name] = _constants(path, df, df[fits == name], name)
+    return found.pop(FIT), {name.removeprefix(FIT + WITHOUT): k for name, k in found.items()}
+
+
+def _constants(path: Path, df: pd.DataFrame, mine: pd.DataFrame, fit: str) -> tm.Constants:
+    """One fit's five constants, each once, each finite and inside the fit's bounds."""
     values = {}
     for index, row in mine.iterrows():
         name = row.constant
@@ -105,48 +118,50 @@ def constants_from(path: Path) -> tm.Constants | str:
             raise ResultsError(f"{_shown(path)}: row {index + 2}, column constant: {name!r} is not one of "
                                f"the model's constants ({', '.join(tm.PARAMS)})")
         if name in values:
-            raise ResultsError(f"{_shown(path)}: row {index + 2}: constant {name} of fit {FIT!r} appears "
+            raise ResultsError(f"{_shown(path)}: row {index + 2}: constant {name} of fit {fit!r} appears "
                                "twice")
-        value = _number(path, df, index, "value", f"{FIT}, {name}")
+        value = _number(path, df, index, "value", f"{fit}, {name}")
         lo, hi = tm.LOWER[tm.PARAMS.index(name)], tm.UPPER[tm.PARAMS.index(name)]
         if not math.isfinite(value):
-            raise ResultsError(f"{_shown(path)}: row {index + 2}, column value ({FIT}, {name}): {value} is "
+            raise ResultsError(f"{_shown(path)}: row {index + 2}, column value ({fit}, {name}): {value} is "
                                "not a finite number")
         if not lo <= value <= hi:
-            raise ResultsError(f"{_shown(path)}: row {index + 2}, column value ({FIT}, {name}): {value:g} is "
+            raise ResultsError(f"{_shown(path)}: row {index + 2}, column value ({fit}, {name}): {value:g} is "
                                f"outside the fit's bounds [{lo:g}, {hi:g}]")
         values[name] = value
     missing = [p for p in tm.PARAMS if p not in values]
     if missing:
-        raise ResultsError(f"{_shown(path)}: fit {FIT!r} has no row for constant {missing[0]}")
+        raise ResultsError(f"{_shown(path)}: fit {fit!r} has no row for constant {missing[0]}")
     return tm.Constants(**values)
 
 
 def band_from(path: Path) -> intervals.Band | str:
-    """The leave-one-experiment-out band from a run's fidelity.csv, or why the run has none."""
+    """The leave-one-experiment-out band from a run's fidelity.csv (its size bands' half-widths
+    beside the overall one: intervals.Band.from_fidelity), or why the run has none."""
     df = _read(path)
     if df is None or df.empty:
         return f"{_shown(path)} is empty: that run did not validate a fit"
     _require(path, df, BAND_COLUMNS)
-    rows = df[(df.validation.astype(str) == intervals.VALIDATION) & (df.scope.astype(str) == "all")]
-    if rows.empty:
+    rows = df[df.validation.astype(str) == intervals.VALIDATION]
+    overall = rows[rows.scope.astype(str) == "all"]
+    if overall.empty:
         return f"{_shown(path)} has no {intervals.VALIDATION!r} row: that run could not size the band"
-    index = rows.index[0]
+    index = overall.index[0]
     n = _number(path, df, index, "n", intervals.VALIDATION)
     if not (math.isfinite(n) and n >= 1 and n.is_integer()):
         raise ResultsError(f"{_shown(path)}: row {index + 2}, column n: {n:g} is not a whole number of "
                            "points from 1")
-    halfwidth = {}
-    for level in intervals.LEVELS:
-        column = f"halfwidth{intervals.suffix(level)}"
-        q = _number(path, df, index, column, intervals.VALIDATION)
-        if q < 0:
-            raise ResultsError(f"{_shown(path)}: row {index + 2}, column {column}: {q:g} is negative (a "
-                               "half-width in ln is |ln(modelled / published)|, never below 0)")
-        if not math.isfinite(q):
-            return f"{_shown(path)}: the run's {column} is {q}: too few points for that band"
-        halfwidth[level] = q
-    return intervals.Band(halfwidth, int(n))
+    for row in [index, *rows.index[rows.scope.astype(str) == "size band"]]:
+        for level in intervals.LEVELS:
+            column = f"halfwidth{intervals.suffix(level)}"
+            q = _number(path, df, row, column, intervals.VALIDATION)
+            if q < 0:
+                raise ResultsError(f"{_shown(path)}: row {row + 2}, column {column}: {q:g} is negative (a "
+                                   "half-width in ln is |ln(modelled / published)|, never below 0)")
+            if not math.isfinite(q):
+                return f"{_shown(path)}: the run's {column} (row {row + 2}) is {q}: too few points for it"
+    numeric = df.assign(**{c: pd.to_numeric(df[c], errors="coerce") for c in BAND_COLUMNS[2:]})
+    return intervals.Band.from_fidelity(numeric)
 
 
 def from_results(results: Path) -> tuple[Model | None, str]:
@@ -156,12 +171,13 @@ def from_results(results: Path) -> tuple[Model | None, str]:
     for path in (constants_csv, fidelity_csv):
         if not path.exists():
             return None, f"no {_shown(path)}"
-    constants = constants_from(constants_csv)  # both files are checked before either is used
+    fits = constants_from(constants_csv)  # both files are checked before either is used
     band = band_from(fidelity_csv)
-    for found in (constants, band):
+    for found in (fits, band):
         if isinstance(found, str):
             return None, found
-    return Model(constants, band, f"{_shown(constants_csv)} of a pipeline run"), ""
+    constants, refits = fits
+    return Model(constants, band, f"{_shown(constants_csv)} of a pipeline run", refits), ""
 
 
 def cache_key(versions: dict) -> str:
@@ -177,16 +193,27 @@ def cached(versions: dict) -> tuple[Model | None, Path | None]:
     path = folder / f"model-{cache_key(versions)}.json"
     try:
         entry = json.loads(path.read_text())
-        band = intervals.Band({float(k): float(v) for k, v in entry["halfwidth"].items()}, int(entry["n"]))
-        constants = tm.Constants(**{p: float(entry["constants"][p]) for p in tm.PARAMS})
-        vector = constants.vector()
-        if not (np.all(np.isfinite(vector)) and np.all(vector >= tm.LOWER) and np.all(vector <= tm.UPPER)
-                and all(math.isfinite(q) and q >= 0 for q in band.halfwidth.values())):
-            raise ValueError("outside the fit's bounds")
+        band = intervals.Band({float(k): float(v) for k, v in entry["halfwidth"].items()}, int(entry["n"]),
+                              {size: {float(k): float(v) for k, v in widths.items()}
+                               for size, widths in entry["by_size"].items()})
+        constants = _checked(entry["constants"])
+        refits = {figure: _checked(values) for figure, values in entry["refits"].items()}
+        widths = [*band.halfwidth.values(), *(q for w in band.by_size.values() for q in w.values())]
+        if not all(math.isfinite(q) and q >= 0 for q in widths):
+            raise ValueError("a half-width that no band has")
         source = f"fitted on the post's published v5e numbers; from the advisor's cache, {path.name}"
-        return Model(constants, band, source), path
+        return Model(constants, band, source, refits), path
     except (OSError, ValueError, KeyError, TypeError):
         return None, path
+
+
+def _checked(values: dict) -> tm.Constants:
+    """A cached fit's constants, refused (ValueError) outside the fit's bounds."""
+    constants = tm.Constants(**{p: float(values[p]) for p in tm.PARAMS})
+    vector = constants.vector()
+    if not (np.all(np.isfinite(vector)) and np.all(vector >= tm.LOWER) and np.all(vector <= tm.UPPER)):
+        raise ValueError("outside the fit's bounds")
+    return constants
 
 
 def fitted(config: dict) -> Model:
@@ -207,7 +234,10 @@ def fitted(config: dict) -> Model:
         raise AdviceError("the post's published configurations did not compile into enough points to fit "
                           "the timing model (see the compile log with -v)")
     fit = fits[FIT][0]
-    return Model(fit.constants, band, f"fitted here on {fit.n_points} of the post's published v5e points")
+    refits = {name.removeprefix(FIT + WITHOUT): f.constants for name, (f, _) in fits.items()
+              if name.startswith(FIT + WITHOUT)}
+    return Model(fit.constants, band, f"fitted here on {fit.n_points} of the post's published v5e points",
+                 refits)
 
 
 def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True) -> Model:
@@ -226,7 +256,10 @@ def load(config: dict, results: Path | None, versions: dict, *, fallback: bool =
         if path is not None:
             from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 
-            write_text_atomic(json.dumps(dict(constants=dataclasses.asdict(model.constants),
-                                              halfwidth={str(k): v for k, v in model.band.halfwidth.items()},
-                                              n=model.band.n), indent=1), path)
+            entry = dict(constants=dataclasses.asdict(model.constants), n=model.band.n,
+                         halfwidth={str(k): v for k, v in model.band.halfwidth.items()},
+                         by_size={size: {str(k): v for k, v in widths.items()}
+                                  for size, widths in model.band.by_size.items()},
+                         refits={figure: dataclasses.asdict(k) for figure, k in model.refits.items()})
+            write_text_atomic(json.dumps(entry, indent=1), path)
     return dataclasses.replace(model, source=f"{model.source} ({why})")

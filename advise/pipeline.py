@@ -7,11 +7,12 @@ import pandas as pd
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.analysis import validation
 from tpu_matmul_repro.experiments.analysis.aggregate import load_published
-from tpu_matmul_repro.experiments.compile_study.study import searched
 from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.experiments.core.jobs import searched
 from tpu_matmul_repro.experiments.plan.toolchains import primary
 
-TARGET = "v5e"  # the post's chip: the published numbers the model is fitted on
+TARGET = POST_CHIP  # the published numbers the model is fitted on are this chip's
 
 
 def planned_points(plan, published) -> pd.DataFrame:
@@ -20,7 +21,7 @@ def planned_points(plan, published) -> pd.DataFrame:
     experiment and configuration columns. XLA's published points pair with the baseline where the
     plan compiles the same experiment and dtype at that shape (aggregate.attach_baseline)."""
     toolchain = plan.served.get(TARGET, primary(plan.config))
-    jobs = [job for job in (*plan.study.values(), *plan.toolchain_jobs.values())
+    jobs = [job for job in (*plan.compile_jobs.values(), *plan.toolchain_jobs.values())
             if job.target == TARGET and job.toolchain == toolchain]
     own = {(job.experiment, case) for job in jobs for case in job.cases if not searched(case, job)}
     shapes = {(experiment, case.dtype, case.m, case.k, case.n) for experiment, case in own

@@ -18,6 +18,7 @@ import pandas as pd
 
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.analysis import validation
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 LEVEL = 0.8
 
@@ -32,7 +33,7 @@ def sweeps(points: pd.DataFrame) -> pd.DataFrame:
 def regret(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (figure, size) of a block sweep: the model's pick by a fit without that figure, the
     compiler's pick, the post's best, their regrets and the tie set's worst regret."""
-    points, _ = tm.reference_points(df, source="published", target="v5e")
+    points, _ = tm.reference_points(df, source="published", target=POST_CHIP)
     predicted = validation.cross_validate(points, "experiment")
     device = predicted.model_post_seconds - _call_seconds(points, predicted)
     errors = np.abs(np.log(predicted.model_post_seconds / points.ref_seconds.loc[predicted.index]))

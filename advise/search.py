@@ -28,9 +28,10 @@ from tpu_matmul_repro.advise.candidates import candidates
 from tpu_matmul_repro.advise.workers import Workers
 from tpu_matmul_repro.experiments.analysis import model_columns
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, Job, single_step_axes
+from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, single_step_axes
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
+from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
@@ -158,9 +159,21 @@ def dominated_rows(target: str, cases: dict, limit: int) -> pd.DataFrame:
 
 
 def fits_of(model) -> dict:
-    """The advisor's model as the {name: (fit, fitted on)} that model_columns.modelled takes."""
+    """The advisor's model as the {name: (fit, fitted on)} that model_columns.modelled takes: the fit
+    on every published point and its refits without each figure."""
     nan = tm.Constants(*[math.nan] * len(tm.PARAMS))
-    return {FIT: (tm.Fit(model.constants, nan, model.band.n, math.nan, ()), "published")}
+
+    def fit(constants):
+        return tm.Fit(constants, nan, model.band.n, math.nan, ()), "published"
+
+    return {FIT: fit(model.constants)} | {model_columns.without(figure): fit(constants)
+                                          for figure, constants in model.refits.items()}
+
+
+def band_factor(row) -> float:
+    """The factor of a modelled row's 80 % band above its time (its size band's, widened by the
+    refits' spread): two times tie when the slower is within the faster's factor."""
+    return float(row.model_device_seconds_hi80 / row.model_device_seconds)
 
 
 def modelled(rows: pd.DataFrame, model) -> pd.DataFrame:
@@ -259,7 +272,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     bounds = {}
     pending_xla = [*xla_context(baseline, dtype, shape), Case("xla", dtype, *shape)]
     frames = [oom_rows(target, sure_oom, limit)] if sure_oom else []
-    best, reach = math.nan, math.inf
+    best, reach, factor = math.nan, math.inf, math.inf
     with Workers(target, compiler, settings["timeout_s"], workers) as pairs:
         while todo or pending_xla:
             batch, todo = next_batch(todo, bounds, cheap, best, reach, target, k, workers, limit)
@@ -276,9 +289,12 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
                 todo = [case for case in todo if case not in skipped]
                 frames.append(dominated_rows(target, skipped, limit))
                 times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
-            pallas = times[(times.kernel != "xla") & (times.status == "ok")].model_device_seconds
-            best = float(pallas.min()) if pallas.notna().any() else math.nan
-            reach = best * math.exp(model.band.halfwidth[0.8]) if not math.isnan(best) else math.inf
+            timed = times.model_device_seconds.notna()
+            pallas = times[(times.kernel != "xla") & (times.status == "ok") & timed]
+            first = pallas.loc[pallas.model_device_seconds.idxmin()] if len(pallas) else None
+            best = math.nan if first is None else float(first.model_device_seconds)
+            factor = math.inf if first is None else band_factor(first)
+            reach = best * factor if first is not None else math.inf
     raw = pd.concat(frames, ignore_index=True)
     table = at_limit(modelled(raw, model), limit)
     compiled = set(_keys(table))
@@ -296,7 +312,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
             lower_bound_seconds=bounds.get(x, cheap[x]),
             error=f"not compiled: even without compiler cycles the model gives "
                   f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond the best compiled ({best * 1e3:.3f} ms) "
-                  f"times x{math.exp(model.band.halfwidth[0.8]):.2f} (the 80 % interval): it can neither "
+                  f"times x{factor:.2f} (its 80 % interval): it can neither "
                   "win nor tie") for x in pruned])], ignore_index=True)
     pallas = table[table.kernel != "xla"].copy()
     xla = table[(table.kernel == "xla") & (table.m == shape[0]) & (table.k == shape[1])

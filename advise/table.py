@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.advise.search import PRUNED, Found
+from tpu_matmul_repro.advise.search import PRUNED, Found, band_factor
 from tpu_matmul_repro.experiments.analysis.summaries import MODEL_ONLY
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.chips import chip
@@ -27,7 +27,6 @@ COLUMNS = ["target", "m", "k", "n", "dtype", "kernel", "rank", "bm", "bk", "bn",
 
 def ranked(found: Found, model, target: str) -> pd.DataFrame:
     """Candidates fastest first (modelled device time), then the ones without a time; XLA last."""
-    q = model.band.halfwidth[LEVEL]
     table = pd.concat([found.rows.assign(_xla=False), found.xla.assign(_xla=True)], ignore_index=True)
     for time in ("device", "post"):
         table[f"model_{time}_ms"] = table[f"model_{time}_seconds"].astype(float) * 1e3
@@ -50,16 +49,17 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     table["tie"] = ""
     if len(order):
         best = pallas.loc[order[0], "model_device_seconds"]
-        within = (~table._xla) & (table.model_device_seconds <= best * math.exp(q)) & (table["rank"] > 1)
+        factor = band_factor(pallas.loc[order[0]])
+        within = (~table._xla) & (table.model_device_seconds <= best * factor) & (table["rank"] > 1)
         table.loc[within.fillna(False), "tie"] = f"tie with #1 (within the {round(100 * LEVEL)} % interval)"
     table["note"] = [note(r, found.limit) for r in table.itertuples()]
-    table["interval"] = model.band.describe(target, "published v5e")
+    table["interval"] = table.model_interval
     table["model_source"] = model.source
     untimed = pallas.index.difference(order)
     untimed = pallas.loc[untimed].sort_values(["status", "bm", "bk", "bn"]).index
     out = table.loc[list(order) + list(untimed) + list(table.index[table._xla])]
     out = out.reindex(columns=COLUMNS).reset_index(drop=True)
-    out["recommendation"] = recommendation(out, q, found.limit)
+    out["recommendation"] = recommendation(out, found.limit)
     return out
 
 
@@ -97,11 +97,10 @@ def _pct(ratio: float) -> str:
     return f"{100 * (ratio - 1):.0f} %"
 
 
-def recommendation(table: pd.DataFrame, q: float, limit: int) -> str:
+def recommendation(table: pd.DataFrame, limit: int) -> str:
     """One line: the block shape to use, or XLA, or the set the model cannot tell apart, and why, from
-    the modelled device times and the 80 % band's factor (two times tie when their ratio is inside it)."""
-    factor = math.exp(q)
-    band = f"the {round(100 * LEVEL)} % band (x{factor:.2f})"
+    the modelled device times and the fastest one's 80 % band (two times tie when the slower is within
+    its factor)."""
     pallas = table[(table.kernel != "xla") & table["rank"].notna()].sort_values("rank")
     xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
     if pallas.empty:
@@ -113,6 +112,9 @@ def recommendation(table: pd.DataFrame, q: float, limit: int) -> str:
     t_best = best.model_device_ms
     t_xla = float(xla.model_device_ms.iloc[0]) if len(xla) else math.inf
     fastest = min(t_best, t_xla)
+    leader = xla.iloc[0] if t_xla < t_best else best
+    factor = float(leader.model_device_ms_hi80 / leader.model_device_ms)
+    band = f"the {round(100 * LEVEL)} % band (x{factor:.2f})"
     tied = pallas[pallas.model_device_ms <= fastest * factor]
     xla_tied = t_xla <= fastest * factor
     padded = f" padded to {best.padded_shape}" if _padded(best) else ""

@@ -112,7 +112,7 @@ def test_a_corrupt_results_file_is_one_line_not_a_traceback(tmp_path, capsys, mo
     (lambda r: (r / "timing_model.csv").write_text("\n"), "timing_model.csv is empty: that run fitted no"),
     (lambda r: (r / "timing_model.csv").write_text("fit,constant,value\n"), "timing_model.csv is empty"),
     (lambda r: (r / "fidelity.csv").unlink(), "no "),
-    (lambda r: write_run(r, band=dict(halfwidth95=float("inf"))), "halfwidth95 is inf: too few points"),
+    (lambda r: write_run(r, band=dict(halfwidth95=float("inf"))), "halfwidth95 (row 2) is inf: too few"),
 ])
 def test_a_run_without_a_fit_falls_back_to_the_advisor_s_own_and_says_why(tmp_path, monkeypatch, damage, why):
     """An empty fit (issue 37, item 8) is not refused: the advisor's own fit, its header saying why;
@@ -276,7 +276,7 @@ def found(rows, xla_seconds=None, limit=16 << 20):
         r = dict(target="v5e", kernel=kernel, dtype="bfloat16", m=4096, k=4096, n=4096, bm=bm, bk=512, bn=512,
                  status=status, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20, oom_limit_bytes=None,
                  est_cycles=1, tflops=None, error="", vmem_method="compiled", model_fit="published v5e",
-                 xla_estimate_method="", padded_shape="", limits_tried="16 MiB: ok")
+                 xla_estimate_method="", padded_shape="", limits_tried="16 MiB: ok", model_interval="a band")
         for time, extra in (("device", 0.0), ("post", 1e-4)):
             t = None if seconds is None else seconds + extra
             r[f"model_{time}_seconds"] = t
