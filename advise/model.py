@@ -39,7 +39,7 @@ CODE = ("experiments/analysis/timing_model.py", "experiments/analysis/intervals.
         "experiments/analysis/validation.py", "experiments/analysis/model_columns.py",
         "experiments/core/traffic.py", "experiments/core/chips.py", "advise/model.py")
 CONSTANT_COLUMNS = ("fit", "constant", "value")
-BAND_COLUMNS = ("validation", "scope", "n",
+BAND_COLUMNS = ("validation", "scope", "group", "n",
                 *(f"halfwidth{intervals.suffix(level)}" for level in intervals.LEVELS))
 
 
@@ -151,17 +151,27 @@ def band_from(path: Path) -> intervals.Band | str:
     if not (math.isfinite(n) and n >= 1 and n.is_integer()):
         raise ResultsError(f"{_shown(path)}: row {index + 2}, column n: {n:g} is not a whole number of "
                            "points from 1")
+    widths = {}
     for row in [index, *rows.index[rows.scope.astype(str) == "size band"]]:
+        points = _number(path, df, row, "n", intervals.VALIDATION)
+        found = {}
         for level in intervals.LEVELS:
             column = f"halfwidth{intervals.suffix(level)}"
             q = _number(path, df, row, column, intervals.VALIDATION)
             if q < 0:
                 raise ResultsError(f"{_shown(path)}: row {row + 2}, column {column}: {q:g} is negative (a "
                                    "half-width in ln is |ln(modelled / published)|, never below 0)")
+            if math.isnan(q) and row != index and points == 0:
+                continue  # a size band without points: the widest band's (below)
             if not math.isfinite(q):
                 return f"{_shown(path)}: the run's {column} (row {row + 2}) is {q}: too few points for it"
-    numeric = df.assign(**{c: pd.to_numeric(df[c], errors="coerce") for c in BAND_COLUMNS[2:]})
-    return intervals.Band.from_fidelity(numeric)
+            found[level] = q
+        widths[row] = found
+    overall = widths.pop(index)
+    # a size band without points takes the widest band's scale (validation.band_scales): its
+    # half-width is the overall one, which is the widest band's
+    by_size = {str(df.at[row, "group"]): found or dict(overall) for row, found in widths.items()}
+    return intervals.Band(overall, int(n), by_size)
 
 
 def from_results(results: Path) -> tuple[Model | None, str]:
