@@ -249,7 +249,9 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
                      "not included); every TFLOP/s counts the shape's own FLOPs. XLA: the shape as it is.")
     lines.append(f"Estimates, not measurements: libtpu {libtpu}'s deviceless compile for {target} through "
                  f"the timing model ({fitted.source}).")
-    lines.append(f"Intervals: {fitted.band.describe(target, 'published v5e')}.")
+    timed = ranked[ranked.model_device_ms.notna()]
+    if len(timed):  # each row has its own (its size band, widened by the refits' spread): the first's
+        lines.append(f"Intervals (of the first row): {timed.interval.iloc[0]}.")
     if not m == k == n:
         lines.append("Non-square: the model was fitted on the post's square problems only (m = k = n); "
                      "its per-step costs carry over, but no published number checks it at this aspect.")

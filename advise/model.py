@@ -253,7 +253,7 @@ def fitted(config: dict) -> Model:
 def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True) -> Model:
     """The model: the run's (results/), else the cache's, else fitted here. With fallback False
     (the pipeline's advice job), only the run's own, and AdviceError in one line if it has none."""
-    why = "no --results"
+    why = "--results none"
     if results is not None:
         model, why = from_results(results)
         if model:
