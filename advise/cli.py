@@ -8,8 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from tpu_matmul_repro.advise import model as advisor_model
-from tpu_matmul_repro.advise import models, request, search, table
+# submodules by name: the package's advise() imports this module
+import tpu_matmul_repro.advise.model as advisor_model
+import tpu_matmul_repro.advise.models as models
+import tpu_matmul_repro.advise.request as request
+import tpu_matmul_repro.advise.search as search
+import tpu_matmul_repro.advise.table as table
 from tpu_matmul_repro.advise.request import AdviceError
 
 ROOT = Path(__file__).resolve().parents[1]
