@@ -3,10 +3,11 @@ several blocks of one kernel (figures 4 and 5), the block the advisor would pick
 device time, by a fit that left that figure out) against the best the post published there.
 
 regret = published time of the pick / best published time - 1 (0: the pick is the post's best), and
-the same for the worst block of the pick's tie set (the blocks within the 80 % band's factor of it,
-the band sized without that figure). Only the post's own blocks at each size can be scored, and only
-those with an estimate (today's compiler fits them at the default or a raised limit); the advisor's
-own candidates go further. The raw compiler's pick (libtpu's estimate alone) is scored beside it.
+the same for the worst block of the pick's tie set (the blocks within the 80 % band's factor of it:
+its size band's, sized on the other figures' errors, as validation.coverage checks a band). Only the
+post's own blocks at each size can be scored, and only those with an estimate (today's compiler fits
+them at the default or a raised limit); the advisor's own candidates go further. The raw compiler's
+pick (libtpu's estimate alone) is scored beside it.
 
 `python -m tpu_matmul_repro.advise.regret results/matmul.parquet` prints the table of a run.
 """
@@ -36,12 +37,13 @@ def regret(df: pd.DataFrame) -> pd.DataFrame:
     points, _ = tm.reference_points(df, source="published", target=POST_CHIP)
     predicted = validation.cross_validate(points, "experiment")
     device = predicted.model_post_seconds - _call_seconds(points, predicted)
-    errors = np.abs(np.log(predicted.model_post_seconds / points.ref_seconds.loc[predicted.index]))
+    errors = validation.held_out_errors(points.loc[predicted.index], predicted.model_post_seconds)
     rows = []
     swept = sweeps(points)
     for (figure, size), group in swept.groupby(["experiment", "m"]):
-        others = errors[points.loc[errors.index].experiment != figure]
-        factor = math.exp(validation.conformal_quantile(others, LEVEL))
+        # the size band's 80 % half-width from the other figures' errors, as coverage sizes it
+        widths = validation.conditional_halfwidths(errors[errors.fold != str(figure)], LEVEL)
+        factor = math.exp(widths[validation.size_band(size, size, size)])
         best = group.ref_seconds.idxmin()
         model_pick = device.loc[group.index].idxmin()
         tied = group.index[device.loc[group.index] <= device.loc[model_pick] * factor]
