@@ -1,30 +1,67 @@
-"""Candidate block shapes of a problem on a chip, pruned before any compile as the compile study
-prunes: blocks must divide the problem and be multiples of the MXU's width (a smaller block leaves
-MXU columns idle), and blocks whose buffers alone exceed the core's VMEM are out of VMEM without a
-compile (core.jobs.beyond_physical_vmem says why in its row)."""
+"""Candidate block shapes of a problem on a chip, pruned before any compile.
+
+Edges are the MXU's width times powers of two (a smaller block leaves MXU columns idle; lane-wide
+128 where no MXU-wide edge divides a dimension), up to the whole (padded) dimension, and the
+dimension itself as one block where it is a multiple of the lane width. A dimension an edge does not
+divide is zero-padded to a whole number of blocks: the candidate is the kernel on the padded problem,
+whose FLOPs and bytes it is charged (the padding's own copy is not). An edge that pads a dimension by
+more than PAD_LIMIT is no candidate, unless no edge pads it less. Blocks whose own buffers exceed the
+scoped-VMEM limit, or whose padded operands exceed the chip's HBM, are dropped before any compile
+(search.py says so).
+"""
+import dataclasses
+
+from tpu_matmul_repro.advise.request import HBM_BYTES, operand_bytes, padded
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.kernels.checks import LANE
 
-LARGEST = 2048  # larger block edges need more VMEM than any generation's default scoped limit
+PAD_LIMIT = 1 / 8  # the most padding (a share of the dimension) a candidate edge may add
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    shape: tuple  # the problem asked, (m, k, n)
+    case: Case  # the kernel's problem: the shape padded to whole blocks, and the blocks
+
+    @property
+    def padded(self) -> bool:
+        return (self.case.m, self.case.k, self.case.n) != tuple(self.shape)
 
 
 def edges(dim: int, width: int) -> list[int]:
-    """Block edges for a dimension: width x 2^j up to LARGEST that divide it, or the dimension itself
-    when it is smaller than the width."""
+    """Block edges for a dimension: width x 2^j up to the whole padded dimension (lane-wide 128 x 2^j
+    too where no MXU-wide edge divides it), and the dimension itself; each padding the dimension by at
+    most PAD_LIMIT, or the least-padding ones where none does."""
     if dim <= width:
         return [dim]
-    out, edge = [], width
-    while edge <= min(dim, LARGEST):
-        if dim % edge == 0:
-            out.append(edge)
-        edge *= 2
-    # a dimension no MXU-wide block divides (384 on v6e): lane-wide blocks, as the kernels allow
-    return out or (edges(dim, LANE) if width > LANE else [])
+    found = set()
+    for w in (width, LANE) if width > LANE else (width,):
+        edge = w
+        while True:
+            found.add(edge)
+            if edge >= dim:
+                break
+            edge *= 2
+        if any(dim % e == 0 for e in found if e % width == 0):
+            break  # an MXU-wide edge divides the dimension: no lane-wide edges
+    if dim % LANE == 0:  # the whole dimension as one block (an unaligned one compiles slowly, masked)
+        found.add(dim)
+    waste = {e: (padded(dim, e) - dim) / dim for e in found}
+    least = min(waste.values())
+    chosen = [e for e in found if waste[e] <= PAD_LIMIT] or [e for e in found if waste[e] == least]
+    return sorted(chosen)
 
 
-def candidates(kernel: str, dtype: str, shape, target: str) -> list[Case]:
+def candidates(kernel: str, dtype: str, shape, target: str) -> list[Candidate]:
+    """Every block shape of the edges above whose padded operands fit the target's HBM."""
     m, k, n = shape
     width = chip(target).mxu_width  # the smallest block edge that keeps the MXU busy
-    return [Case(kernel, dtype, m, k, n, bm, bk, bn)
-            for bm in edges(m, width) for bk in edges(k, width) for bn in edges(n, width)]
+    out = []
+    for bm in edges(m, width):
+        for bk in edges(k, width):
+            for bn in edges(n, width):
+                case = Case(kernel, dtype, padded(m, bm), padded(k, bk), padded(n, bn), bm, bk, bn)
+                if operand_bytes((case.m, case.k, case.n), dtype) <= HBM_BYTES[target]:
+                    out.append(Candidate(tuple(shape), case))
+    return out

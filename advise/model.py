@@ -3,20 +3,29 @@ the half-widths of its prediction intervals (experiments/analysis/intervals.py).
 
 Where from, first found first:
 1. a pipeline run's results/timing_model.csv (fit "published v5e") and results/fidelity.csv (the
-   leave-one-experiment-out half-widths), when both are there and the latter has the band's columns;
+   leave-one-experiment-out half-widths). Both are checked at the door as the pipeline would write
+   them: the columns, each of the five constants once, a finite value inside the fit's bounds, a
+   positive whole n and non-negative half-widths; a file that breaks one is refused in one line
+   naming the file, the row, the column and the value. A run that fitted nothing (an empty file, no
+   "published v5e" rows, no band) is not refused: the advisor goes on to 2 and says why in its header;
+   the pipeline's own advice job never does (the model it ranks with is the run's own);
 2. the advisor's own cache (<cache>/advise/model-<key>.json), keyed by the published numbers, the
    compiler's versions and the modelling code;
-3. fitted here: the post's published configurations compiled for v5e (the compile cache makes this
-   one-off), the fit and its cross-validation as the pipeline makes them; then cached as in 2.
+3. fitted here: the post's published configurations compiled for v5e through the planner's jobs
+   (experiments/plan/jobs.published_jobs, the compile cache makes this one-off), the fit and its
+   cross-validation as the pipeline makes them (model_columns.fits, intervals.band); then cached.
 """
 import dataclasses
 import hashlib
 import json
 import logging
+import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from tpu_matmul_repro.advise.request import AdviceError
 from tpu_matmul_repro.experiments.analysis import intervals
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
@@ -24,38 +33,161 @@ from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "data" / "published_v5e.csv"
-FIT = "published v5e"
+FIT = "published v5e"  # model_columns.PUBLISHED
+WITHOUT = " without "  # a refit's name: "published v5e without v4" (model_columns.without)
 CODE = ("experiments/analysis/timing_model.py", "experiments/analysis/intervals.py",
-        "experiments/analysis/validation.py", "experiments/core/traffic.py", "experiments/core/chips.py",
-        "advise/model.py")
+        "experiments/analysis/validation.py", "experiments/analysis/model_columns.py",
+        "experiments/core/traffic.py", "experiments/core/chips.py", "advise/model.py")
+CONSTANT_COLUMNS = ("fit", "constant", "value")
+BAND_COLUMNS = ("validation", "scope", "group", "n",
+                *(f"halfwidth{intervals.suffix(level)}" for level in intervals.LEVELS))
+
+
+class ResultsError(AdviceError):
+    """A results/ file that is there but cannot be a pipeline's: one line naming file, row, column, value."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Model:
-    constants: tm.Constants
+    constants: tm.Constants  # the fit on every published point
     band: intervals.Band
     source: str  # where the constants and band came from, for the output's header
+    # the refits without each of the post's figures ({figure: constants}): how far they move a
+    # prediction widens its band (intervals.add_columns' spread), as in the compile study's table
+    refits: dict = dataclasses.field(default_factory=dict)
 
 
-def from_results(results: Path) -> Model | None:
+def _shown(path: Path) -> str:
+    return str(path.relative_to(Path.cwd())) if path.is_absolute() and path.is_relative_to(Path.cwd()) \
+        else str(path)
+
+
+def _read(path: Path) -> pd.DataFrame | None:
+    """The CSV at `path`, None when it holds nothing (a run that wrote an empty table)."""
+    try:
+        df = pd.read_csv(path, keep_default_na=True)
+    except pd.errors.EmptyDataError:
+        return None
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ResultsError(f"{_shown(path)}: not a readable CSV table ({first})") from None
+    except OSError as e:
+        raise ResultsError(f"{_shown(path)}: cannot be read ({e.strerror or e})") from None
+    return None if df.empty and not len(df.columns) else df
+
+
+def _require(path: Path, df: pd.DataFrame, columns) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ResultsError(f"{_shown(path)}: no column {missing[0]!r} (a timing model's table has "
+                           f"{', '.join(columns)})")
+
+
+def _number(path: Path, df: pd.DataFrame, index, column: str, what: str) -> float:
+    """The value at (index, column) as a float; ResultsError naming it if it is not a number."""
+    raw = df.at[index, column]
+    value = pd.to_numeric(pd.Series([raw]), errors="coerce").iloc[0]
+    if pd.isna(value) and not pd.isna(raw):
+        raise ResultsError(f"{_shown(path)}: row {index + 2}, column {column} ({what}): {raw!r} is not a "
+                           "number")
+    return float(value)
+
+
+def constants_from(path: Path) -> tuple[tm.Constants, dict] | str:
+    """The published fit's constants and its refits' ({figure: constants}) from a run's
+    timing_model.csv, or why the run has none."""
+    df = _read(path)
+    if df is None or df.empty:
+        return f"{_shown(path)} is empty: that run fitted no timing model"
+    _require(path, df, CONSTANT_COLUMNS)
+    fits = df.fit.astype(str)
+    if not (fits == FIT).any():
+        return f"{_shown(path)} has no {FIT!r} fit: that run had too few of the post's configurations to fit"
+    found = {}
+    for name in dict.fromkeys(fits[(fits == FIT) | fits.str.startswith(FIT + WITHOUT)]):
+        found[name] = _constants(path, df, df[fits == name], name)
+    return found.pop(FIT), {name.removeprefix(FIT + WITHOUT): k for name, k in found.items()}
+
+
+def _constants(path: Path, df: pd.DataFrame, mine: pd.DataFrame, fit: str) -> tm.Constants:
+    """One fit's five constants, each once, each finite and inside the fit's bounds."""
+    values = {}
+    for index, row in mine.iterrows():
+        name = row.constant
+        if name not in tm.PARAMS:
+            raise ResultsError(f"{_shown(path)}: row {index + 2}, column constant: {name!r} is not one of "
+                               f"the model's constants ({', '.join(tm.PARAMS)})")
+        if name in values:
+            raise ResultsError(f"{_shown(path)}: row {index + 2}: constant {name} of fit {fit!r} appears "
+                               "twice")
+        value = _number(path, df, index, "value", f"{fit}, {name}")
+        lo, hi = tm.LOWER[tm.PARAMS.index(name)], tm.UPPER[tm.PARAMS.index(name)]
+        if not math.isfinite(value):
+            raise ResultsError(f"{_shown(path)}: row {index + 2}, column value ({fit}, {name}): {value} is "
+                               "not a finite number")
+        if not lo <= value <= hi:
+            raise ResultsError(f"{_shown(path)}: row {index + 2}, column value ({fit}, {name}): {value:g} is "
+                               f"outside the fit's bounds [{lo:g}, {hi:g}]")
+        values[name] = value
+    missing = [p for p in tm.PARAMS if p not in values]
+    if missing:
+        raise ResultsError(f"{_shown(path)}: fit {fit!r} has no row for constant {missing[0]}")
+    return tm.Constants(**values)
+
+
+def band_from(path: Path) -> intervals.Band | str:
+    """The leave-one-experiment-out band from a run's fidelity.csv (its size bands' half-widths
+    beside the overall one: intervals.Band.from_fidelity), or why the run has none."""
+    df = _read(path)
+    if df is None or df.empty:
+        return f"{_shown(path)} is empty: that run did not validate a fit"
+    _require(path, df, BAND_COLUMNS)
+    rows = df[df.validation.astype(str) == intervals.VALIDATION]
+    overall = rows[rows.scope.astype(str) == "all"]
+    if overall.empty:
+        return f"{_shown(path)} has no {intervals.VALIDATION!r} row: that run could not size the band"
+    index = overall.index[0]
+    n = _number(path, df, index, "n", intervals.VALIDATION)
+    if not (math.isfinite(n) and n >= 1 and n.is_integer()):
+        raise ResultsError(f"{_shown(path)}: row {index + 2}, column n: {n:g} is not a whole number of "
+                           "points from 1")
+    widths = {}
+    for row in [index, *rows.index[rows.scope.astype(str) == "size band"]]:
+        points = _number(path, df, row, "n", intervals.VALIDATION)
+        found = {}
+        for level in intervals.LEVELS:
+            column = f"halfwidth{intervals.suffix(level)}"
+            q = _number(path, df, row, column, intervals.VALIDATION)
+            if q < 0:
+                raise ResultsError(f"{_shown(path)}: row {row + 2}, column {column}: {q:g} is negative (a "
+                                   "half-width in ln is |ln(modelled / published)|, never below 0)")
+            if math.isnan(q) and row != index and points == 0:
+                continue  # a size band without points: the widest band's (below)
+            if not math.isfinite(q):
+                return f"{_shown(path)}: the run's {column} (row {row + 2}) is {q}: too few points for it"
+            found[level] = q
+        widths[row] = found
+    overall = widths.pop(index)
+    # a size band without points takes the widest band's scale (validation.band_scales): its
+    # half-width is the overall one, which is the widest band's
+    by_size = {str(df.at[row, "group"]): found or dict(overall) for row, found in widths.items()}
+    return intervals.Band(overall, int(n), by_size)
+
+
+def from_results(results: Path) -> tuple[Model | None, str]:
+    """The run's model, or None and why not; ResultsError for a file there that is wrong."""
+    results = Path(results)
     constants_csv, fidelity_csv = results / "timing_model.csv", results / "fidelity.csv"
-    if not (constants_csv.exists() and fidelity_csv.exists()):
-        return None
-    constants = pd.read_csv(constants_csv)
-    constants = constants[constants.fit == FIT].set_index("constant").value
-    fidelity = pd.read_csv(fidelity_csv)
-    columns = [f"halfwidth{intervals.suffix(level)}" for level in intervals.LEVELS]
-    if set(tm.PARAMS) - set(constants.index) or set(columns) - set(fidelity.columns):
-        return None
-    row = fidelity[(fidelity.validation == intervals.VALIDATION) & (fidelity.scope == "all")]
-    if row.empty or row[columns].isna().any(axis=None):
-        return None
-    row = row.iloc[0]
-    band = intervals.Band({level: float(row[c]) for level, c in zip(intervals.LEVELS, columns, strict=True)},
-                          int(row.n))
-    return Model(tm.Constants(*(float(constants[p]) for p in tm.PARAMS)), band,
-                 f"{constants_csv.relative_to(ROOT) if constants_csv.is_relative_to(ROOT) else constants_csv}"
-                 " of a pipeline run")
+    for path in (constants_csv, fidelity_csv):
+        if not path.exists():
+            return None, f"no {_shown(path)}"
+    fits = constants_from(constants_csv)  # both files are checked before either is used
+    band = band_from(fidelity_csv)
+    for found in (fits, band):
+        if isinstance(found, str):
+            return None, found
+    constants, refits = fits
+    return Model(constants, band, f"{_shown(constants_csv)} of a pipeline run", refits), ""
 
 
 def cache_key(versions: dict) -> str:
@@ -71,46 +203,73 @@ def cached(versions: dict) -> tuple[Model | None, Path | None]:
     path = folder / f"model-{cache_key(versions)}.json"
     try:
         entry = json.loads(path.read_text())
-        band = intervals.Band({float(k): v for k, v in entry["halfwidth"].items()}, entry["n"])
+        band = intervals.Band({float(k): float(v) for k, v in entry["halfwidth"].items()}, int(entry["n"]),
+                              {size: {float(k): float(v) for k, v in widths.items()}
+                               for size, widths in entry["by_size"].items()})
+        constants = _checked(entry["constants"])
+        refits = {figure: _checked(values) for figure, values in entry["refits"].items()}
+        widths = [*band.halfwidth.values(), *(q for w in band.by_size.values() for q in w.values())]
+        if not all(math.isfinite(q) and q >= 0 for q in widths):
+            raise ValueError("a half-width that no band has")
         source = f"fitted on the post's published v5e numbers; from the advisor's cache, {path.name}"
-        return Model(tm.Constants(**entry["constants"]), band, source), path
+        return Model(constants, band, source, refits), path
     except (OSError, ValueError, KeyError, TypeError):
         return None, path
 
 
+def _checked(values: dict) -> tm.Constants:
+    """A cached fit's constants, refused (ValueError) outside the fit's bounds."""
+    constants = tm.Constants(**{p: float(values[p]) for p in tm.PARAMS})
+    vector = constants.vector()
+    if not (np.all(np.isfinite(vector)) and np.all(vector >= tm.LOWER) and np.all(vector <= tm.UPPER)):
+        raise ValueError("outside the fit's bounds")
+    return constants
+
+
 def fitted(config: dict) -> Model:
-    """Compile the post's configurations for v5e, fit the model on the published numbers, size the band."""
+    """Compile the post's configurations for v5e (the planner's jobs), fit the model on the published
+    numbers and size the band, with the pipeline's own functions."""
+    from tpu_matmul_repro.experiments.analysis import model_columns
     from tpu_matmul_repro.experiments.analysis.aggregate import combine, load_published
     from tpu_matmul_repro.experiments.compile_study.study import run_jobs
-    from tpu_matmul_repro.experiments.core.jobs import Job
-    from tpu_matmul_repro.experiments.plan.jobs import published_cases
+    from tpu_matmul_repro.experiments.plan.jobs import published_jobs
 
-    section = config["compile_study"]
-    jobs = [Job(target="v5e", experiment=experiment, cases=tuple(cases), raise_limits_for=tuple(cases),
-                raised_limits_mib=tuple(section["raised_vmem_limits_mib"]), timeout_s=section["timeout_s"],
-                profile_max_steps=section["profile_max_steps"])
-            for (experiment, _), cases in published_cases(PUBLISHED).items()]
+    jobs = list(published_jobs(config, PUBLISHED).values())
     log.info("fitting the timing model: compiling the post's %d configurations for v5e",
              sum(len(j.cases) for j in jobs))
     df = combine([run_jobs(jobs)], load_published(PUBLISHED))
-    points, _ = tm.reference_points(df, source="published", target="v5e")
-    fit = tm.fit_published(points)
+    fits = model_columns.fits(df)
     band = intervals.band(df)
-    return Model(fit.constants, band, f"fitted here on {fit.n_points} of the post's published v5e points")
+    if FIT not in fits or band is None:
+        raise AdviceError("the post's published configurations did not compile into enough points to fit "
+                          "the timing model (see the compile log with -v)")
+    fit = fits[FIT][0]
+    refits = {name.removeprefix(FIT + WITHOUT): f.constants for name, (f, _) in fits.items()
+              if name.startswith(FIT + WITHOUT)}
+    return Model(fit.constants, band, f"fitted here on {fit.n_points} of the post's published v5e points",
+                 refits)
 
 
-def load(config: dict, results: Path, versions: dict) -> Model:
-    model = from_results(results)
-    if model:
-        return model
+def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True) -> Model:
+    """The model: the run's (results/), else the cache's, else fitted here. With fallback False
+    (the pipeline's advice job), only the run's own, and AdviceError in one line if it has none."""
+    why = "--results none"
+    if results is not None:
+        model, why = from_results(results)
+        if model:
+            return model
+    if not fallback:
+        raise AdviceError(f"the run's timing model is missing: {why}")
     model, path = cached(versions)
-    if model:
-        return model
-    model = fitted(config)
-    if path is not None:
-        from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+    if not model:
+        model = fitted(config)
+        if path is not None:
+            from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 
-        write_text_atomic(json.dumps(dict(constants=dataclasses.asdict(model.constants),
-                                          halfwidth={str(k): v for k, v in model.band.halfwidth.items()},
-                                          n=model.band.n), indent=1), path)
-    return model
+            entry = dict(constants=dataclasses.asdict(model.constants), n=model.band.n,
+                         halfwidth={str(k): v for k, v in model.band.halfwidth.items()},
+                         by_size={size: {str(k): v for k, v in widths.items()}
+                                  for size, widths in model.band.by_size.items()},
+                         refits={figure: dataclasses.asdict(k) for figure, k in model.refits.items()})
+            write_text_atomic(json.dumps(entry, indent=1), path)
+    return dataclasses.replace(model, source=f"{model.source} ({why})")

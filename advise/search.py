@@ -1,14 +1,23 @@
-"""Compile a problem's candidate blocks and XLA's matmul for a target, and model them.
+"""Compile a problem's candidate blocks and XLA's matmul for a target at a scoped-VMEM limit, and model
+them with the pipeline's own code (experiments/analysis/model_columns.modelled).
 
-Candidates are compiled cheapest first by a lower bound on their modelled time (the model without
-compiler cycles: peak and bandwidth alone, which the full model never undercuts); once some have
-compiled, a candidate whose lower bound lies beyond the best modelled time times the 80 % interval's
-factor is not compiled: it can neither win nor tie (a tie is a time within that factor of the best).
-Blocks whose buffers alone exceed the default scoped-VMEM limit are out of VMEM without a compile.
-The compiles themselves are the compile study's (experiments/compile_study/study.py: representative
-small grids for the VMEM verdict, cycles extrapolated from small grids, dominated blocks skipped, the
-compile cache).
+Before any compile: blocks whose own buffers exceed the limit are out of VMEM (a lower bound from the
+block shapes), and every other candidate gets a lower bound on its modelled time (the model without
+compiler cycles: peak and bandwidth alone, which the full model never undercuts; first a cheap one
+from its FLOPs, operands and step count, the exact one where the cheap one cannot decide). The
+cheapest FIRST compile first; then only those whose bound lies within the best modelled time times
+the 80 % interval's factor: the others can neither win nor tie. The compiles are the compile study's
+jobs (experiments/compile_study/study.py: representative small grids for the VMEM verdict, cycles
+extrapolated from small grids, the compile cache), with the planner's settings. At a raised limit a
+candidate is compiled at the chip's default limit first and at the raised one only if it runs out
+there, so every row says which limits it was compiled at and what it needs.
+
+XLA's matmul is compiled at the shape as it is, with the same-aspect smaller problems of the
+config's XLA baseline (the planner's), so that its modelled number (the monotone envelope where
+libtpu's cost model dips) is the one the compile study's table gives the same configuration.
 """
+import dataclasses
+import itertools
 import logging
 import math
 
@@ -16,130 +25,311 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.advise.candidates import candidates
+from tpu_matmul_repro.advise.workers import Workers
+from tpu_matmul_repro.experiments.analysis import model_columns
 from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.compile_study.study import run_jobs
+from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, single_step_axes
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
+from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
-from tpu_matmul_repro.experiments.core.units import flops, tflops
+from tpu_matmul_repro.experiments.core.units import flops
 
 log = logging.getLogger(__name__)
 FIRST = 6  # candidates compiled before the bound prunes the rest
+EXACT_FIRST = 4 * FIRST  # candidates whose exact bound orders the first batch
+WAVE = 8  # candidates per pair of workers in each later batch
 PRUNED = "pruned"  # status of a candidate not compiled because it cannot come within the interval
+FIT = "published v5e"
+CASE_FIELDS = ("m", "k", "n", "bm", "bk", "bn")
+
+
+def _row(case: Case, target: str) -> pd.Series:
+    return pd.Series(dict(kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n, bm=case.bm,
+                          bk=case.bk, bn=case.bn, target=target, est_cycles=0.0))
+
+
+def cheap_bound(case: Case, target: str, k: tm.Constants) -> float:
+    """A lower bound on the modelled device time from counts alone: the padded FLOPs at the peak (and
+    the float32 factor), or the operands and output moved once at the fitted bandwidth, whichever is
+    longer, plus the fixed cost of every grid step; no sum over the grid's steps."""
+    c = chip(target)
+    factor = k.float32_factor if case.dtype == "float32" else 1.0
+    work = factor * flops(case.m, case.k, case.n) / c.peak_flops[case.dtype]
+    moved = tm.features(_row(Case("xla", case.dtype, case.m, case.k, case.n), target), cycles=0.0).min_bytes
+    steps = math.prod(case.grid())
+    return max(work, moved / (k.bandwidth_fraction * c.hbm_bytes_per_s)) + steps * k.step_cycles / c.clock_hz
 
 
 def lower_bound(case: Case, target: str, k: tm.Constants) -> float:
-    row = pd.Series(dict(kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n, bm=case.bm,
-                         bk=case.bk, bn=case.bn, target=target, est_cycles=0.0))
-    return tm.device_seconds(tm.features(row, cycles=0.0), k)
+    """The model without compiler cycles (the chip's peak and bandwidth alone), step by step."""
+    return tm.device_seconds(tm.features(_row(case, target), cycles=0.0), k)
 
 
-def beyond_scoped_limit(target: str, case: Case) -> bool:
-    """Blocks whose one buffer each already exceeds the default scoped-VMEM limit: out of VMEM at that
-    limit without a compile (the pipeline double-buffers most of them and adds scratch)."""
-    return min_vmem_bytes(case) > chip(target).default_vmem_limit_bytes
-
-
-def oom_rows(target: str, cases) -> pd.DataFrame:
+def oom_rows(target: str, cases, limit: int) -> pd.DataFrame:
     c = chip(target)
     return pd.DataFrame([dict(
-        source="estimate", target=target, kernel=x.kernel, dtype=x.dtype, m=x.m, k=x.k, n=x.n, bm=x.bm,
-        bk=x.bk, bn=x.bn, status="vmem_oom", vmem_bytes=min_vmem_bytes(x),
-        vmem_limit_bytes=c.default_vmem_limit_bytes, oom_limit_bytes=c.default_vmem_limit_bytes,
-        vmem_method="block_bound",
-        error=f"not compiled: its blocks alone need {min_vmem_bytes(x) / MiB:.2f} MiB, more than the default "
-              f"scoped limit of {c.default_vmem_limit_bytes / MiB:.0f} MiB (a lower bound from the block "
-              "shapes)") for x in cases])
+        source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
+        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="vmem_oom", vmem_bytes=min_vmem_bytes(x),
+        vmem_limit_bytes=limit, oom_limit_bytes=limit, vmem_method="block_bound",
+        error=f"not compiled: its blocks alone need {min_vmem_bytes(x) / MiB:.2f} MiB, more than the "
+              f"scoped limit of {limit / MiB:.0f} MiB (a lower bound from the block shapes)") for x in cases])
 
 
-def xla_cases(dtype: str, shape) -> list[Case]:
-    """XLA's matmul at the shape and at its halvings (the same aspect): the smaller problems the
-    monotone envelope needs (timing_model.envelope_cycles)."""
+def aspect_of(shape) -> tuple[float, float]:
     m, k, n = shape
-    out = [Case("xla", dtype, m, k, n)]
-    for _ in range(2):
-        if m % 2 or k % 2 or n % 2 or min(m, k, n) < 256:
-            break
-        m, k, n = m // 2, k // 2, n // 2
-        out.append(Case("xla", dtype, m, k, n))
-    return out[::-1]
+    return round(m / k, 6), round(n / k, 6)
 
 
-def compile_cases(target: str, cases, compiler: dict, settings: dict) -> pd.DataFrame:
-    job = Job(target=target, experiment="advice", cases=tuple(cases), skip_dominated=True,
-              toolchain=compiler["toolchain"], static_profile=compiler["static_profile"], **settings)
-    return run_jobs([job], python=compiler.get("python"), env=compiler.get("env"),
-                    versions=compiler.get("versions"))
-
-
-def modelled(rows: pd.DataFrame, k: tm.Constants) -> pd.DataFrame:
-    """Modelled device and post-method seconds of the ok rows: XLA's dips replaced by the envelope,
-    Pallas rows without cycles model-only (labelled)."""
-    rows = rows.copy()
-    envelope = tm.envelope_cycles(rows)
-    rows["xla_estimate_method"] = ""
-    xla = (rows.kernel == "xla") & (rows.status == "ok")
-    rows.loc[xla, "xla_estimate_method"] = np.where(envelope[xla].notna(), tm.MONOTONE_ENVELOPE,
-                                                    tm.COST_MODEL)
-    device, basis = [], []
-    for index, row in rows.iterrows():
-        if row.status != "ok":
-            device.append(np.nan)
-            basis.append("")
-            continue
-        cycles = envelope[index] if not pd.isna(envelope[index]) else None
-        if row.kernel != "xla" and pd.isna(row.est_cycles):
-            cycles = 0.0
-        device.append(tm.device_seconds(tm.features(row, cycles=cycles), k))
-        basis.append("model only, no compiler cycles" if cycles == 0.0 else "compiler cycles")
-    rows["model_device_seconds"] = device
-    rows["model_post_seconds"] = rows.model_device_seconds + k.call_seconds
-    rows["model_basis"] = basis
-    return rows
-
-
-def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, settings: dict):
-    """(candidate rows, XLA rows) of one problem on one target, modelled."""
-    k = model.constants
-    q = model.band.halfwidth[0.8]
-    cases = candidates(kernel, dtype, shape, target)
-    bounds = {c: lower_bound(c, target, k) for c in cases}
-    ordered = sorted(cases, key=lambda c: (bounds[c], c.bm * c.bk * c.bn))
-    sure_oom = [c for c in ordered if beyond_scoped_limit(target, c)]
-    todo = [c for c in ordered if c not in sure_oom]
-    frames, pending_xla = [oom_rows(target, sure_oom)], xla_cases(dtype, shape)
-    best, reach = math.nan, math.inf
-    while todo or pending_xla:
-        # until one candidate has a time, FIRST at a time; then every one that could win or tie
-        batch = todo[:FIRST] if math.isnan(best) else [c for c in todo if bounds[c] <= reach]
-        todo = todo[len(batch):] if math.isnan(best) else []
-        if not batch and not pending_xla:
-            break
-        frames.append(modelled(compile_cases(target, batch + pending_xla, compiler, settings), k))
-        pending_xla = []
-        times = pd.concat(frames, ignore_index=True)
-        best = times[times.kernel != "xla"].model_device_seconds.min()
-        best = math.nan if pd.isna(best) else float(best)
-        reach = best * math.exp(q) if not math.isnan(best) else math.inf
-    rows = pd.concat(frames, ignore_index=True)
-    compiled = set(zip(rows.bm, rows.bk, rows.bn, rows.m, rows.k, rows.n, strict=True))
-    pruned = [c for c in ordered if (c.bm, c.bk, c.bn, c.m, c.k, c.n) not in compiled]
-    log.info("%s %s: %d candidates, %d out of VMEM by their blocks alone, %d compiled, %d pruned by the "
-             "bound", target, shape, len(cases), len(sure_oom), len(cases) - len(pruned) - len(sure_oom),
-             len(pruned))
-    out = [rows]
-    if pruned:
-        out.append(pd.DataFrame([dict(
-            target=target, kernel=c.kernel, dtype=c.dtype, m=c.m, k=c.k, n=c.n, bm=c.bm, bk=c.bk, bn=c.bn,
-            status=PRUNED, lower_bound_seconds=bounds[c],
-            error=f"not compiled: even without compiler cycles the model gives {bounds[c] * 1e3:.3f} ms, "
-                  f"beyond the best compiled ({best * 1e3:.3f} ms) times x{math.exp(q):.2f} (the 80 % "
-                  "interval): it can neither win nor tie") for c in pruned]))
-    table = pd.concat(out, ignore_index=True)
+def xla_context(baseline, dtype: str, shape) -> list[Case]:
+    """The config's XLA baseline problems (`baseline`: its cases, from the planner) of the shape's dtype
+    and aspect that are smaller than it: what the compile study's table holds beside the shape, which
+    the monotone envelope compares it with (timing_model.best_smaller_rate)."""
     work = flops(*shape)
-    for time in ("device", "post"):
-        table[f"model_{time}_tflops"] = tflops(work, table[f"model_{time}_seconds"])
-    at_shape = (table.m == shape[0]) & (table.k == shape[1]) & (table.n == shape[2])
-    return table[at_shape & (table.kernel != "xla")].reset_index(drop=True), \
-        table[at_shape & (table.kernel == "xla")].reset_index(drop=True)
+    return sorted({c for c in baseline if c.dtype == dtype and aspect_of((c.m, c.k, c.n)) == aspect_of(shape)
+                   and flops(c.m, c.k, c.n) < work}, key=lambda c: flops(c.m, c.k, c.n))
+
+
+def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings: dict,
+                  limit_mib: int | None) -> pd.DataFrame:
+    """The compile study's rows of `cases`: at the default limit, and at `limit_mib` too where they run
+    out at the default (a Job's raised-limit retries); blocks whose own buffers exceed the default are
+    compiled at `limit_mib` only, with a row saying why not at the default. The cases are split by bk
+    (as the compile study splits a search) over the pairs of `workers`, which compile at once."""
+    default = chip(target).default_vmem_limit_bytes
+    beyond = tuple(c for c in cases if limit_mib and c.facts.pallas and min_vmem_bytes(c) > default)
+    pairs = len(workers.pairs)
+    parts = split_by_bk([c for c in cases if c not in beyond], pairs)
+    extra = split_by_bk(list(beyond), pairs)
+    common = dict(target=target, experiment="advice", toolchain=compiler["toolchain"],
+                  static_profile=compiler["static_profile"], **settings)
+
+    def jobs(rest, over):
+        pallas = tuple(c for c in rest if c.facts.pallas)
+        raised = dict(raise_limits_for=pallas, raised_limits_mib=(limit_mib,)) if limit_mib else {}
+        out = [Job(cases=tuple(rest), **common, **raised)] if rest else []
+        return out + ([Job(cases=tuple(over), limit_mib=limit_mib, **common)] if over else [])
+
+    batches = [jobs(rest, over) for rest, over in itertools.zip_longest(parts, extra, fillvalue=[])]
+    frames = [workers.run([b for b in batches if b])]
+    if beyond:
+        frames.append(oom_rows(target, beyond, default))
+    return pd.concat(frames, ignore_index=True)
+
+
+def split_by_bk(cases: list, parts: int) -> list[list]:
+    """`cases` in at most `parts` lists, each bk in one of them (the blocks of one bk share dominance
+    and small grids in a job), the largest groups first to the list with the least work so far; XLA's
+    cases go with the first."""
+    groups = {}
+    for case in cases:
+        groups.setdefault(case.bk or 0, []).append(case)
+    parts = max(1, min(parts, len(groups)))
+    out, work = [[] for _ in range(parts)], [0] * parts
+    for _, group in sorted(groups.items(), key=lambda kv: (-sum(c.m * c.k for c in kv[1]), kv[0])):
+        i = work.index(min(work))
+        out[i] += group
+        work[i] += sum((c.bm or c.m) * (c.bk or c.k) + (c.bk or c.k) * (c.bn or c.n) for c in group)
+    return [part for part in out if part]
+
+
+def dominated(case: Case, out_of_vmem: list[Case]) -> Case | None:
+    """A compiled block shape out of VMEM at this limit that `case` is at least as large as along every
+    axis, with single steps along the same axes: VMEM grows with each block edge and does not depend on
+    the grid's extent (the compile study's dominated_result, across bk: one search, one job here)."""
+    axes = single_step_axes(case)
+    for other in out_of_vmem:
+        if (other.bm <= case.bm and other.bk <= case.bk and other.bn <= case.bn
+                and single_step_axes(other) == axes):
+            return other
+    return None
+
+
+def dominated_rows(target: str, cases: dict, limit: int) -> pd.DataFrame:
+    """Rows of `cases` ({case: the out-of-VMEM blocks it dominates}), not compiled."""
+    c = chip(target)
+    return pd.DataFrame([dict(
+        source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
+        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="vmem_oom", vmem_limit_bytes=limit,
+        oom_limit_bytes=limit, vmem_method=DOMINATED,
+        error=f"not compiled: its blocks are at least as large along every axis as ({o.bm},{o.bk},{o.bn}), "
+              "which ran out of VMEM at this limit, with single steps along the same axes")
+        for x, o in cases.items()])
+
+
+def fits_of(model) -> dict:
+    """The advisor's model as the {name: (fit, fitted on)} that model_columns.modelled takes: the fit
+    on every published point and its refits without each figure."""
+    nan = tm.Constants(*[math.nan] * len(tm.PARAMS))
+
+    def fit(constants):
+        return tm.Fit(constants, nan, model.band.n, math.nan, ()), "published"
+
+    return {FIT: fit(model.constants)} | {model_columns.without(figure): fit(constants)
+                                          for figure, constants in model.refits.items()}
+
+
+def band_factor(row) -> float:
+    """The factor of a modelled row's 80 % band above its time (its size band's, widened by the
+    refits' spread): two times tie when the slower is within the faster's factor."""
+    return float(row.model_device_seconds_hi80 / row.model_device_seconds)
+
+
+def modelled(rows: pd.DataFrame, model) -> pd.DataFrame:
+    return model_columns.modelled(rows.reset_index(drop=True), fits_of(model), model.band)
+
+
+def _key(case: Case) -> tuple:
+    return (case.kernel, case.m, case.k, case.n, case.bm, case.bk, case.bn)
+
+
+def _keys(rows: pd.DataFrame) -> list[tuple]:
+    def whole(column):
+        return [None if pd.isna(v) else int(v) for v in rows[column]]
+
+    return list(zip(rows.kernel, *(whole(c) for c in ("m", "k", "n", "bm", "bk", "bn")), strict=True))
+
+
+def at_limit(rows: pd.DataFrame, limit: int) -> pd.DataFrame:
+    """One row per configuration: the one that fits at the smallest limit up to `limit` it was compiled
+    at, else the one at the highest limit tried; `limits_tried` says what each compiled limit gave."""
+    rows = rows.reset_index(drop=True)
+    group = pd.Series(pd.factorize(pd.Series(_keys(rows)))[0], index=rows.index)
+    order = rows.assign(_g=group, _tried=[_tried(r) for r in rows.itertuples()])
+    order = order.sort_values(["_g", "vmem_limit_bytes"], kind="stable")
+    fits = order[(order.status == "ok") & (order.vmem_limit_bytes <= limit)].groupby("_g").head(1)
+    last = order.groupby("_g").tail(1)
+    chosen = pd.concat([fits, last[~last._g.isin(fits._g)]]).sort_values("_g")
+    tried = order.groupby("_g")._tried.agg("; ".join)
+    return chosen.assign(limits_tried=tried.loc[chosen._g].to_numpy()).drop(columns=["_g", "_tried"]) \
+        .reset_index(drop=True)
+
+
+def _tried(r) -> str:
+    at = f"{r.vmem_limit_bytes / MiB:.0f} MiB"
+    vmem = "" if pd.isna(r.vmem_bytes) else f"{r.vmem_bytes / MiB:.1f} MiB"
+    if r.vmem_method == "block_bound":
+        return f"{at}: out of VMEM, not compiled (its blocks alone need {vmem})"
+    if r.vmem_method == DOMINATED:
+        return f"{at}: out of VMEM, not compiled (dominated)"
+    if r.status == "ok":
+        return f"{at}: ok" + (f", uses {vmem}" if vmem else "")
+    if r.status == "vmem_oom":
+        return f"{at}: out of VMEM" + (f", asks {vmem}" if vmem else "")
+    return f"{at}: {r.status}"
+
+
+def next_batch(todo: list, bounds: dict, cheap: dict, best: float, reach: float, target: str,
+               k: tm.Constants, pairs: int, limit: int) -> tuple[list, list]:
+    """(the cases to compile next, the rest): until one has a time, the FIRST of the smallest exact
+    bounds (computed for the EXACT_FIRST of the smallest cheap ones); then those whose bound lies
+    within `reach`, smaller blocks first, WAVE a pair at a time: a wave's out-of-VMEM verdicts and
+    better times can spare the next wave's compiles. A case beyond `reach` is never compiled (reach
+    only shrinks)."""
+    if math.isnan(best):
+        # first those whose blocks leave room to double-buffer them (most kernels need it): a first
+        # time found quickly, rather than the largest blocks' out-of-VMEM verdicts; only an order
+        likely = [case for case in todo if 2 * min_vmem_bytes(case) <= limit] or todo
+        for case in likely[:EXACT_FIRST]:
+            if case not in bounds:
+                bounds[case] = lower_bound(case, target, k)
+        batch = sorted(likely[:EXACT_FIRST], key=lambda case: (bounds[case], case.bm * case.bk * case.bn))
+        chosen = set(batch[:FIRST])
+        return batch[:FIRST], [case for case in todo if case not in chosen]
+    within = [case for case in todo if cheap[case] <= reach]
+    for case in within:
+        if case not in bounds:
+            bounds[case] = lower_bound(case, target, k)
+    within = sorted((case for case in within if bounds[case] <= reach),
+                    key=lambda case: (case.bm * case.bk * case.bn, bounds[case]))
+    return within[:WAVE * pairs], within[WAVE * pairs:]
+
+
+@dataclasses.dataclass
+class Found:
+    """What a search found for one shape on one target."""
+
+    rows: pd.DataFrame  # one per candidate (at the limit), modelled; m, k, n the shape asked
+    xla: pd.DataFrame  # XLA's matmul at the shape, modelled
+    limit: int  # the scoped-VMEM limit ranked at, bytes
+    counts: dict  # candidates, out of VMEM by their blocks, compiled, pruned
+
+
+def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, settings: dict, *,
+           vmem_limit_bytes: int | None = None, baseline=(), workers: int = 1) -> Found:
+    """The candidates of one problem on one target ranked at a limit (default: the chip's), modelled."""
+    k = model.constants
+    c = chip(target)
+    limit = vmem_limit_bytes or c.default_vmem_limit_bytes
+    limit_mib = limit // MiB if limit != c.default_vmem_limit_bytes else None
+    found = candidates(kernel, dtype, shape, target)
+    of_case = {x.case: x for x in found}
+    sure_oom = [x.case for x in found if min_vmem_bytes(x.case) > limit]
+    todo = [x.case for x in found if min_vmem_bytes(x.case) <= limit]
+    cheap = {case: cheap_bound(case, target, k) for case in todo}
+    todo.sort(key=lambda case: (cheap[case], case.bm * case.bk * case.bn))
+    bounds = {}
+    pending_xla = [*xla_context(baseline, dtype, shape), Case("xla", dtype, *shape)]
+    frames = [oom_rows(target, sure_oom, limit)] if sure_oom else []
+    best, reach, factor = math.nan, math.inf, math.inf
+    with Workers(target, compiler, settings["timeout_s"], workers) as pairs:
+        while todo or pending_xla:
+            batch, todo = next_batch(todo, bounds, cheap, best, reach, target, k, workers, limit)
+            if not batch and not pending_xla:
+                break
+            frames.append(compile_cases(pairs, target, batch + pending_xla, compiler, settings, limit_mib))
+            pending_xla = []
+            times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
+            out = times[(times.status == "vmem_oom") & times.vmem_method.isin(["compiled", "representative"])]
+            out = [Case(*r) for r in zip(out.kernel, out.dtype, *(out[c].astype(int) for c in CASE_FIELDS),
+                                         strict=True)]
+            skipped = {case: o for case in todo if (o := dominated(case, out))}
+            if skipped:
+                todo = [case for case in todo if case not in skipped]
+                frames.append(dominated_rows(target, skipped, limit))
+                times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
+            timed = times.model_device_seconds.notna()
+            pallas = times[(times.kernel != "xla") & (times.status == "ok") & timed]
+            first = pallas.loc[pallas.model_device_seconds.idxmin()] if len(pallas) else None
+            best = math.nan if first is None else float(first.model_device_seconds)
+            factor = math.inf if first is None else band_factor(first)
+            reach = best * factor if first is not None else math.inf
+    raw = pd.concat(frames, ignore_index=True)
+    table = at_limit(modelled(raw, model), limit)
+    compiled = set(_keys(table))
+    pruned = [case for case in of_case if case not in set(sure_oom) and _key(case) not in compiled]
+    skipped = int((table.vmem_method == DOMINATED).sum())
+    counts = dict(candidates=len(found), block_bound=len(sure_oom), dominated=skipped,
+                  compiled=len(found) - len(sure_oom) - len(pruned) - skipped, pruned=len(pruned))
+    log.info("%s %s: %d candidates, %d out of VMEM by their blocks alone, %d as large as blocks out of "
+             "VMEM, %d compiled, %d pruned by the bound", target, "x".join(map(str, shape)),
+             *counts.values())
+    if pruned:
+        table = pd.concat([table, pd.DataFrame([dict(
+            source="estimate", target=target, kernel=x.kernel, dtype=x.dtype, m=x.m, k=x.k, n=x.n, bm=x.bm,
+            bk=x.bk, bn=x.bn, status=PRUNED, vmem_limit_bytes=limit,
+            lower_bound_seconds=bounds.get(x, cheap[x]),
+            error=f"not compiled: even without compiler cycles the model gives "
+                  f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond the best compiled ({best * 1e3:.3f} ms) "
+                  f"times x{factor:.2f} (its 80 % interval): it can neither "
+                  "win nor tie") for x in pruned])], ignore_index=True)
+    pallas = table[table.kernel != "xla"].copy()
+    xla = table[(table.kernel == "xla") & (table.m == shape[0]) & (table.k == shape[1])
+                & (table.n == shape[2])].copy()
+    return Found(as_asked(pallas, shape), xla.reset_index(drop=True), limit, counts)
+
+
+def as_asked(rows: pd.DataFrame, shape) -> pd.DataFrame:
+    """Candidate rows on the problem asked: the padded problem in padded_shape, m, k and n the shape's,
+    and every TFLOP/s column counting the shape's own FLOPs (the padding's are work, not output)."""
+    rows = rows.reset_index(drop=True)
+    kernel_shape = list(zip(rows.m.astype(int), rows.k.astype(int), rows.n.astype(int), strict=True))
+    rows["padded_shape"] = ["" if s == tuple(shape) else "x".join(map(str, s)) for s in kernel_shape]
+    share = np.array([flops(*shape) / flops(*s) for s in kernel_shape], dtype=float)
+    rate_columns = [col for col in ("tflops", "model_device_tflops", "model_post_tflops", *INTERVAL_COLUMNS)
+                    if "tflops" in col and col in rows]
+    for col in rate_columns:
+        rows[col] = rows[col].astype(float) * share
+    rows["m"], rows["k"], rows["n"] = shape
+    return rows

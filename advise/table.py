@@ -1,96 +1,169 @@
-"""The advice as a ranked table: intervals beside every modelled number, ties within the interval
-said to be ties, the out-of-VMEM verdicts, and XLA's estimate for the same shape."""
+"""The advice as a ranked table: the intervals the pipeline gives every modelled number, ties within the
+interval said to be ties, what each candidate needs of VMEM, XLA's estimate for the same shape, and a
+recommendation generated from those numbers."""
 import json
 import math
 
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.advise.search import PRUNED
+from tpu_matmul_repro.advise.search import PRUNED, Found, band_factor
+from tpu_matmul_repro.experiments.analysis.summaries import MODEL_ONLY
+from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.experiments.core.units import MiB
 
-LEVEL = 0.8  # the interval shown in the text table and used to call ties (the CSV/JSON have both)
+LEVEL = 0.8  # the interval shown in the text table, used to call ties (the CSV/JSON have both)
+SHOWN_TIES = 8  # blocks the recommendation names before "and N more"
 MODELLED = ("model_device_ms", "model_device_tflops", "model_post_ms", "model_post_tflops")
 INTERVALS = [f"{col}_{side}{level}" for col in MODELLED for level in (80, 95) for side in ("lo", "hi")]
-COLUMNS = ["target", "m", "k", "n", "dtype", "kernel", "rank", "bm", "bk", "bn", "status", "tie",
-           "vmem_mib", "vmem_limit_mib", "model_device_ms", "model_device_tflops", "model_post_ms",
-           "model_post_tflops", *INTERVALS,
+COLUMNS = ["target", "m", "k", "n", "dtype", "kernel", "rank", "bm", "bk", "bn", "padded_shape", "status",
+           "tie", "vmem_mib", "vmem_limit_mib", "vmem_needed_mib", "physical_vmem_mib", "limits_tried",
+           "model_device_ms", "model_device_tflops", "model_post_ms", "model_post_tflops", *INTERVALS,
            "model_basis", "xla_estimate_method", "xla_raw_tflops", "est_cycles", "cycles_method",
-           "vmem_method", "lower_bound_seconds", "interval", "model_source", "libtpu_version", "note"]
+           "vmem_method", "lower_bound_seconds", "interval", "model_source", "libtpu_version",
+           "recommendation", "note"]
 
 
-def ranked(rows: pd.DataFrame, xla: pd.DataFrame, model, target: str) -> pd.DataFrame:
+def ranked(found: Found, model, target: str) -> pd.DataFrame:
     """Candidates fastest first (modelled device time), then the ones without a time; XLA last."""
-    q = model.band.halfwidth
-    table = pd.concat([rows.assign(_xla=False), xla.assign(_xla=True)], ignore_index=True)
-    peak = chip(target).peak_flops[str(table.dtype.dropna().iloc[0])] / 1e12 if len(table) else np.inf
+    table = pd.concat([found.rows.assign(_xla=False), found.xla.assign(_xla=True)], ignore_index=True)
     for time in ("device", "post"):
-        table[f"model_{time}_ms"] = table[f"model_{time}_seconds"] * 1e3
-        fastest = table[f"model_{time}_ms"] * table[f"model_{time}_tflops"] / peak  # ms at the peak
-        for level, half in q.items():
-            s = f"{round(100 * level)}"
-            # the band stops at the chip's peak, which no kernel passes
-            with np.errstate(invalid="ignore"):  # rows without a time: NaN on both sides
-                slow = table[f"model_{time}_ms"] * math.exp(-half)
-                table[f"model_{time}_ms_lo{s}"] = np.fmax(slow, fastest)
-            table[f"model_{time}_ms_hi{s}"] = table[f"model_{time}_ms"] * math.exp(half)
-            table[f"model_{time}_tflops_lo{s}"] = table[f"model_{time}_tflops"] * math.exp(-half)
-            fast = table[f"model_{time}_tflops"] * math.exp(half)
-            with np.errstate(invalid="ignore"):
-                table[f"model_{time}_tflops_hi{s}"] = np.fmin(fast, peak)
+        table[f"model_{time}_ms"] = table[f"model_{time}_seconds"].astype(float) * 1e3
+        for s in ("80", "95"):
+            for side in ("lo", "hi"):
+                seconds = table[f"model_{time}_seconds_{side}{s}"].astype(float)
+                table[f"model_{time}_ms_{side}{s}"] = seconds * 1e3
+    c = chip(target)
     table["vmem_mib"] = table.vmem_bytes.astype(float) / MiB
-    table["vmem_limit_mib"] = table.vmem_limit_bytes.astype(float) / MiB
+    table["vmem_limit_mib"] = found.limit / MiB
+    table["vmem_needed_mib"] = np.where(table.status.isin(["ok", "vmem_oom"]), table.vmem_mib, np.nan)
+    table["physical_vmem_mib"] = c.vmem_bytes / MiB
     table["xla_raw_tflops"] = np.where(table._xla, table.tflops, np.nan)
+    table["model_basis"] = np.where(table.model_fit.fillna("").str.endswith(MODEL_ONLY), MODEL_ONLY,
+                                    np.where(table.model_device_seconds.notna(), "compiler cycles", ""))
     pallas = table[~table._xla]
-    timed = pallas.model_device_seconds.notna()
+    timed = pallas.model_device_seconds.notna() & (pallas.status == "ok")
     order = pallas[timed].sort_values(["model_device_seconds", "bm", "bk", "bn"]).index
     table["rank"] = pd.Series(range(1, len(order) + 1), index=order).reindex(table.index).astype("Int64")
-    best = pallas.model_device_seconds.min()
     table["tie"] = ""
     if len(order):
-        close = table.model_device_seconds <= best * math.exp(q[LEVEL])
-        within = (~table._xla) & close & (table["rank"] > 1)
-        table.loc[within, "tie"] = f"tie with #1 (within the {round(100 * LEVEL)} % interval)"
-    table["note"] = [note(r) for r in table.itertuples()]
-    table["interval"] = model.band.describe(target, "published v5e")
+        best = pallas.loc[order[0], "model_device_seconds"]
+        factor = band_factor(pallas.loc[order[0]])
+        within = (~table._xla) & (table.model_device_seconds <= best * factor) & (table["rank"] > 1)
+        table.loc[within.fillna(False), "tie"] = f"tie with #1 (within the {round(100 * LEVEL)} % interval)"
+    table["note"] = [note(r, found.limit) for r in table.itertuples()]
+    table["interval"] = table.model_interval
     table["model_source"] = model.source
-    untimed = pallas[~timed].sort_values(["status", "bm", "bk", "bn"]).index
+    untimed = pallas.index.difference(order)
+    untimed = pallas.loc[untimed].sort_values(["status", "bm", "bk", "bn"]).index
     out = table.loc[list(order) + list(untimed) + list(table.index[table._xla])]
-    return out.reindex(columns=COLUMNS).reset_index(drop=True)
+    out = out.reindex(columns=COLUMNS).reset_index(drop=True)
+    out["recommendation"] = recommendation(out, found.limit)
+    return out
 
 
-def note(r) -> str:
+def note(r, limit: int) -> str:
+    padded = f"zero-padded to {r.padded_shape}" if _padded(r) else ""
     if r.status == "vmem_oom" and r.vmem_method == "block_bound":
-        return f"out of VMEM, not compiled: its blocks alone need {r.vmem_bytes / MiB:.1f} MiB, more than " \
-               f"the {r.oom_limit_bytes / MiB:.0f} MiB limit"
-    if r.status == "vmem_oom":
+        why = f"out of VMEM, not compiled: its blocks alone need {r.vmem_bytes / MiB:.1f} MiB, more than " \
+              f"the {limit / MiB:.0f} MiB limit"
+    elif r.status == "vmem_oom":
         asks = f"asks {r.vmem_bytes / MiB:.1f} MiB, " if not pd.isna(r.vmem_bytes) else ""
-        limit = r.oom_limit_bytes / MiB if not pd.isna(r.oom_limit_bytes) else float("nan")
-        return f"out of VMEM: {asks}more than the {limit:.0f} MiB limit ({r.vmem_method})"
-    if r.status != "ok":
-        return str(r.error)
-    if r.kernel == "xla" and r.xla_estimate_method == "monotone_envelope":
-        return "libtpu's cost model dips here: the best smaller same-aspect problem's rate is used"
-    if isinstance(r.model_basis, str) and r.model_basis.startswith("model only"):
-        return "no compiler cycles: modelled from the chip's peak and bandwidth alone"
-    return ""
+        why = f"out of VMEM: {asks}more than the {limit / MiB:.0f} MiB limit ({r.vmem_method})"
+    elif r.status == PRUNED:
+        why = ""
+    elif r.status != "ok":
+        why = str(r.error)
+    elif r.kernel == "xla" and r.xla_estimate_method == "monotone_envelope":
+        why = "libtpu's cost model dips here: the best smaller same-aspect problem's rate is used"
+    elif r.model_basis == MODEL_ONLY:
+        why = "no compiler cycles: modelled from the chip's peak and bandwidth alone"
+    else:
+        why = ""
+    tried = r.limits_tried if isinstance(r.limits_tried, str) and ";" in r.limits_tried else ""
+    return "; ".join(x for x in (padded, why, tried) if x)
+
+
+def blocks_label(r) -> str:
+    return f"({int(r.bm)},{int(r.bk)},{int(r.bn)})"
+
+
+def _padded(r) -> bool:
+    return isinstance(r.padded_shape, str) and bool(r.padded_shape)
+
+
+def _pct(ratio: float) -> str:
+    return f"{100 * (ratio - 1):.0f} %"
+
+
+def recommendation(table: pd.DataFrame, limit: int) -> str:
+    """One line: the block shape to use, or XLA, or the set the model cannot tell apart, and why, from
+    the modelled device times and the fastest one's 80 % band (two times tie when the slower is within
+    its factor)."""
+    pallas = table[(table.kernel != "xla") & table["rank"].notna()].sort_values("rank")
+    xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
+    if pallas.empty:
+        if xla.empty:
+            return (f"No advice: no candidate block fits the {limit / MiB:.0f} MiB limit and XLA's estimate "
+                    "failed")
+        return f"Use XLA: no candidate block fits the {limit / MiB:.0f} MiB scoped-VMEM limit"
+    best = pallas.iloc[0]
+    t_best = best.model_device_ms
+    t_xla = float(xla.model_device_ms.iloc[0]) if len(xla) else math.inf
+    fastest = min(t_best, t_xla)
+    leader = xla.iloc[0] if t_xla < t_best else best
+    factor = float(leader.model_device_ms_hi80 / leader.model_device_ms)
+    band = f"the {round(100 * LEVEL)} % band (x{factor:.2f})"
+    tied = pallas[pallas.model_device_ms <= fastest * factor]
+    xla_tied = t_xla <= fastest * factor
+    padded = f" padded to {best.padded_shape}" if _padded(best) else ""
+
+    def listed(rows) -> str:
+        names = [blocks_label(r) for r in rows.itertuples()]
+        more = len(names) - SHOWN_TIES
+        return ", ".join(names[:SHOWN_TIES]) + (f" and {more} more (--csv lists them)" if more > 0 else "")
+
+    if t_xla < t_best:
+        gap = (f"XLA is modelled {_pct(t_best / t_xla)} faster than the best blocks "
+               f"{blocks_label(best)}{padded}")
+        if tied.empty:
+            return f"Use XLA: {gap}, beyond {band}"
+        return f"XLA or any of these {len(tied)} blocks: {gap}, inside {band}: {listed(tied)}"
+    if len(xla):
+        where = "inside" if xla_tied else "beyond"
+        versus = f"XLA is modelled {_pct(t_xla / t_best)} slower, {where} the band"
+    else:
+        versus = "XLA's estimate failed"
+    if len(tied) == 1 and not xla_tied:
+        after = pallas.iloc[1] if len(pallas) > 1 else None
+        next_one = (f"{_pct(after.model_device_ms / t_best)} faster than the next, {blocks_label(after)}, "
+                    f"beyond {band}") if after is not None else "the only block that fits"
+        return f"Use {blocks_label(best)}{padded}: modelled {next_one}; {versus}"
+    either = " or XLA" if xla_tied else ""
+    return (f"Any of these {len(tied)} blocks{either}, which the model cannot tell apart (each within {band} "
+            f"of the best, {blocks_label(best)}{padded} at {t_best:.3f} ms): {listed(tied)}; {versus}")
 
 
 def text(table: pd.DataFrame, header: list[str]) -> str:
-    """The ranked table for a terminal."""
+    """The ranked table for a terminal, its recommendation on top."""
     s = f"{round(100 * LEVEL)}"
-    lines = [*header, ""]
-    cols = f"{'rank':>4}  {'blocks (bm,bk,bn)':<18} {'VMEM MiB':>15}  {'device ms [' + s + ' %]':<26} " \
-           f"{'TFLOP/s [' + s + ' %]':<22} {'post ms':>8}  note"
+    lines = header[:1]
+    if len(table):
+        lines.append(f"Recommendation: {table.recommendation.iloc[0]}.")
+    lines += [*header[1:], ""]
+    cols = f"{'rank':>4}  {'blocks (bm,bk,bn)':<18} {'VMEM MiB need/limit/chip':>24}  " \
+           f"{'device ms [' + s + ' %]':<26} {'TFLOP/s [' + s + ' %]':<22} {'post ms':>8}  note"
     lines.append(cols)
     pruned = table[table.status == PRUNED]
-    for r in table[table.status != PRUNED].itertuples():
+    unbuilt = table.vmem_method.isin(["block_bound", DOMINATED]) & (table.status == "vmem_oom")
+    for r in table[(table.status != PRUNED) & ~unbuilt].itertuples():
         if r.kernel == "xla":
             blocks, rank = "XLA jnp.matmul", "XLA"
         else:
-            blocks, rank = f"({r.bm},{r.bk},{r.bn})", "-" if pd.isna(r.rank) else str(r.rank)
-        vmem = "" if pd.isna(r.vmem_mib) or r.status != "ok" else f"{r.vmem_mib:.1f} / {r.vmem_limit_mib:.0f}"
+            blocks, rank = blocks_label(r), "-" if pd.isna(r.rank) else str(r.rank)
+        vmem = "" if pd.isna(r.vmem_needed_mib) or r.kernel == "xla" else \
+            f"{r.vmem_needed_mib:.1f} / {r.vmem_limit_mib:.0f} / {r.physical_vmem_mib:.0f}"
         if pd.isna(r.model_device_ms):
             times = f"{'':<26} {'':<22} {'':>8}"
         else:
@@ -99,11 +172,22 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
             tflops = f"{r.model_device_tflops:.0f} [{getattr(r, f'model_device_tflops_lo{s}'):.0f}-" \
                      f"{getattr(r, f'model_device_tflops_hi{s}'):.0f}]"
             times = f"{device:<26} {tflops:<22} {r.model_post_ms:>8.3f}"
-        extra = "; ".join(x for x in (r.tie, r.note) if x)
+        extra = "; ".join(x for x in (r.tie, r.note) if isinstance(x, str) and x)
         if r.kernel == "xla" and not pd.isna(r.xla_raw_tflops):
             raw = f"libtpu's raw estimate {r.xla_raw_tflops:.0f} TFLOP/s"
             extra = "; ".join(x for x in (raw, r.note) if x)
-        lines.append(f"{rank:>4}  {blocks:<18} {vmem:>15}  {times}  {extra}".rstrip())
+        lines.append(f"{rank:>4}  {blocks:<18} {vmem:>24}  {times}  {extra}".rstrip())
+    bound = table[unbuilt & (table.vmem_method == "block_bound")]
+    if len(bound):
+        lines.append(f"{len(bound)} more candidates out of VMEM, not compiled: their blocks alone need "
+                     f"{bound.vmem_mib.min():.1f} MiB or more, beyond the "
+                     f"{bound.vmem_limit_mib.iloc[0]:.0f} MiB "
+                     "limit (--csv lists them)")
+    dominated = table[unbuilt & (table.vmem_method == DOMINATED)]
+    if len(dominated):
+        lines.append(f"{len(dominated)} more candidates out of VMEM, not compiled: at least as large along "
+                     "every axis as blocks that ran out, with single steps along the same axes (--csv lists "
+                     "them)")
     if len(pruned):
         lines.append(f"{len(pruned)} more candidates not compiled: even without compiler cycles the model "
                      f"gives each at least {pruned.lower_bound_seconds.min() * 1e3:.3f} ms, beyond the 80 % "
@@ -112,5 +196,5 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
 
 
 def as_json(table: pd.DataFrame) -> str:
-    records = json.loads(table.to_json(orient="records"))
+    records = json.loads(table.to_json(orient="records", double_precision=15))
     return json.dumps(records, indent=1)

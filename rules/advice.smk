@@ -1,4 +1,11 @@
 # Block-size advice for the config's layer shapes (advice.shapes), from this run's timing model.
+from tpu_matmul_repro.advise.pipeline import missing_fit, refused
+
+# Before any job: a request the advisor would refuse, or a run whose model would have nothing to fit.
+if ADVICE:
+    _why = refused(ADVICE, advice_request) or missing_fit(PLAN, PUBLISHED)
+    if _why:
+        raise WorkflowError(_why)
 
 
 rule advice:
@@ -12,6 +19,7 @@ rule advice:
         "logs/advice/{shape}.log",
     conda:
         "../environment.yml"
+    threads: 2  # two pairs of compile workers at once; --cores 1 gives it one
     params:
         request=lambda wc: settings(advice_request(wc.shape)),
         code=code("scripts/advice.py"),

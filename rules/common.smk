@@ -135,6 +135,7 @@ def advice_request(shape):
         dtype=section["dtype"],
         kernel=section["kernel"],
         targets=list(section.get("targets") or [t for t in TARGETS if t != "v4"]),
+        vmem_limit_mib=section["vmem_limit_mib"],
     )
 
 

@@ -1,4 +1,6 @@
-"""Snakemake script: the advisor's ranked table and figure for one shape, on the config's targets."""
+"""Snakemake script: the advisor's ranked table and figure for one shape, on the config's targets, with
+the run's own timing model (no fit of its own) and its compiles from the compile cache where the
+compile study made them (the log says how many)."""
 from pathlib import Path
 
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
@@ -6,16 +8,22 @@ import pandas as pd
 
 from tpu_matmul_repro.advise.cli import advice, compiler_for
 from tpu_matmul_repro.advise.figure import draw
-from tpu_matmul_repro.advise.request import checked
+from tpu_matmul_repro.advise.request import AdviceError, checked
 from tpu_matmul_repro.experiments.core import codec
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.runtime import UserError, logged
 from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+from tpu_matmul_repro.experiments.core.units import MiB
 
 with logged(snakemake.log[0]) as log:
     wanted = codec.decode(snakemake.params.request)
-    asked = checked([wanted["shape"]], wanted["dtype"], wanted["targets"], wanted["kernel"])
-    compilers = {t: compiler_for(t, snakemake.config) for t in asked.targets}
-    parts, texts = advice(asked, snakemake.config, compilers, Path(snakemake.input.constants).parent)
+    limit = wanted["vmem_limit_mib"] * MiB if wanted["vmem_limit_mib"] else None
+    try:
+        asked = checked([wanted["shape"]], wanted["dtype"], wanted["targets"], wanted["kernel"], limit)
+        compilers = {t: compiler_for(t, snakemake.config) for t in asked.targets}
+        parts, texts = advice(asked, snakemake.config, compilers, Path(snakemake.input.constants).parent,
+                              fallback=False, log=log, workers=snakemake.threads)
+    except AdviceError as e:
+        raise UserError(f"advice {wanted['shape']}: {e}") from None
     log.info("\n\n".join(texts))
     table = pd.concat(parts, ignore_index=True)
     write_csv_atomic(table, snakemake.output.table)

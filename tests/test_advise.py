@@ -1,6 +1,7 @@
 """The advisor: bad requests are one clear line before any work, ties within the interval are said to
 be ties, and (compiler) a small non-square problem ranked end to end."""
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,41 +11,131 @@ from tpu_matmul_repro.advise import candidates, cli, request, search, table
 from tpu_matmul_repro.advise.model import Model
 from tpu_matmul_repro.experiments.analysis import intervals
 
+ROOT = Path(__file__).resolve().parent.parent
 BAND = intervals.Band({0.8: math.log(1.15), 0.95: math.log(1.23)}, 61)
 MODEL = Model(TRUE, BAND, "test constants")
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["8192x4096"], "shape '8192x4096': expected MxKxN in whole numbers"),
-    (["8192x4000x14336"], "shape '8192x4000x14336': k=4000 is not a multiple of 128"),
-    (["0x128x128"], "m=0 is not from 1 to 32768"),
+    (["8192x4096"], "shape '8192x4096': expected MxKxN, three whole numbers joined by x"),
+    (["0x128x128"], "shape '0x128x128': m=0: each dimension is a whole number from 1"),
+    (["²x128x128"], "shape '²x128x128': m='²' is not a whole number in the digits 0-9"),
+    (["128x١٢٨x128"], "k='١٢٨' is not a whole number in the digits 0-9"),
+    (["-1x128x128"], "shape '-1x128x128': m=-1 is negative"),
+    (["128x-128x128"], "shape '128x-128x128': k=-128 is negative"),
+    (["1.5x128x128"], "m='1.5' is not a whole number"),
+    (["1048576x1048576x128"], "need 2048.5 GiB, more than v5e's 16.0 GiB of HBM"),
+    (["1024x1024x1024", "--vmem-limit", "200MiB"], "--vmem-limit 200 MiB: more than v5e's physical VMEM"),
+    (["1024x1024x1024", "--vmem-limit", "8MiB"], "below v5e's default scoped limit of 16 MiB"),
+    (["1024x1024x1024", "--vmem-limit", "32 parsecs"], "--vmem-limit '32 parsecs': expected a size"),
+    (["1024x1024x1024", "--vmem-limit", "-5MiB"], "--vmem-limit '-5MiB': expected a size"),
     (["1024x1024x1024", "--dtype", "float8"], "--dtype 'float8': kernel v5 takes one of"),
     (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v6e, v5p, 7x"),
     (["1024x1024x1024", "--target", "v4"], "--target 'v4': expected one of"),
     (["1024x1024x1024", "--kernel", "v2"], "--kernel 'v2': expected a blocked kernel"),
+    (["1024x1024x1024", "--bogus"], "unrecognized arguments: --bogus"),
+    (["--model", "llama3-8b"], "--model llama3-8b: give --tokens"),
+    (["--model", "gpt-9", "--tokens", "8"], "--model 'gpt-9': expected one of llama3-8b"),
+    (["--model", "llama3-8b", "--tokens", "-8"], "--tokens '-8': expected a whole number of tokens"),
+    (["128x128x128", "--model", "llama3-8b", "--tokens", "8"], "give shapes, --model or --shapes-file"),
 ])
 def test_a_bad_request_is_one_clear_line(argv, message, capsys, monkeypatch):
     monkeypatch.setattr(search, "search", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
 
 
-def row(bm, seconds, status="ok"):
-    return dict(target="v5e", kernel="v5", dtype="bfloat16", m=4096, k=4096, n=4096, bm=bm, bk=512, bn=512,
-                status=status, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20, oom_limit_bytes=None,
-                model_device_seconds=seconds, model_post_seconds=None if seconds is None else seconds + 1e-4,
-                model_device_tflops=None, model_post_tflops=None, est_cycles=1, tflops=None, error="",
-                vmem_method="compiled", model_basis="compiler cycles", xla_estimate_method="")
+def write_run(results, constants: dict | None = None, band: dict | None = None):
+    """A run's timing_model.csv and fidelity.csv as the pipeline writes them, with values replaced."""
+    import numpy as np
+
+    from tpu_matmul_repro.experiments.analysis import timing_model as tm
+
+    results.mkdir(exist_ok=True)
+    values = {p: getattr(TRUE, p) for p in tm.PARAMS} | (constants or {})
+    pd.DataFrame([dict(fit="published v5e", fitted_on="published", constant=p, value=v)
+                  for p, v in values.items() if v is not None]).to_csv(results / "timing_model.csv",
+                                                                       index=False)
+    row = dict(target="v5e", estimator="model", validation="leave one experiment out", scope="all",
+               group="all", n=61, halfwidth80=0.1366, halfwidth95=0.2037) | (band or {})
+    pd.DataFrame([row, dict(row, validation="leave one size out", halfwidth80=np.nan,
+                            halfwidth95=np.nan)]).to_csv(results / "fidelity.csv", index=False)
+
+
+@pytest.mark.parametrize("constants, band, message", [
+    (dict(step_cycles=float("nan")), None,
+     "timing_model.csv: row 4, column value (published v5e, step_cycles): nan is not a finite number"),
+    (dict(profile_scale=-45613859.0), None,
+     "row 2, column value (published v5e, profile_scale): -4.56139e+07 is outside the fit's bounds [0.1, 2]"),
+    (dict(bandwidth_fraction=3.0), None, "bandwidth_fraction): 3 is outside the fit's bounds [0.05, 1]"),
+    (dict(call_seconds=float("inf")), None, "call_seconds): inf is not a finite number"),
+    (dict(float32_factor="two"), None, "float32_factor): 'two' is not a number"),
+    (dict(float32_factor=None), None, "fit 'published v5e' has no row for constant float32_factor"),
+    (None, dict(halfwidth80=-0.1), "fidelity.csv: row 2, column halfwidth80: -0.1 is negative"),
+    (None, dict(n=2.5), "fidelity.csv: row 2, column n: 2.5 is not a whole number of points"),
+    (None, dict(halfwidth95="wide"), "column halfwidth95 (leave one experiment out): 'wide' is not a number"),
+])
+def test_a_results_file_outside_the_pipeline_s_bounds_is_refused_at_the_door(
+        tmp_path, capsys, monkeypatch, constants, band, message):
+    """NaN, negative or missing constants and a band that no run writes are refused in one line naming
+    the file, the row, the column and the value, before any compile (issue 39, item 5)."""
+    monkeypatch.setattr(search, "search", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
+    write_run(tmp_path / "results", constants, band)
+    assert cli.main(["1024x1024x1024", "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda r: (r / "timing_model.csv").write_bytes(b"\x00\xff\xfe garbage\n\x01,\x02\n\xff"),
+     "timing_model.csv"),
+    (lambda r: (r / "timing_model.csv").write_text("fit,constant\npublished v5e,step_cycles\n"),
+     "timing_model.csv: no column 'value'"),
+    (lambda r: pd.read_csv(r / "fidelity.csv").drop(columns="halfwidth80").to_csv(r / "fidelity.csv"),
+     "fidelity.csv: no column 'halfwidth80'"),
+    (lambda r: (r / "timing_model.csv").write_text("fit,constant,value\npublished v5e,zeal,1\n"),
+     "column constant: 'zeal' is not one of the model's constants"),
+])
+def test_a_corrupt_results_file_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch, damage, message):
+    monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
+    write_run(tmp_path / "results")
+    damage(tmp_path / "results")
+    assert cli.main(["1024x1024x1024", "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("damage, why", [
+    (lambda r: (r / "timing_model.csv").write_text("\n"), "timing_model.csv is empty: that run fitted no"),
+    (lambda r: (r / "timing_model.csv").write_text("fit,constant,value\n"), "timing_model.csv is empty"),
+    (lambda r: (r / "fidelity.csv").unlink(), "no "),
+    (lambda r: write_run(r, band=dict(halfwidth95=float("inf"))), "halfwidth95 (row 2) is inf: too few"),
+])
+def test_a_run_without_a_fit_falls_back_to_the_advisor_s_own_and_says_why(tmp_path, monkeypatch, damage, why):
+    """An empty fit (issue 37, item 8) is not refused: the advisor's own fit, its header saying why;
+    the pipeline's advice job (fallback off) stops in one line instead."""
+    import dataclasses
+
+    from tpu_matmul_repro.advise import model as advisor_model
+
+    write_run(tmp_path / "results")
+    damage(tmp_path / "results")
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(advisor_model, "fitted",
+                        lambda config: dataclasses.replace(MODEL, source="fitted here"))
+    model = advisor_model.load({}, tmp_path / "results", {"libtpu_version": "y"})
+    assert model.source.startswith("fitted here (") and why in model.source, model.source
+    with pytest.raises(request.AdviceError, match="the run's timing model is missing: ") as e:
+        advisor_model.load({}, tmp_path / "results", {"libtpu_version": "y"}, fallback=False)
+    assert why in str(e.value) and "\n" not in str(e.value)
 
 
 def test_ties_within_the_interval_are_said_to_be_ties():
-    rows = pd.DataFrame([row(512, 1.00e-3), row(256, 1.14e-3), row(1024, 1.16e-3),
-                         row(2048, None, "vmem_oom")])
-    work = 2 * 4096**3
-    rows["model_device_tflops"] = work / rows.model_device_seconds / 1e12
-    rows["model_post_tflops"] = work / rows.model_post_seconds / 1e12
-    ranked = table.ranked(rows, pd.DataFrame(columns=rows.columns), MODEL, "v5e").set_index("bm")
+    ranked = table.ranked(found([(512, 1.00e-3), (256, 1.14e-3), (1024, 1.16e-3), (2048, None, "vmem_oom")]),
+                          MODEL, "v5e").set_index("bm")
     assert ranked["rank"].dropna().to_dict() == {512: 1, 256: 2, 1024: 3}
     assert pd.isna(ranked.loc[2048, "rank"])
     assert ranked.loc[256, "tie"].startswith("tie with #1")  # x1.14 < x1.15
@@ -52,33 +143,58 @@ def test_ties_within_the_interval_are_said_to_be_ties():
     assert ranked.loc[512, "tie"] == ""
     assert ranked.loc[512, "model_device_ms_lo80"] < 1.0 < ranked.loc[512, "model_device_ms_hi80"]
     assert "out of VMEM" in ranked.loc[2048, "note"]
-    assert (ranked.model_device_tflops_hi95.dropna() <= 197.0).all()  # the band stops at v5e's peak
 
 
 def test_candidates_follow_the_mxu_width_and_divide_the_shape():
     v6e = candidates.candidates("v5", "bfloat16", (8192, 4096, 14336), "v6e")
-    assert {c.bm for c in v6e} == {256, 512, 1024, 2048}
-    assert all(14336 % c.bn == 0 and c.bn % 256 == 0 for c in v6e)
-    assert candidates.edges(384, 256) == [128]  # no MXU-wide block divides it: lane-wide ones
+    assert {x.case.bm for x in v6e} == {256, 512, 1024, 2048, 4096, 8192}
+    assert all(14336 % x.case.bn == 0 and x.case.bn % 256 == 0 and not x.padded for x in v6e)
+    assert candidates.edges(384, 256) == [128, 384]  # no MXU-wide block divides it: lane-wide ones
     assert candidates.edges(128, 256) == [128]
+
+
+COMPILER = dict(toolchain="current", static_profile=True)
+SETTINGS = dict(timeout_s=300, profile_max_steps=16, skip_dominated=True)
 
 
 @pytest.mark.compiler
 def test_a_small_non_square_problem_is_ranked_end_to_end():
-    rows, xla = search.search((1024, 512, 2048), "bfloat16", "v5e", "v5", MODEL,
-                              dict(toolchain="current", static_profile=True),
-                              dict(timeout_s=300, profile_max_steps=16))
-    ranked = table.ranked(rows, xla, MODEL, "v5e")
+    found = search.search((1024, 512, 2048), "bfloat16", "v5e", "v5", MODEL, COMPILER, SETTINGS)
+    ranked = table.ranked(found, MODEL, "v5e")
     ok = ranked[(ranked.kernel == "v5") & (ranked.status == "ok")]
     assert len(ok) and list(ok["rank"]) == list(range(1, len(ok) + 1))
     assert (ok.model_device_ms.diff().dropna() >= 0).all()
     assert (ok.model_device_ms_lo80 < ok.model_device_ms).all()
     assert (ok.model_device_ms < ok.model_device_ms_hi80).all()
+    assert (ok.vmem_needed_mib <= 16).all() and (ok.physical_vmem_mib == 128).all()
     xla = ranked[ranked.kernel == "xla"]
     assert len(xla) == 1 and xla.model_device_ms.notna().all()
     assert set(ranked.status) <= {"ok", "vmem_oom", search.PRUNED}
     text = table.text(ranked, ["header"])
     assert "XLA jnp.matmul" in text and "(" in text
+
+
+@pytest.mark.compiler
+@pytest.mark.slow
+def test_a_raised_limit_ranks_the_blocks_that_need_it_and_each_row_says_what_it_needs():
+    """--vmem-limit (37.3): blocks out of VMEM at the default are compiled again at the limit asked,
+    ranked if they fit there, and every row says the VMEM it needs, the limits it was compiled at and
+    the chip's physical VMEM."""
+    shape = (1024, 2048, 2048)
+    default = table.ranked(search.search(shape, "bfloat16", "v5e", "v5", MODEL, COMPILER, SETTINGS), MODEL,
+                           "v5e")
+    raised = table.ranked(search.search(shape, "bfloat16", "v5e", "v5", MODEL, COMPILER, SETTINGS,
+                                        vmem_limit_bytes=48 << 20), MODEL, "v5e")
+    assert (raised.vmem_limit_mib == 48).all() and (default.vmem_limit_mib == 16).all()
+    fits_raised = raised[(raised.status == "ok") & (raised.vmem_needed_mib > 16)]
+    assert len(fits_raised), "no block needed more than the default limit"
+    for r in fits_raised.itertuples():  # compiled at both limits, and it says so
+        assert r.limits_tried.startswith("16 MiB: out of VMEM, ")  # asked, or by its blocks alone
+        assert r.limits_tried.endswith(f"48 MiB: ok, uses {r.vmem_needed_mib:.1f} MiB")
+        assert r.vmem_needed_mib <= 48 < r.physical_vmem_mib
+    assert (default[default.status == "ok"].vmem_needed_mib <= 16).all()
+    best = raised[raised["rank"] == 1].iloc[0]
+    assert best.model_device_ms <= default[default["rank"] == 1].iloc[0].model_device_ms
 
 
 def test_the_advice_overlay_is_a_valid_config():
@@ -105,7 +221,7 @@ def test_the_model_is_read_from_a_pipeline_run_and_cached_by_its_inputs(tmp_path
 
     results = tmp_path / "results"
     results.mkdir()
-    assert advisor_model.from_results(results) is None  # nothing there: not a model
+    assert advisor_model.from_results(results)[0] is None  # nothing there: not a model
     pd.DataFrame([dict(fit="published v5e", constant=p, value=getattr(TRUE, p)) for p in tm.PARAMS]
                  + [dict(fit="measured v5e run1", constant=p, value=0.5) for p in tm.PARAMS]).to_csv(
         results / "timing_model.csv", index=False)
@@ -113,15 +229,329 @@ def test_the_model_is_read_from_a_pipeline_run_and_cached_by_its_inputs(tmp_path
                        halfwidth80=0.1366, halfwidth95=0.2037),
                   dict(validation="leave one size out", scope="all", group="all", n=61,
                        halfwidth80=None, halfwidth95=None)]).to_csv(results / "fidelity.csv", index=False)
-    found = advisor_model.from_results(results)
+    found, _ = advisor_model.from_results(results)
     assert found.constants == TRUE  # the published fit's, never a measured one
     assert found.band.halfwidth == {0.8: 0.1366, 0.95: 0.2037} and found.band.n == 61
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(advisor_model, "fitted", lambda config: dataclasses.replace(found, source="fitted"))
     versions = {"jax_version": "x", "libtpu_version": "y"}
     first = advisor_model.load({}, tmp_path / "none", versions)
-    assert first.source == "fitted"
+    assert first.source.startswith("fitted (no ")  # and why: the run's files are not there
     monkeypatch.setattr(advisor_model, "fitted", lambda config: pytest.fail("fitted again"))
     again = advisor_model.load({}, tmp_path / "none", versions)
     assert again.constants == TRUE and "cache" in again.source
     assert advisor_model.cached({**versions, "libtpu_version": "z"})[0] is None  # another compiler: refit
+
+
+def test_candidates_reach_past_2048_and_pad_what_no_edge_divides():
+    """Edges up to the whole dimension (37.2) and zero-padding where no edge divides (37.1): an edge
+    of 4096 and more where the dimension allows it, and the padded problem each candidate runs on."""
+    assert candidates.edges(8192, 128) == [128, 256, 512, 1024, 2048, 4096, 8192]
+    assert candidates.edges(14336, 256) == [256, 512, 1024, 2048, 14336]  # 4096 would pad it by 14 %
+    assert candidates.edges(8205, 128) == [128, 256, 512, 1024]  # 2048 would pad it by 25 %
+    assert 131072 in candidates.edges(128256, 128)  # pads the vocabulary by 2.2 %
+    found = {(x.case.bm, x.case.bk, x.case.bn): x for x in candidates.candidates("v5", "bfloat16",
+                                                                                (8205, 2949, 5921), "v5e")}
+    pad = found[(512, 1024, 2048)].case
+    assert (pad.m, pad.k, pad.n) == (8704, 3072, 6144) and found[(512, 1024, 2048)].padded
+    assert all(x.case.m % x.case.bm == 0 and x.case.k % x.case.bk == 0 and x.case.n % x.case.bn == 0
+               for x in found.values())
+
+
+def test_a_vmem_limit_is_read_in_whole_mib_and_checked_against_the_chip():
+    assert request.parse_vmem_limit("32MiB") == 32 << 20 == request.parse_vmem_limit("32M")
+    assert request.parse_vmem_limit("33554432") == 32 << 20
+    with pytest.raises(request.AdviceError, match="not a whole number of MiB"):
+        request.checked(["1024x1024x1024"], "bfloat16", ["v6e"], "v5", request.parse_vmem_limit("33.5MiB"))
+    request.checked(["1024x1024x1024"], "bfloat16", ["v6e"], "v5", 96 << 20)  # v6e: 32 default, 128 physical
+    with pytest.raises(request.AdviceError, match="more than 7x's physical VMEM of 64 MiB"):
+        request.checked(["1024x1024x1024"], "bfloat16", ["7x"], "v5", 96 << 20)
+
+
+def found(rows, xla_seconds=None, limit=16 << 20):
+    """A search's result from made-up rows (the columns the table reads), times in seconds."""
+    from tpu_matmul_repro.advise.search import Found
+
+    def one(bm, seconds, status="ok", kernel="v5"):
+        work = 2 * 4096**3
+        r = dict(target="v5e", kernel=kernel, dtype="bfloat16", m=4096, k=4096, n=4096, bm=bm, bk=512, bn=512,
+                 status=status, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20, oom_limit_bytes=None,
+                 est_cycles=1, tflops=None, error="", vmem_method="compiled", model_fit="published v5e",
+                 xla_estimate_method="", padded_shape="", limits_tried="16 MiB: ok", model_interval="a band")
+        for time, extra in (("device", 0.0), ("post", 1e-4)):
+            t = None if seconds is None else seconds + extra
+            r[f"model_{time}_seconds"] = t
+            r[f"model_{time}_tflops"] = None if t is None else work / t / 1e12
+            for level, q in BAND.halfwidth.items():
+                s = round(100 * level)
+                r[f"model_{time}_seconds_lo{s}"] = None if t is None else t * math.exp(-q)
+                r[f"model_{time}_seconds_hi{s}"] = None if t is None else t * math.exp(q)
+                r[f"model_{time}_tflops_lo{s}"] = None if t is None else work / t / 1e12 * math.exp(-q)
+                r[f"model_{time}_tflops_hi{s}"] = None if t is None else work / t / 1e12 * math.exp(q)
+        return r
+
+    pallas = pd.DataFrame([one(*r) for r in rows])
+    xla = pd.DataFrame([one(None, xla_seconds, kernel="xla")] if xla_seconds else [], columns=pallas.columns)
+    return Found(pallas, xla.assign(bm=None, bk=None, bn=None) if len(xla) else xla, limit, {})
+
+
+@pytest.mark.parametrize("rows, xla, says", [
+    ([(512, 1.00e-3), (256, 1.20e-3)], 1.5e-3,
+     "Use (512,512,512): modelled 20 % faster than the next, (256,512,512), beyond the 80 % band (x1.15); "
+     "XLA is modelled 50 % slower, beyond the band"),
+    ([(512, 1.00e-3), (256, 1.10e-3), (1024, 1.14e-3)], 1.3e-3,
+     "Any of these 3 blocks, which the model cannot tell apart (each within the 80 % band (x1.15) of the "
+     "best, (512,512,512) at 1.000 ms): (512,512,512), (256,512,512), (1024,512,512); XLA is modelled 30 % "
+     "slower, beyond the band"),
+    ([(512, 1.00e-3), (256, 1.20e-3)], 1.1e-3,
+     "Any of these 1 blocks or XLA, which the model cannot tell apart"),
+    ([(512, 1.02e-3), (256, 1.10e-3), (1024, 1.30e-3)], 1.0e-3,
+     "XLA or any of these 2 blocks: XLA is modelled 2 % faster than the best blocks (512,512,512), inside "
+     "the 80 % band (x1.15): (512,512,512), (256,512,512)"),
+    ([(512, 1.30e-3)], 1.0e-3,
+     "Use XLA: XLA is modelled 30 % faster than the best blocks (512,512,512), beyond the 80 % band"),
+    ([(512, None, "vmem_oom")], 1.0e-3, "Use XLA: no candidate block fits the 16 MiB scoped-VMEM limit"),
+])
+def test_the_recommendation_says_what_the_numbers_say(rows, xla, says):
+    """The line on top (37.4) from the modelled times and the band: the block shape, XLA or the set the
+    model cannot tell apart, and why; its percentages are the table's own ratios."""
+    ranked = table.ranked(found(rows, xla), MODEL, "v5e")
+    line = ranked.recommendation.iloc[0]
+    assert line.startswith(says), line
+    assert (ranked.recommendation == line).all()
+    text = table.text(ranked, ["first line", "second line"])
+    assert text.splitlines()[1] == f"Recommendation: {line}."
+
+
+def test_a_shapes_file_is_checked_in_one_line_naming_the_entry(tmp_path):
+    from tpu_matmul_repro.advise import models
+
+    bad = tmp_path / "layers.yaml"
+    for body, message in [
+        ("projections: [{name: up, k: 4096, n: 0, count: 1}]", "projections[0].n: 0 is not a whole number"),
+        ("projections: [{name: up, k: 4096, n: 128, count: 1, shape: 3}]", "unknown key 'shape'"),
+        ("projections: [{name: up, k: 4096, n: 128, count: 1}]", "has no m: give --tokens"),
+        ("projections: [{k: 4096, n: 128, count: 1, tokens_share: 1.5}]",
+         "tokens_share: 1.5 is not a number"),
+        ("projections: []", "a non-empty list 'projections'"),
+        ("projections: [{k: 1, n: 1, count: 1}\n", "layers.yaml"),
+    ]:
+        bad.write_text(body)
+        with pytest.raises(request.AdviceError, match="--shapes-file") as e:
+            models.from_file(bad, None)
+        assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
+    bad.write_text("projections: [{name: expert, k: 4096, n: 14336, tokens_share: 0.25, count: 256},"
+                   " {name: head, m: 16, k: 4096, n: 128256, count: 1}]")
+    layout = models.from_file(bad, 8192)
+    assert [p.shape for p in layout.projections] == [(2048, 4096, 14336), (16, 4096, 128256)]
+
+
+def test_every_preset_is_a_layout_of_the_advisor_s_shapes():
+    from tpu_matmul_repro.advise import models
+
+    for name in cli.presets():
+        layout = models.preset(name, 8192)
+        assert layout.projections and all(p.count >= 1 for p in layout.projections)
+        for shape in layout.shapes:
+            request.checked([shape], "bfloat16", ["v5e", "v6e"], "v5")  # each fits both chips' HBM
+    head = [p for p in models.preset("llama3-8b", 8192).projections if p.name == "LM head"]
+    assert head[0].shape == (8192, 4096, 128256) and head[0].count == 1
+
+
+def test_model_totals_add_up_the_projections_it_uses():
+    from tpu_matmul_repro.advise import models
+
+    layout = models.Layout("m", "m", 4096, (models.Projection("a", (4096, 4096, 4096), 3),
+                                            models.Projection("b", (4096, 4096, 4096), 1)))
+    ranked = table.ranked(found([(512, 1.0e-3), (256, 1.1e-3)], 0.9e-3), MODEL, "v5e")
+    summary = models.totals(layout, {(4096, 4096, 4096): ranked})
+    assert list(summary.use) == ["XLA +1 tied"] * 2  # XLA is modelled faster; (512,512,512) within x1.15
+    assert summary.total_ms.sum() == pytest.approx(4 * 0.9)
+    assert summary.total_hi80.sum() == pytest.approx(4 * 0.9 * 1.15, rel=1e-3)
+    words = models.text(layout, "v5e", "TPU v5 lite", "bfloat16", "v5", summary)
+    total = f"{summary.total_ms.sum():.1f} ms [{summary.total_lo80.sum():.1f}-{summary.total_hi80.sum():.1f}]"
+    assert total in words
+
+
+def empty_fit_config() -> dict:
+    """The default config with its experiments replaced by one given shapes and no sizes: its square
+    sizes are dropped, so none of the post's configurations is compiled and the model has no point."""
+    from tpu_matmul_repro.experiments.plan.config import load_yaml
+
+    config = load_yaml(ROOT / "config" / "config.yaml")
+    v5 = dict(kernel="v5", dtypes=["bfloat16"], blocks=[[512, 512, 512]], shapes=[[8192, 4096, 14336]])
+    config["compile_study"]["experiments"] = {"v5": v5}
+    return config
+
+
+def test_the_planned_fit_is_counted_before_any_job():
+    """37.8 at plan time: the default config's fit has the post's 61 points; one that compiles none of
+    them, or not for v5e, is refused in one line saying what is missing."""
+    from tpu_matmul_repro.advise.pipeline import missing_fit, planned_points
+    from tpu_matmul_repro.experiments.plan.config import load_yaml
+    from tpu_matmul_repro.experiments.plan.plan import make_plan
+
+    published = ROOT / "data" / "published_v5e.csv"
+    default = make_plan(load_yaml(ROOT / "config" / "config.yaml"))
+    assert len(planned_points(default, published)) == 61 and missing_fit(default, published) == ""
+    for config in (empty_fit_config(), {**load_yaml(ROOT / "config" / "config.yaml"), "targets": ["v6e"]}):
+        why = missing_fit(make_plan(config), published)
+        assert why.startswith("advice.shapes needs this run's timing model") and "it would have 0" in why
+        assert "\n" not in why
+
+
+@pytest.mark.slow
+def test_an_empty_fit_config_with_advice_stops_before_any_job(tmp_path):
+    """The config of issue 37's 'empty model, then a traceback': refused in one line before any job,
+    nothing written (no empty timing_model.csv)."""
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    (tmp_path / "config" / "empty.yaml").write_text(yaml.safe_dump(empty_fit_config()))
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "1",
+               "--configfile", "config/empty.yaml", "--replace-workflow-config"]
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0
+    lines = [line for line in out.splitlines() if "advice.shapes needs this run's timing model" in line]
+    from tpu_matmul_repro.experiments.analysis import timing_model as tm
+
+    need = len(tm.PARAMS) + 2
+    assert len(lines) == 1 and f"it would have 0 (a fit needs {need})" in lines[0], out[-2000:]
+    assert not (tmp_path / "results").exists() and "Traceback" not in out
+
+
+@pytest.mark.slow
+def test_regret_is_zero_where_the_model_ranks_as_the_post_and_counts_what_it_loses():
+    """37.9: the pick of a fit that left its figure out against the post's best. On a table whose
+    published times are the model's own, every pick is the best; make another block the post's best
+    at one size and that size's regret is exactly the pick's published time over the new best's."""
+    from test_timing_model import synthetic_table
+
+    from tpu_matmul_repro.advise import regret
+
+    df = synthetic_table()
+    exact = regret.regret(df)
+    assert set(exact.figure) == {"v4", "v5"} and (exact.model_regret.abs() < 1e-9).all()
+    assert exact.post_best_in_tie_set.all()
+    published = (df.source == "published") & (df.experiment == "v5") & (df.m == 4096)
+    pick = exact[(exact.figure == "v5") & (exact["size"] == 4096)].model_pick.iloc[0]
+    other = df[published & (df.bm == 256)].index[0]
+    bm, bk, bn = (int(x) for x in pick.strip("()").split(","))
+    chosen = df[published & (df.bm == bm) & (df.bk == bk) & (df.bn == bn)].index[0]
+    df.loc[other, "tflops"] = df.loc[chosen, "tflops"] * 1.25  # the post's best is now (256,256,256)
+    moved = regret.regret(df).set_index(["figure", "size"])
+    assert moved.loc[("v5", 4096), "post_best"] == "(256,256,256)"
+    assert moved.loc[("v5", 4096), "model_regret"] == pytest.approx(0.25)
+    assert (moved.drop(index=("v5", 4096)).model_regret.abs() < 1e-9).all()  # the other folds unmoved
+
+
+def same_configuration(rows: pd.DataFrame, r) -> pd.DataFrame:
+    """The timed rows of `rows` of the kernel, shape and blocks of row `r` (a table's itertuples row)."""
+    blocks = rows.bm.isna() if pd.isna(r.bm) else (rows.bm == r.bm) & (rows.bk == r.bk) & (rows.bn == r.bn)
+    return rows[(rows.kernel == r.kernel) & (rows.m == r.m) & (rows.k == r.k) & (rows.n == r.n) & blocks
+                & rows.model_device_ms.notna()]
+
+
+POST_BLOCKS = [[128, 128, 128], [256, 256, 256], [512, 512, 512], [512, 1024, 1024], [1024, 1024, 1024]]
+ONE_NUMBER = {  # the post's experiments at 1024 and 2048 (29 published points: a fit and its band), and
+    # a layer of a non-square shape whose blocks the advisor also ranks
+    "correctness": {"tolerance": {"float32": 1e-5, "bfloat16": 1e-2, "int8": 0}, "shapes": [[256, 256, 256]],
+                    "kernels": {"xla": {"dtypes": ["bfloat16"]}}},
+    "targets": ["v5e"],
+    "studies": [],
+    "measure": {"device": "off"},
+    "compile_study": {
+        "sizes": [1024, 2048], "baseline_dtypes": ["float32", "bfloat16"],
+        "experiments": {
+            "v1": {"kernel": "v1", "dtypes": ["float32"]},
+            "v2": {"kernel": "v2", "dtypes": ["float32"], "splits": [4]},
+            "v3": {"kernel": "v3", "dtypes": ["float32"], "blocks": [[128, 128, 128]]},
+            "v4": {"kernel": "v3", "dtypes": ["float32"], "blocks": POST_BLOCKS},
+            "v5": {"kernel": "v5", "dtypes": ["bfloat16"], "blocks": POST_BLOCKS},
+            "layer": {"kernel": "v5", "dtypes": ["bfloat16"], "blocks": [[1024, 512, 256], [512, 512, 512]],
+                      "shapes": [[1024, 512, 2048], [2048, 1024, 4096]]}}},
+    "advice": {"shapes": [[1024, 512, 2048], [2048, 1024, 4096]], "targets": ["v5e"]},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.compiler
+def test_one_configuration_gets_one_number_in_the_cli_the_advice_and_the_table(tmp_path, capsys):
+    """37.7: two non-square layers of one aspect (the larger's XLA estimate compared with the smaller's
+    by the envelope) modelled alike by the compile study (results/matmul.parquet), the pipeline's
+    advice job (results/advice/) and the CLI on that run's results/, intervals included; the advice
+    job's log says how many of its compiles came from the compile cache (38.2), and ranks with the
+    run's own model. (The table models v5e rows of the post's own figures by the refit without their
+    figure; the advisor, asked about a layer, by the fit on every point: the layer is neither.)"""
+    import json
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    shutil.copytree(ROOT / "config", tmp_path / "config")
+    (tmp_path / "config" / "one.yaml").write_text(yaml.safe_dump(ONE_NUMBER))
+    shapes = ["1024x512x2048", "2048x1024x4096"]
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2",
+               "--configfile", "config/one.yaml", "--replace-workflow-config", "results/matmul.parquet",
+               *(f"results/advice/{s}.csv" for s in shapes)]
+    run = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    table = pd.read_parquet(tmp_path / "results" / "matmul.parquet")
+    table = table[(table.source == "estimate") & table.model_device_seconds.notna()]
+    assert cli.main([*shapes, "--results", str(tmp_path / "results"), "--config",
+                     str(tmp_path / "config" / "one.yaml"), "--json"]) == 0
+    from_cli = pd.DataFrame(json.loads(capsys.readouterr().out))
+    compared = 0
+    for shape in shapes:
+        m, k, n = (int(x) for x in shape.split("x"))
+        advice = pd.read_csv(tmp_path / "results" / "advice" / f"{shape}.csv")
+        log = (tmp_path / "logs" / "advice" / f"{shape}.log").read_text()
+        counted = re.search(r"advice \S+ on v5e: (\d+) of (\d+) compiles from the compile cache", log)
+        assert counted and int(counted[2]) > 0, log[-2000:]
+        assert "pipeline run" in advice.model_source.iloc[0]  # the run's own model, not a fit of its own
+        mine = table[(table.m == m) & (table.k == k) & (table.n == n)]
+        assert set(mine.model_fit) == {"published v5e"}  # the layer's rows: the fit on every point
+        for r in mine.drop_duplicates(["kernel", "bm", "bk", "bn"]).itertuples():
+            in_advice, in_cli = same_configuration(advice, r), same_configuration(from_cli, r)
+            if in_advice.empty:  # a block the advisor pruned: no number there to compare
+                assert in_cli.empty
+                continue
+            # to the 6 significant digits of the constants in timing_model.csv, which the advisor reads
+            assert in_advice.model_device_ms.iloc[0] == pytest.approx(r.model_device_seconds * 1e3, rel=1e-5)
+            assert in_cli.model_device_ms.iloc[0] == pytest.approx(r.model_device_seconds * 1e3, rel=1e-5)
+            assert in_cli.model_device_ms_hi80.iloc[0] == pytest.approx(r.model_device_seconds_hi80 * 1e3,
+                                                                        rel=1e-5)
+            assert in_cli.model_device_ms.iloc[0] == pytest.approx(in_advice.model_device_ms.iloc[0],
+                                                                   rel=1e-5)
+            compared += 1
+    assert compared >= 3  # XLA at both shapes and at least one block
+
+
+@pytest.mark.slow
+def test_the_band_read_back_from_fidelity_csv_is_the_one_the_run_used(tmp_path):
+    """The advisor's band from a run's fidelity.csv equals intervals.band of the run's table, size
+    bands without points included (fidelity.csv leaves their half-widths empty; the run gave them the
+    widest band's)."""
+    from test_timing_model import synthetic_table
+
+    from tpu_matmul_repro.advise import model as advisor_model
+    from tpu_matmul_repro.experiments.analysis import validation
+
+    df = synthetic_table()
+    df = df[df.m < 4096]  # no point in the two larger size bands
+    path = tmp_path / "fidelity.csv"
+    validation.fidelity_table(df).to_csv(path, index=False)
+    read = advisor_model.band_from(path)
+    made = intervals.band(df)
+    assert set(read.by_size) == set(made.by_size) == set(validation.SIZE_BANDS)
+    for size, widths in made.by_size.items():
+        assert read.by_size[size] == pytest.approx(widths), size
+    assert read.halfwidth == pytest.approx(made.halfwidth) and read.n == made.n

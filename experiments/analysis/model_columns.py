@@ -123,10 +123,21 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
         from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
 
         mine = primary_rows(df, toolchain, served)
-        modelled, constants = apply(mine)
+        with_model, constants = apply(mine)
         rest = df.drop(index=mine.index).assign(estimate_nonmonotonic=False, model_fit="",
                                                 xla_estimate_method="", model_interval="")
-        return pd.concat([modelled, rest]).loc[df.index].reindex(columns=modelled.columns), constants
+        return pd.concat([with_model, rest]).loc[df.index].reindex(columns=with_model.columns), constants
+    has_cycles = "est_cycles" in df and df.est_cycles.notna().any()
+    all_fits = fits(df) if has_cycles else {}
+    band = intervals.band(df) if PUBLISHED in all_fits else None
+    return modelled(df, all_fits, band), constants_table(all_fits)
+
+
+def modelled(df: pd.DataFrame, all_fits: dict, band: intervals.Band | None) -> pd.DataFrame:
+    """The modelled columns of `df` from fits already made ({name: (fit, what it was fitted on)}: the
+    published fit and its refits without each figure) and the published fit's band: what turns a
+    compile into a modelled number, for the compile study's table (apply) and the advisor's alike
+    (advise/search.py), so one configuration gets one number."""
     out = df.copy()
     out["estimate_nonmonotonic"] = flag_nonmonotonic(out) if len(out) else False
     xla = (out.source == "estimate") & (out.kernel == "xla") & (out.status == "ok") & out.est_cycles.notna() \
@@ -139,8 +150,7 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     out["model_fit"] = ""
     if "est_cycles" not in out or out.est_cycles.isna().all():
         intervals.add_columns(out, None)
-        return out, constants_table({})
-    all_fits = fits(out)
+        return out
     ok = (out.source == "estimate") & (out.status == "ok")
     spread, calibrated = pd.Series(0.0, index=out.index), pd.Series(False, index=out.index)
     _model(out, ok & out.est_cycles.notna(), all_fits, spread, calibrated)
@@ -151,8 +161,8 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     out["model_device_tflops"] = tflops(work, out.model_device_seconds)
     out["model_post_tflops"] = tflops(work, out.model_post_seconds)
     _measured_ratios(out, spread, calibrated)
-    intervals.add_columns(out, intervals.band(out) if PUBLISHED in all_fits else None, spread, calibrated)
-    return out, constants_table(all_fits)
+    intervals.add_columns(out, band, spread, calibrated)
+    return out
 
 
 def out_of_sample(rows: pd.DataFrame, all_fits: dict, published_dtypes: set) -> pd.Series:

@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import shutil
+import threading
 from pathlib import Path
 
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
@@ -39,6 +40,15 @@ CACHEABLE = ("ok", "vmem_oom", "compile_error")
 
 
 _unwritable = set()  # cache folders this process could not write to: said once, then not tried again
+# every lookup of this process, all caches together (the advisor's log counts its compiles with it;
+# its jobs may run in threads)
+TOTALS = {"hits": 0, "misses": 0}
+_TOTALS_LOCK = threading.Lock()
+
+
+def _tally(outcome: str) -> None:
+    with _TOTALS_LOCK:
+        TOTALS[outcome] += 1
 
 
 def cache_root() -> Path | None:
@@ -68,6 +78,7 @@ class CompileCache:
         try:
             if not path.exists():
                 self.misses += 1
+                _tally("misses")
                 return None
             entry = json.loads(path.read_text(encoding="utf-8"))
             result = entry.get("result") if isinstance(entry, dict) else None
@@ -80,8 +91,10 @@ class CompileCache:
             log.warning("compile cache: %s is corrupt (%s); compiling again", path, e)
             self.corrupt += 1
             self.misses += 1
+            _tally("misses")
             return None
         self.hits += 1
+        _tally("hits")
         return result
 
     def put(self, case, vmem_limit_bytes: int | None, result: dict) -> None:

@@ -216,7 +216,7 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
             row = estimate_row(job, case, dominated, None, None, "", DOMINATED)
             log.info("%s %s limit=None: vmem_oom (%s, not compiled)", job.target, case.label(), DOMINATED)
         else:
-            row = one(case, None)
+            row = one(case, job.limit_mib * MiB if job.limit_mib else None)
             if row["status"] == "vmem_oom" and row["vmem_method"] in ("compiled", "representative"):
                 out_of_vmem.append((case, row))
         rows_of[case] = [row]

@@ -36,6 +36,9 @@ class Job:
     # config asks (compile_study.skip_dominated): the release history, whose cases are all "searched"
     # (no raised-limit retries), needs every requested size it compares.
     skip_dominated: bool = False
+    # the scoped-VMEM limit (MiB) the cases are compiled at first; None: the chip's default. The
+    # advisor's --vmem-limit, for blocks whose own buffers exceed the default (sure to run out there).
+    limit_mib: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -93,13 +93,20 @@ def _fits(case: Case) -> bool:
     return case.bm is None or (case.bm <= case.m and case.bk <= case.k and case.bn <= case.n)
 
 
+def compile_settings(config: dict) -> dict:
+    """How the config's compile-study jobs compile (the Job fields besides target, experiment and
+    cases): the compile study's and the advisor's jobs alike."""
+    section = config["compile_study"]
+    return dict(toolchain=primary(config), timeout_s=section["timeout_s"],
+                profile_max_steps=section["profile_max_steps"],
+                raised_limits_mib=tuple(section["raised_vmem_limits_mib"]),
+                skip_dominated=section["skip_dominated"])
+
+
 def compile_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
     """Jobs of the compile study keyed by (target, experiment, dtype); "xla" is the baseline."""
     section = config["compile_study"]
-    settings = dict(toolchain=primary(config), timeout_s=section["timeout_s"],
-                    profile_max_steps=section["profile_max_steps"],
-                    raised_limits_mib=tuple(section["raised_vmem_limits_mib"]),
-                    skip_dominated=section["skip_dominated"])
+    settings = compile_settings(config)
     sweeps = {}  # (experiment, dtype) -> its own configurations and its block search's
     baseline_problems = {(s, s, s) for s in section["sizes"]}
     for name, spec in section["experiments"].items():
@@ -306,6 +313,17 @@ def published_cases(path) -> dict[tuple[str, str], list["Case"]]:
             if case not in cases:  # XLA's baseline appears in several figures
                 cases.append(case)
     return out
+
+
+def published_jobs(config: dict, published_path, target: str = "v5e") -> dict[tuple[str, str], Job]:
+    """Jobs compiling the post's own configurations (data/published_v5e.csv) for `target` with the
+    config's compile settings, each retried at the raised limits as the compile study retries an
+    experiment's own cases, keyed by (experiment, dtype): the rows a fit of the timing model pairs with
+    the published numbers, without the rest of a run (the advisor's own fit)."""
+    settings = compile_settings(config)
+    return {key: Job(target=target, experiment=key[0], cases=tuple(cases), raise_limits_for=tuple(cases),
+                     **settings)
+            for key, cases in published_cases(published_path).items()}
 
 
 def toolchain_jobs(config: dict, published_path) -> dict[tuple[str, str, str, str], object]:
