@@ -192,7 +192,7 @@ def test_a_raised_limit_ranks_the_blocks_that_need_it_and_each_row_says_what_it_
         assert r.limits_tried.startswith("16 MiB: out of VMEM, ")  # asked, or by its blocks alone
         assert r.limits_tried.endswith(f"48 MiB: ok, uses {r.vmem_needed_mib:.1f} MiB")
         assert r.vmem_needed_mib <= 48 < r.physical_vmem_mib
-    assert (default[default.status == "ok"].vmem_needed_mib <= 16).all()
+    assert (default[(default.status == "ok") & (default.kernel != "xla")].vmem_needed_mib <= 16).all()
     best = raised[raised["rank"] == 1].iloc[0]
     assert best.model_device_ms <= default[default["rank"] == 1].iloc[0].model_device_ms
 
