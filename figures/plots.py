@@ -81,8 +81,8 @@ MAX_NOTE_LINES = 3
 
 
 def capped(notes: list[str], lang: str, width: int = 92) -> str:
-    """The notes, wrapped, as many whole notes as fit in MAX_NOTE_LINES lines (a note is never cut
-    mid-sentence); where some are left out, the last line says where they are."""
+    """The notes, wrapped: the first always, then as many whole notes as fit in MAX_NOTE_LINES lines (a
+    note is never cut mid-sentence); where some are left out, the last line says where they are."""
     wrapped = [wrap(n, width) for n in notes]
     if sum(w.count("\n") + 1 for w in wrapped) <= MAX_NOTE_LINES:
         return "\n".join(wrapped)
@@ -92,6 +92,7 @@ def capped(notes: list[str], lang: str, width: int = 92) -> str:
             break
         kept.append(w)
         used += w.count("\n") + 1
+    kept = kept or wrapped[:1]  # the first note (why a line is missing) is drawn, however long
     return "\n".join(kept + [text(lang, "more_notes")])
 
 
