@@ -559,8 +559,8 @@ def float32_factor(df: pd.DataFrame) -> float | None:
     fit), or None where the table cannot support one."""
     from tpu_matmul_repro.experiments.analysis import model_columns
 
-    fit = model_columns.fits(df).get("published v5e")
-    return float(fit[0].constants.float32_factor) if fit else None
+    fit, _ = model_columns.published_fit(df)  # the refits the table also makes are not needed here
+    return float(fit.constants.float32_factor) if fit is not None else None
 
 
 def unit_name(dtype: str) -> str:

@@ -34,6 +34,18 @@ from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.experiments.core.units import tflops
 
 
+def published_fit(df: pd.DataFrame) -> tuple["Fit | None", pd.DataFrame]:
+    """The fit on every published point of the post's chip (None for a small config: no modelled
+    columns, fidelity.csv says why), and those points."""
+    points, _ = reference_points(df, source="published", target=POST_CHIP)
+    if not len(points):
+        return None, points
+    try:
+        return fit_published(points), points
+    except TooFewPoints:
+        return None, points
+
+
 def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
     """Every fit the table allows: {name: (fit, what it was fitted on)}.
 
@@ -45,12 +57,9 @@ def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
     latest one models the table.
     """
     out = {}
-    points, _ = reference_points(df, source="published", target=POST_CHIP)
-    if len(points):
-        try:
-            out[PUBLISHED] = (fit_published(points), "published")
-        except TooFewPoints:  # a small config: no modelled columns (fidelity.csv says why)
-            pass
+    fit, points = published_fit(df)
+    if fit is not None:
+        out[PUBLISHED] = (fit, "published")
     if PUBLISHED in out:  # the refits without each figure: its rows' out-of-sample model
         try:
             for experiment, (fit, _) in validation.fold_fits(points, "experiment").items():
