@@ -1,5 +1,5 @@
 """The timing model the advisor uses: constants fitted on the post's published v5e numbers only, and
-the half-widths of its prediction intervals (experiments/analysis/intervals.py).
+the half-widths of its prediction intervals (analysis/intervals.py).
 
 Where from, first found first:
 1. a pipeline run's results/timing_model.csv (fit "published v5e") and results/fidelity.csv (the
@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.advise.request import AdviceError
-from tpu_matmul_repro.experiments.analysis import intervals
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import intervals
+from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 
 log = logging.getLogger(__name__)
@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "data" / "published_v5e.csv"
 FIT = "published v5e"  # model_columns.PUBLISHED
 WITHOUT = " without "  # a refit's name: "published v5e without v4" (model_columns.without)
-CODE = ("experiments/analysis/timing_model.py", "experiments/analysis/intervals.py",
-        "experiments/analysis/validation.py", "experiments/analysis/model_columns.py",
+CODE = ("analysis/timing_model.py", "analysis/intervals.py",
+        "analysis/validation.py", "analysis/model_columns.py",
         "experiments/core/traffic.py", "experiments/core/chips.py", "advise/model.py")
 CONSTANT_COLUMNS = ("fit", "constant", "value")
 BAND_COLUMNS = ("validation", "scope", "group", "n",
@@ -229,8 +229,8 @@ def _checked(values: dict) -> tm.Constants:
 def fitted(config: dict) -> Model:
     """Compile the post's configurations for v5e (the planner's jobs), fit the model on the published
     numbers and size the band, with the pipeline's own functions."""
-    from tpu_matmul_repro.experiments.analysis import model_columns
-    from tpu_matmul_repro.experiments.analysis.aggregate import combine, load_published
+    from tpu_matmul_repro.analysis import model_columns
+    from tpu_matmul_repro.analysis.aggregate import combine, load_published
     from tpu_matmul_repro.experiments.compile_study.study import run_jobs
     from tpu_matmul_repro.experiments.plan.jobs import published_jobs
 

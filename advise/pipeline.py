@@ -4,9 +4,9 @@ post's configurations stops before any job, in one line, instead of writing an e
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.analysis import validation
-from tpu_matmul_repro.experiments.analysis.aggregate import load_published
+from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import validation
+from tpu_matmul_repro.analysis.aggregate import load_published
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.jobs import searched

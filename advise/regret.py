@@ -17,8 +17,8 @@ import sys
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.analysis import validation
+from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import validation
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 LEVEL = 0.8

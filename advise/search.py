@@ -1,5 +1,5 @@
 """Compile a problem's candidate blocks and XLA's matmul for a target at a scoped-VMEM limit, and model
-them with the pipeline's own code (experiments/analysis/model_columns.modelled).
+them with the pipeline's own code (analysis/model_columns.modelled).
 
 Before any compile: blocks whose own buffers exceed the limit are out of VMEM (a lower bound from the
 block shapes), and every other candidate gets a lower bound on its modelled time (the model without
@@ -26,8 +26,8 @@ import pandas as pd
 
 from tpu_matmul_repro.advise.candidates import candidates
 from tpu_matmul_repro.advise.workers import Workers
-from tpu_matmul_repro.experiments.analysis import model_columns
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import model_columns
+from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, single_step_axes
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.advise.search import PRUNED, Found, band_factor
-from tpu_matmul_repro.experiments.analysis.summaries import MODEL_ONLY
+from tpu_matmul_repro.analysis.summaries import MODEL_ONLY
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.experiments.core.units import MiB

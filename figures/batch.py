@@ -27,7 +27,7 @@ _df = None  # the table, in a worker process (read once by _start_worker)
 
 
 def _read(table):
-    from tpu_matmul_repro.experiments.analysis.runs import read_results
+    from tpu_matmul_repro.analysis.runs import read_results
 
     return read_results(table)  # each target's latest measured run, no raw samples
 

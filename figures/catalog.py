@@ -12,9 +12,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis.runs import latest_runs
-from tpu_matmul_repro.experiments.analysis.summaries import post_configs
-from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.analysis.runs import latest_runs
+from tpu_matmul_repro.analysis.summaries import post_configs
+from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core.i18n import N_, translate, translations
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation, post_attribution

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from tpu_matmul_repro.experiments.analysis.summaries import (
+from tpu_matmul_repro.analysis.summaries import (
     MIN_RANK_POINTS,
     default_limit,
     model_only,
@@ -353,10 +353,10 @@ _FOLDS = {}  # (id, length) of the table -> its leave-one-figure-out predictions
 
 
 def out_of_sample(df: pd.DataFrame, experiment: str, dtype: str, target: str) -> dict | None:
-    """The scores (experiments/analysis/validation.scores) of this figure's points predicted by fits
+    """The scores (analysis/validation.scores) of this figure's points predicted by fits
     that left the post's figure out, as results/fidelity.csv has them; None where there are none."""
-    from tpu_matmul_repro.experiments.analysis import timing_model as tm
-    from tpu_matmul_repro.experiments.analysis import validation
+    from tpu_matmul_repro.analysis import timing_model as tm
+    from tpu_matmul_repro.analysis import validation
 
     if "est_cycles" not in df or not ((df.source == "published") & (df.target == target)).any():
         return None
@@ -557,7 +557,7 @@ def versions(rows: pd.DataFrame, column: str = "libtpu_version") -> list[str]:
 def float32_factor(df: pd.DataFrame) -> float | None:
     """The fitted float32_factor of the timing model behind the table's modelled columns (the post's
     fit), or None where the table cannot support one."""
-    from tpu_matmul_repro.experiments.analysis import model_columns
+    from tpu_matmul_repro.analysis import model_columns
 
     fit, _ = model_columns.published_fit(df)  # the refits the table also makes are not needed here
     return float(fit.constants.float32_factor) if fit is not None else None
@@ -621,12 +621,12 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
 
 def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.DataFrame, dict]]:
     """(reference source, estimator, points, scores) per panel of the fidelity figure: the points
-    results/fidelity.csv scores at sizes from 2048 up (experiments/analysis/validation.py: one point
+    results/fidelity.csv scores at sizes from 2048 up (analysis/validation.py: one point
     per configuration the post plotted in each of its figures, so XLA's baseline counts once per
     figure), with y the estimator's TFLOP/s: libtpu's raw estimate, and against the post also the
     timing model predicted by a fit that left the point's figure out."""
-    from tpu_matmul_repro.experiments.analysis import timing_model as tm
-    from tpu_matmul_repro.experiments.analysis import validation
+    from tpu_matmul_repro.analysis import timing_model as tm
+    from tpu_matmul_repro.analysis import validation
 
     panels = []
     for other in ("published", "measured"):

@@ -19,8 +19,8 @@ import yaml
 from babel.support import Translations
 from markupsafe import Markup
 
-from tpu_matmul_repro.experiments.analysis.summaries import MIN_RANK_POINTS, estimate_methods
-from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, estimate_methods
+from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, glossary, translations
@@ -316,10 +316,10 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     constants and best_vs_xla are the results/*.csv of those names; each is computed from `df` when
     not given; `study_tables`: {name: results/<name>.csv} for the loaded studies' sections
     (report/sections.py), which likewise compute what is not given. `measured`: every measured row
-    (experiments.analysis.runs.read_measured) where `df` holds each target's latest run only; by
+    (analysis.runs.read_measured) where `df` holds each target's latest run only; by
     default `df`'s. `advice`: {shape: the advisor's
     table} (results/advice/<shape>.csv), for the "beyond the post" section."""
-    from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla as best_table
+    from tpu_matmul_repro.analysis.summaries import best_vs_xla as best_table
 
     env, trans = environment(lang)
     gettext = trans.gettext

@@ -4,7 +4,7 @@ import dataclasses
 
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla, default_limit, fidelity, post_configs
+from tpu_matmul_repro.analysis.summaries import best_vs_xla, default_limit, fidelity, post_configs
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.units import MiB
 

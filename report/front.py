@@ -18,7 +18,7 @@ from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report.tables import VERDICT_NAMES, toolchain_name
 
 # The out-of-sample score the abstract quotes: each of the post's figures predicted by a fit that
-# never saw it (experiments/analysis/validation.py), over every point both sides completed.
+# never saw it (analysis/validation.py), over every point both sides completed.
 OUT_OF_SAMPLE = ("model", "leave one experiment out")
 RAW = ("compiler", "none (libtpu's estimate)")
 SOURCE_KINDS = {"compile": N_("compiler's VMEM verdict"), "model": N_("timing model, out of sample"),
@@ -60,7 +60,7 @@ def best_at(best: pd.DataFrame | None, target: str = POST_CHIP) -> list[dict]:
 
 def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> list[dict]:
     """One row per claim under the pipeline's compiler, with the verdict of the others beside it."""
-    from tpu_matmul_repro.experiments.analysis.claims import CLAIMS, reason_text
+    from tpu_matmul_repro.analysis.claims import CLAIMS, reason_text
     from tpu_matmul_repro.report.tables import _text
 
     if claims is None or claims.empty or "claim_id" not in claims:

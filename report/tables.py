@@ -2,7 +2,7 @@
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis.summaries import default_limit
+from tpu_matmul_repro.analysis.summaries import default_limit
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.schema import CONFIG
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
@@ -220,7 +220,7 @@ def _text(value) -> str:
 def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
     import json
 
-    from tpu_matmul_repro.experiments.analysis.claims import CLAIMS, SOURCES, reason_text
+    from tpu_matmul_repro.analysis.claims import CLAIMS, SOURCES, reason_text
 
     rows = []
     for r in claims.itertuples():
@@ -234,7 +234,7 @@ def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
 
 
 def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
-    from tpu_matmul_repro.experiments.analysis.validation import headline
+    from tpu_matmul_repro.analysis.validation import headline
 
     rows = []
     for key, h in headline(fidelity).items():
@@ -248,9 +248,9 @@ def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
 
 
 def fit_name(fit: str, gettext) -> str:
-    """A fit's name (experiments/analysis/model_columns.fits) in words: "published v5e", "published v5e
+    """A fit's name (analysis/model_columns.fits) in words: "published v5e", "published v5e
     without <figure>" or "measured <target> <run>"."""
-    from tpu_matmul_repro.experiments.analysis.model_columns import PUBLISHED, WITHOUT, is_refit
+    from tpu_matmul_repro.analysis.model_columns import PUBLISHED, WITHOUT, is_refit
 
     if fit == PUBLISHED:
         return gettext("the post's v5e numbers")
@@ -271,7 +271,7 @@ def _shown(constant: str) -> tuple[float, int]:
 def refit_rows(constants: pd.DataFrame, gettext) -> dict:
     """The leave-one-experiment-out refits' constants side by side: how far they move when one of the
     post's figures leaves the fit ({"figures": [...], "rows": [{constant, values}]})."""
-    from tpu_matmul_repro.experiments.analysis.model_columns import WITHOUT, is_refit
+    from tpu_matmul_repro.analysis.model_columns import WITHOUT, is_refit
 
     refits = constants[constants.fit.map(is_refit)] if len(constants) else constants
     if refits.empty:
@@ -287,7 +287,7 @@ def refit_rows(constants: pd.DataFrame, gettext) -> dict:
 
 
 def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
-    from tpu_matmul_repro.experiments.analysis.model_columns import is_refit
+    from tpu_matmul_repro.analysis.model_columns import is_refit
 
     rows = []
     for r in constants.itertuples():
@@ -305,7 +305,7 @@ def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
 def band_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
     """The prediction bands beside their held-out coverage (fidelity.csv, leave one experiment out):
     one row per size band, then all points and sizes from 2048 and 8192, as checked."""
-    from tpu_matmul_repro.experiments.analysis.intervals import VALIDATION
+    from tpu_matmul_repro.analysis.intervals import VALIDATION
 
     need = {"validation", "scope", "group", "halfwidth80", "coverage80", "halfwidth95", "coverage95"}
     if not need <= set(fidelity):
@@ -329,7 +329,7 @@ def band_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
 
 def rule_rows(gettext) -> list[dict]:
     """The verdict rules, one per kind of claim, with their thresholds (the report's appendix)."""
-    from tpu_matmul_repro.experiments.analysis.claims import CLAIMS, KIND_NAMES, KINDS, rule_text
+    from tpu_matmul_repro.analysis.claims import CLAIMS, KIND_NAMES, KINDS, rule_text
 
     rows = [dict(kind=gettext(KIND_NAMES[kind]), rule=rule_text(kind, gettext),
                  claims=[gettext(CLAIMS[c]) for c, k in KINDS.items() if k == kind])
@@ -343,8 +343,8 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
     Each part is read from its CSV when given, else computed from the table; a table that cannot support
     a fit (too few published points) yields no fidelity or constants, said so in the report.
     """
-    from tpu_matmul_repro.experiments.analysis import claims as claims_module
-    from tpu_matmul_repro.experiments.analysis import model_columns, timing_model, validation
+    from tpu_matmul_repro.analysis import claims as claims_module
+    from tpu_matmul_repro.analysis import model_columns, timing_model, validation
 
     if claims is None:
         claims = claims_module.claims_table(df)

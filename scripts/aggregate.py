@@ -2,14 +2,14 @@
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import model_columns
-from tpu_matmul_repro.experiments.analysis.aggregate import (
+from tpu_matmul_repro.analysis import model_columns
+from tpu_matmul_repro.analysis.aggregate import (
     check_unique,
     combine,
     load_measured,
     load_published,
 )
-from tpu_matmul_repro.experiments.analysis.runs import ROW_GROUP_ROWS
+from tpu_matmul_repro.analysis.runs import ROW_GROUP_ROWS
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
 from tpu_matmul_repro.experiments.plan.toolchains import primary, served

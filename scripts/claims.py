@@ -2,9 +2,9 @@
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis.claims import FEASIBILITY_CLAIMS, claims_table
-from tpu_matmul_repro.experiments.analysis.runs import read_results
-from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows, toolchains_of
+from tpu_matmul_repro.analysis.claims import FEASIBILITY_CLAIMS, claims_table
+from tpu_matmul_repro.analysis.runs import read_results
+from tpu_matmul_repro.analysis.toolchains import primary_rows, toolchains_of
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.plan.toolchains import primary, served

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.analysis.runs import read_results
+from tpu_matmul_repro.analysis.runs import read_results
 from tpu_matmul_repro.experiments.core import codec
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.experiments.core.tables import write_text_atomic

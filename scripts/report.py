@@ -20,7 +20,7 @@ def make(log) -> None:
 
     import pandas as pd
 
-    from tpu_matmul_repro.experiments.analysis.runs import read_measured, read_results
+    from tpu_matmul_repro.analysis.runs import read_measured, read_results
     from tpu_matmul_repro.experiments.core import codec
     from tpu_matmul_repro.experiments.core.tables import write_text_atomic
     from tpu_matmul_repro.experiments.plan.studies import load as load_studies

@@ -3,10 +3,10 @@ the best Pallas configuration against XLA."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import model_columns, timing_model, validation
-from tpu_matmul_repro.experiments.analysis.runs import read_results
-from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla
-from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.analysis import model_columns, timing_model, validation
+from tpu_matmul_repro.analysis.runs import read_results
+from tpu_matmul_repro.analysis.summaries import best_vs_xla
+from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.experiments.core.tables import write_csv_atomic

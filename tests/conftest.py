@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import runs  # noqa: E402
 
-from tpu_matmul_repro.experiments.analysis.aggregate import combine  # noqa: E402
+from tpu_matmul_repro.analysis.aggregate import combine  # noqa: E402
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame  # noqa: E402
 
 

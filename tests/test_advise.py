@@ -9,7 +9,7 @@ from test_timing_model import TRUE
 
 from tpu_matmul_repro.advise import candidates, cli, request, search, table
 from tpu_matmul_repro.advise.model import Model
-from tpu_matmul_repro.experiments.analysis import intervals
+from tpu_matmul_repro.analysis import intervals
 
 ROOT = Path(__file__).resolve().parent.parent
 BAND = intervals.Band({0.8: math.log(1.15), 0.95: math.log(1.23)}, 61)
@@ -51,7 +51,7 @@ def write_run(results, constants: dict | None = None, band: dict | None = None):
     """A run's timing_model.csv and fidelity.csv as the pipeline writes them, with values replaced."""
     import numpy as np
 
-    from tpu_matmul_repro.experiments.analysis import timing_model as tm
+    from tpu_matmul_repro.analysis import timing_model as tm
 
     results.mkdir(exist_ok=True)
     values = {p: getattr(TRUE, p) for p in tm.PARAMS} | (constants or {})
@@ -217,7 +217,7 @@ def test_the_model_is_read_from_a_pipeline_run_and_cached_by_its_inputs(tmp_path
     import dataclasses
 
     from tpu_matmul_repro.advise import model as advisor_model
-    from tpu_matmul_repro.experiments.analysis import timing_model as tm
+    from tpu_matmul_repro.analysis import timing_model as tm
 
     results = tmp_path / "results"
     results.mkdir()
@@ -418,7 +418,7 @@ def test_an_empty_fit_config_with_advice_stops_before_any_job(tmp_path):
     out = result.stdout + result.stderr
     assert result.returncode != 0
     lines = [line for line in out.splitlines() if "advice.shapes needs this run's timing model" in line]
-    from tpu_matmul_repro.experiments.analysis import timing_model as tm
+    from tpu_matmul_repro.analysis import timing_model as tm
 
     need = len(tm.PARAMS) + 2
     assert len(lines) == 1 and f"it would have 0 (a fit needs {need})" in lines[0], out[-2000:]
@@ -543,7 +543,7 @@ def test_the_band_read_back_from_fidelity_csv_is_the_one_the_run_used(tmp_path):
     from test_timing_model import synthetic_table
 
     from tpu_matmul_repro.advise import model as advisor_model
-    from tpu_matmul_repro.experiments.analysis import validation
+    from tpu_matmul_repro.analysis import validation
 
     df = synthetic_table()
     df = df[df.m < 4096]  # no point in the two larger size bands

@@ -5,13 +5,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tpu_matmul_repro.experiments.analysis.aggregate import (
+from tpu_matmul_repro.analysis.aggregate import (
     attach_baseline,
     check_unique,
     combine,
     load_published,
 )
-from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla, fidelity
+from tpu_matmul_repro.analysis.summaries import best_vs_xla, fidelity
 from tpu_matmul_repro.experiments.core.schema import KEY
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
 
@@ -125,7 +125,7 @@ def test_measured_rows_carry_their_ratio_to_the_estimate(estimates):
 
 
 def test_figures_draw_each_targets_latest_run_only():
-    from tpu_matmul_repro.experiments.analysis.runs import latest_runs
+    from tpu_matmul_repro.analysis.runs import latest_runs
 
     rows = to_frame([measured(1024, [1e-3] * 5, "old", "2026-01-01T00:00:00+00:00"),
                      measured(1024, [1e-3] * 5, "new", "2026-06-01T00:00:00+00:00"),
@@ -138,7 +138,7 @@ def test_figures_draw_each_targets_latest_run_only():
 def test_stages_after_the_aggregate_read_the_latest_runs_without_samples(estimates, tmp_path):
     """read_results: every estimate, each target's latest measured run, no raw samples; read_measured:
     every measured row, the columns the report shows."""
-    from tpu_matmul_repro.experiments.analysis.runs import read_measured, read_results
+    from tpu_matmul_repro.analysis.runs import read_measured, read_results
     from tpu_matmul_repro.experiments.core.schema import SAMPLE_COLUMNS
     from tpu_matmul_repro.experiments.measure.statistics import derive
 

@@ -1,4 +1,4 @@
-"""The verdict rules (experiments/analysis/claims.py), on the synthetic table of tests/test_timing_model.py:
+"""The verdict rules (analysis/claims.py), on the synthetic table of tests/test_timing_model.py:
 each kind's verdict recomputed from the numbers its claims.csv row prints, and measurements that decide
 only the claims they cover."""
 import json
@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from test_timing_model import VERSIONS, synthetic_table
 
-from tpu_matmul_repro.experiments.analysis import claims
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import claims
+from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
 from tpu_matmul_repro.experiments.core.units import MiB
 

@@ -120,7 +120,7 @@ def test_the_post_s_five_blocks_with_xla_keep_the_layout(tmp_path):
     went to two columns there)."""
     from conftest import VERSIONS, row
 
-    from tpu_matmul_repro.experiments.analysis.aggregate import combine
+    from tpu_matmul_repro.analysis.aggregate import combine
     from tpu_matmul_repro.experiments.core.schema import frame
 
     blocks = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (512, 1024, 1024), (1024, 1024, 1024)]

@@ -18,8 +18,8 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tpu_matmul_repro.experiments.analysis import model_columns
-from tpu_matmul_repro.experiments.analysis.aggregate import (
+from tpu_matmul_repro.analysis import model_columns
+from tpu_matmul_repro.analysis.aggregate import (
     check_unique,
     combine,
     load_measured,

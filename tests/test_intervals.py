@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from test_timing_model import synthetic_table
 
-from tpu_matmul_repro.experiments.analysis import claims, intervals, model_columns, validation
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import claims, intervals, model_columns, validation
+from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 
 # the module's fitted table (noisy) made once: every test of this file on one worker

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from measure_fakes import MARKED_K  # tests/ (a site-packages `tests` shadows the package name)
 
-from tpu_matmul_repro.experiments.analysis.aggregate import check_unique, combine, load_measured
+from tpu_matmul_repro.analysis.aggregate import check_unique, combine, load_measured
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.jobs import MeasureJob
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame

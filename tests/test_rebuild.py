@@ -29,8 +29,8 @@ STUDY_ONWARDS = {"compile_study_job", "compile_study_target", *TABLE_ONWARDS}
     ("experiments/correctness/interpret.py", {"correctness_kernel", "correctness_table", "report"}),
     ("experiments/compile_study/extrapolate.py", STUDY_ONWARDS),
     ("experiments/compile_study/worker.py", STUDY_ONWARDS),
-    ("experiments/analysis/aggregate.py", TABLE_ONWARDS),
-    ("experiments/analysis/summaries.py", TABLE_ONWARDS),  # the aggregate's timing model imports it
+    ("analysis/aggregate.py", TABLE_ONWARDS),
+    ("analysis/summaries.py", TABLE_ONWARDS),  # the aggregate's timing model imports it
     ("figures/plots.py", {"figures", "gallery", "report"}),
     ("report/findings.py", {"gallery", "report"}),
     ("report/templates/report.html.j2", {"report"}),
@@ -51,7 +51,7 @@ def test_a_code_edit_reruns_its_stage_and_what_follows(finished_run, module, rer
 def test_an_edit_undone_reruns_nothing(finished_run):
     """The code digest is of the content: an edit and its undoing leave the run up to date, however
     the file's time changed."""
-    path = finished_run / "experiments" / "analysis" / "aggregate.py"
+    path = finished_run / "analysis" / "aggregate.py"
     original = path.read_bytes()
     path.write_bytes(original + b"\n# edited\n")
     assert "aggregate" in planned(finished_run)

@@ -158,7 +158,7 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
 
 @pytest.mark.slow
 def test_statistics_name_their_file_and_no_rank_correlation_below_five_points(table):
-    from tpu_matmul_repro.experiments.analysis import summaries
+    from tpu_matmul_repro.analysis import summaries
 
     html = render(table, "en", **result_files())
     model = html[html.index('<section id="timing-model">'):html.index('<section id="then-and-now">')]
@@ -309,7 +309,7 @@ def test_a_few_runs_keep_a_table_each(table):
 def test_the_readers_give_the_report_of_the_whole_table(table, tmp_path):
     """The report script reads each target's latest run (read_results) and every measured row's shown
     columns (read_measured): the same report as from the whole table in memory."""
-    from tpu_matmul_repro.experiments.analysis.runs import read_measured, read_results
+    from tpu_matmul_repro.analysis.runs import read_measured, read_results
 
     df = pd.concat([table, measured_runs(6, [256, 512])], ignore_index=True)
     path = tmp_path / "matmul.parquet"
@@ -453,7 +453,7 @@ def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval
 def two_toolchains(table):
     """The fixture under today's compiler and the post's (whose older libtpu compiled the v5 block that
     today runs out of VMEM): the run a default config makes, with its then-and-now section."""
-    from tpu_matmul_repro.experiments.analysis.aggregate import combine
+    from tpu_matmul_repro.analysis.aggregate import combine
 
     now = table[table.source == "estimate"].assign(toolchain="current")
     v2 = now[(now.kernel == "v1") & (now.m == 1024)]
@@ -665,7 +665,7 @@ def test_the_pdf_carries_the_kernels_it_lists(table, tmp_path):
 def test_the_outputs_page_lists_what_the_code_writes():
     """docs/outputs.md names every verdict claims.csv can hold, every kind of number the figures name and
     the table's key, as the code defines them (issue 40: the list lacked `inconclusive`)."""
-    from tpu_matmul_repro.experiments.analysis.claims import VERDICTS
+    from tpu_matmul_repro.analysis.claims import VERDICTS
     from tpu_matmul_repro.experiments.core.schema import KEY
     from tpu_matmul_repro.figures.labels import SOURCE_NAMES
 

@@ -9,9 +9,9 @@ import pytest
 import yaml
 from test_timing_model import TRUE, VERSIONS, estimate_row, published_row, synthetic_table
 
-from tpu_matmul_repro.experiments.analysis import model_columns
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.analysis.aggregate import combine
+from tpu_matmul_repro.analysis import model_columns
+from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.aggregate import combine
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes

@@ -13,12 +13,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "tpu_matmul_repro"  # pyproject.toml: each top-level folder below is one of its sub-packages
 # Layers, lowest first: a module may import its own layer and those below it, never one above.
-LAYERS = {"kernels": 0, "experiments": 1, "figures": 2, "report": 3, "studies": 4, "advise": 4}
+LAYERS = {"kernels": 0, "experiments": 1, "analysis": 2, "figures": 3, "report": 4, "studies": 5, "advise": 5}
 
 
 @functools.cache
 def modules() -> dict[str, Path]:
-    """tpu_matmul_repro.<folder>.<module> -> its file, for every module of the six folders."""
+    """tpu_matmul_repro.<folder>.<module> -> its file, for every module of the seven folders."""
     found = {}
     for package in LAYERS:
         for path in (ROOT / package).rglob("*.py"):
@@ -37,7 +37,7 @@ def tracked(*suffixes: str) -> list[Path]:
 
 
 def test_the_installed_package_is_the_tree():
-    """pyproject.toml lists every folder of the six with an __init__.py, and nothing else."""
+    """pyproject.toml lists every folder of the seven with an __init__.py, and nothing else."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert setuptools["package-dir"] == {PACKAGE: "."}
     folders = {".".join((PACKAGE, *p.parent.relative_to(ROOT).parts))
@@ -66,7 +66,7 @@ def test_the_import_graph_is_not_empty():
     """The tests below read the graph: one that found no import would pass them all."""
     graph = import_graph()
     assert sum(len(v) for v in graph.values()) > 300
-    assert f"{PACKAGE}.experiments.core.schema" in graph[f"{PACKAGE}.experiments.analysis.aggregate"]
+    assert f"{PACKAGE}.experiments.core.schema" in graph[f"{PACKAGE}.analysis.aggregate"]
 
 
 @functools.cache
@@ -138,11 +138,11 @@ def test_no_module_imports_a_higher_layer(module):
     assert not higher, f"{module} (layer {own}) imports {higher}"
 
 
-# The sub-packages of experiments/, lowest first. A run goes plan -> correctness, compile_study, measure
-# -> analysis; in the code the planner and the stages meet only in core's types (core/jobs.py): a module
-# imports its own sub-package and lower-ranked ones only, so neither the planner and a stage nor two
-# stages import each other, core imports none of them, and analysis reads what the stages wrote.
-STAGE_RANKS = {"core": 0, "plan": 1, "correctness": 1, "compile_study": 1, "measure": 1, "analysis": 2}
+# The sub-packages of experiments/, lowest first. A run goes plan -> correctness, compile_study, measure,
+# then analysis/ (a layer above, see LAYERS) reads what they wrote; in the code the planner and the stages
+# meet only in core's types (core/jobs.py): a module imports its own sub-package and lower-ranked ones
+# only, so neither the planner and a stage nor two stages import each other, and core imports none.
+STAGE_RANKS = {"core": 0, "plan": 1, "correctness": 1, "compile_study": 1, "measure": 1}
 
 
 def stage(module: str) -> str | None:
@@ -164,11 +164,11 @@ def test_every_sub_package_of_experiments_is_ranked():
 
 
 def test_the_stage_order_finds_a_back_edge():
-    core, plan, study, analysis = (f"{PACKAGE}.experiments.{s}.m" for s in
-                                   ("core", "plan", "compile_study", "analysis"))
-    assert back_edges({analysis: {study, core}, study: {core}, plan: {core}, core: set()}) == []
-    assert back_edges({plan: {study}, study: {plan}, core: {analysis}}) == sorted(
-        [f"{core} -> {analysis}", f"{plan} -> {study}", f"{study} -> {plan}"])
+    core, plan, study, measure = (f"{PACKAGE}.experiments.{s}.m" for s in
+                                  ("core", "plan", "compile_study", "measure"))
+    assert back_edges({measure: {core}, study: {core}, plan: {core}, core: set()}) == []
+    assert back_edges({plan: {study}, study: {plan}, core: {measure}}) == sorted(
+        [f"{core} -> {measure}", f"{plan} -> {study}", f"{study} -> {plan}"])
 
 
 def test_no_stage_imports_a_stage_of_its_rank_or_above():
@@ -183,7 +183,7 @@ def test_the_core_reads_without_the_studies():
 
     names = study_names()
     assert "then_and_now" in names and "history" in names
-    core = [p for d in ("kernels", "experiments", "figures", "report", "scripts", "rules")
+    core = [p for d in ("kernels", "experiments", "analysis", "figures", "report", "scripts", "rules")
             for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".smk", ".j2")]
     naming = [(str(p.relative_to(ROOT)), name) for p in core for name in names
               if re.search(rf"studies[./]{name}\b", p.read_text())]

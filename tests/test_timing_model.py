@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tpu_matmul_repro.experiments.analysis import claims, model_columns, validation
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.analysis.aggregate import combine
+from tpu_matmul_repro.analysis import claims, model_columns, validation
+from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.aggregate import combine
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
@@ -206,7 +206,7 @@ def test_xla_estimate_that_falls_with_size_is_flagged(synthetic):
     assert left_out["scored, not fitted: XLA estimate flagged non-monotonic"] == 1
     assert not points[points.in_fit.eq(False)].empty and points.in_fit.sum() == len(points) - 1
     df["estimate_nonmonotonic"] = flags
-    from tpu_matmul_repro.experiments.analysis.summaries import best_vs_xla
+    from tpu_matmul_repro.analysis.summaries import best_vs_xla
     best = best_vs_xla(df).set_index(["dtype", "size", "estimator"])
     assert best.loc[("float32", 8192, "compiler")].xla_flagged
     assert np.isnan(best.loc[("float32", 8192, "compiler")].fraction_of_xla)
@@ -298,7 +298,7 @@ def test_a_target_without_compiler_cycles_gets_labelled_model_only_estimates(syn
     the reason it has none."""
     import matplotlib.pyplot as plt
 
-    from tpu_matmul_repro.experiments.analysis.summaries import MODEL_ONLY, best_vs_xla, estimate_methods
+    from tpu_matmul_repro.analysis.summaries import MODEL_ONLY, best_vs_xla, estimate_methods
     from tpu_matmul_repro.figures import plots
 
     v4 = chip("v4")
@@ -402,7 +402,7 @@ def test_the_posts_runs_are_modelled_with_the_posts_compilers_buffers(synthetic)
     today = est.assign(toolchain="current", vmem_bytes=6 * 1024 * 1024 * 4)
     df = pd.concat([synthetic.drop(index=est.index), today, post], ignore_index=True)
     assert (tm.post_vmem_bytes(df)[df.toolchain == "current"].dropna() == 3 * 1024 * 1024 * 4).any()
-    from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+    from tpu_matmul_repro.analysis.toolchains import primary_rows
     table = primary_rows(model_columns.apply(df, toolchain="current")[0], "current")
     points, _ = tm.reference_points(table)
     mine = points[(points.experiment == "v4") & (points.bm == 1024)]

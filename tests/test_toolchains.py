@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from tpu_matmul_repro.experiments.analysis.aggregate import combine
-from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+from tpu_matmul_repro.analysis.aggregate import combine
+from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.compile_study import toolchain_env
 from tpu_matmul_repro.experiments.compile_study.toolchain_jobs import environment_marker, run_toolchain_jobs
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler

@@ -6,7 +6,7 @@ one per study that marks messages of its own, in the study's folder
 (studies/<name>/locale/<lang>/LC_MESSAGES/messages.po), so that a study carries its translations
 with it. A study's catalog holds the messages marked in its folder that the core does not mark; the
 translations are the core's and the studies' merged. It lives
-in the core, below figures and report, so that both (and experiments/analysis/claims.py) read one catalog
+in the core, below figures and report, so that both (and analysis/claims.py) read one catalog
 and no lower layer imports a higher one.
 
 Marking a message where it is written:
@@ -44,7 +44,7 @@ JINJA = "jinja2.ext:babel_extract"
 # Where messages are marked: (babel's extraction method, a glob under the repository root).
 EXTRACT = (
     ("tpu_matmul_repro.experiments.core.i18n:spec_descriptions", "kernels/*.py"),
-    ("python", "experiments/analysis/claims.py"),
+    ("python", "analysis/claims.py"),
     ("python", "figures/*.py"),
     ("python", "report/*.py"),
     (JINJA, "report/templates/*.j2"),

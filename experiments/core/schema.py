@@ -34,7 +34,7 @@ class Column:
     bound: str = ""
 
 
-# Prediction intervals of the modelled columns (experiments/analysis/intervals.py): at these levels (%),
+# Prediction intervals of the modelled columns (analysis/intervals.py): at these levels (%),
 # <column>_lo<level> and <column>_hi<level> beside each of them.
 MODELLED_COLUMNS = ("model_device_seconds", "model_post_seconds", "model_device_tflops", "model_post_tflops")
 INTERVAL_LEVELS = (80, 95)
@@ -165,7 +165,7 @@ _OF_KIND = {kind: tuple(c.name for c in COLUMN_SPECS if c.kind == kind)
 INT_COLUMNS, FLOAT_COLUMNS, BOOL_COLUMNS = _OF_KIND["int"], _OF_KIND["float"], _OF_KIND["bool"]
 # A measured row's raw samples (lists of seconds): the table keeps them, and the statistics derived
 # from them (experiments/measure/statistics.py) are columns of their own, so readers of the table
-# after the aggregate leave them out (experiments/analysis/runs.py).
+# after the aggregate leave them out (analysis/runs.py).
 SAMPLE_COLUMNS = _OF_KIND["samples"]
 # never missing: "" when there is nothing to say (the key's text columns are filled by every source).
 TEXT_COLUMNS = tuple(c.name for c in COLUMN_SPECS if c.filled)

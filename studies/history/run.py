@@ -16,7 +16,7 @@ or an interrupted run repeats no install and no compile.
 """
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis.toolchains import config_name, short_error
+from tpu_matmul_repro.analysis.toolchains import config_name, short_error
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.studies.history.bisect import Finding, bisect

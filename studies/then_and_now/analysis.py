@@ -1,12 +1,12 @@
 """Then and now: the post's configurations under each toolchain, against the post's own verdicts.
 
 The core's figures and findings read each target's own compiler's estimates only
-(experiments.analysis.toolchains.primary_rows); this study reads every toolchain's.
+(analysis.toolchains.primary_rows); this study reads every toolchain's.
 """
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis.summaries import MATCH, default_limit, post_configs
-from tpu_matmul_repro.experiments.analysis.toolchains import short_error, toolchains_of
+from tpu_matmul_repro.analysis.summaries import MATCH, default_limit, post_configs
+from tpu_matmul_repro.analysis.toolchains import short_error, toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from tpu_matmul_repro.experiments.analysis.toolchains import short_error
+from tpu_matmul_repro.analysis.toolchains import short_error
 from tpu_matmul_repro.experiments.compile_study import tpu_compile
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.tables import write_csv_atomic

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.analysis.toolchains import toolchains_of
 from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_

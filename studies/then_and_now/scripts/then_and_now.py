@@ -1,8 +1,8 @@
 """Snakemake script: the post's configurations under each toolchain against the post's verdicts."""
 
 
-from tpu_matmul_repro.experiments.analysis.runs import read_results
-from tpu_matmul_repro.experiments.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.analysis.runs import read_results
+from tpu_matmul_repro.analysis.toolchains import toolchains_of
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.plan.toolchains import primary

@@ -26,10 +26,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.analysis import validation
-from tpu_matmul_repro.experiments.analysis.summaries import model_only
-from tpu_matmul_repro.experiments.analysis.validation import (  # noqa: F401  (re-exported)
+from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import validation
+from tpu_matmul_repro.analysis.summaries import model_only
+from tpu_matmul_repro.analysis.validation import (  # noqa: F401  (re-exported)
     LEVELS,
     SIZE_BANDS,
     conformal_quantile,

@@ -1,4 +1,4 @@
-"""The table's modelled columns and the fits behind them (the model: experiments/analysis/timing_model.py).
+"""The table's modelled columns and the fits behind them (the model: analysis/timing_model.py).
 
 The default run fits the post's published v5e numbers; a TPU run is re-fitted from its own
 measurements. Every estimate row gets both modelled times and names its fit; measured rows get the
@@ -7,10 +7,10 @@ modelled times of their configuration and their ratios to them.
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import intervals, validation
-from tpu_matmul_repro.experiments.analysis.runs import latest_labels
-from tpu_matmul_repro.experiments.analysis.summaries import MODEL_ONLY
-from tpu_matmul_repro.experiments.analysis.timing_model import (
+from tpu_matmul_repro.analysis import intervals, validation
+from tpu_matmul_repro.analysis.runs import latest_labels
+from tpu_matmul_repro.analysis.summaries import MODEL_ONLY
+from tpu_matmul_repro.analysis.timing_model import (
     CONFIG,
     COST_MODEL,
     LOWER,
@@ -125,11 +125,11 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     measured_over_model (device time) and wall_over_model (blocked-call time). XLA estimates whose
     TFLOP/s falls with size are flagged (estimate_nonmonotonic), and their modelled columns use the
     best smaller problem's rate (xla_estimate_method monotone_envelope), never the dip. Every modelled
-    column has its prediction intervals beside it (experiments/analysis/intervals.py).
+    column has its prediction intervals beside it (analysis/intervals.py).
     """
     df = df.assign(post_vmem_bytes=post_vmem_bytes(df)) if len(df) else df
     if toolchain is not None:
-        from tpu_matmul_repro.experiments.analysis.toolchains import primary_rows
+        from tpu_matmul_repro.analysis.toolchains import primary_rows
 
         mine = primary_rows(df, toolchain, served)
         with_model, constants = apply(mine)

@@ -10,7 +10,7 @@ SUMMARY_SIZES = (2048, 4096, 8192)
 MIN_RANK_POINTS = 5
 # model_fit of a Pallas estimate without compiler cycles (v4: every libtpu's static profiler aborts):
 # the timing model's per-step form from the chip's peak, HBM bandwidth and the fitted constants alone,
-# with no compiler estimate of the kernel's own code behind it (experiments/analysis/model_columns.py).
+# with no compiler estimate of the kernel's own code behind it (analysis/model_columns.py).
 MODEL_ONLY = "model only, no compiler cycles"
 
 

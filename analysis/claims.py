@@ -15,7 +15,7 @@ entered that fit), with the post's compiler's buffering where the run has that c
 measurement never removes the verdict of a claim it does not cover.
 
 Speed rules compare a margin m (ln: > 0 where the claim holds at this run's number) with the half-width
-q of the timing model's 80 % band (conditional on size, experiments/analysis/intervals.py; a ratio of
+q of the timing model's 80 % band (conditional on size, analysis/intervals.py; a ratio of
 two modelled speeds of one figure gets one q, of two figures sqrt(qa^2 + qb^2); measurements q = 0):
   holds         m >= 0 and the post's own numbers satisfy the claim;
   differs       m + q < 0 (the whole band fails the claim), or m < 0 and the post's numbers fail too;
@@ -29,10 +29,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import intervals, validation
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.analysis.runs import latest_runs
-from tpu_matmul_repro.experiments.analysis.summaries import default_limit, post_configs
+from tpu_matmul_repro.analysis import intervals, validation
+from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.runs import latest_runs
+from tpu_matmul_repro.analysis.summaries import default_limit, post_configs
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops

@@ -6,7 +6,7 @@ Two schemes, each scoring every point by a fit that did not contain it:
     leaves the fit too, so no fit has seen a point it predicts, under any name;
   leave one size out: fit on every size but one, predict that one.
 The result is results/fidelity.csv: one row per estimator, validation, scope and group. The rows of
-leave one experiment out also check the prediction intervals (experiments/analysis/intervals.py): the
+leave one experiment out also check the prediction intervals (analysis/intervals.py): the
 band's half-width in ln (halfwidth80, halfwidth95; the size band's where the group has one) and the
 share of the group's points inside the band sized without their own figure (coverage80, coverage95):
 held-out points only.
@@ -22,12 +22,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.analysis.summaries import MIN_RANK_POINTS
+from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_LEVELS
 
-# Prediction-interval levels (experiments/analysis/intervals.py sizes the bands; here they are checked)
+# Prediction-interval levels (analysis/intervals.py sizes the bands; here they are checked)
 LEVELS = tuple(level / 100 for level in INTERVAL_LEVELS)
 
 
