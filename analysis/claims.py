@@ -31,6 +31,7 @@ import pandas as pd
 
 from tpu_matmul_repro.analysis import intervals, validation
 from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.number_classes import CLASS_NAMES, number_class
 from tpu_matmul_repro.analysis.runs import latest_runs
 from tpu_matmul_repro.analysis.summaries import default_limit, post_configs
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
@@ -113,14 +114,19 @@ REASONS = {
 XLA_IS = {"modelled": N_("modelled the same way"), "measured": N_("both measured"),
           "post": N_("the post's measured XLA: this run's XLA estimate at that size falls with size "
                      "(flagged), and its envelope value is not used for the claim")}
+# Where a claim's numbers come from, after the class of those numbers (analysis/number_classes.py):
+# source_text joins the two, so the class word follows the kind of evidence, never a copy of it.
 SOURCES = {
-    "compile": N_("estimated: libtpu %(libtpu)s compile for %(target)s, default VMEM limit"),
-    "model": N_("estimated: libtpu %(libtpu)s for %(target)s through the timing model, timed as the post "
+    "compile": N_("libtpu %(libtpu)s compile for %(target)s, default VMEM limit"),
+    "model": N_("libtpu %(libtpu)s's cycles for %(target)s through the timing model, timed as the post "
                 "did with the buffers the post's compiler gave each configuration, fitted without this "
                 "figure (leave one experiment out)"),
-    "measured": N_("measured: %(target)s, run %(label)s, blocked calls as the post timed them"),
+    "measured": N_("%(target)s, run %(label)s, blocked calls as the post timed them"),
     "none": N_("none"),
 }
+SOURCE_CLASSES = {"compile": number_class("estimate"), "model": number_class("estimate", through_model=True),
+                  "measured": number_class("measured")}
+SOURCE_LINE = N_("%(class)s: %(how)s")
 NOTES = {
     "holds": N_("Holds: this run's number satisfies the rule (%(test)s), and so do the post's own."),
     "differs_band": N_("Differs: this run's whole 80 %% band (x/%(band_factor).2f) fails the rule "
@@ -432,6 +438,15 @@ def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
         this_value=f"bf16 {ours_b:.1f} vs f32 {ours_f:.1f} TFLOP/s")
 
 
+def source_text(kind: str, values: dict, gettext=lambda m: m) -> str:
+    """claims.csv's source column (and the report's, through a language's gettext): the class of the
+    claim's numbers (SOURCE_CLASSES), then how they were obtained (SOURCES)."""
+    how = gettext(SOURCES[kind]) % values
+    if kind not in SOURCE_CLASSES:
+        return how
+    return gettext(SOURCE_LINE) % {"class": gettext(CLASS_NAMES[SOURCE_CLASSES[kind]]), "how": how}
+
+
 def reason_text(reason_id: str, note_id: str, values: dict, gettext=lambda m: m) -> str:
     """The reason sentence, and the notes on how the verdict was decided (space-separated ids)."""
     values = dict(values)
@@ -485,7 +500,7 @@ def claims_table(df: pd.DataFrame, toolchain: str = TOOLCHAIN, only=None) -> pd.
                   for k, v in {**r["values"], **where}.items()}
         note = r.get("note_id", "")
         rows.append(dict(claim_id=claim, claim=CLAIMS[claim], kind=KINDS[claim], post_value=r["post_value"],
-                         this_value=r["this_value"], source=SOURCES[kind] % values, source_kind=kind,
+                         this_value=r["this_value"], source=source_text(kind, values), source_kind=kind,
                          toolchain=toolchain, verdict=r["verdict"],
                          reason=reason_text(r["reason_id"], note, values), reason_id=r["reason_id"],
                          note_id=note, values=json.dumps(values, sort_keys=True, default=str)))

@@ -19,6 +19,8 @@ import yaml
 from babel.support import Translations
 from markupsafe import Markup
 
+from tpu_matmul_repro.analysis.number_classes import CLASSES as CLASS_ORDER
+from tpu_matmul_repro.analysis.number_classes import class_names, number_class, speed_classes
 from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, estimate_methods
 from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core.cases import config_label
@@ -26,7 +28,7 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, glossary, translations
 from tpu_matmul_repro.experiments.core.provenance import build_date
 from tpu_matmul_repro.experiments.core.tables import write_atomic
-from tpu_matmul_repro.figures.catalog import describe
+from tpu_matmul_repro.figures.catalog import describe, model_column
 from tpu_matmul_repro.figures.cite import (
     RESULTS_LICENCE,
     RESULTS_LICENCE_URL,
@@ -298,6 +300,28 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
     return out
 
 
+def classes_text(classes, gettext, lang: str) -> str:
+    """Classes of number named as alternatives ("estimated, modelled or published")."""
+    names = class_names(classes, gettext)
+    if len(names) < 2:
+        return "".join(names)
+    return gettext("%(first)s or %(last)s") % {"first": join(lang, "list", names[:-1]), "last": names[-1]}
+
+
+def report_classes(df: pd.DataFrame, main_target: str, gettext, lang: str) -> dict:
+    """The class words of the report's sentences about its numbers, from the rows (number_classes):
+    `run_speeds` this run's speeds, `shown` every TPU speed it shows (libtpu's raw estimate stays
+    beside the timing model's in the fidelity figure), `roofline` the roofline's points."""
+    tpu = df[df.target != "cpu"] if "target" in df else df
+    speeds = speed_classes(tpu)
+    shown = (["estimate"] if "modelled" in speeds else []) + speeds
+    roofline = tpu[(tpu.source == "estimate") & (tpu.target == main_target)]
+    roofline_class = number_class("estimate", through_model=model_column(roofline, "roofline") is not None)
+    return dict(run_speeds=classes_text([c for c in speeds if c != "published"], gettext, lang),
+                shown=classes_text(sorted(set(shown), key=CLASS_ORDER.index), gettext, lang),
+                roofline=classes_text([roofline_class], gettext, lang))
+
+
 def render_html(df: pd.DataFrame, *, for_pdf: bool = False, **kwargs) -> str:
     """The report's HTML page (for_pdf: the HTML its PDF is typeset from); see render_pages."""
     return render_pages(df, **kwargs)[1 if for_pdf else 0]
@@ -389,6 +413,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         code_css=Markup(pygments.formatters.HtmlFormatter(cssclass="highlight").get_style_defs(".highlight")),
         date=date.isoformat(), git_sha=commit,
         tpu_measured=bool(((df.source == "measured") & (df.target != "cpu")).any()),
+        number_classes=report_classes(df, main_target, gettext, lang),
         measured=tables.measured_tables(measured),
         provenance=tables.provenance(df, measured),
         source_names={"estimate": gettext("estimated"), "measured": gettext("measured"),

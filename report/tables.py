@@ -220,7 +220,7 @@ def _text(value) -> str:
 def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
     import json
 
-    from tpu_matmul_repro.analysis.claims import CLAIMS, SOURCES, reason_text
+    from tpu_matmul_repro.analysis.claims import CLAIMS, reason_text, source_text
 
     rows = []
     for r in claims.itertuples():
@@ -228,7 +228,7 @@ def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
                          verdict_class=r.verdict.replace(" ", "-"),
                          reason=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
-                         source=gettext(SOURCES[r.source_kind]) % values,
+                         source=source_text(r.source_kind, values, gettext),
                          toolchain=toolchain_name(r.toolchain, gettext)))
     return rows
 

@@ -191,3 +191,29 @@ def test_a_compile_claim_is_decided_on_the_sizes_both_sides_tried(table):
         "v2_up_to_2048"]
     assert row.verdict == "holds" == claims.verdict_of(row), row.reason
     assert values(row)["post_fail"] == "–"  # 4096 is outside the sizes compared
+
+
+def test_the_source_column_names_the_class_of_the_claim_s_numbers(table, rows):
+    """claims.csv's source column (and the report's, in Chinese) begins with the class of the numbers the
+    verdict used: a VMEM verdict is libtpu's estimate, a speed through the timing model is modelled, a
+    measurement is measured (analysis/number_classes.py), never "estimated" for a modelled speed."""
+    from tpu_matmul_repro.experiments.core.i18n import translations
+
+    covering = measured_rows(table, [("v5", "v5", "bfloat16", 8192, (512, 512, 512)),
+                                     ("v4", "v3", "float32", 8192, (512, 512, 512))])
+    measured = claims.claims_table(pd.concat([table, covering], ignore_index=True)).set_index("claim_id")
+    expected = {"compile": ("estimated: ", "估计值："), "model": ("modelled: ", "建模值："),
+                "measured": ("measured: ", "实测值：")}
+    zh = translations("zh").gettext
+    seen = set()
+    for frame in (rows, measured):
+        for _, row in frame.iterrows():
+            kind = row["source_kind"]
+            if kind == "none":
+                continue
+            en, chinese = expected[kind]
+            assert row["source"].startswith(en), (kind, row["source"])
+            assert claims.source_text(kind, values(row), zh).startswith(chinese)
+            seen.add(kind)
+    assert seen == set(expected)
+    assert rows.loc["v3_128_about_10", "source_kind"] == "model"  # a speed: modelled, not estimated

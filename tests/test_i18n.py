@@ -180,6 +180,8 @@ def test_one_chinese_word_per_concept():
     ("the pipeline's own environment", "流水线自身的环境"),  # 工作流 for the run's pipeline
     ("where the config runs it", "配置启用时"),  # 配置文件
     ("a real TPU can still be slower where the Pallas pipeline stalls", "真实 TPU 仍可能更慢"),
+    ("Every speed this run gives is modelled", "本报告中的速度都是估计值"),  # modelled called estimated
+    ("TFLOP/s, estimated", "TFLOP/s，建模值"),  # and the reverse
 ])
 def test_the_concept_check_finds_a_mixed_up_word(english, chinese):
     assert concept_problems(english, chinese, glossary_concepts())
