@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from tpu_matmul_repro.analysis.number_classes import number_class
 from tpu_matmul_repro.analysis.runs import latest_runs
 from tpu_matmul_repro.analysis.summaries import post_configs
 from tpu_matmul_repro.analysis.toolchains import primary_rows
@@ -146,7 +147,8 @@ def kinds_of(rows: pd.DataFrame, kind: str) -> list[str]:
         modelled = "model_post_tflops" in rows and rows.model_post_tflops.notna().any()
         out = (["estimate"] + (["modelled"] if modelled else [])) if "estimate" in present else []
         return out + [s for s in ("measured", "published") if s in present]
-    out = [("modelled" if model_column(rows, kind) else "estimate")] if "estimate" in present else []
+    through_model = model_column(rows, kind) is not None
+    out = [number_class("estimate", through_model)] if "estimate" in present else []
     return out + [s for s in ("measured", "published") if s in present]
 
 
