@@ -1,8 +1,10 @@
-"""MkDocs hooks (mkdocs.yml `hooks:`): the docs' column reference, generated from the table's schema.
+"""MkDocs hooks (mkdocs.yml `hooks:`): what the docs state about the code and the runs, generated.
 
 A page that holds the line `<!-- columns: SOURCE -->` gets, in its place, the table of every column
 whose rows of SOURCE fill it (`all`: every column), read from experiments.core.schema, so that a
-column's meaning is written once, beside its type.
+column's meaning is written once, beside its type. `<!-- default-run: RUN -->`, anywhere in a line,
+becomes that run's wall time in the benchmark record (benchmarks/default_run.md) with the record's
+date and commit, so that no page copies a time the next benchmark changes.
 """
 import re
 from pathlib import Path
@@ -12,6 +14,8 @@ MARKER = re.compile(r"^<!-- columns: (\w+) -->$", re.MULTILINE)
 # headings moved two levels down so that they nest under the page's.
 INCLUDE = re.compile(r"^<!-- include: (\S+) -->$", re.MULTILINE)
 ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RUN = re.compile(r"<!-- default-run: (.+?) -->")
+BENCHMARK = "benchmarks/default_run.md"
 
 
 def columns() -> list[dict]:
@@ -39,6 +43,34 @@ def included(path: str) -> str:
     return re.sub(r"^(#+) ", lambda m: "#" * min(6, len(m.group(1)) + 2) + " ", text, flags=re.MULTILINE)
 
 
+def benchmark_record(text: str) -> dict:
+    """The first record of a default-run benchmark file: its date, commit and {run: wall time} (the
+    first table after the record's "Measured DATE, commit SHA" line)."""
+    head = re.search(r"^Measured (\S+), commit (\w+)", text, re.MULTILINE)
+    if head is None:
+        raise ValueError(f"{BENCHMARK}: no line 'Measured DATE, commit SHA'")
+    runs, in_table = {}, False
+    for line in text[head.end():].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|"):
+            in_table = True
+            if cells[0] not in ("run", "") and not set(cells[0]) <= set("-: "):
+                runs[cells[0]] = cells[1]
+        elif in_table:
+            break
+    return dict(date=head.group(1), commit=head.group(2), runs=runs)
+
+
+def default_run_time(run: str, text: str | None = None) -> str:
+    """`run`'s wall time as the benchmark record states it, with the record's date and commit."""
+    record = benchmark_record((ROOT / BENCHMARK).read_text(encoding="utf-8") if text is None else text)
+    if run not in record["runs"]:
+        known = ", ".join(record["runs"])
+        raise ValueError(f"{BENCHMARK}: no run {run!r} in its first table (runs: {known})")
+    return f"{record['runs'][run]}, measured {record['date']} at commit {record['commit']} ({BENCHMARK})"
+
+
 def on_page_markdown(markdown, page, config, files):
     markdown = MARKER.sub(lambda m: column_table(m.group(1)), markdown)
+    markdown = DEFAULT_RUN.sub(lambda m: default_run_time(m.group(1)), markdown)
     return INCLUDE.sub(lambda m: included(m.group(1)), markdown)

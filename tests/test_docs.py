@@ -1,0 +1,83 @@
+"""The docs state what the code and the runs say: default-run times come from the benchmark record
+(tools/mkdocs_hooks.py fills them in), and what a page says the claims use is what analysis/claims.py
+calls. (docs/outputs.md's lists: tests/test_report.py.)"""
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "tools" / "mkdocs_hooks.py")
+hooks = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(hooks)
+
+RECORDS = """# Default run: wall time
+
+Measured 2027-01-05, commit abc1234, by `python3 benchmarks/default_run.py`
+
+| run | wall time | CPU time |
+| --- | --- | --- |
+| cold, --cores 1 | 9 min 1 s (541 s) | 560 s |
+| no-op | 2.1 s (2 s) | 2 s |
+
+| rule | jobs |
+| --- | --- |
+| figures | 1 |
+
+Measured 2026-12-02, commit 86c17e5, by `python3 benchmarks/default_run.py`
+
+| run | wall time | CPU time |
+| --- | --- | --- |
+| cold, --cores 1 | 11 min 26 s (686 s) | 705 s |
+"""
+
+
+def test_the_first_benchmark_record_is_quoted_with_its_date_and_commit():
+    record = hooks.benchmark_record(RECORDS)
+    assert record == dict(date="2027-01-05", commit="abc1234",
+                          runs={"cold, --cores 1": "9 min 1 s (541 s)", "no-op": "2.1 s (2 s)"})
+    assert hooks.default_run_time("cold, --cores 1", RECORDS) == (
+        "9 min 1 s (541 s), measured 2027-01-05 at commit abc1234 (benchmarks/default_run.md)")
+
+
+def test_a_run_the_record_lacks_is_a_one_line_error():
+    with pytest.raises(ValueError, match=r"benchmarks/default_run.md: no run 'cold, --cores 2'.*no-op"):
+        hooks.default_run_time("cold, --cores 2", RECORDS)
+    with pytest.raises(ValueError, match="no line 'Measured DATE, commit SHA'"):
+        hooks.benchmark_record("| run | wall time |\n")
+
+
+def test_every_default_run_time_in_the_docs_is_the_benchmark_s():
+    """Each `<!-- default-run: RUN -->` names a run of the benchmark's latest record, and becomes its
+    wall time exactly as the record prints it (benchmarks/default_run.md)."""
+    benchmark = (ROOT / hooks.BENCHMARK).read_text(encoding="utf-8")
+    runs = [run for page in DOCS for run in hooks.DEFAULT_RUN.findall(page.read_text(encoding="utf-8"))]
+    assert runs, "no page quotes the default run's time"
+    for run in runs:
+        wall = hooks.default_run_time(run).split(", measured ")[0]
+        assert f"| {run} | {wall} |" in benchmark, run
+
+
+TIME = re.compile(r"\b\d+ min( \d+ s)?\b|\b\d+(\.\d+)? s\b")
+
+
+@pytest.mark.parametrize("page", DOCS, ids=[p.name for p in DOCS])
+def test_no_page_copies_a_default_run_time(page):
+    """A sentence or table row about the default run states no time of its own: it quotes the benchmark
+    (issue 40: docs/development.md gave 11 min 7 s beside the benchmark's other times)."""
+    copied = [line for line in page.read_text(encoding="utf-8").splitlines()
+              if re.search(r"default run", line, re.I) and TIME.search(hooks.DEFAULT_RUN.sub("", line))
+              and "CPU-s" not in line]  # a job's CPU seconds, with its commit, are not the run's time
+    assert copied == [], copied
+
+
+def test_the_timing_model_page_says_what_the_claims_use():
+    """docs/timing-model.md names the refit the claims are decided on as analysis/claims.py calls it
+    (issue 40: the page said the claims use model_post_tflops, the fit that saw every point)."""
+    call = 'validation.cross_validate(points, "experiment")'
+    assert call in (ROOT / "analysis" / "claims.py").read_text()
+    page = (ROOT / "docs" / "timing-model.md").read_text()
+    claims = re.search(r"^- The claims:.*?(?=^- |\Z)", page, re.M | re.S).group(0)
+    assert call in claims and "model_post_tflops" not in claims
