@@ -471,7 +471,7 @@ def full_page(table):
     from tpu_matmul_repro.studies.then_and_now.analysis import then_and_now
 
     constants = pd.DataFrame([dict(fit="published v5e", constant=c, value=1.0, std_error=0.1, lower=0.0,
-                                   upper=2.0, at_bound=False, n_points=61)
+                                   upper=2.0, at_bound=c == "profile_scale", n_points=61)  # "(at a bound)"
                               for c in ("profile_scale", "float32_factor")])
     pages = {}
 
