@@ -81,3 +81,26 @@ def test_the_timing_model_page_says_what_the_claims_use():
     page = (ROOT / "docs" / "timing-model.md").read_text()
     claims = re.search(r"^- The claims:.*?(?=^- |\Z)", page, re.M | re.S).group(0)
     assert call in claims and "model_post_tflops" not in claims
+
+
+def test_the_verdicts_page_states_the_code_s_verdicts_kinds_sources_and_thresholds():
+    """docs/verdicts.md names every verdict claims.csv can hold, every kind of claim with its claims,
+    each source kind with the class of its numbers, and the thresholds as analysis/claims.py sets them."""
+    from tpu_matmul_repro.analysis import claims
+    from tpu_matmul_repro.analysis.number_classes import CLASS_NAMES
+
+    page = (ROOT / "docs" / "verdicts.md").read_text()
+    assert all(f"**{verdict}**" in page for verdict in claims.VERDICTS)
+    rows = {cells[0]: cells for line in page.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.strip("|").split("|")]]}
+    for kind, name in claims.KIND_NAMES.items():
+        assert name in rows, name
+        claims_of_kind = rows[name][1].split("; ")  # in short, one per claim
+        assert len(claims_of_kind) == sum(k == kind for k in claims.KINDS.values()), name
+    assert f"`ABOUT = {claims.ABOUT}`" in page and f"`NEAR = {claims.NEAR}`" in page
+    assert f"`LEVEL = {claims.LEVEL}`" in page
+    kinds = re.search(r"`source_kind` says which \(([^)]*)\)", page).group(1)
+    assert sorted(k.strip(" `") for k in kinds.split(",")) == sorted(claims.SOURCE_CLASSES)
+    classes = re.search(r"`source` begins with the class.*?: ([^.]*)\.", page, re.S).group(1)
+    assert sorted(c.strip() for c in classes.split(",")) == sorted(
+        CLASS_NAMES[c] for c in set(claims.SOURCE_CLASSES.values()))
