@@ -39,7 +39,7 @@ rule report:
         # the report quotes the kernels' code: every kernel module is part of its code
         code=code(
             "scripts/report.py",
-            "report/templates/*",
+            "report/templates/**/*",
             "report/captions/*",
             "locale/*/LC_MESSAGES/*.po",
             *STUDY_CATALOGS,

@@ -253,3 +253,14 @@ def test_the_package_version_is_the_citation_s():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     citation = yaml.safe_load((ROOT / "CITATION.cff").read_text())
     assert project["version"] == str(citation["version"])
+
+
+def test_no_template_line_is_over_160_characters():
+    """The report's templates (one per section, report/templates/sections/) and the studies' read like
+    code: a long message is split into adjacent literals, which Jinja joins (the msgid is unchanged), and
+    a line of markup breaks before a tag that strips the newline ({%- or {{-), so the page is the same."""
+    templates = [p for p in tracked(".j2") if p.parts[len(ROOT.parts)] in ("report", "studies")]
+    assert any(p.name == "report.html.j2" for p in templates)
+    long = [f"{p.relative_to(ROOT)}:{i} ({len(line)})" for p in templates
+            for i, line in enumerate(p.read_text().splitlines(), start=1) if len(line) > 160]
+    assert long == []

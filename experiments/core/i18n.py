@@ -47,7 +47,7 @@ EXTRACT = (
     ("python", "analysis/claims.py"),
     ("python", "figures/*.py"),
     ("python", "report/*.py"),
-    (JINJA, "report/templates/*.j2"),
+    (JINJA, "report/templates/**/*.j2"),
 )
 STUDIES = ROOT / "studies"
 STUDY_EXTRACT = (("python", "**/*.py"), (JINJA, "**/*.j2"))  # under studies/<name>/
