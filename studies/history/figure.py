@@ -42,7 +42,8 @@ TEXT = {  # English, marked for extraction; the translations are in locale/ (exp
               "of VMEM, a dashed line at the default limit and a vertical line at the first release that "
               "changed it."),
     "sources": N_("estimated by libtpu %(libtpus)s (one environment per jax release, deviceless compiles "
-                  "for %(target)s); release list from the jax wheels' [tpu] extras (data/releases.csv)"),
+                  "for %(target)s); release list from the jax wheels' [tpu] extras "
+                  "(studies/history/data/releases.csv)"),
 }
 OK_COLOR, OOM_COLOR, LIMIT_COLOR = "#0072B2", "#D55E00", "#D55E00"
 CHANGE_COLORS = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9"]  # one per release that changed a figure

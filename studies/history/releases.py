@@ -2,7 +2,8 @@
 
 `pip install "jax[tpu]==X"` is what a user of release X got on a TPU host, so that pair is the release
 the history bisects over (studies/history/bisect.py). The list is read once from the jax wheels'
-metadata by tools/list_releases.py and kept in data/releases.csv, so planning needs no network.
+metadata by tools/list_releases.py and kept in data/releases.csv (both in this folder), so planning
+needs no network.
 """
 import csv
 import dataclasses

@@ -4,8 +4,9 @@
 # probed release (in the toolchains' cache folder), so it runs only when asked for.
 from tpu_matmul_repro.studies.history.probes import settings_of
 
-# The release list, read from the jax wheels once by tools/list_releases.py: planning needs no network.
-RELEASES = local(os.path.relpath(REPO / "data" / "releases.csv"))
+# The release list, read from the jax wheels once by tools/list_releases.py here: planning needs no
+# network.
+RELEASES = local(os.path.relpath(REPO / "studies" / "history" / "data" / "releases.csv"))
 
 
 # One job, sequential: each probe depends on the answers before it (studies/history/run.py). Every

@@ -1,12 +1,12 @@
-"""Write data/releases.csv: every jax release between the post's toolchain and the pipeline's, each with
-the jaxlib and libtpu its `[tpu]` extra pins (studies/history/releases.py).
+"""Write the history study's release list, ../data/releases.csv: every jax release between the post's
+toolchain and the pipeline's, each with the jaxlib and libtpu its `[tpu]` extra pins (../releases.py).
 
-    python3 tools/list_releases.py [--first 0.4.36] [--last 0.10.2] [--out data/releases.csv]
+    python3 studies/history/tools/list_releases.py [--first 0.4.36] [--last 0.10.2] [--out FILE]
 
 Needs the package index (pip's own configuration): `pip index versions` lists the jax, jaxlib and
 libtpu releases for this Python and platform, and `pip download --no-deps jax==X` fetches each jax
 wheel (about 2 MB) for its METADATA, its build date and, where it records one, its git commit. The
-history study (studies/history/rules.smk) reads the file and needs no network to plan. Defaults: the `post`
+history study (../rules.smk) reads the file and needs no network to plan. Defaults: the `post`
 toolchain's jax pin and requirements.txt's jax.
 """
 import argparse
@@ -21,7 +21,8 @@ from pathlib import Path
 from tpu_matmul_repro.experiments.plan.config import load_yaml
 from tpu_matmul_repro.studies.history import releases
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]  # the repository: its config and requirements.txt
 
 
 def pip(*args: str) -> str:
@@ -59,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--first", default=first)
     parser.add_argument("--last", default=last)
-    parser.add_argument("--out", default=str(ROOT / "data" / "releases.csv"))
+    parser.add_argument("--out", default=str(HERE.parent / "data" / "releases.csv"))
     args = parser.parse_args()
     on_index = {p: set(index_versions(p)) for p in ("jaxlib", "libtpu")}
     found = []

@@ -26,7 +26,8 @@ from tpu_matmul_repro.studies.history.probes import (
 from tpu_matmul_repro.studies.history.releases import Release
 from tpu_matmul_repro.studies.history.run import run_history
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]  # the repository
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 # What jax 0.4.36's and 0.5.2's wheels say (trimmed): an exact pin next to libtpu-nightly, then a
 # range and a wildcard that resolve to the highest release on the index.
@@ -94,7 +95,7 @@ def test_release_list_round_trips(tmp_path):
 
 
 def test_the_tracked_list_spans_the_two_toolchains():
-    listed = releases.read(ROOT / "data" / "releases.csv")
+    listed = releases.read(DATA / "releases.csv")
     config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
     post = config["toolchains"]["post"]["pins"]
     assert listed[0].pins() == {p: post[p] for p in ("jax", "jaxlib", "libtpu")}
@@ -156,7 +157,7 @@ def test_no_change_and_unusable_endpoints_bisect_nothing():
 def test_a_release_reuses_a_configured_toolchain_with_exactly_its_versions():
     config = experiment_config.with_defaults(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
     configured = toolchain_plan.parse(config)
-    listed = releases.read(ROOT / "data" / "releases.csv")
+    listed = releases.read(DATA / "releases.csv")
     assert release_toolchain(listed[0], configured).name == "post"
     assert release_toolchain(listed[-1], configured).pipeline  # requirements.txt = jax 0.10.2's extra
     middle = release_toolchain(listed[5], configured)
@@ -212,7 +213,7 @@ def test_figure_draws_probed_releases_only_in_both_languages(tmp_path):
     from tpu_matmul_repro.figures.style import save, use_style
     from tpu_matmul_repro.studies.history.figure import plot_history, provenance
 
-    listed = releases.read(ROOT / "data" / "releases.csv")
+    listed = releases.read(DATA / "releases.csv")
     mib = 1 << 20
     vmem = pd.DataFrame([
         dict(release_index=i, jax=listed[i].jax, label="v2 N = 4, 2048", status=s, vmem_bytes=v,
