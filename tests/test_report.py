@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
-from tpu_matmul_repro.report import build, sections
+from tpu_matmul_repro.report import build, core_sections, sections
 from tpu_matmul_repro.report.typography import without_unit_spans
 
 load_studies(["then_and_now"])  # the default config's study: its section and first-page lines
@@ -145,7 +145,8 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
     appendix list, its sentences to the abstract and key findings, and its file to the sources; the
     report without the study (studies: []) has none of them and still builds."""
     with_study = render(table, "en", primary_toolchain="current", **result_files())
-    monkeypatch.setattr(sections, "REGISTRY", {})
+    core = {anchor: s for anchor, s in sections.REGISTRY.items() if s not in sections.studies()}
+    monkeypatch.setattr(sections, "REGISTRY", core)  # the core's sections only
     without = render(table, "en", primary_toolchain="current", **result_files())
     assert with_study.index('<section id="timing-model">') < with_study.index('<section id="then-and-now">')
     assert '<a href="#then-and-now">' in with_study and "then_and_now.csv" in first_page(with_study)
@@ -357,7 +358,7 @@ def test_each_table_prints_the_column_of_the_figure_beside_it(table):
 
 
 def test_float32_gets_one_sentence_and_the_models_number():
-    from tpu_matmul_repro.report.build import float32_note
+    from tpu_matmul_repro.report.core_sections import float32_note
 
     best = [dict(target="v5e", dtype="float32", size=4096, estimator="model", fraction_of_xla=0.45)]
     constants = pd.DataFrame([dict(constant="float32_factor", value=2.32)])
@@ -619,7 +620,7 @@ def test_printed_code_keeps_every_line_whole_and_its_indentation(path):
     longest line needs, never wrapped), at the column of its indentation: what it prints is the file."""
     css = (build.TEMPLATES / "style.css").read_text()
     html = (f'<html><head><meta charset="utf-8"><style>{css}</style></head><body>'
-            f'<section id="appendix-code">{build.highlight(path)}</section></body></html>')
+            f'<section id="appendix-code">{core_sections.highlight(path)}</section></body></html>')
     lines, right = printed_lines(html)
     source = (build.ROOT / path).read_text().splitlines()
     assert len(lines) == len(source)  # not one line wrapped

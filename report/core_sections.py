@@ -1,0 +1,415 @@
+"""The core's report sections, registered in the page's order (report/sections.py) as a study
+registers its own: each a template of report/templates/sections/ and a function from the run's Inputs to
+the keys its template reads (None: the section is left out of this report).
+"""
+from pathlib import Path
+
+import pandas as pd
+import pygments
+import pygments.formatters
+import pygments.lexers
+from markupsafe import Markup
+
+from tpu_matmul_repro.analysis.number_classes import CLASSES as CLASS_ORDER
+from tpu_matmul_repro.analysis.number_classes import class_names, number_class, speed_classes
+from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, estimate_methods
+from tpu_matmul_repro.experiments.core.cases import config_label
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.experiments.core.i18n import N_, glossary
+from tpu_matmul_repro.figures.catalog import model_column
+from tpu_matmul_repro.figures.cite import bibtex, citation, post_attribution
+from tpu_matmul_repro.figures.labels import experiment_description, join
+from tpu_matmul_repro.kernels import source_file
+from tpu_matmul_repro.kernels.checks import DTYPES
+from tpu_matmul_repro.report import findings, front, sections, tables
+from tpu_matmul_repro.report.advice import advice_section
+from tpu_matmul_repro.report.tables import toolchain_name
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TEMPLATES = HERE / "templates"
+
+
+def experiment_sections(df: pd.DataFrame) -> list[tuple[str, str, tuple[str, ...], str]]:
+    """(experiment, its kernel, its dtypes, the kernel's module) for every experiment the table holds
+    (estimated, measured or published): the kernel comes from the table and its source file from the
+    registry."""
+    est = df[df.kernel != "xla"]
+    out = []
+    for experiment, rows in est.groupby("experiment", sort=True):
+        dtypes = tuple(d for d in DTYPES if d in set(rows.dtype))
+        out.append((experiment, rows.kernel.iloc[0], dtypes, source_file(rows.kernel.iloc[0])))
+    return out
+
+
+
+def highlight(path: str) -> str:
+    source = (ROOT / path).read_text()
+    # Markup: Pygments' own HTML (it escapes the code), trusted as is under autoescaping. Its <pre>
+    # carries the type size at which the longest line fits the printed page (print_font_size).
+    html = pygments.highlight(source, pygments.lexers.PythonLexer(),
+                              pygments.formatters.HtmlFormatter(cssclass="highlight"))
+    return Markup(html.replace("<pre>", f'<pre style="--print-size: {print_font_size(source)}">', 1))
+
+
+# The printed page's text width for a listing (A4 less style.css's margins and the <pre>'s padding),
+# and DejaVu Sans Mono's advance: a line of n characters is n * MONO_ADVANCE em wide.
+LISTING_WIDTH_PT = (210 - 2 * 13) / 25.4 * 72 - 2 * 7.2
+MONO_ADVANCE = 0.602
+LISTING_MAX_PT = 8.0
+
+
+def print_font_size(text: str) -> str:
+    """The type size that prints `text`'s longest line on one line of the page: code is never wrapped,
+    so its indentation stays Python's and code copied from the PDF runs (issue 40)."""
+    longest = max((len(line.expandtabs()) for line in text.splitlines()), default=1)
+    return f"{min(LISTING_MAX_PT, LISTING_WIDTH_PT / (MONO_ADVANCE * max(longest, 1))):.2f}pt"
+
+
+
+# An experiment's table caption, by whether the post published numbers for it (they are under each cell).
+MODELLED_CAPTIONS = {
+    True: N_("%(experiment)s, %(dtype)s on %(target)s: %(unit)s modelled as the post timed it (timing model "
+             "fitted to the post); under each, in grey, the post's published number"),
+    False: N_("%(experiment)s, %(dtype)s on %(target)s: %(unit)s modelled as the post timed it (timing model "
+              "fitted to the post)"),
+}
+ESTIMATED_CAPTIONS = {
+    True: N_("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s; under each, in grey, the post's "
+             "published number"),
+    False: N_("%(experiment)s, %(dtype)s on %(target)s: estimated %(unit)s"),
+}
+
+
+def kernel_sections(df, summaries_by_target, gettext, figures, listings: dict) -> list[dict]:
+    summaries = {
+        "v1": N_("The whole of A, B and C sits in VMEM at once: no grid, no pipelining. The post found it "
+                 "fails above 1024."),
+        "v2": N_("A is split into N row blocks and B into N column blocks, over an (N, N) grid with N = 4: "
+                 "each step still holds the whole K (contraction) dimension."),
+        "v3": N_("A 3-D grid over (bm, bk, bn) blocks; the output block stays in VMEM across the k loop and "
+                 "accumulates in the output dtype."),
+        "v4": N_("v3's kernel over other block sizes: the post's five and a wider search."),
+        "v5": N_("v3's grid with a VMEM scratch accumulator (float32 for bfloat16 inputs, int32 for int8) "
+                 "written out at the last k step."),
+    }
+    sections = []
+    for experiment, kernel, dtypes, code in experiment_sections(df):
+        found, groups = [], []
+        for target, s in summaries_by_target.items():
+            found += experiment_findings(experiment, s, gettext)
+            for dtype in dtypes:
+                # Each (dtype, target): its figure, then its table, then its block search, side by side.
+                t = tables.experiment_table(df, experiment, dtype, target, gettext)
+                if t["rows"]:
+                    values = {"experiment": experiment, "dtype": dtype, "target": target,
+                              "unit": "TOP/s" if dtype == "int8" else "TFLOP/s"}
+                    if t["modelled"]:  # the figure beside it draws the same column
+                        caption = MODELLED_CAPTIONS[t["published"]]
+                    else:
+                        caption = ESTIMATED_CAPTIONS[t["published"]]
+                    caption = gettext(caption)
+                    t["caption"] = caption % values
+                group = dict(figures=figures([f"{experiment}_{dtype}_{target}"]),
+                             table=t if t["rows"] else None,
+                             after=figures([f"search_{experiment}_{dtype}_{target}"]))
+                if group["figures"] or group["table"] or group["after"]:
+                    groups.append(group)
+        listings.setdefault(code, {"path": code, "id": "code-" + Path(code).stem, "html": highlight(code)})
+        title = gettext(N_("%(experiment)s: %(description)s")) % {
+            "experiment": experiment, "description": experiment_description(experiment, kernel, gettext)}
+        summary = gettext(summaries[experiment]) if experiment in summaries else ""
+        sections.append(dict(experiment=experiment, title=title, summary=summary, findings=found,
+                             groups=groups, code_path=code, code_id=listings[code]["id"]))
+    return sections
+
+
+def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
+    """Sentences stating this run's numbers for one experiment and target."""
+    out = []
+    target = s["target"]
+    if experiment in ("v1", "v2") and s[experiment] is not None:
+        f = s[experiment]
+        if f.first_failure is not None and f.need_mib is not None:
+            out.append(gettext("On %(target)s, %(kernel)s compiles up to %(ok)s; at %(fail)s it needs "
+                               "%(need).1f MiB of VMEM against a %(limit).0f MiB limit.") % {
+                "target": target, "kernel": experiment, "ok": f.largest_ok, "fail": f.first_failure,
+                "need": f.need_mib, "limit": f.limit_mib})
+        elif f.largest_ok is not None:
+            out.append(gettext("On %(target)s, %(kernel)s compiles at every size up to %(ok)s.") % {
+                "target": target, "kernel": experiment, "ok": f.largest_ok})
+    if experiment == "v3" and s["v3_fraction_8192"] is not None:
+        message = (N_("On %(target)s, v3 with 128-blocks is modelled at %(tflops).1f TFLOP/s at 8192 as the "
+                      "post timed it, %(pct).0f %% of XLA modelled the same way.") if s["modelled"]
+                   else N_("On %(target)s, v3 with 128-blocks reaches an estimated %(tflops).1f TFLOP/s at "
+                           "8192, %(pct).0f %% of XLA's estimate."))
+        out.append(gettext(message) % {
+            "target": target, "tflops": s["v3_tflops_8192"], "pct": 100 * s["v3_fraction_8192"]})
+    if experiment in ("v4", "v5"):
+        frac = s[f"{experiment}_post_best_fraction_8192"]
+        blocks = s[f"{experiment}_post_best_blocks"]
+        if frac is not None:
+            message = (N_("On %(target)s, the post's best block %(blocks)s is modelled at %(pct).0f %% of "
+                          "XLA at 8192, both as the post timed them.") if s["modelled"]
+                       else N_("On %(target)s, the post's best block %(blocks)s reaches %(pct).0f %% of "
+                               "XLA's estimate at 8192."))
+            out.append(gettext(message) % {
+                "target": target, "blocks": str(blocks), "pct": 100 * frac})
+        f = s[f"{experiment}_1024_blocks"]
+        if f is not None and f.first_failure is not None and f.need_mib is not None:
+            out.append(gettext("On %(target)s, 1024-blocks run out of VMEM from %(fail)s on: they need "
+                               "%(need).1f MiB against a %(limit).0f MiB limit.") % {
+                "target": target, "fail": f.first_failure, "need": f.need_mib, "limit": f.limit_mib})
+        dtype = "float32" if experiment == "v4" else "bfloat16"
+        for b in s["best"]:
+            if b["dtype"] == dtype and b["size"] == 8192:
+                if not pd.isna(b["fraction_of_xla"]):
+                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
+                                       "%(bk)s, %(bn)s), at %(pct).0f %% of XLA by the timing model's device "
+                                       "time.") % {
+                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
+                        "pct": 100 * b["fraction_of_xla"]})
+                elif not pd.isna(b.get("fraction_of_post_xla", float("nan"))):
+                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
+                                       "%(bk)s, %(bn)s); timed as the post did, it is modelled at %(pct).0f "
+                                       "%% of the post's measured XLA (this run's XLA estimate at 8192 falls "
+                                       "with size, so no fraction of it is given).") % {
+                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
+                        "pct": 100 * b["fraction_of_post_xla"]})
+    return out
+
+
+
+def one_estimator(best: pd.DataFrame) -> list[dict]:
+    """best_vs_xla.csv's rows of one estimator per (target, dtype, size): the timing model's device
+    time, else its model-only estimate, else libtpu's raw estimate (a run without a fit). The raw
+    estimate beside the model's would be a second answer to one question (issue 26)."""
+    if best is None or best.empty:
+        return []
+    rank = {"model": 0, "model_only": 1, "compiler": 2}
+    best = best.assign(_rank=best.estimator.map(rank).fillna(9))
+    best = best.sort_values(["target", "dtype", "size", "_rank"])
+    return best.drop_duplicates(["target", "dtype", "size"]).drop(columns="_rank").to_dict("records")
+
+
+def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
+    """One sentence and one number for float32: the model's, and why libtpu's raw estimate differs."""
+    rows = [b for b in best if b["dtype"] == "float32" and b["target"] == POST_CHIP
+            and b["estimator"] == "model" and not pd.isna(b["fraction_of_xla"])]
+    factor = constants[constants.constant == "float32_factor"] if len(constants) else constants
+    if not rows or factor is None or factor.empty:
+        return ""
+    r = max(rows, key=lambda b: b["size"])
+    return gettext("float32: by the timing model, the best Pallas blocks reach %(pct).0f %% of XLA at "
+                   "%(size)s. The post's float32 Pallas times fit a dot %(factor).2f times one bfloat16 "
+                   "MXU pass (the fitted float32_factor, results/timing_model.csv); what slowed its large "
+                   "float32 blocks was their DMAs: twice the bytes of bfloat16, and copies that waited for "
+                   "the dot where the post's compiler gave a block a single buffer.") % {
+        "pct": 100 * r["fraction_of_xla"], "size": r["size"], "factor": float(factor.value.iloc[0])}
+
+
+
+def classes_text(classes, gettext, lang: str) -> str:
+    """Classes of number named as alternatives ("estimated, modelled or published")."""
+    names = class_names(classes, gettext)
+    if len(names) < 2:
+        return "".join(names)
+    return gettext("%(first)s or %(last)s") % {"first": join(lang, "list", names[:-1]), "last": names[-1]}
+
+
+def report_classes(df: pd.DataFrame, main_target: str, gettext, lang: str) -> dict:
+    """The class words of the report's sentences about its numbers, from the rows (number_classes):
+    `run_speeds` this run's speeds, `shown` every TPU speed it shows (libtpu's raw estimate stays
+    beside the timing model's in the fidelity figure), `roofline` the roofline's points."""
+    tpu = df[df.target != "cpu"] if "target" in df else df
+    speeds = speed_classes(tpu)
+    shown = (["estimate"] if "modelled" in speeds else []) + speeds
+    roofline = tpu[(tpu.source == "estimate") & (tpu.target == main_target)]
+    roofline_class = number_class("estimate", through_model=model_column(roofline, "roofline") is not None)
+    return dict(run_speeds=classes_text([c for c in speeds if c != "published"], gettext, lang),
+                shown=classes_text(sorted(set(shown), key=CLASS_ORDER.index), gettext, lang),
+                roofline=classes_text([roofline_class], gettext, lang))
+
+
+def main_target(targets) -> str:
+    """The post's chip leads; every other target's detail is in an appendix."""
+    return POST_CHIP if POST_CHIP in targets else targets[0]
+
+
+def other_targets(targets) -> list[str]:
+    return [t for t in targets if t != main_target(targets)]
+
+
+def generations(specs: dict) -> tuple[list[str], list[str]]:
+    """The figures of one experiment across generations: the one the story shows (the post's headline,
+    v5 in bfloat16), and the rest, in the appendix."""
+    names = sorted(n for n in specs if n.startswith("generations_"))
+    lead = [n for n in names if n == "generations_v5_bfloat16"] or names[:1]
+    return lead, [n for n in names if n not in lead]
+
+
+def result_sources() -> list[str]:
+    """The results/ files the first page quotes: the core's and the studies' sections' tables."""
+    return ["claims.csv", "fidelity.csv", "best_vs_xla.csv"] + [
+        f"{name}.csv" for s in sections.studies() for name in s.tables]
+
+
+def first_page(i: sections.Inputs) -> dict:
+    return front.front_page(claims=i.model["claims_table"], fidelity=i.model["fidelity_table"],
+                            best=i.best_vs_xla, primary=i.primary, gettext=i.gettext,
+                            sources=result_sources())
+
+
+def abstract(i: sections.Inputs) -> dict:
+    page = first_page(i)
+    return dict(front=page, sources=join(i.lang, "list", page["sources"]),
+                verdict_counts=front.verdict_counts(page, i.translations, i.lang))
+
+
+def introduction(i: sections.Inputs) -> dict:
+    measured = i.rows[i.rows.source == "measured"] if i.measured is None else i.measured
+    return dict(provenance=tables.provenance(i.rows, measured),
+                source_names={"estimate": i.gettext("estimated"), "measured": i.gettext("measured"),
+                              "published": i.gettext("published")},
+                gallery_href=f"{i.figures_href}/index{'' if i.lang == 'en' else '.' + i.lang}.html")
+
+
+def best(i: sections.Inputs) -> dict:
+    rows = one_estimator(i.best_vs_xla)
+    return dict(best=rows, float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
+                precision_names={d: i.gettext(t) for d, t in tables.PRECISION_NAMES.items()},
+                estimator_names={"compiler": i.gettext("libtpu's estimate"),
+                                 "model": i.gettext("timing model, device time"),
+                                 "model_only": i.gettext("timing model only, no compiler cycles")})
+
+
+def timing_model(i: sections.Inputs) -> dict:
+    df = i.rows
+    return dict(fidelity_figures=i.figures(sorted(n for n in i.specs if n.startswith("fidelity_"))),
+                has_published=bool((df.source == "published").any()), min_rank_points=MIN_RANK_POINTS,
+                libtpu=next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?"))
+
+
+def methods_rows(i: sections.Inputs) -> list[dict]:
+    return [dict(r, toolchain_name=toolchain_name(r["toolchain"], i.gettext))
+            for r in estimate_methods(i.rows).to_dict("records")]
+
+
+def other_generations(i: sections.Inputs) -> dict | None:
+    lead, more = generations(i.specs)
+    methods = methods_rows(i)
+    if not i.figures(lead) and len(methods) <= 1:
+        return None
+    return dict(generation_figures=i.figures(lead), methods=methods, more_generation_figures=i.figures(more))
+
+
+def advice(i: sections.Inputs) -> dict | None:
+    rows = advice_section(i.advice or {}, str(Path(i.figures_href).parent / "advice"), i.gettext)
+    return dict(advice=rows) if rows else None
+
+
+def detail(i: sections.Inputs) -> dict:
+    target = main_target(i.targets)
+    summaries = {target: findings.summary(i.rows, target)}
+    return dict(title=i.gettext(N_("Each experiment on %(target)s")) % {"target": target},
+                main_target=target, raised=raised_limits(i),
+                kernels=kernel_sections(i.rows, summaries, i.gettext, i.figures, i.listings),
+                vmem_figures=i.figures([f"vmem_{target}"]),
+                roofline_figures=i.figures([f"roofline_{target}"]))
+
+
+def measurements(i: sections.Inputs) -> dict | None:
+    measured = i.rows[i.rows.source == "measured"] if i.measured is None else i.measured
+    found = tables.measured_tables(measured)
+    return dict(measured=found) if found["tables"] else None
+
+
+def methods(i: sections.Inputs) -> dict:
+    return dict(correctness=i.correctness)
+
+
+def cite(i: sections.Inputs) -> dict:
+    return dict(bibtex=bibtex("tpu_matmul_repro", citation().title, i.commit),
+                post_attribution=post_attribution(i.lang))
+
+
+def verdict_rules(i: sections.Inputs) -> dict | None:
+    return {} if i.model["rules"] else None
+
+
+def appendix_targets(i: sections.Inputs) -> dict | None:
+    others = other_targets(i.targets)
+    if not others:
+        return None
+    summaries = {t: findings.summary(i.rows, t) for t in others}
+    kernels = kernel_sections(i.rows, summaries, i.gettext, i.figures, i.listings)
+    if not kernels:
+        return None
+    text = join(i.lang, "list", others)
+    return dict(title=i.gettext(N_("Other targets: %(targets)s")) % {"targets": text},
+                other_targets=others, other_targets_text=text, other_kernels=kernels,
+                other_vmem_figures=i.figures(f"vmem_{t}" for t in others),
+                other_roofline_figures=i.figures(f"roofline_{t}" for t in others))
+
+
+def appendix_generations(i: sections.Inputs) -> dict | None:
+    more = i.figures(generations(i.specs)[1])
+    return dict(more_generation_figures=more) if more else None
+
+
+def raised_limits(i: sections.Inputs) -> dict:
+    """{target: the post's configurations that fail at the default limit and the raised limit that fits}"""
+    raised = {}
+    for target in i.targets:
+        rows = findings.raised_limit_results(i.rows, target)
+        for r in rows:
+            r["config"] = config_label(r["kernel"], r["m"], r["bm"], r["bk"], r["bn"]) or "–"
+            r["fits_at"] = "–" if r["fits_at_mib"] is None else f"{r['fits_at_mib']:.0f}"
+            r["tflops"] = "–" if r["tflops"] is None else f"{r['tflops']:.1f}"
+        if rows:
+            raised[target] = rows
+    return raised
+
+
+def appendix_raised(i: sections.Inputs) -> dict | None:
+    raised = raised_limits(i)
+    return dict(raised=raised) if raised else None
+
+
+def terms(i: sections.Inputs) -> dict:
+    return dict(glossary=list(glossary("zh")[0]))
+
+
+def config(i: sections.Inputs) -> dict:
+    return dict(config_yaml=i.config_yaml, config_print_size=print_font_size(i.config_yaml))
+
+
+def code(i: sections.Inputs) -> dict:
+    return dict(listings=list(i.listings.values()))
+
+
+for anchor, title, body, context in (
+        ("abstract", None, "abstract", abstract),
+        ("contents", None, "contents", lambda i: {}),
+        ("introduction", N_("The post and this reproduction"), "introduction", introduction),
+        ("claims", N_("Claims checked"), "claims", lambda i: {}),
+        ("best", N_("The best Pallas kernel against XLA"), "best", best),
+        ("timing-model", N_("Why: the timing model"), "timing_model", timing_model),
+        ("generations", N_("Other TPU generations"), "generations", other_generations),
+        ("advice", N_("Beyond the post: blocks for real layer shapes"), "advice", advice),
+        ("detail", N_("Each experiment on %(target)s"), "detail", detail),
+        ("measured", N_("Measurements"), "measured", measurements),
+        ("methods", N_("Methods"), "methods", methods),
+        ("cite", N_("How to cite"), "cite", cite)):
+    sections.register(sections.Section(anchor, title, TEMPLATES, f"sections/{body}.j2", context, after=None))
+for anchor, title, body, context in (
+        ("verdict-rules", N_("How verdicts are decided"), "verdict_rules", verdict_rules),
+        ("appendix-targets", N_("Other targets: %(targets)s"), "targets", appendix_targets),
+        ("appendix-generations", N_("Every experiment across TPU generations"), "generations",
+         appendix_generations),
+        ("appendix-raised", N_("Raised VMEM limits"), "raised", appendix_raised),
+        ("glossary", N_("Terms"), "glossary", terms),
+        ("config", N_("This run's config"), "config", config),
+        ("appendix-code", N_("Kernel code"), "code", code)):
+    sections.register(sections.Section(anchor, title, TEMPLATES, f"sections/appendix/{body}.j2", context,
+                                       after=None, part="appendix"))
