@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from tpu_matmul_repro.analysis import views
 from tpu_matmul_repro.analysis.number_classes import number_class
 from tpu_matmul_repro.analysis.runs import latest_runs
 from tpu_matmul_repro.analysis.summaries import post_configs
@@ -132,7 +133,7 @@ MODEL_COLUMNS = {"experiment": "model_post_tflops", "roofline": "model_device_tf
 
 
 def model_column(rows: pd.DataFrame, kind: str) -> str | None:
-    """"post" or "device" where a figure of `kind` draws the timing model's numbers (plots.modelled),
+    """"post" or "device" where a figure of `kind` draws the timing model's numbers (analysis.views.modelled),
     else None (libtpu's estimates)."""
     column = MODEL_COLUMNS.get(kind)
     if column is None or column not in rows or not rows[rows.source == "estimate"][column].notna().any():
@@ -158,7 +159,7 @@ def kinds_label(kinds: list[str], lang: str) -> str:
 
 
 def experiment_modelled(rows: pd.DataFrame) -> bool:
-    """Whether an experiment figure draws the timing model's numbers (plots.experiment_rows)."""
+    """Whether an experiment figure draws the timing model's numbers (analysis.views.experiment_rows)."""
     return model_column(rows, "experiment") == "post"
 
 
@@ -204,7 +205,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
     fields = dict(
         experiment=args.get("experiment", ""), dtype=args.get("dtype", ""), target=args.get("target", ""),
         description=experiment_description(
-            args["experiment"], plots.experiment_kernel(df, args["experiment"]), translations(lang).gettext)
+            args["experiment"], views.experiment_kernel(df, args["experiment"]), translations(lang).gettext)
         if "experiment" in args else "",
         sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
         libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
@@ -222,7 +223,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
     caption = translate(lang, entry.caption, **fields)
     notes = figure_notes(df, kind, args, lang)
     if kind == "experiment" and experiment_modelled(rows):  # the curves: how far off, left out of the fit
-        score = plots.out_of_sample(df, args["experiment"], args["dtype"], args["target"])
+        score = views.out_of_sample(df, args["experiment"], args["dtype"], args["target"])
         if score:
             notes.insert(0, text(lang, "caption_out_of_sample", score=text(
                 lang, "out_of_sample", n=score["n"], pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1))))

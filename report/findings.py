@@ -99,7 +99,7 @@ def raised_limit_results(df: pd.DataFrame, target: str) -> list[dict]:
 
 def tflops_of(row) -> float | None:
     """The number the experiment figures draw for a row: the timing model's, timed as the post did,
-    where the table has it (figures.plots.experiment_rows), else libtpu's estimate."""
+    where the table has it (analysis.views.experiment_rows), else libtpu's estimate."""
     if row is None:
         return None
     for column in ("model_post_tflops", "tflops"):

@@ -3,14 +3,15 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.analysis.summaries import default_limit
+from tpu_matmul_repro.analysis.views import experiment_rows
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.schema import CONFIG
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
-from tpu_matmul_repro.figures.plots import config_label, experiment_rows
+from tpu_matmul_repro.figures.plots import config_label
 
 
 def flagged_row(row) -> bool:
-    """An estimate flagged as falling with size (figures.plots.flagged): no number is shown for it."""
+    """An estimate flagged as falling with size (analysis.views.flagged): no number is shown for it."""
     flag = getattr(row, "estimate_nonmonotonic", False)
     return row.source == "estimate" and pd.notna(flag) and bool(flag)
 
@@ -37,7 +38,7 @@ def cell(est, pub, gettext) -> dict:
 def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str, gettext) -> dict:
     """Rows: the post's configurations; columns: sizes; cells: estimated (published) TFLOP/s."""
     rows = default_limit(df[(df.experiment == experiment) & (df.dtype == dtype) & (df.target == target)])
-    # the column the figure beside it draws (figures/plots.py:experiment_rows): one estimator per view
+    # the column the figure beside it draws (analysis/views.py:experiment_rows): one estimator per view
     rows, modelled = experiment_rows(rows)
     est = rows[rows.source == "estimate"]
     pub = rows[rows.source == "published"]

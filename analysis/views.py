@@ -1,0 +1,125 @@
+"""The rows a figure draws and a report table prints, as data: which estimator's numbers (the timing
+model's or libtpu's), which estimates are flagged, the out-of-sample scores of a figure's points and the
+fidelity figure's panels. figures/plots.py draws them; report/tables.py prints the same rows."""
+import pandas as pd
+
+from tpu_matmul_repro.analysis.summaries import model_only, post_configs
+from tpu_matmul_repro.experiments.core.units import flops, tflops
+
+
+def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
+    """Estimate rows with `tflops` replaced by the timing model's `column` (model_post_tflops: timed as
+    the post did, for its figures; model_device_tflops: device time), where the table has it.
+    Model-only estimates (no compiler cycles) keep no number here: only the generations figure draws
+    them, in a style of their own."""
+    if column not in rows or not rows[column].notna().any():
+        return rows, False
+    out = rows.copy()
+    est = (out.source == "estimate") & ~model_only(out)
+    out.loc[est, "tflops"] = out.loc[est, column]
+    return out, True
+
+
+def experiment_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """The post's configurations with the numbers an experiment's figure draws and its report table
+    prints (one estimator per view): the timing model's, timed as the post timed its calls (one
+    blocked call), where the table has them; else libtpu's estimate. Returns (rows, modelled)."""
+    return modelled(post_configs(rows), "model_post_tflops")
+
+
+def flagged(rows: pd.DataFrame) -> pd.Series:
+    """Estimates flagged as falling with size (an XLA cost-model artefact): every figure leaves them
+    undrawn and says so in one line, and no fraction rests on them (summaries.best_vs_xla)."""
+    if "estimate_nonmonotonic" not in rows:
+        return pd.Series(False, index=rows.index)
+    return (rows.source == "estimate") & rows.estimate_nonmonotonic.eq(True)
+
+
+_FOLDS = {}  # (id, length) of the table -> its leave-one-figure-out predictions: one per process
+
+
+def out_of_sample(df: pd.DataFrame, experiment: str, dtype: str, target: str) -> dict | None:
+    """The scores (analysis/validation.scores) of this figure's points predicted by fits
+    that left the post's figure out, as results/fidelity.csv has them; None where there are none."""
+    from tpu_matmul_repro.analysis import timing_model as tm
+    from tpu_matmul_repro.analysis import validation
+
+    if "est_cycles" not in df or not ((df.source == "published") & (df.target == target)).any():
+        return None
+    key = (id(df), len(df))
+    if key not in _FOLDS:
+        _FOLDS.clear()
+        points, _ = tm.reference_points(df, target=target)
+        try:
+            _FOLDS[key] = validation.cross_validate(points, "experiment") if len(points) else None
+        except tm.TooFewPoints:
+            _FOLDS[key] = None
+    folds = _FOLDS[key]
+    if folds is None:
+        return None
+    mine = folds[(folds.experiment == experiment) & (folds.dtype == dtype)]
+    return validation.scores(mine, mine.model_post_seconds) if len(mine) else None
+
+
+def banded(rows: pd.DataFrame) -> bool:
+    """Whether the figure shades the timing model's 80 % prediction interval (two sizes or more)."""
+    if "model_post_tflops_lo80" not in rows:
+        return False
+    est = rows[(rows.source == "estimate") & rows.model_post_tflops_lo80.notna()]
+    if est.empty:
+        return False
+    return bool(est.groupby(["kernel", "bm", "bk", "bn"], dropna=False).m.nunique().gt(1).any())
+
+
+def experiment_kernel(df: pd.DataFrame, experiment: str) -> str | None:
+    """The kernel an experiment's rows ran (v4: v3), None where the table has none of them."""
+    kernels = df.kernel[df.experiment == experiment].dropna().unique()
+    return str(kernels[0]) if len(kernels) else None
+
+
+def versions(rows: pd.DataFrame, column: str = "libtpu_version") -> list[str]:
+    """The distinct values of `column` among `rows` (the libtpu versions of the rows a figure drew)."""
+    return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
+
+
+def float32_factor(df: pd.DataFrame) -> float | None:
+    """The fitted float32_factor of the timing model behind the table's modelled columns (the post's
+    fit), or None where the table cannot support one."""
+    from tpu_matmul_repro.analysis import model_columns
+
+    fit, _ = model_columns.published_fit(df)  # the refits the table also makes are not needed here
+    return float(fit.constants.float32_factor) if fit is not None else None
+
+
+def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.DataFrame, dict]]:
+    """(reference source, estimator, points, scores) per panel of the fidelity figure: the points
+    results/fidelity.csv scores at sizes from 2048 up (analysis/validation.py: one point
+    per configuration the post plotted in each of its figures, so XLA's baseline counts once per
+    figure), with y the estimator's TFLOP/s: libtpu's raw estimate, and against the post also the
+    timing model predicted by a fit that left the point's figure out."""
+    from tpu_matmul_repro.analysis import timing_model as tm
+    from tpu_matmul_repro.analysis import validation
+
+    panels = []
+    for other in ("published", "measured"):
+        if not ((df.source == other) & (df.target == target)).any() or "est_cycles" not in df:
+            continue
+        points, _ = tm.reference_points(df, source=other, target=target)
+        points = points[points.status == "ok"]
+        if points.empty:
+            continue
+        work = flops(points.m.astype(float), points.k.astype(float), points.n.astype(float))
+        predictions = [("compiler", points.seconds)]
+        if other == "published":
+            try:
+                folds = validation.cross_validate(points, "experiment")
+                predictions.append(("model", folds.model_post_seconds))
+            except tm.TooFewPoints:
+                pass
+        large = points.m >= validation.LARGE
+        if not large.any():  # fidelity.csv scores large problems only: none here, nothing to draw
+            continue
+        for estimator, seconds in predictions:
+            part = points[large].assign(y=tflops(work, seconds)[large])
+            panels.append((other, estimator, part, validation.scores(points[large], seconds[large])))
+    return panels
