@@ -200,6 +200,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                                                     lang),
         # between sentences and after a label: Chinese runs on without a space and has its own colon
         sep="" if lang == "zh" else " ", colon="：" if lang == "zh" else ":",
+        post_chip=POST_CHIP,  # the post's chip, named in the templates' sentences
         citation=citation(), licence=RESULTS_LICENCE, licence_url=RESULTS_LICENCE_URL, model=inputs.model,
         page=page, appendix=appendix, studies=[e for e in page if e["anchor"] in studies])
     for entry in page + appendix:  # the core's templates read their section's keys by name
