@@ -15,6 +15,7 @@ import tpu_matmul_repro.advise.request as request
 import tpu_matmul_repro.advise.search as search
 import tpu_matmul_repro.advise.table as table
 from tpu_matmul_repro.advise.request import AdviceError
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("v5e", "v6e", "v5p", "7x")  # v4: libtpu's static profiler crashes on it (no cycles)
@@ -42,7 +43,8 @@ def arguments(argv):
     p.add_argument("--tokens", help="tokens per batch: m of every projection of --model or --shapes-file")
     p.add_argument("--dtype", default="bfloat16", help="operand dtype (default bfloat16)")
     p.add_argument("--target", action="append", dest="targets", metavar="TARGET",
-                   help=f"TPU generation, one of {', '.join(TARGETS)}; repeat for several (default v5e)")
+                   help=f"TPU generation, one of {', '.join(TARGETS)}; repeat for several "
+                   f"(default {POST_CHIP})")
     p.add_argument("--kernel", default="v5", help="blocked Pallas kernel (default v5: f32 accumulator)")
     p.add_argument("--vmem-limit", help="scoped-VMEM limit to rank at, whole MiB, e.g. 32MiB (default: each "
                                         "target's default limit)")
@@ -123,7 +125,7 @@ def main(argv=None) -> int:
         args = arguments(sys.argv[1:] if argv is None else argv)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                             format="%(asctime)s %(name)s: %(message)s")
-        targets = args.targets or ["v5e"]
+        targets = args.targets or [POST_CHIP]
         for target in targets:
             if target not in TARGETS:
                 raise AdviceError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
@@ -172,7 +174,7 @@ def model_texts(layout: models.Layout, asked: request.Request, parts: list[pd.Da
     return out
 
 
-def advise(shapes, *, dtype: str = "bfloat16", targets=("v5e",), kernel: str = "v5",
+def advise(shapes, *, dtype: str = "bfloat16", targets=(POST_CHIP,), kernel: str = "v5",
            vmem_limit: str | int | None = None, results=ROOT / "results", config=None,
            workers: int = 2) -> pd.DataFrame:
     """The advisor as a function: the ranked table (every column of --csv) of `shapes` ("MxKxN" or

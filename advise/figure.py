@@ -6,6 +6,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP  # noqa: E402
+
 SHOWN = 8  # candidates per target
 
 
@@ -29,8 +31,8 @@ def draw(advice: pd.DataFrame, path, title: str) -> None:
         versions = ", ".join(sorted(set(mine.libtpu_version.dropna().astype(str))))
         ax.set_title(f"{target}, estimated by libtpu {versions}" if versions else target, fontsize=10)
         ax.grid(axis="x", alpha=0.3)
-    fig.suptitle(f"{title}\nestimates (libtpu compile + timing model fitted on the post's v5e numbers); "
-                 "bars: 80 % and 95 % prediction intervals", fontsize=9)
+    fig.suptitle(f"{title}\nestimates (libtpu compile + timing model fitted on the post's {POST_CHIP} "
+                 "numbers); bars: 80 % and 95 % prediction intervals", fontsize=9)
     fig.tight_layout()
     from tpu_matmul_repro.experiments.core.tables import write_atomic  # a failed write keeps the old one
 

@@ -29,11 +29,12 @@ from tpu_matmul_repro.advise.request import AdviceError
 from tpu_matmul_repro.analysis import intervals
 from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "data" / "published_v5e.csv"
-FIT = "published v5e"  # model_columns.PUBLISHED
+FIT = f"published {POST_CHIP}"  # model_columns.PUBLISHED
 WITHOUT = " without "  # a refit's name: "published v5e without v4" (model_columns.without)
 CODE = ("analysis/timing_model.py", "analysis/intervals.py",
         "analysis/validation.py", "analysis/model_columns.py",
@@ -211,7 +212,7 @@ def cached(versions: dict) -> tuple[Model | None, Path | None]:
         widths = [*band.halfwidth.values(), *(q for w in band.by_size.values() for q in w.values())]
         if not all(math.isfinite(q) and q >= 0 for q in widths):
             raise ValueError("a half-width that no band has")
-        source = f"fitted on the post's published v5e numbers; from the advisor's cache, {path.name}"
+        source = f"fitted on the post's published {POST_CHIP} numbers; from the advisor's cache, {path.name}"
         return Model(constants, band, source, refits), path
     except (OSError, ValueError, KeyError, TypeError):
         return None, path
@@ -235,8 +236,8 @@ def fitted(config: dict) -> Model:
     from tpu_matmul_repro.experiments.plan.jobs import published_jobs
 
     jobs = list(published_jobs(config, PUBLISHED).values())
-    log.info("fitting the timing model: compiling the post's %d configurations for v5e",
-             sum(len(j.cases) for j in jobs))
+    log.info("fitting the timing model: compiling the post's %d configurations for %s",
+             sum(len(j.cases) for j in jobs), POST_CHIP)
     df = combine([run_jobs(jobs)], load_published(PUBLISHED))
     fits = model_columns.fits(df)
     band = intervals.band(df)
@@ -246,8 +247,8 @@ def fitted(config: dict) -> Model:
     fit = fits[FIT][0]
     refits = {name.removeprefix(FIT + WITHOUT): f.constants for name, (f, _) in fits.items()
               if name.startswith(FIT + WITHOUT)}
-    return Model(fit.constants, band, f"fitted here on {fit.n_points} of the post's published v5e points",
-                 refits)
+    return Model(fit.constants, band,
+                 f"fitted here on {fit.n_points} of the post's published {POST_CHIP} points", refits)
 
 
 def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True) -> Model:

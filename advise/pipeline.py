@@ -59,8 +59,9 @@ def missing_fit(plan, published) -> str:
         problem = f"its {len(points)} are too few for the {round(100 * levels[0])} % band"
     else:
         return ""
-    return (f"advice.shapes needs this run's timing model, fitted on the post's published v5e "
-            f"configurations the run compiles for v5e, but {problem}: include v5e in targets and the post's "
+    return (f"advice.shapes needs this run's timing model, fitted on the post's published {POST_CHIP} "
+            f"configurations the run compiles for {POST_CHIP}, but {problem}: include {POST_CHIP} in targets "
+            "and the post's "
             "experiments at its sizes (an experiment with shapes and no sizes compiles none of them), or "
             "leave advice.shapes empty")
 

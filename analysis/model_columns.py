@@ -90,7 +90,7 @@ def constants_table(all_fits: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-PUBLISHED = "published v5e"
+PUBLISHED = f"published {POST_CHIP}"
 WITHOUT = " without "
 
 
