@@ -37,6 +37,7 @@ from tpu_matmul_repro.analysis.summaries import default_limit, post_configs
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
+from tpu_matmul_repro.kernels import is_pallas
 
 TARGET = POST_CHIP
 ABOUT = 0.2  # "about" a number: within |ln(ours / claimed)| <= 0.2 (a factor of 1.22)
@@ -394,7 +395,7 @@ def _v5_vs_xla(df, speeds, claim, size=8192):
     ours = speeds.get("v5", "bfloat16", "v5", size, blocks, measured=measured)
     if post is None or post_xla is None or ours is None:
         return _missing(claim, "v5 and XLA TFLOP/s at 8192")
-    xla_est = df[(df.source == "estimate") & (df.target == TARGET) & (df.kernel == "xla")
+    xla_est = df[(df.source == "estimate") & (df.target == TARGET) & ~is_pallas(df.kernel)
                  & (df.dtype == "bfloat16") & (df.m == size)]
     flagged = "estimate_nonmonotonic" in xla_est and bool(xla_est.estimate_nonmonotonic.eq(True).any())
     own_xla = speeds.get("v5", "bfloat16", "xla", size, measured=measured)

@@ -3,6 +3,7 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.kernels import is_pallas
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
@@ -88,22 +89,22 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
     configuration's modelled time as the post measured (one blocked call, model_post_tflops).
     """
     est = default_limit(df[(df.source == "estimate") & (df.status == "ok") & df.m.isin(sizes)])
-    published = df[(df.source == "published") & (df.kernel == "xla") & (df.status == "ok")]
+    published = df[(df.source == "published") & ~is_pallas(df.kernel) & (df.status == "ok")]
     rows = []
     for (target, dtype, size), group in est.groupby(["target", "dtype", "m"]):
         post_xla = published[(published.target == target) & (published.dtype == dtype)
                              & (published.m == size)]
         post_xla = float(post_xla.tflops.median()) if len(post_xla) else np.nan
-        xla_rows = group[group.kernel == "xla"]
+        xla_rows = group[~is_pallas(group.kernel)]
         flagged = bool(xla_rows.get("estimate_nonmonotonic", pd.Series(dtype=bool)).eq(True).any())
         for estimator, (column, description) in ESTIMATORS.items():
             if column not in group:
                 continue
-            pallas = group[group.kernel != "xla"].dropna(subset=[column])
+            pallas = group[is_pallas(group.kernel)].dropna(subset=[column])
             if estimator == "model":
                 pallas = pallas[~model_only(pallas)]
             elif estimator == "model_only":  # a fallback: only where nothing better exists
-                if group[group.kernel != "xla"].tflops.notna().any():
+                if group[is_pallas(group.kernel)].tflops.notna().any():
                     continue
                 pallas = pallas[model_only(pallas)]
             xla = xla_rows[column].dropna()
@@ -135,11 +136,11 @@ def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for target in sorted(set(est.target), key=generation_order):
         mine = est[est.target == target]
-        pallas = mine[mine.kernel != "xla"].drop_duplicates(MATCH[1:])
+        pallas = mine[is_pallas(mine.kernel)].drop_duplicates(MATCH[1:])
         ok = pallas[pallas.status == "ok"]
         cycles = ok.tflops.notna()
         bare = ok[~cycles]
-        xla = mine[(mine.kernel == "xla") & (mine.status == "ok")]
+        xla = mine[~is_pallas(mine.kernel) & (mine.status == "ok")]
         rows.append(dict(
             target=target, toolchain=", ".join(sorted(set(mine.toolchain.dropna()))),
             libtpu=", ".join(sorted(set(mine.libtpu_version.dropna()))),

@@ -60,6 +60,8 @@ from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes, step_bytes
 from tpu_matmul_repro.experiments.core.units import TERA, seconds_at
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
+from tpu_matmul_repro.kernels import is_pallas
+from tpu_matmul_repro.kernels.spec import WHOLE
 
 PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor",
           "overlapped_step_cycles")
@@ -145,7 +147,7 @@ def single_buffered(case: Case, vmem_bytes) -> float:
     """The share of a Pallas grid's block bytes that the compiler's VMEM request gives no second
     buffer: 0 where it holds two of every block (or where no request is known), 1 where it holds one.
     The accumulator scratch (v5) is counted once: it is never copied."""
-    if case.kernel in ("xla", "v1") or vmem_bytes is None or pd.isna(vmem_bytes):
+    if case.facts.grid == WHOLE or vmem_bytes is None or pd.isna(vmem_bytes):  # no grid, nothing to buffer
         return 0.0
     once = min_vmem_bytes(case)  # one buffer of each block, plus the accumulator
     accumulator = case.bm * case.bn * 4 if case.facts.accumulator else 0
@@ -222,7 +224,7 @@ def post_seconds(f: Features, k: Constants) -> float:
 # --- which rows the fit may use ------------------------------------------------------------------
 
 def _xla_estimates(df: pd.DataFrame) -> pd.DataFrame:
-    return df[(df.source == "estimate") & (df.kernel == "xla") & (df.status == "ok") & df.tflops.notna()]
+    return df[(df.source == "estimate") & ~is_pallas(df.kernel) & (df.status == "ok") & df.tflops.notna()]
 
 
 def aspect(df: pd.DataFrame) -> pd.Series:

@@ -173,4 +173,11 @@ def kernel_facts(name: str) -> KernelFacts:
         raise ValueError(f"kernel={name!r} unknown; expected one of {sorted(declared)}") from None
 
 
-__all__ = ["DECLARED", "REGISTRY", "KernelFacts", "KernelSpec", "kernel_facts", "kernel_spec", "source_file"]
+def is_pallas(kernel):
+    """Per row of a table: whether its kernel is written in Pallas (its SPEC's `pallas`), i.e. is not
+    XLA's own matmul, the baseline; `kernel` is a column of kernel names (a pandas Series)."""
+    return kernel.isin([name for name, facts in _declarations().items() if facts.pallas])
+
+
+__all__ = ["DECLARED", "REGISTRY", "KernelFacts", "KernelSpec", "is_pallas", "kernel_facts", "kernel_spec",
+           "source_file"]

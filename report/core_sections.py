@@ -19,7 +19,7 @@ from tpu_matmul_repro.experiments.core.i18n import N_, glossary
 from tpu_matmul_repro.figures.catalog import model_column
 from tpu_matmul_repro.figures.cite import bibtex, citation, post_attribution
 from tpu_matmul_repro.figures.labels import experiment_description, join
-from tpu_matmul_repro.kernels import source_file
+from tpu_matmul_repro.kernels import is_pallas, source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import findings, front, sections, tables
 from tpu_matmul_repro.report.advice import advice_section
@@ -34,7 +34,7 @@ def experiment_sections(df: pd.DataFrame) -> list[tuple[str, str, tuple[str, ...
     """(experiment, its kernel, its dtypes, the kernel's module) for every experiment the table holds
     (estimated, measured or published): the kernel comes from the table and its source file from the
     registry."""
-    est = df[df.kernel != "xla"]
+    est = df[is_pallas(df.kernel)]
     out = []
     for experiment, rows in est.groupby("experiment", sort=True):
         dtypes = tuple(d for d in DTYPES if d in set(rows.dtype))

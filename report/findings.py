@@ -7,6 +7,7 @@ import pandas as pd
 from tpu_matmul_repro.analysis.summaries import best_vs_xla, default_limit, fidelity, post_configs
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.units import MiB
+from tpu_matmul_repro.kernels import is_pallas
 
 POST_BEST = {"float32": (512, 512, 512), "bfloat16": (512, 1024, 1024)}  # the post's stated winners
 
@@ -66,7 +67,7 @@ def tflops_at(rows: pd.DataFrame, size: int) -> float | None:
 def xla_tflops(df, target, dtype, size) -> float | None:
     """XLA's estimate, unless it is flagged as falling with size (a cost-model artefact): then None."""
     rows = estimates(df, target)
-    rows = rows[(rows.kernel == "xla") & (rows.dtype == dtype)]
+    rows = rows[~is_pallas(rows.kernel) & (rows.dtype == dtype)]
     if "estimate_nonmonotonic" in rows:
         rows = rows[~rows.estimate_nonmonotonic.eq(True)]
     return tflops_at(rows.drop_duplicates(["m"]), size)
@@ -79,7 +80,7 @@ def fraction(a, b):
 def raised_limit_results(df: pd.DataFrame, target: str) -> list[dict]:
     """Configurations of the post that fail at the default limit: the smallest raised limit that fits."""
     rows = estimates(df, target)
-    rows = post_configs(rows[rows.kernel != "xla"])
+    rows = post_configs(rows[is_pallas(rows.kernel)])
     out = []
     keys = ["experiment", "kernel", "dtype", "m", "bm", "bk", "bn"]
     for key, group in rows.groupby(keys, dropna=False):

@@ -8,6 +8,7 @@ import pandas as pd
 from tpu_matmul_repro.analysis.summaries import MATCH, default_limit, post_configs
 from tpu_matmul_repro.analysis.toolchains import short_error, toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.kernels import is_pallas
 
 
 def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
@@ -18,7 +19,7 @@ def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
     Columns: experiment, kernel, dtype, m, k, n, bm, bk, bn, published_status, then per toolchain T:
     T_status, T_vmem_bytes, T_limit_bytes, T_agrees, T_libtpu, T_error.
     """
-    published = df[(df.source == "published") & (df.target == POST_CHIP) & (df.kernel != "xla")]
+    published = df[(df.source == "published") & (df.target == POST_CHIP) & is_pallas(df.kernel)]
     out = published[MATCH + ["status"]].rename(columns={"status": "published_status"}).drop_duplicates(MATCH)
     estimates = post_configs(default_limit(df[(df.source == "estimate") & (df.target == POST_CHIP)]))
     for name in toolchains_of(df, primary):
