@@ -191,7 +191,8 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     context = dict(
         lang_tag=LANGUAGES[lang][0], other_name=LANGUAGES[other][1],
         # The project's own stylesheets, trusted as is; everything else is autoescaped.
-        css=Markup((TEMPLATES / "style.css").read_text()),
+        css=Markup("".join((folder / name).read_text() for folder, name in [(TEMPLATES, "style.css")] + [
+            (s.templates, s.style) for s in sections.studies() if s.style])),
         code_css=Markup(pygments.formatters.HtmlFormatter(cssclass="highlight").get_style_defs(".highlight")),
         date=build_date().isoformat(),  # SOURCE_DATE_EPOCH, else the commit's time: the same bytes on any day
         git_sha=commit, tpu_measured=bool(((rows.source == "measured") & (rows.target != "cpu")).any()),

@@ -51,7 +51,7 @@ class Inputs:
 
 @dataclasses.dataclass(frozen=True)
 class Section:
-    anchor: str  # its id in the page, e.g. "then-and-now"
+    anchor: str  # its id in the page, e.g. "best"
     title: str | None  # its heading and its line in the contents: an N_() message (None: no line)
     templates: Path  # the folder of its Jinja templates
     body: str  # the template of the section
@@ -64,6 +64,7 @@ class Section:
     appendix_title: str | None = None  # an N_() message
     after: str | None = "timing-model"  # the section it follows; None: the core's, in registered order
     part: str = "main"  # "main", or "appendix" for the core's appendix sections
+    style: str | None = None  # a style sheet in `templates`, added after the report's own
 
 
 REGISTRY: dict[str, Section] = {}

@@ -13,7 +13,7 @@ from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
 with logged(snakemake.log[0]) as log:
-    # each target's estimates from its own compiler (results/then_and_now.csv compares the toolchains)
+    # each target's estimates from its own compiler (a study may compare the toolchains)
     df = primary_rows(read_results(snakemake.input[0]), primary(snakemake.config), served(snakemake.config))
     try:
         agreement = validation.fidelity_table(df)

@@ -16,12 +16,12 @@ or an interrupted run repeats no install and no compile.
 """
 import pandas as pd
 
-from tpu_matmul_repro.analysis.toolchains import config_name, short_error
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.studies.history.bisect import Finding, bisect
 from tpu_matmul_repro.studies.history.probes import ReleaseCompiler
 from tpu_matmul_repro.studies.history.releases import Release
+from tpu_matmul_repro.studies.toolchains import config_name, short_error
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 

@@ -6,9 +6,10 @@ The core's figures and findings read each target's own compiler's estimates only
 import pandas as pd
 
 from tpu_matmul_repro.analysis.summaries import MATCH, default_limit, post_configs
-from tpu_matmul_repro.analysis.toolchains import short_error, toolchains_of
+from tpu_matmul_repro.analysis.toolchains import toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.kernels import is_pallas
+from tpu_matmul_repro.studies.toolchains import short_error
 
 
 def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:

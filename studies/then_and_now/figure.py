@@ -12,13 +12,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
 
-from tpu_matmul_repro.analysis.toolchains import config_name, toolchains_of
+from tpu_matmul_repro.analysis.toolchains import toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, translate
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.figures.catalog import Entry, register
 from tpu_matmul_repro.report.tables import toolchain_name
 from tpu_matmul_repro.studies.then_and_now.analysis import disagrees, then_and_now
+from tpu_matmul_repro.studies.toolchains import config_name
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("VMEM needed by the post's configurations, then and now (%(target)s)"),

@@ -23,7 +23,6 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from tpu_matmul_repro.analysis.toolchains import short_error
 from tpu_matmul_repro.experiments.compile_study import tpu_compile
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
@@ -32,6 +31,7 @@ from tpu_matmul_repro.experiments.plan import config as experiment_config
 from tpu_matmul_repro.studies.history.probes import ReleaseCompiler, settings_of
 from tpu_matmul_repro.studies.history.releases import Release
 from tpu_matmul_repro.studies.then_and_now import mechanism_probe
+from tpu_matmul_repro.studies.toolchains import short_error
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -134,4 +134,5 @@ def context(inputs) -> dict:
 register(Section(
     anchor="then-and-now", title=N_("Then and now: the post's compiler against today's"),
     templates=HERE / "templates", body="then_and_now.html.j2", context=context, tables=("then_and_now",),
-    appendix="then_and_now_table.html.j2", appendix_title=N_("Then and now, every configuration")))
+    appendix="then_and_now_table.html.j2", appendix_title=N_("Then and now, every configuration"),
+    style="style.css"))
