@@ -11,6 +11,7 @@ import pytest
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
 from tpu_matmul_repro.report import build, core_sections, sections
 from tpu_matmul_repro.report.typography import without_unit_spans
+from tpu_matmul_repro.studies.then_and_now import mechanism_text
 
 load_studies(["then_and_now"])  # the default config's study: its section and first-page lines
 TARGETS = ["v5e"]
@@ -677,3 +678,29 @@ def test_the_outputs_page_lists_what_the_code_writes():
     assert all(f"**{name}**" in kinds for name in SOURCE_NAMES.values()), kinds
     key = re.search(r"One row per \(([^)]*)\)", page.replace("\n", " ")).group(1)
     assert [c.strip() for c in key.split(",")] == list(KEY)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.skipif(mechanism_text.read()[0] is None,
+                    reason="studies/then_and_now/data/mechanism*.csv not written yet")
+def test_the_then_and_now_section_carries_its_mechanism_sentences(table, lang):
+    """The then-and-now section's sentences on which component doubled the VMEM request
+    (studies/then_and_now/tests/test_mechanism.py checks them against its data) are in the page."""
+    import html as entities
+
+    from tpu_matmul_repro.experiments.core.i18n import translations
+    from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+
+    load_studies(["then_and_now"])
+    page = entities.unescape(build.render_html(
+        table, lang=lang, config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
+        correctness={"passed": 1, "total": 1}, primary_toolchain="current"))
+    section = page[page.index('<section id="then-and-now">'):]
+    section = section[:section.index("</section>")]
+    section = re.sub(r"<span[^>]*>|</span>", "", section)  # the report keeps "9.07 MiB" on one line
+    gettext = translations(lang).gettext if lang == "zh" else (lambda message: message)
+    for sentence in mechanism_text.sentences(*mechanism_text.read(), gettext):
+        assert sentence in section
+    assert gettext("Which component doubled the request") in section
+    assert ("。 " not in section and "。（" in section) if lang == "zh" else (". (Estimates" in section)

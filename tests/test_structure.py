@@ -175,19 +175,41 @@ def test_no_stage_imports_a_stage_of_its_rank_or_above():
     assert back_edges(import_graph()) == []
 
 
+def study_folders() -> list[str]:
+    """Every optional study: a folder of studies/ with a README, whether it has rules of its own
+    (then_and_now, history) or is a config overlay only (generations, search)."""
+    return sorted(p.parent.name for p in (ROOT / "studies").glob("*/README.md"))
+
+
 def test_the_core_reads_without_the_studies():
-    """Nothing outside studies/ (the scripts and rules of the core included) names a study: the core
-    meets one only by the names of the config's `studies` list (experiments/plan/studies.py), and the
-    layer test above keeps it from importing one."""
+    """Nothing outside studies/ (the scripts, rules, templates and style sheet of the core included)
+    names a study, overlays too: not its folder, nor (for a name no core word could be, then_and_now)
+    the name itself or its report anchor (then-and-now). The core meets a study only by the names of
+    the config's `studies` list (experiments/plan/studies.py) and the registries its code fills (report
+    sections, figure kinds, figure specs); the layer test above keeps it from importing one."""
     from tpu_matmul_repro.experiments.plan.config import study_names
 
-    names = study_names()
-    assert "then_and_now" in names and "history" in names
+    names = study_folders()
+    assert set(study_names()) < set(names) and {"generations", "search"} <= set(names)
     core = [p for d in ("kernels", "experiments", "analysis", "figures", "report", "scripts", "rules")
-            for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".smk", ".j2")]
+            for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".smk", ".j2", ".css")]
+    assert any(p.suffix == ".css" for p in core) and any(p.suffix == ".j2" for p in core)
+    core.append(ROOT / "Snakefile")
+    spellings = {name: [rf"studies[./]{name}\b"] + ([rf"\b{name}\b", rf"\b{name.replace('_', '-')}\b"]
+                                                     if "_" in name else []) for name in names}
     naming = [(str(p.relative_to(ROOT)), name) for p in core for name in names
-              if re.search(rf"studies[./]{name}\b", p.read_text())]
+              if any(re.search(pattern, p.read_text()) for pattern in spellings[name])]
     assert naming == []
+
+
+def test_every_study_with_code_keeps_its_tests_in_its_folder():
+    """A study with code of its own (an __init__.py) keeps its tests in studies/<name>/tests/, which
+    pyproject's testpaths (and so `python3 -m pytest`, the README's command) collect."""
+    pytest_options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert "studies" in pytest_options["testpaths"]
+    with_code = [p.parent for p in (ROOT / "studies").glob("*/__init__.py")]
+    assert with_code
+    assert [p.name for p in with_code if not list((p / "tests").glob("test_*.py"))] == []
 
 
 def test_every_column_is_declared_once_with_its_meaning():

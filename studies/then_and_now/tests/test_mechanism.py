@@ -1,6 +1,7 @@
 """The then-and-now section's sentences on which component doubled the VMEM request follow from the
 study's data (studies/then_and_now/data/mechanism*.csv, written by mechanism.py), in both languages,
-and say nothing when the data do not support them."""
+and say nothing when the data do not support them. That the report's section carries them:
+tests/test_report.py (it renders the report from the core's fixture table)."""
 import re
 
 import pandas as pd
@@ -108,25 +109,3 @@ def test_the_version_sentence_needs_the_version_gate():
     no_step.loc[(no_step.jax == text.AFTER["jax"]) & (no_step.libtpu == text.AFTER["libtpu"]) & (
         no_step.ir_version == "7"), "vmem_bytes"] *= 2  # version 7 doubled too: no step at 9
     assert len(text.sentences(MECHANISM, no_step, english)) == 1
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_report_section_carries_the_sentences(table, lang):
-    import html as entities
-
-    from tpu_matmul_repro.experiments.plan.studies import load as load_studies
-    from tpu_matmul_repro.report import build
-
-    load_studies(["then_and_now"])
-    page = entities.unescape(build.render_html(
-        table, lang=lang, config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
-        correctness={"passed": 1, "total": 1}, primary_toolchain="current"))
-    section = page[page.index('<section id="then-and-now">'):]
-    section = section[:section.index("</section>")]
-    section = re.sub(r"<span[^>]*>|</span>", "", section)  # the report keeps "9.07 MiB" on one line
-    gettext = translations(lang).gettext if lang == "zh" else english
-    for sentence in text.sentences(MECHANISM, VERSIONS, gettext):
-        assert sentence in section
-    assert gettext("Which component doubled the request") in section
-    assert ("。 " not in section and "。（" in section) if lang == "zh" else (". (Estimates" in section)
