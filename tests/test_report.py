@@ -158,6 +158,15 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
     assert "</html>" in without
 
 
+def test_a_study_s_section_follows_the_anchor_it_names_in_the_registered_order():
+    """report/sections.py places each study's section after the core section its `after` names, after
+    the studies placed there before it, and last when no core section has that anchor; the order is
+    of every registered core section, so a section left out of one report moves no study."""
+    placed = sections.placed(["abstract", "timing-model", "generations", "cite"],
+                             [("a", "timing-model"), ("b", "timing-model"), ("c", "nowhere")])
+    assert placed == ["abstract", "timing-model", "a", "b", "generations", "cite", "c"]
+
+
 @pytest.mark.slow
 def test_statistics_name_their_file_and_no_rank_correlation_below_five_points(table):
     from tpu_matmul_repro.analysis import summaries
