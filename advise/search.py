@@ -5,12 +5,15 @@ Before any compile: blocks whose own buffers exceed the limit are out of VMEM (a
 block shapes), and every other candidate gets a lower bound on its modelled time (the model without
 compiler cycles: peak and bandwidth alone, which the full model never undercuts; first a cheap one
 from its FLOPs, operands and step count, the exact one where the cheap one cannot decide). The
-cheapest FIRST compile first; then only those whose bound lies within the best modelled time times
-the 80 % interval's factor: the others can neither win nor tie. The compiles are the compile study's
-jobs (experiments/compile_study/study.py: representative small grids for the VMEM verdict, cycles
-extrapolated from small grids, the compile cache), with the planner's settings. At a raised limit a
-candidate is compiled at the chip's default limit first and at the raised one only if it runs out
-there, so every row says which limits it was compiled at and what it needs.
+cheapest FIRST compile first, with XLA's matmul; then only those whose bound lies within the reach
+(Leader.reach): the fastest modelled time (the best block's or XLA's) times its 80 % interval's
+factor, or the best block's time where that is longer. The others can neither be the best block nor
+tie with the fastest: a branch and bound on the modelled time whose bound needs no compile. The
+compiles are the compile study's jobs (experiments/compile_study/study.py: representative small
+grids for the VMEM verdict, cycles extrapolated from small grids, the compile cache), with the
+planner's settings. At a raised limit a candidate is compiled at the chip's default limit first and
+at the raised one only if it runs out there, so every row says which limits it was compiled at and
+what it needs.
 
 XLA's matmul is compiled at the shape as it is, with the same-aspect smaller problems of the
 config's XLA baseline (the planner's), so that its modelled number (the monotone envelope where
@@ -35,12 +38,12 @@ from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
+from tpu_matmul_repro.report.advice import PRUNED
 
 log = logging.getLogger(__name__)
 FIRST = 6  # candidates compiled before the bound prunes the rest
 EXACT_FIRST = 4 * FIRST  # candidates whose exact bound orders the first batch
 WAVE = 8  # candidates per pair of workers in each later batch
-PRUNED = "pruned"  # status of a candidate not compiled because it cannot come within the interval
 FIT = "published v5e"
 CASE_FIELDS = ("m", "k", "n", "bm", "bk", "bn")
 
@@ -176,6 +179,45 @@ def band_factor(row) -> float:
     return float(row.model_device_seconds_hi80 / row.model_device_seconds)
 
 
+@dataclasses.dataclass(frozen=True)
+class Leader:
+    """The fastest of a problem's modelled rows (the best block, or XLA where it is modelled faster):
+    the rows within `tie_seconds` tie with it (the recommendation's set, the table's tie column)."""
+
+    xla: bool
+    seconds: float
+    factor: float  # its 80 % band's factor above its time
+    best_block_seconds: float  # the best block's time (nan: none fits)
+
+    @property
+    def tie_seconds(self) -> float:
+        return self.seconds * self.factor
+
+    @property
+    def reach(self) -> float:
+        """The longest lower bound a candidate not yet compiled may have and still tie with the
+        leader or be the best block; inf until a block has a time."""
+        if math.isnan(self.best_block_seconds):
+            return math.inf
+        return max(self.tie_seconds, self.best_block_seconds)
+
+
+def leader_of(pallas: pd.DataFrame, xla: pd.DataFrame) -> Leader | None:
+    """The Leader of modelled rows: `pallas`, the blocks' (timed or not), `xla`, XLA's at the shape;
+    None where neither has a time."""
+    timed = pallas[(pallas.status == "ok") & pallas.model_device_seconds.notna()]
+    timed = timed.sort_values(["model_device_seconds", "bm", "bk", "bn"])
+    xla = xla[xla.model_device_seconds.notna()]
+    best = timed.iloc[0] if len(timed) else None
+    t_best = math.nan if best is None else float(best.model_device_seconds)
+    if len(xla) and (best is None or float(xla.model_device_seconds.iloc[0]) < t_best):
+        row = xla.iloc[0]
+        return Leader(True, float(row.model_device_seconds), band_factor(row), t_best)
+    if best is None:
+        return None
+    return Leader(False, t_best, band_factor(best), t_best)
+
+
 def modelled(rows: pd.DataFrame, model) -> pd.DataFrame:
     return model_columns.modelled(rows.reset_index(drop=True), fits_of(model), model.band)
 
@@ -220,14 +262,14 @@ def _tried(r) -> str:
     return f"{at}: {r.status}"
 
 
-def next_batch(todo: list, bounds: dict, cheap: dict, best: float, reach: float, target: str,
+def next_batch(todo: list, bounds: dict, cheap: dict, reach: float, target: str,
                k: tm.Constants, pairs: int, limit: int) -> tuple[list, list]:
-    """(the cases to compile next, the rest): until one has a time, the FIRST of the smallest exact
-    bounds (computed for the EXACT_FIRST of the smallest cheap ones); then those whose bound lies
-    within `reach`, smaller blocks first, WAVE a pair at a time: a wave's out-of-VMEM verdicts and
-    better times can spare the next wave's compiles. A case beyond `reach` is never compiled (reach
-    only shrinks)."""
-    if math.isnan(best):
+    """(the cases to compile next, the rest): until a block has a time (reach inf), the FIRST of the
+    smallest exact bounds (computed for the EXACT_FIRST of the smallest cheap ones); then those whose
+    bound lies within `reach`, smaller blocks first, WAVE a pair at a time: a wave's out-of-VMEM
+    verdicts and better times can spare the next wave's compiles. The rest stay to do: a new best
+    with a wider band can widen the reach again."""
+    if math.isinf(reach):
         # first those whose blocks leave room to double-buffer them (most kernels need it): a first
         # time found quickly, rather than the largest blocks' out-of-VMEM verdicts; only an order
         likely = [case for case in todo if 2 * min_vmem_bytes(case) <= limit] or todo
@@ -243,7 +285,8 @@ def next_batch(todo: list, bounds: dict, cheap: dict, best: float, reach: float,
             bounds[case] = lower_bound(case, target, k)
     within = sorted((case for case in within if bounds[case] <= reach),
                     key=lambda case: (case.bm * case.bk * case.bn, bounds[case]))
-    return within[:WAVE * pairs], within[WAVE * pairs:]
+    chosen = set(within[:WAVE * pairs])
+    return within[:WAVE * pairs], [case for case in todo if case not in chosen]
 
 
 @dataclasses.dataclass
@@ -272,10 +315,11 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     bounds = {}
     pending_xla = [*xla_context(baseline, dtype, shape), Case("xla", dtype, *shape)]
     frames = [oom_rows(target, sure_oom, limit)] if sure_oom else []
-    best, reach, factor = math.nan, math.inf, math.inf
+    lead = None
     with Workers(target, compiler, settings["timeout_s"], workers) as pairs:
         while todo or pending_xla:
-            batch, todo = next_batch(todo, bounds, cheap, best, reach, target, k, workers, limit)
+            reach = lead.reach if lead else math.inf
+            batch, todo = next_batch(todo, bounds, cheap, reach, target, k, workers, limit)
             if not batch and not pending_xla:
                 break
             frames.append(compile_cases(pairs, target, batch + pending_xla, compiler, settings, limit_mib))
@@ -289,12 +333,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
                 todo = [case for case in todo if case not in skipped]
                 frames.append(dominated_rows(target, skipped, limit))
                 times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
-            timed = times.model_device_seconds.notna()
-            pallas = times[(times.kernel != "xla") & (times.status == "ok") & timed]
-            first = pallas.loc[pallas.model_device_seconds.idxmin()] if len(pallas) else None
-            best = math.nan if first is None else float(first.model_device_seconds)
-            factor = math.inf if first is None else band_factor(first)
-            reach = best * factor if first is not None else math.inf
+            lead = leader_of(times[times.kernel != "xla"], at_shape(times, shape))
     raw = pd.concat(frames, ignore_index=True)
     table = at_limit(modelled(raw, model), limit)
     compiled = set(_keys(table))
@@ -311,13 +350,26 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
             bk=x.bk, bn=x.bn, status=PRUNED, vmem_limit_bytes=limit,
             lower_bound_seconds=bounds.get(x, cheap[x]),
             error=f"not compiled: even without compiler cycles the model gives "
-                  f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond the best compiled ({best * 1e3:.3f} ms) "
-                  f"times x{factor:.2f} (its 80 % interval): it can neither "
-                  "win nor tie") for x in pruned])], ignore_index=True)
+                  f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond {reach_words(lead)}: it can neither be "
+                  "the best block nor tie") for x in pruned])], ignore_index=True)
     pallas = table[table.kernel != "xla"].copy()
-    xla = table[(table.kernel == "xla") & (table.m == shape[0]) & (table.k == shape[1])
-                & (table.n == shape[2])].copy()
+    xla = at_shape(table, shape).copy()
     return Found(as_asked(pallas, shape), xla.reset_index(drop=True), limit, counts)
+
+
+def at_shape(rows: pd.DataFrame, shape) -> pd.DataFrame:
+    """XLA's rows at the shape asked (not its smaller context problems)."""
+    return rows[(rows.kernel == "xla") & (rows.m == shape[0]) & (rows.k == shape[1]) & (rows.n == shape[2])]
+
+
+def reach_words(lead: Leader) -> str:
+    """The reach of a search, said: what a pruned candidate's bound is beyond."""
+    fastest = "XLA" if lead.xla else "the best block"
+    tie = (f"the {lead.tie_seconds * 1e3:.3f} ms within which a time ties with the fastest ({fastest}, "
+           f"{lead.seconds * 1e3:.3f} ms x{lead.factor:.2f}, its 80 % interval)")
+    if lead.reach > lead.tie_seconds:
+        return f"{tie} and the best block's {lead.best_block_seconds * 1e3:.3f} ms"
+    return tie
 
 
 def as_asked(rows: pd.DataFrame, shape) -> pd.DataFrame:

@@ -272,10 +272,11 @@ def found(rows, xla_seconds=None, limit=16 << 20):
     """A search's result from made-up rows (the columns the table reads), times in seconds."""
     from tpu_matmul_repro.advise.search import Found
 
-    def one(bm, seconds, status="ok", kernel="v5"):
+    def one(bm, seconds, status="ok", bound=None, kernel="v5"):
         work = 2 * 4096**3
         r = dict(target="v5e", kernel=kernel, dtype="bfloat16", m=4096, k=4096, n=4096, bm=bm, bk=512, bn=512,
-                 status=status, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20, oom_limit_bytes=None,
+                 status=status, lower_bound_seconds=bound, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20,
+                 oom_limit_bytes=None,
                  est_cycles=1, tflops=None, error="", vmem_method="compiled", model_fit="published v5e",
                  xla_estimate_method="", padded_shape="", limits_tried="16 MiB: ok", model_interval="a band")
         for time, extra in (("device", 0.0), ("post", 1e-4)):
@@ -304,7 +305,16 @@ def found(rows, xla_seconds=None, limit=16 << 20):
      "best, (512,512,512) at 1.000 ms): (512,512,512), (256,512,512), (1024,512,512); XLA is modelled 30 % "
      "slower, beyond the band"),
     ([(512, 1.00e-3), (256, 1.20e-3)], 1.1e-3,
-     "Any of these 1 blocks or XLA, which the model cannot tell apart"),
+     "(512,512,512) or XLA, which the model cannot tell apart (the block at 1.000 ms): XLA is modelled 10 % "
+     "slower, inside the band"),
+    ([(512, 1.05e-3), (256, 1.20e-3)], 1.0e-3,
+     "XLA or this block: XLA is modelled 5 % faster than the best blocks (512,512,512), inside the 80 % band "
+     "(x1.15)"),
+    ([(512, 1.00e-3), (256, 1.30e-3), (1024, None, "pruned", 1.2e-3)], 1.5e-3,
+     "Use (512,512,512): modelled at least 20 % faster than any other block (by the bound of the 1 not "
+     "compiled), beyond the 80 % band (x1.15)"),
+    ([(512, 1.00e-3), (1024, None, "vmem_oom")], 1.5e-3,
+     "Use (512,512,512): the only block that fits; XLA is modelled 50 % slower, beyond the band"),
     ([(512, 1.02e-3), (256, 1.10e-3), (1024, 1.30e-3)], 1.0e-3,
      "XLA or any of these 2 blocks: XLA is modelled 2 % faster than the best blocks (512,512,512), inside "
      "the 80 % band (x1.15): (512,512,512), (256,512,512)"),
