@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.advise.search import PRUNED, Found, leader_of
+from tpu_matmul_repro.advise.search import DOUBLE_BUFFER_BOUND, PRUNED, Found, leader_of
 from tpu_matmul_repro.analysis.summaries import MODEL_ONLY
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.chips import chip
@@ -68,6 +68,9 @@ def note(r, limit: int) -> str:
     if r.status == "vmem_oom" and r.vmem_method == "block_bound":
         why = f"out of VMEM, not compiled: its blocks alone need {r.vmem_bytes / MiB:.1f} MiB, more than " \
               f"the {limit / MiB:.0f} MiB limit"
+    elif r.status == "vmem_oom" and r.vmem_method == DOUBLE_BUFFER_BOUND:
+        why = f"out of VMEM, not compiled: two buffers of its blocks need {r.vmem_bytes / MiB:.1f} MiB, " \
+              f"more than the {limit / MiB:.0f} MiB limit"
     elif r.status == "vmem_oom":
         asks = f"asks {r.vmem_bytes / MiB:.1f} MiB, " if not pd.isna(r.vmem_bytes) else ""
         why = f"out of VMEM: {asks}more than the {limit / MiB:.0f} MiB limit ({r.vmem_method})"
@@ -96,7 +99,8 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
            f"{'device ms [' + s + ' %]':<26} {'TFLOP/s [' + s + ' %]':<22} {'post ms':>8}  note"
     lines.append(cols)
     pruned = table[table.status == PRUNED]
-    unbuilt = table.vmem_method.isin(["block_bound", DOMINATED]) & (table.status == "vmem_oom")
+    unbuilt = table.vmem_method.isin(["block_bound", DOUBLE_BUFFER_BOUND, DOMINATED]) \
+        & (table.status == "vmem_oom")
     for r in table[(table.status != PRUNED) & ~unbuilt].itertuples():
         if r.kernel == "xla":
             blocks, rank = "XLA jnp.matmul", "XLA"
@@ -123,6 +127,12 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
                      f"{bound.vmem_mib.min():.1f} MiB or more, beyond the "
                      f"{bound.vmem_limit_mib.iloc[0]:.0f} MiB "
                      "limit (--csv lists them)")
+    double = table[unbuilt & (table.vmem_method == DOUBLE_BUFFER_BOUND)]
+    if len(double):
+        lines.append(f"{len(double)} more candidates out of VMEM, not compiled: more than one step along "
+                     f"every grid axis, so libtpu double-buffers their blocks, which then need "
+                     f"{double.vmem_mib.min():.1f} MiB or more, beyond the "
+                     f"{double.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists them)")
     dominated = table[unbuilt & (table.vmem_method == DOMINATED)]
     if len(dominated):
         lines.append(f"{len(dominated)} more candidates out of VMEM, not compiled: at least as large along "

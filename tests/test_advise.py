@@ -565,3 +565,40 @@ def test_the_band_read_back_from_fidelity_csv_is_the_one_the_run_used(tmp_path):
     for size, widths in made.by_size.items():
         assert read.by_size[size] == pytest.approx(widths), size
     assert read.halfwidth == pytest.approx(made.halfwidth) and read.n == made.n
+
+
+def test_the_vmem_floor_doubles_the_blocks_only_where_libtpu_is_known_to():
+    """Blocks out of VMEM before any compile: one buffer of each block always; two (and v5's
+    accumulator once) where every grid axis has more than one step and libtpu is one seen to
+    double-buffer them; a single-step axis can leave its blocks one buffer."""
+    from tpu_matmul_repro.experiments.core.cases import Case
+
+    multi = Case("v5", "bfloat16", 8192, 4096, 14336, 2048, 512, 2048)  # grid 4 x 8 x 7
+    acc, blocks = 2048 * 2048 * 4, (2048 * 512 + 512 * 2048 + 2048 * 2048) * 2
+    assert search.vmem_floor(multi, "0.0.42.1") == (2 * blocks + acc, search.DOUBLE_BUFFER_BOUND)
+    assert search.vmem_floor(multi, "0.0.52")[1] == search.DOUBLE_BUFFER_BOUND
+    assert search.vmem_floor(multi, "0.0.5") == (blocks + acc, "block_bound")  # gave large blocks one buffer
+    one_k_step = Case("v5", "bfloat16", 8192, 4096, 14336, 1024, 4096, 512)
+    assert search.vmem_floor(one_k_step, "0.0.42.1")[1] == "block_bound"
+
+
+@pytest.mark.compiler
+def test_the_compiler_asks_two_buffers_of_each_block_where_the_floor_says_so():
+    """The double-buffer floor checked against today's compiler (the primary toolchain's libtpu must be
+    one DOUBLE_BUFFERED_LIBTPU names): grids with more than one step along every axis, v5 and v3, three
+    dtypes, each asks at least the floor."""
+    from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
+    from tpu_matmul_repro.experiments.core.cases import Case
+    from tpu_matmul_repro.experiments.core.provenance import provenance
+
+    libtpu = provenance()["libtpu_version"]
+    assert libtpu in search.DOUBLE_BUFFERED_LIBTPU
+    cases = [Case("v5", "bfloat16", 1024, 1024, 1024, 512, 512, 512),
+             Case("v5", "float32", 512, 2048, 1024, 256, 1024, 512),
+             Case("v5", "int8", 1024, 2048, 2048, 512, 1024, 1024),
+             Case("v3", "float32", 1024, 2048, 2048, 512, 1024, 1024)]
+    with Compiler("v5e", cache=None) as compiler:
+        for case in cases:
+            floor, method = search.vmem_floor(case, libtpu)
+            result = compiler.compile(case, 128 << 20)  # the physical VMEM: each compiles and says its use
+            assert method == search.DOUBLE_BUFFER_BOUND and result["vmem_bytes"] >= floor, (case, result)
