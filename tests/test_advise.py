@@ -29,6 +29,7 @@ MODEL = Model(TRUE, BAND, "test constants")
     (["1024x1024x1024", "--vmem-limit", "8MiB"], "below v5e's default scoped limit of 16 MiB"),
     (["1024x1024x1024", "--vmem-limit", "32 parsecs"], "--vmem-limit '32 parsecs': expected a size"),
     (["1024x1024x1024", "--vmem-limit", "-5MiB"], "--vmem-limit '-5MiB': expected a size"),
+    (["1024x1024x1024", "--vmem-limit", "0"], "--vmem-limit '0': a limit of nothing: give a size"),
     (["1024x1024x1024", "--dtype", "float8"], "--dtype 'float8': kernel v5 takes one of"),
     (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v6e, v5p, 7x"),
     (["1024x1024x1024", "--target", "v4"], "--target 'v4': expected one of"),
@@ -344,6 +345,7 @@ def test_a_shapes_file_is_checked_in_one_line_naming_the_entry(tmp_path):
         ("projections: [{k: 4096, n: 128, count: 1, tokens_share: 1.5}]",
          "tokens_share: 1.5 is not a number"),
         ("projections: []", "a non-empty list 'projections'"),
+        ("projections: [{name: up, k: 4096, count: 1}]", "projections[0]: no 'n' (each projection gives"),
         ("projections: [{k: 1, n: 1, count: 1}\n", "layers.yaml"),
     ]:
         bad.write_text(body)
