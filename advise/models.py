@@ -50,6 +50,8 @@ def layout(entry, tokens: int | None, where: str, name: str) -> Layout:
         if unknown:
             raise AdviceError(f"{at}: unknown key {unknown[0]!r} (expected {', '.join(sorted(KEYS))})")
         for key in ("k", "n", "count") + (("m",) if "m" in p else ()):
+            if key not in p:
+                raise AdviceError(f"{at}: no {key!r} (each projection gives k, n and count)")
             if not _whole(p.get(key)):
                 raise AdviceError(f"{at}.{key}: {p.get(key)!r} is not a whole number from 1")
         if "m" in p and "tokens_share" in p:

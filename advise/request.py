@@ -77,7 +77,9 @@ def parse_vmem_limit(text: str) -> int:
         raise AdviceError(f"--vmem-limit {text!r}: expected a size such as 32MiB, 48M or 33554432 (bytes)")
     number, unit = float(found.group(1)), (found.group(2) or "b").lower()
     value = number * UNITS[unit]
-    if not value.is_integer() or value < 1:
+    if value < 1:
+        raise AdviceError(f"--vmem-limit {text!r}: a limit of nothing: give a size such as 32MiB")
+    if not value.is_integer():
         raise AdviceError(f"--vmem-limit {text!r}: not a whole number of bytes")
     return int(value)
 

@@ -1,16 +1,20 @@
 """Compile a problem's candidate blocks and XLA's matmul for a target at a scoped-VMEM limit, and model
 them with the pipeline's own code (analysis/model_columns.modelled).
 
-Before any compile: blocks whose own buffers exceed the limit are out of VMEM (a lower bound from the
-block shapes), and every other candidate gets a lower bound on its modelled time (the model without
-compiler cycles: peak and bandwidth alone, which the full model never undercuts; first a cheap one
-from its FLOPs, operands and step count, the exact one where the cheap one cannot decide). The
-cheapest FIRST compile first; then only those whose bound lies within the best modelled time times
-the 80 % interval's factor: the others can neither win nor tie. The compiles are the compile study's
-jobs (experiments/compile_study/study.py: representative small grids for the VMEM verdict, cycles
-extrapolated from small grids, the compile cache), with the planner's settings. At a raised limit a
-candidate is compiled at the chip's default limit first and at the raised one only if it runs out
-there, so every row says which limits it was compiled at and what it needs.
+Before any compile: blocks whose buffers exceed the limit are out of VMEM (vmem_floor: a lower bound
+from the block shapes, one buffer of each, or two where libtpu is known to double-buffer them), and
+every other candidate gets a lower bound on its modelled time (the model without compiler cycles:
+peak and bandwidth alone, which the full model never undercuts; first a cheap one from its FLOPs,
+operands and step count, the exact one where the cheap one cannot decide). The
+cheapest FIRST compile first, with XLA's matmul; then only those whose bound lies within the reach
+(Leader.reach): the fastest modelled time (the best block's or XLA's) times its 80 % interval's
+factor, or the best block's time where that is longer. The others can neither be the best block nor
+tie with the fastest: a branch and bound on the modelled time whose bound needs no compile. The
+compiles are the compile study's jobs (experiments/compile_study/study.py: representative small
+grids for the VMEM verdict, cycles extrapolated from small grids, the compile cache), with the
+planner's settings. At a raised limit a candidate is compiled at the chip's default limit first and
+at the raised one only if it runs out there, so every row says which limits it was compiled at and
+what it needs.
 
 XLA's matmul is compiled at the shape as it is, with the same-aspect smaller problems of the
 config's XLA baseline (the planner's), so that its modelled number (the monotone envelope where
@@ -28,19 +32,20 @@ from tpu_matmul_repro.advise.candidates import candidates
 from tpu_matmul_repro.advise.workers import Workers
 from tpu_matmul_repro.analysis import model_columns
 from tpu_matmul_repro.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, single_step_axes
+from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, job_versions, single_step_axes
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
+from tpu_matmul_repro.kernels.spec import BLOCKS
+from tpu_matmul_repro.report.advice import PRUNED
 
 log = logging.getLogger(__name__)
 FIRST = 6  # candidates compiled before the bound prunes the rest
 EXACT_FIRST = 4 * FIRST  # candidates whose exact bound orders the first batch
 WAVE = 8  # candidates per pair of workers in each later batch
-PRUNED = "pruned"  # status of a candidate not compiled because it cannot come within the interval
 FIT = "published v5e"
 CASE_FIELDS = ("m", "k", "n", "bm", "bk", "bn")
 
@@ -67,14 +72,46 @@ def lower_bound(case: Case, target: str, k: tm.Constants) -> float:
     return tm.device_seconds(tm.features(_row(case, target), cycles=0.0), k)
 
 
-def oom_rows(target: str, cases, limit: int) -> pd.DataFrame:
+# libtpu versions whose compiles of a block grid with more than one step along every axis always asked
+# at least two buffers of each block (the Pallas pipeline's double buffering) plus v5's accumulator:
+# every such compile in the compile cache, 562 of 0.0.42.1 (v5e, v6e; v3 and v5, bfloat16, float32,
+# int8) and 28 of 0.0.52 (7x), asked 1.00 times that or more. Not so for older ones: 0.0.5 to 0.0.30
+# gave large float32 blocks one buffer, so for them only the blocks' own buffers bound the VMEM.
+DOUBLE_BUFFERED_LIBTPU = ("0.0.42.1", "0.0.52")
+DOUBLE_BUFFER_BOUND = "double_buffer_bound"  # vmem_method of a candidate out of VMEM by that bound
+
+
+def double_buffered_bytes(case: Case) -> int:
+    """Two buffers of each block, and v5's accumulator once."""
+    acc = case.bm * case.bn * 4 if case.facts.accumulator else 0
+    return 2 * (min_vmem_bytes(case) - acc) + acc
+
+
+def vmem_floor(case: Case, libtpu: str) -> tuple[int, str]:
+    """(a lower bound on the VMEM the compiler asks for `case`, how it was found): the blocks' own
+    buffers; two of each where libtpu double-buffers them (DOUBLE_BUFFERED_LIBTPU) and every grid axis
+    has more than one step (a single-step axis can leave its blocks one buffer)."""
+    if (libtpu in DOUBLE_BUFFERED_LIBTPU and case.facts.grid == BLOCKS
+            and not any(single_step_axes(case))):
+        return double_buffered_bytes(case), DOUBLE_BUFFER_BOUND
+    return min_vmem_bytes(case), "block_bound"
+
+
+def oom_rows(target: str, cases, limit: int, libtpu: str = "") -> pd.DataFrame:
     c = chip(target)
+
+    def why(x):
+        need, method = vmem_floor(x, libtpu)
+        what = ("its blocks alone need" if method == "block_bound"
+                else "two buffers of each of its blocks (libtpu's pipelining) need")
+        return dict(vmem_bytes=need, vmem_method=method,
+                    error=f"not compiled: {what} {need / MiB:.2f} MiB, more than the scoped limit of "
+                          f"{limit / MiB:.0f} MiB (a lower bound from the block shapes)")
+
     return pd.DataFrame([dict(
         source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
-        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="vmem_oom", vmem_bytes=min_vmem_bytes(x),
-        vmem_limit_bytes=limit, oom_limit_bytes=limit, vmem_method="block_bound",
-        error=f"not compiled: its blocks alone need {min_vmem_bytes(x) / MiB:.2f} MiB, more than the "
-              f"scoped limit of {limit / MiB:.0f} MiB (a lower bound from the block shapes)") for x in cases])
+        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="vmem_oom", vmem_limit_bytes=limit,
+        oom_limit_bytes=limit, **why(x)) for x in cases])
 
 
 def aspect_of(shape) -> tuple[float, float]:
@@ -94,11 +131,13 @@ def xla_context(baseline, dtype: str, shape) -> list[Case]:
 def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings: dict,
                   limit_mib: int | None) -> pd.DataFrame:
     """The compile study's rows of `cases`: at the default limit, and at `limit_mib` too where they run
-    out at the default (a Job's raised-limit retries); blocks whose own buffers exceed the default are
-    compiled at `limit_mib` only, with a row saying why not at the default. The cases are split by bk
-    (as the compile study splits a search) over the pairs of `workers`, which compile at once."""
+    out at the default (a Job's raised-limit retries); blocks whose buffers exceed the default
+    (vmem_floor) are compiled at `limit_mib` only, with a row saying why not at the default. The cases
+    are split by bk (as the compile study splits a search) over the pairs of `workers`, which compile
+    at once."""
     default = chip(target).default_vmem_limit_bytes
-    beyond = tuple(c for c in cases if limit_mib and c.facts.pallas and min_vmem_bytes(c) > default)
+    libtpu = job_versions(compiler.get("versions"))["libtpu_version"]
+    beyond = tuple(c for c in cases if limit_mib and c.facts.pallas and vmem_floor(c, libtpu)[0] > default)
     pairs = len(workers.pairs)
     parts = split_by_bk([c for c in cases if c not in beyond], pairs)
     extra = split_by_bk(list(beyond), pairs)
@@ -114,7 +153,7 @@ def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings
     batches = [jobs(rest, over) for rest, over in itertools.zip_longest(parts, extra, fillvalue=[])]
     frames = [workers.run([b for b in batches if b])]
     if beyond:
-        frames.append(oom_rows(target, beyond, default))
+        frames.append(oom_rows(target, beyond, default, libtpu))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -176,6 +215,45 @@ def band_factor(row) -> float:
     return float(row.model_device_seconds_hi80 / row.model_device_seconds)
 
 
+@dataclasses.dataclass(frozen=True)
+class Leader:
+    """The fastest of a problem's modelled rows (the best block, or XLA where it is modelled faster):
+    the rows within `tie_seconds` tie with it (the recommendation's set, the table's tie column)."""
+
+    xla: bool
+    seconds: float
+    factor: float  # its 80 % band's factor above its time
+    best_block_seconds: float  # the best block's time (nan: none fits)
+
+    @property
+    def tie_seconds(self) -> float:
+        return self.seconds * self.factor
+
+    @property
+    def reach(self) -> float:
+        """The longest lower bound a candidate not yet compiled may have and still tie with the
+        leader or be the best block; inf until a block has a time."""
+        if math.isnan(self.best_block_seconds):
+            return math.inf
+        return max(self.tie_seconds, self.best_block_seconds)
+
+
+def leader_of(pallas: pd.DataFrame, xla: pd.DataFrame) -> Leader | None:
+    """The Leader of modelled rows: `pallas`, the blocks' (timed or not), `xla`, XLA's at the shape;
+    None where neither has a time."""
+    timed = pallas[(pallas.status == "ok") & pallas.model_device_seconds.notna()]
+    timed = timed.sort_values(["model_device_seconds", "bm", "bk", "bn"])
+    xla = xla[xla.model_device_seconds.notna()]
+    best = timed.iloc[0] if len(timed) else None
+    t_best = math.nan if best is None else float(best.model_device_seconds)
+    if len(xla) and (best is None or float(xla.model_device_seconds.iloc[0]) < t_best):
+        row = xla.iloc[0]
+        return Leader(True, float(row.model_device_seconds), band_factor(row), t_best)
+    if best is None:
+        return None
+    return Leader(False, t_best, band_factor(best), t_best)
+
+
 def modelled(rows: pd.DataFrame, model) -> pd.DataFrame:
     return model_columns.modelled(rows.reset_index(drop=True), fits_of(model), model.band)
 
@@ -211,6 +289,8 @@ def _tried(r) -> str:
     vmem = "" if pd.isna(r.vmem_bytes) else f"{r.vmem_bytes / MiB:.1f} MiB"
     if r.vmem_method == "block_bound":
         return f"{at}: out of VMEM, not compiled (its blocks alone need {vmem})"
+    if r.vmem_method == DOUBLE_BUFFER_BOUND:
+        return f"{at}: out of VMEM, not compiled (two buffers of its blocks need {vmem})"
     if r.vmem_method == DOMINATED:
         return f"{at}: out of VMEM, not compiled (dominated)"
     if r.status == "ok":
@@ -220,14 +300,14 @@ def _tried(r) -> str:
     return f"{at}: {r.status}"
 
 
-def next_batch(todo: list, bounds: dict, cheap: dict, best: float, reach: float, target: str,
+def next_batch(todo: list, bounds: dict, cheap: dict, reach: float, target: str,
                k: tm.Constants, pairs: int, limit: int) -> tuple[list, list]:
-    """(the cases to compile next, the rest): until one has a time, the FIRST of the smallest exact
-    bounds (computed for the EXACT_FIRST of the smallest cheap ones); then those whose bound lies
-    within `reach`, smaller blocks first, WAVE a pair at a time: a wave's out-of-VMEM verdicts and
-    better times can spare the next wave's compiles. A case beyond `reach` is never compiled (reach
-    only shrinks)."""
-    if math.isnan(best):
+    """(the cases to compile next, the rest): until a block has a time (reach inf), the FIRST of the
+    smallest exact bounds (computed for the EXACT_FIRST of the smallest cheap ones); then those whose
+    bound lies within `reach`, smaller blocks first, WAVE a pair at a time: a wave's out-of-VMEM
+    verdicts and better times can spare the next wave's compiles. The rest stay to do: a new best
+    with a wider band can widen the reach again."""
+    if math.isinf(reach):
         # first those whose blocks leave room to double-buffer them (most kernels need it): a first
         # time found quickly, rather than the largest blocks' out-of-VMEM verdicts; only an order
         likely = [case for case in todo if 2 * min_vmem_bytes(case) <= limit] or todo
@@ -243,7 +323,8 @@ def next_batch(todo: list, bounds: dict, cheap: dict, best: float, reach: float,
             bounds[case] = lower_bound(case, target, k)
     within = sorted((case for case in within if bounds[case] <= reach),
                     key=lambda case: (case.bm * case.bk * case.bn, bounds[case]))
-    return within[:WAVE * pairs], within[WAVE * pairs:]
+    chosen = set(within[:WAVE * pairs])
+    return within[:WAVE * pairs], [case for case in todo if case not in chosen]
 
 
 @dataclasses.dataclass
@@ -265,17 +346,19 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     limit_mib = limit // MiB if limit != c.default_vmem_limit_bytes else None
     found = candidates(kernel, dtype, shape, target)
     of_case = {x.case: x for x in found}
-    sure_oom = [x.case for x in found if min_vmem_bytes(x.case) > limit]
-    todo = [x.case for x in found if min_vmem_bytes(x.case) <= limit]
+    libtpu = job_versions(compiler.get("versions"))["libtpu_version"]
+    sure_oom = [x.case for x in found if vmem_floor(x.case, libtpu)[0] > limit]
+    todo = [x.case for x in found if vmem_floor(x.case, libtpu)[0] <= limit]
     cheap = {case: cheap_bound(case, target, k) for case in todo}
     todo.sort(key=lambda case: (cheap[case], case.bm * case.bk * case.bn))
     bounds = {}
     pending_xla = [*xla_context(baseline, dtype, shape), Case("xla", dtype, *shape)]
-    frames = [oom_rows(target, sure_oom, limit)] if sure_oom else []
-    best, reach, factor = math.nan, math.inf, math.inf
+    frames = [oom_rows(target, sure_oom, limit, libtpu)] if sure_oom else []
+    lead = None
     with Workers(target, compiler, settings["timeout_s"], workers) as pairs:
         while todo or pending_xla:
-            batch, todo = next_batch(todo, bounds, cheap, best, reach, target, k, workers, limit)
+            reach = lead.reach if lead else math.inf
+            batch, todo = next_batch(todo, bounds, cheap, reach, target, k, workers, limit)
             if not batch and not pending_xla:
                 break
             frames.append(compile_cases(pairs, target, batch + pending_xla, compiler, settings, limit_mib))
@@ -289,20 +372,15 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
                 todo = [case for case in todo if case not in skipped]
                 frames.append(dominated_rows(target, skipped, limit))
                 times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
-            timed = times.model_device_seconds.notna()
-            pallas = times[(times.kernel != "xla") & (times.status == "ok") & timed]
-            first = pallas.loc[pallas.model_device_seconds.idxmin()] if len(pallas) else None
-            best = math.nan if first is None else float(first.model_device_seconds)
-            factor = math.inf if first is None else band_factor(first)
-            reach = best * factor if first is not None else math.inf
+            lead = leader_of(times[times.kernel != "xla"], at_shape(times, shape))
     raw = pd.concat(frames, ignore_index=True)
     table = at_limit(modelled(raw, model), limit)
     compiled = set(_keys(table))
     pruned = [case for case in of_case if case not in set(sure_oom) and _key(case) not in compiled]
     skipped = int((table.vmem_method == DOMINATED).sum())
-    counts = dict(candidates=len(found), block_bound=len(sure_oom), dominated=skipped,
+    counts = dict(candidates=len(found), vmem_bound=len(sure_oom), dominated=skipped,
                   compiled=len(found) - len(sure_oom) - len(pruned) - skipped, pruned=len(pruned))
-    log.info("%s %s: %d candidates, %d out of VMEM by their blocks alone, %d as large as blocks out of "
+    log.info("%s %s: %d candidates, %d out of VMEM by their blocks' buffers, %d as large as blocks out of "
              "VMEM, %d compiled, %d pruned by the bound", target, "x".join(map(str, shape)),
              *counts.values())
     if pruned:
@@ -311,13 +389,26 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
             bk=x.bk, bn=x.bn, status=PRUNED, vmem_limit_bytes=limit,
             lower_bound_seconds=bounds.get(x, cheap[x]),
             error=f"not compiled: even without compiler cycles the model gives "
-                  f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond the best compiled ({best * 1e3:.3f} ms) "
-                  f"times x{factor:.2f} (its 80 % interval): it can neither "
-                  "win nor tie") for x in pruned])], ignore_index=True)
+                  f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond {reach_words(lead)}: it can neither be "
+                  "the best block nor tie") for x in pruned])], ignore_index=True)
     pallas = table[table.kernel != "xla"].copy()
-    xla = table[(table.kernel == "xla") & (table.m == shape[0]) & (table.k == shape[1])
-                & (table.n == shape[2])].copy()
+    xla = at_shape(table, shape).copy()
     return Found(as_asked(pallas, shape), xla.reset_index(drop=True), limit, counts)
+
+
+def at_shape(rows: pd.DataFrame, shape) -> pd.DataFrame:
+    """XLA's rows at the shape asked (not its smaller context problems)."""
+    return rows[(rows.kernel == "xla") & (rows.m == shape[0]) & (rows.k == shape[1]) & (rows.n == shape[2])]
+
+
+def reach_words(lead: Leader) -> str:
+    """The reach of a search, said: what a pruned candidate's bound is beyond."""
+    fastest = "XLA" if lead.xla else "the best block"
+    tie = (f"the {lead.tie_seconds * 1e3:.3f} ms within which a time ties with the fastest ({fastest}, "
+           f"{lead.seconds * 1e3:.3f} ms x{lead.factor:.2f}, its 80 % interval)")
+    if lead.reach > lead.tie_seconds:
+        return f"{tie} and the best block's {lead.best_block_seconds * 1e3:.3f} ms"
+    return tie
 
 
 def as_asked(rows: pd.DataFrame, shape) -> pd.DataFrame:

@@ -2,19 +2,17 @@
 interval said to be ties, what each candidate needs of VMEM, XLA's estimate for the same shape, and a
 recommendation generated from those numbers."""
 import json
-import math
 
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.advise.search import PRUNED, Found, band_factor
+from tpu_matmul_repro.advise.search import DOUBLE_BUFFER_BOUND, PRUNED, Found, leader_of
 from tpu_matmul_repro.analysis.summaries import MODEL_ONLY
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.experiments.core.units import MiB
+from tpu_matmul_repro.report.advice import LEVEL, blocks_label, padded, recommendation
 
-LEVEL = 0.8  # the interval shown in the text table, used to call ties (the CSV/JSON have both)
-SHOWN_TIES = 8  # blocks the recommendation names before "and N more"
 MODELLED = ("model_device_ms", "model_device_tflops", "model_post_ms", "model_post_tflops")
 INTERVALS = [f"{col}_{side}{level}" for col in MODELLED for level in (80, 95) for side in ("lo", "hi")]
 COLUMNS = ["target", "m", "k", "n", "dtype", "kernel", "rank", "bm", "bk", "bn", "padded_shape", "status",
@@ -47,11 +45,13 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     order = pallas[timed].sort_values(["model_device_seconds", "bm", "bk", "bn"]).index
     table["rank"] = pd.Series(range(1, len(order) + 1), index=order).reindex(table.index).astype("Int64")
     table["tie"] = ""
-    if len(order):
-        best = pallas.loc[order[0], "model_device_seconds"]
-        factor = band_factor(pallas.loc[order[0]])
-        within = (~table._xla) & (table.model_device_seconds <= best * factor) & (table["rank"] > 1)
-        table.loc[within.fillna(False), "tie"] = f"tie with #1 (within the {round(100 * LEVEL)} % interval)"
+    lead = leader_of(pallas, table[table._xla])
+    if lead is not None and len(order):
+        within = (~table._xla) & (table.model_device_seconds <= lead.tie_seconds)
+        if not lead.xla:
+            within &= table["rank"] > 1
+        fastest = "XLA" if lead.xla else "#1"
+        table.loc[within.fillna(False), "tie"] = f"tie with {fastest} (within its {LEVEL} % interval)"
     table["note"] = [note(r, found.limit) for r in table.itertuples()]
     table["interval"] = table.model_interval
     table["model_source"] = model.source
@@ -64,10 +64,13 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
 
 
 def note(r, limit: int) -> str:
-    padded = f"zero-padded to {r.padded_shape}" if _padded(r) else ""
+    pad = f"zero-padded to {r.padded_shape}" if padded(r) else ""
     if r.status == "vmem_oom" and r.vmem_method == "block_bound":
         why = f"out of VMEM, not compiled: its blocks alone need {r.vmem_bytes / MiB:.1f} MiB, more than " \
               f"the {limit / MiB:.0f} MiB limit"
+    elif r.status == "vmem_oom" and r.vmem_method == DOUBLE_BUFFER_BOUND:
+        why = f"out of VMEM, not compiled: two buffers of its blocks need {r.vmem_bytes / MiB:.1f} MiB, " \
+              f"more than the {limit / MiB:.0f} MiB limit"
     elif r.status == "vmem_oom":
         asks = f"asks {r.vmem_bytes / MiB:.1f} MiB, " if not pd.isna(r.vmem_bytes) else ""
         why = f"out of VMEM: {asks}more than the {limit / MiB:.0f} MiB limit ({r.vmem_method})"
@@ -82,72 +85,12 @@ def note(r, limit: int) -> str:
     else:
         why = ""
     tried = r.limits_tried if isinstance(r.limits_tried, str) and ";" in r.limits_tried else ""
-    return "; ".join(x for x in (padded, why, tried) if x)
-
-
-def blocks_label(r) -> str:
-    return f"({int(r.bm)},{int(r.bk)},{int(r.bn)})"
-
-
-def _padded(r) -> bool:
-    return isinstance(r.padded_shape, str) and bool(r.padded_shape)
-
-
-def _pct(ratio: float) -> str:
-    return f"{100 * (ratio - 1):.0f} %"
-
-
-def recommendation(table: pd.DataFrame, limit: int) -> str:
-    """One line: the block shape to use, or XLA, or the set the model cannot tell apart, and why, from
-    the modelled device times and the fastest one's 80 % band (two times tie when the slower is within
-    its factor)."""
-    pallas = table[(table.kernel != "xla") & table["rank"].notna()].sort_values("rank")
-    xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
-    if pallas.empty:
-        if xla.empty:
-            return (f"No advice: no candidate block fits the {limit / MiB:.0f} MiB limit and XLA's estimate "
-                    "failed")
-        return f"Use XLA: no candidate block fits the {limit / MiB:.0f} MiB scoped-VMEM limit"
-    best = pallas.iloc[0]
-    t_best = best.model_device_ms
-    t_xla = float(xla.model_device_ms.iloc[0]) if len(xla) else math.inf
-    fastest = min(t_best, t_xla)
-    leader = xla.iloc[0] if t_xla < t_best else best
-    factor = float(leader.model_device_ms_hi80 / leader.model_device_ms)
-    band = f"the {round(100 * LEVEL)} % band (x{factor:.2f})"
-    tied = pallas[pallas.model_device_ms <= fastest * factor]
-    xla_tied = t_xla <= fastest * factor
-    padded = f" padded to {best.padded_shape}" if _padded(best) else ""
-
-    def listed(rows) -> str:
-        names = [blocks_label(r) for r in rows.itertuples()]
-        more = len(names) - SHOWN_TIES
-        return ", ".join(names[:SHOWN_TIES]) + (f" and {more} more (--csv lists them)" if more > 0 else "")
-
-    if t_xla < t_best:
-        gap = (f"XLA is modelled {_pct(t_best / t_xla)} faster than the best blocks "
-               f"{blocks_label(best)}{padded}")
-        if tied.empty:
-            return f"Use XLA: {gap}, beyond {band}"
-        return f"XLA or any of these {len(tied)} blocks: {gap}, inside {band}: {listed(tied)}"
-    if len(xla):
-        where = "inside" if xla_tied else "beyond"
-        versus = f"XLA is modelled {_pct(t_xla / t_best)} slower, {where} the band"
-    else:
-        versus = "XLA's estimate failed"
-    if len(tied) == 1 and not xla_tied:
-        after = pallas.iloc[1] if len(pallas) > 1 else None
-        next_one = (f"{_pct(after.model_device_ms / t_best)} faster than the next, {blocks_label(after)}, "
-                    f"beyond {band}") if after is not None else "the only block that fits"
-        return f"Use {blocks_label(best)}{padded}: modelled {next_one}; {versus}"
-    either = " or XLA" if xla_tied else ""
-    return (f"Any of these {len(tied)} blocks{either}, which the model cannot tell apart (each within {band} "
-            f"of the best, {blocks_label(best)}{padded} at {t_best:.3f} ms): {listed(tied)}; {versus}")
+    return "; ".join(x for x in (pad, why, tried) if x)
 
 
 def text(table: pd.DataFrame, header: list[str]) -> str:
     """The ranked table for a terminal, its recommendation on top."""
-    s = f"{round(100 * LEVEL)}"
+    s = f"{LEVEL}"
     lines = header[:1]
     if len(table):
         lines.append(f"Recommendation: {table.recommendation.iloc[0]}.")
@@ -156,7 +99,8 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
            f"{'device ms [' + s + ' %]':<26} {'TFLOP/s [' + s + ' %]':<22} {'post ms':>8}  note"
     lines.append(cols)
     pruned = table[table.status == PRUNED]
-    unbuilt = table.vmem_method.isin(["block_bound", DOMINATED]) & (table.status == "vmem_oom")
+    unbuilt = table.vmem_method.isin(["block_bound", DOUBLE_BUFFER_BOUND, DOMINATED]) \
+        & (table.status == "vmem_oom")
     for r in table[(table.status != PRUNED) & ~unbuilt].itertuples():
         if r.kernel == "xla":
             blocks, rank = "XLA jnp.matmul", "XLA"
@@ -183,6 +127,12 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
                      f"{bound.vmem_mib.min():.1f} MiB or more, beyond the "
                      f"{bound.vmem_limit_mib.iloc[0]:.0f} MiB "
                      "limit (--csv lists them)")
+    double = table[unbuilt & (table.vmem_method == DOUBLE_BUFFER_BOUND)]
+    if len(double):
+        lines.append(f"{len(double)} more candidates out of VMEM, not compiled: more than one step along "
+                     f"every grid axis, so libtpu double-buffers their blocks, which then need "
+                     f"{double.vmem_mib.min():.1f} MiB or more, beyond the "
+                     f"{double.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists them)")
     dominated = table[unbuilt & (table.vmem_method == DOMINATED)]
     if len(dominated):
         lines.append(f"{len(dominated)} more candidates out of VMEM, not compiled: at least as large along "
@@ -190,8 +140,9 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
                      "them)")
     if len(pruned):
         lines.append(f"{len(pruned)} more candidates not compiled: even without compiler cycles the model "
-                     f"gives each at least {pruned.lower_bound_seconds.min() * 1e3:.3f} ms, beyond the 80 % "
-                     "interval of the best: none can win or tie (--csv lists them)")
+                     f"gives each at least {pruned.lower_bound_seconds.min() * 1e3:.3f} ms, beyond the "
+                     f"{LEVEL} % interval of the fastest and the best block's time: none can be "
+                     "the best block or tie (--csv lists them)")
     return "\n".join(lines)
 
 

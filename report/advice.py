@@ -1,11 +1,120 @@
-"""The report's "beyond the post" section: for each layer shape of the config's `advice.shapes`, the
-advisor's best blocks per target (results/advice/<shape>.csv, rules/advice.smk) beside XLA's estimate.
-Every number is modelled from a libtpu estimate, in device time, with its 80 % prediction interval:
-the same column the advice figure draws."""
+"""The advisor's recommendation in words, in the report's languages, and the report's "beyond the post"
+section: for each layer shape of the config's `advice.shapes`, the advisor's best blocks per target
+(results/advice/<shape>.csv, rules/advice.smk) beside XLA's estimate, and the recommendation line the
+CLI prints on top (advise/table.py calls `recommendation` here: one function, both places). Every
+number is modelled from a libtpu estimate, in device time, with its 80 % prediction interval: the
+same column the advice figure draws."""
+import math
+
 import pandas as pd
 
 from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.experiments.core.i18n import N_
+from tpu_matmul_repro.experiments.core.units import MiB
+
+LEVEL = 80  # the interval (%) that calls ties: the text table's, the recommendation's
+SHOWN_TIES = 8  # blocks the recommendation names before "and N more"
+PRUNED = "pruned"  # the advisor's status of a candidate not compiled: its bound cannot win or tie
+
+
+def _same(message: str) -> str:
+    return message
+
+
+def blocks_label(r) -> str:
+    return f"({int(r.bm)},{int(r.bk)},{int(r.bn)})"
+
+
+def padded(r) -> bool:
+    return isinstance(r.padded_shape, str) and bool(r.padded_shape)
+
+
+def _pct(ratio: float) -> float:
+    return 100 * (ratio - 1)
+
+
+def recommendation(table: pd.DataFrame, limit_bytes: int, gettext=_same, csv_hint: bool = True) -> str:
+    """One line: the block shape to use, or XLA, or the set the model cannot tell apart, and why, from
+    an advice table's modelled device times (model_device_ms), the fastest one's 80 % band (two times
+    tie when the slower is within its factor: the table's tie column) and the lower bounds of the
+    blocks not compiled. `gettext`: the language's (default: English); `csv_hint`: "(--csv lists
+    them)" after a shortened list (the CLI's)."""
+    _ = gettext
+    pallas = table[(table.kernel != "xla") & table["rank"].notna()].sort_values("rank")
+    xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
+    limit = round(limit_bytes / MiB)
+    if pallas.empty:
+        if xla.empty:
+            return _(N_("No advice: no candidate block fits the %(limit)d MiB limit and XLA's estimate "
+                        "failed")) % dict(limit=limit)
+        return _(N_("Use XLA: no candidate block fits the %(limit)d MiB scoped-VMEM limit")) % dict(
+            limit=limit)
+    best = pallas.iloc[0]
+    t_best = float(best.model_device_ms)
+    t_xla = float(xla.model_device_ms.iloc[0]) if len(xla) else math.inf
+    xla_leads = t_xla < t_best
+    leader = xla.iloc[0] if xla_leads else best
+    factor = float(leader.model_device_ms_hi80 / leader.model_device_ms)
+    band = _(N_("the %(level)d %% band (x%(factor).2f)")) % dict(level=LEVEL, factor=factor)
+    said_tie = pallas.tie.fillna("").astype(str) != ""
+    tied = pallas[said_tie | ((pallas["rank"] == 1) & (not xla_leads))]
+    xla_tied = xla_leads or t_xla <= t_best * factor
+    best_name = blocks_label(best)
+    if padded(best):
+        best_name = _(N_("%(blocks)s padded to %(shape)s")) % dict(blocks=best_name, shape=best.padded_shape)
+
+    def listed(rows) -> str:
+        names = ", ".join(blocks_label(r) for r in rows.head(SHOWN_TIES).itertuples())
+        more = len(rows) - SHOWN_TIES
+        if more <= 0:
+            return names
+        said = N_("%(blocks)s and %(n)d more (--csv lists them)") if csv_hint else \
+            N_("%(blocks)s and %(n)d more")
+        return _(said) % dict(blocks=names, n=more)
+
+    if xla_leads:
+        gap = _(N_("XLA is modelled %(pct).0f %% faster than the best blocks %(blocks)s")) % dict(
+            pct=_pct(t_best / t_xla), blocks=best_name)
+        if tied.empty:
+            return _(N_("Use XLA: %(gap)s, beyond %(band)s")) % dict(gap=gap, band=band)
+        if len(tied) == 1:
+            return _(N_("XLA or this block: %(gap)s, inside %(band)s")) % dict(gap=gap, band=band)
+        return _(N_("XLA or any of these %(n)d blocks: %(gap)s, inside %(band)s: %(blocks)s")) % dict(
+            n=len(tied), gap=gap, band=band, blocks=listed(tied))
+    if len(xla):
+        said = N_("XLA is modelled %(pct).0f %% slower, inside the band") if xla_tied else \
+            N_("XLA is modelled %(pct).0f %% slower, beyond the band")
+        versus = _(said) % dict(pct=_pct(t_xla / t_best))
+    else:
+        versus = _(N_("XLA's estimate failed"))
+    if len(tied) == 1 and not xla_tied:
+        return _(N_("Use %(blocks)s: %(why)s; %(versus)s")) % dict(
+            blocks=best_name, why=_next_block(table, pallas, t_best, band, _), versus=versus)
+    if len(tied) == 1:
+        return _(N_("%(best)s or XLA, which the model cannot tell apart (the block at %(ms).3f ms): "
+                    "%(versus)s")) % dict(best=best_name, ms=t_best, versus=versus)
+    said = N_("Any of these %(n)d blocks or XLA, which the model cannot tell apart (each within %(band)s of "
+              "the best, %(best)s at %(ms).3f ms): %(blocks)s; %(versus)s") if xla_tied else \
+        N_("Any of these %(n)d blocks, which the model cannot tell apart (each within %(band)s of the best, "
+           "%(best)s at %(ms).3f ms): %(blocks)s; %(versus)s")
+    return _(said) % dict(n=len(tied), band=band, best=best_name, ms=t_best, blocks=listed(tied),
+                          versus=versus)
+
+
+def _next_block(table: pd.DataFrame, pallas: pd.DataFrame, t_best: float, band: str, _) -> str:
+    """How much faster the best block is than every other: than the next compiled one, or, where a
+    block not compiled has a lower bound below that one's time, at least than that bound."""
+    pruned = table[table.status == PRUNED].lower_bound_seconds.astype(float) * 1e3
+    after = pallas.iloc[1] if len(pallas) > 1 else None
+    if after is not None and not (pruned < after.model_device_ms).any():
+        return _(N_("modelled %(pct).0f %% faster than the next, %(next)s, beyond %(band)s")) % dict(
+            pct=_pct(after.model_device_ms / t_best), next=blocks_label(after), band=band)
+    if pruned.empty:
+        return _(N_("the only block that fits"))
+    return _(N_("modelled at least %(pct).0f %% faster than any other block (by the bound of the %(n)d not "
+                "compiled), beyond %(band)s")) % dict(pct=_pct(pruned.min() / t_best), n=len(pruned),
+                                                      band=band)
 
 
 def _rate(row) -> str:
@@ -15,7 +124,7 @@ def _rate(row) -> str:
 
 def advice_section(tables: dict[str, pd.DataFrame], advice_href: str, gettext) -> list[dict]:
     """One entry per shape: its figure and a row per target (best blocks, their rate and VMEM, how
-    many other blocks tie with them within the interval, XLA's rate)."""
+    many other blocks tie with the fastest within its interval, XLA's rate, the recommendation)."""
     out = []
     for shape, table in tables.items():
         rows = []
@@ -29,8 +138,10 @@ def advice_section(tables: dict[str, pd.DataFrame], advice_href: str, gettext) -
                 target=target, blocks=config_label(best.kernel, best.m, best.bm, best.bk, best.bn),
                 tflops=_rate(best),
                 vmem=f"{best.vmem_mib:.1f} / {best.vmem_limit_mib:.0f}",
-                ties=int(ranked.tie.notna().sum()),
+                ties=int((ranked.tie.fillna("").astype(str) != "").sum()),
                 xla=_rate(xla.iloc[0]) if len(xla) else "–",
+                recommendation=recommendation(mine, round(best.vmem_limit_mib * MiB), gettext,
+                                              csv_hint=False),
                 unchecked=target != POST_CHIP))
         if rows:
             m, k, n = shape.split("x")

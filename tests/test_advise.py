@@ -29,6 +29,7 @@ MODEL = Model(TRUE, BAND, "test constants")
     (["1024x1024x1024", "--vmem-limit", "8MiB"], "below v5e's default scoped limit of 16 MiB"),
     (["1024x1024x1024", "--vmem-limit", "32 parsecs"], "--vmem-limit '32 parsecs': expected a size"),
     (["1024x1024x1024", "--vmem-limit", "-5MiB"], "--vmem-limit '-5MiB': expected a size"),
+    (["1024x1024x1024", "--vmem-limit", "0"], "--vmem-limit '0': a limit of nothing: give a size"),
     (["1024x1024x1024", "--dtype", "float8"], "--dtype 'float8': kernel v5 takes one of"),
     (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v6e, v5p, 7x"),
     (["1024x1024x1024", "--target", "v4"], "--target 'v4': expected one of"),
@@ -272,10 +273,11 @@ def found(rows, xla_seconds=None, limit=16 << 20):
     """A search's result from made-up rows (the columns the table reads), times in seconds."""
     from tpu_matmul_repro.advise.search import Found
 
-    def one(bm, seconds, status="ok", kernel="v5"):
+    def one(bm, seconds, status="ok", bound=None, kernel="v5"):
         work = 2 * 4096**3
         r = dict(target="v5e", kernel=kernel, dtype="bfloat16", m=4096, k=4096, n=4096, bm=bm, bk=512, bn=512,
-                 status=status, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20, oom_limit_bytes=None,
+                 status=status, lower_bound_seconds=bound, vmem_bytes=4 << 20, vmem_limit_bytes=16 << 20,
+                 oom_limit_bytes=None,
                  est_cycles=1, tflops=None, error="", vmem_method="compiled", model_fit="published v5e",
                  xla_estimate_method="", padded_shape="", limits_tried="16 MiB: ok", model_interval="a band")
         for time, extra in (("device", 0.0), ("post", 1e-4)):
@@ -304,7 +306,16 @@ def found(rows, xla_seconds=None, limit=16 << 20):
      "best, (512,512,512) at 1.000 ms): (512,512,512), (256,512,512), (1024,512,512); XLA is modelled 30 % "
      "slower, beyond the band"),
     ([(512, 1.00e-3), (256, 1.20e-3)], 1.1e-3,
-     "Any of these 1 blocks or XLA, which the model cannot tell apart"),
+     "(512,512,512) or XLA, which the model cannot tell apart (the block at 1.000 ms): XLA is modelled 10 % "
+     "slower, inside the band"),
+    ([(512, 1.05e-3), (256, 1.20e-3)], 1.0e-3,
+     "XLA or this block: XLA is modelled 5 % faster than the best blocks (512,512,512), inside the 80 % band "
+     "(x1.15)"),
+    ([(512, 1.00e-3), (256, 1.30e-3), (1024, None, "pruned", 1.2e-3)], 1.5e-3,
+     "Use (512,512,512): modelled at least 20 % faster than any other block (by the bound of the 1 not "
+     "compiled), beyond the 80 % band (x1.15)"),
+    ([(512, 1.00e-3), (1024, None, "vmem_oom")], 1.5e-3,
+     "Use (512,512,512): the only block that fits; XLA is modelled 50 % slower, beyond the band"),
     ([(512, 1.02e-3), (256, 1.10e-3), (1024, 1.30e-3)], 1.0e-3,
      "XLA or any of these 2 blocks: XLA is modelled 2 % faster than the best blocks (512,512,512), inside "
      "the 80 % band (x1.15): (512,512,512), (256,512,512)"),
@@ -334,6 +345,7 @@ def test_a_shapes_file_is_checked_in_one_line_naming_the_entry(tmp_path):
         ("projections: [{k: 4096, n: 128, count: 1, tokens_share: 1.5}]",
          "tokens_share: 1.5 is not a number"),
         ("projections: []", "a non-empty list 'projections'"),
+        ("projections: [{name: up, k: 4096, count: 1}]", "projections[0]: no 'n' (each projection gives"),
         ("projections: [{k: 1, n: 1, count: 1}\n", "layers.yaml"),
     ]:
         bad.write_text(body)
@@ -555,3 +567,40 @@ def test_the_band_read_back_from_fidelity_csv_is_the_one_the_run_used(tmp_path):
     for size, widths in made.by_size.items():
         assert read.by_size[size] == pytest.approx(widths), size
     assert read.halfwidth == pytest.approx(made.halfwidth) and read.n == made.n
+
+
+def test_the_vmem_floor_doubles_the_blocks_only_where_libtpu_is_known_to():
+    """Blocks out of VMEM before any compile: one buffer of each block always; two (and v5's
+    accumulator once) where every grid axis has more than one step and libtpu is one seen to
+    double-buffer them; a single-step axis can leave its blocks one buffer."""
+    from tpu_matmul_repro.experiments.core.cases import Case
+
+    multi = Case("v5", "bfloat16", 8192, 4096, 14336, 2048, 512, 2048)  # grid 4 x 8 x 7
+    acc, blocks = 2048 * 2048 * 4, (2048 * 512 + 512 * 2048 + 2048 * 2048) * 2
+    assert search.vmem_floor(multi, "0.0.42.1") == (2 * blocks + acc, search.DOUBLE_BUFFER_BOUND)
+    assert search.vmem_floor(multi, "0.0.52")[1] == search.DOUBLE_BUFFER_BOUND
+    assert search.vmem_floor(multi, "0.0.5") == (blocks + acc, "block_bound")  # gave large blocks one buffer
+    one_k_step = Case("v5", "bfloat16", 8192, 4096, 14336, 1024, 4096, 512)
+    assert search.vmem_floor(one_k_step, "0.0.42.1")[1] == "block_bound"
+
+
+@pytest.mark.compiler
+def test_the_compiler_asks_two_buffers_of_each_block_where_the_floor_says_so():
+    """The double-buffer floor checked against today's compiler (the primary toolchain's libtpu must be
+    one DOUBLE_BUFFERED_LIBTPU names): grids with more than one step along every axis, v5 and v3, three
+    dtypes, each asks at least the floor."""
+    from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
+    from tpu_matmul_repro.experiments.core.cases import Case
+    from tpu_matmul_repro.experiments.core.provenance import provenance
+
+    libtpu = provenance()["libtpu_version"]
+    assert libtpu in search.DOUBLE_BUFFERED_LIBTPU
+    cases = [Case("v5", "bfloat16", 1024, 1024, 1024, 512, 512, 512),
+             Case("v5", "float32", 512, 2048, 1024, 256, 1024, 512),
+             Case("v5", "int8", 1024, 2048, 2048, 512, 1024, 1024),
+             Case("v3", "float32", 1024, 2048, 2048, 512, 1024, 1024)]
+    with Compiler("v5e", cache=None) as compiler:
+        for case in cases:
+            floor, method = search.vmem_floor(case, libtpu)
+            result = compiler.compile(case, 128 << 20)  # the physical VMEM: each compiles and says its use
+            assert method == search.DOUBLE_BUFFER_BOUND and result["vmem_bytes"] >= floor, (case, result)
