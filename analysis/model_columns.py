@@ -32,6 +32,7 @@ from tpu_matmul_repro.analysis.timing_model import (
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.experiments.core.units import tflops
+from tpu_matmul_repro.kernels import baselines
 
 
 def published_fit(df: pd.DataFrame) -> tuple["Fit | None", pd.DataFrame]:
@@ -149,8 +150,8 @@ def modelled(df: pd.DataFrame, all_fits: dict, band: intervals.Band | None) -> p
     (advise/search.py), so one configuration gets one number."""
     out = df.copy()
     out["estimate_nonmonotonic"] = flag_nonmonotonic(out) if len(out) else False
-    xla = (out.source == "estimate") & (out.kernel == "xla") & (out.status == "ok") & out.est_cycles.notna() \
-        if "est_cycles" in out else pd.Series(False, index=out.index)
+    xla = ((out.source == "estimate") & out.kernel.isin(baselines()) & (out.status == "ok")
+           & out.est_cycles.notna()) if "est_cycles" in out else pd.Series(False, index=out.index)
     out["xla_estimate_method"] = np.where(xla, COST_MODEL, "")
     out.loc[out.estimate_nonmonotonic.eq(True), "xla_estimate_method"] = MONOTONE_ENVELOPE
     for col in ("model_device_seconds", "model_post_seconds", "model_device_tflops", "model_post_tflops",
@@ -164,7 +165,7 @@ def modelled(df: pd.DataFrame, all_fits: dict, band: intervals.Band | None) -> p
     spread, calibrated = pd.Series(0.0, index=out.index), pd.Series(False, index=out.index)
     _model(out, ok & out.est_cycles.notna(), all_fits, spread, calibrated)
     # Pallas estimates that compiled (a VMEM verdict) but have no cycles: the model-only estimate
-    bare = ok & out.est_cycles.isna() & (out.kernel != "xla") & out.target.isin(list(CHIPS))
+    bare = ok & out.est_cycles.isna() & ~out.kernel.isin(baselines()) & out.target.isin(list(CHIPS))
     _model(out, bare, all_fits, spread, calibrated, model_only=True)
     work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
     out["model_device_tflops"] = tflops(work, out.model_device_seconds)

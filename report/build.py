@@ -38,7 +38,7 @@ from tpu_matmul_repro.figures.cite import (
 )
 from tpu_matmul_repro.figures.labels import experiment_description, join
 from tpu_matmul_repro.figures.specs import STUDY_SPECS, figure_specs_of
-from tpu_matmul_repro.kernels import source_file
+from tpu_matmul_repro.kernels import baselines, source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import findings, front, sections, tables
 from tpu_matmul_repro.report.advice import advice_section
@@ -55,7 +55,7 @@ def experiment_sections(df: pd.DataFrame) -> list[tuple[str, str, tuple[str, ...
     """(experiment, its kernel, its dtypes, the kernel's module) for every experiment the table holds
     (estimated, measured or published): the kernel comes from the table and its source file from the
     registry."""
-    est = df[df.kernel != "xla"]
+    est = df[~df.kernel.isin(baselines())]
     out = []
     for experiment, rows in est.groupby("experiment", sort=True):
         dtypes = tuple(d for d in DTYPES if d in set(rows.dtype))
@@ -402,6 +402,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     more_generation_figures = figures.many(n for n in generations if n not in lead)
     c = citation()
     best = one_estimator(best_vs_xla)
+    best_rows = tables.best_vs_xla_rows(best)
     methods = [dict(r, toolchain_name=toolchain_name(r["toolchain"], gettext))
                for r in estimate_methods(df).to_dict("records")]
     libtpu = next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?")
@@ -426,7 +427,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         kernels=kernels, vmem_figures=vmem_figures, roofline_figures=roofline_figures,
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
         other_roofline_figures=other_roofline_figures, more_generation_figures=more_generation_figures,
-        raised=raised, best=best, generation_figures=generation_figures,
+        raised=raised, best=best_rows, generation_figures=generation_figures,
         advice=advice_section(advice or {}, str(Path(figures_href).parent / "advice"), gettext),
         float32_note=float32_note(best, model["constants_table"], gettext),
         methods=methods, verdict_counts=front.verdict_counts(first_page, trans, lang),

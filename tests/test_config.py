@@ -112,7 +112,7 @@ def test_schema_kernel_enums_come_from_the_kernel_registry():
     from tpu_matmul_repro.kernels import REGISTRY
 
     defs = experiment_config.schema()["$defs"]
-    assert defs["kernel"]["enum"] == list(REGISTRY) == ["v1", "v2", "v3", "v5", "xla"]
+    assert defs["kernel"]["enum"] == list(REGISTRY) == ["v1", "v2", "v3", "v5", "xla", "xla_highest"]
     assert defs["pallas_kernel"]["enum"] == [n for n, s in REGISTRY.items() if s.pallas]
     assert defs["blocked_kernel"]["enum"] == ["v3", "v5"]
 
