@@ -479,7 +479,8 @@ def test_the_reports_highest_row_prints_the_tables_numbers(with_highest):
     highest = [r for r in shown if r["versus"] == "HIGHEST"]
     assert [r["size"] for r in highest] == list(HIGHEST_SIZES)
     table = with_highest[with_highest.kernel == "xla_highest"].set_index("m")
-    for lang, precision in (("en", "XLA: HIGHEST (full float32"), ("zh", "XLA：HIGHEST（完整 float32")):
+    for lang, precision, said in (("en", "XLA: HIGHEST (full float32", "Under each float32 row, the same"),
+                                  ("zh", "XLA：HIGHEST（完整 float32", "每个 float32 行下面一行")):
         page = entities.unescape(build.render_html(
             with_highest, lang=lang, config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
             correctness={"passed": 1, "total": 1}, best_vs_xla=best))
@@ -490,4 +491,4 @@ def test_the_reports_highest_row_prints_the_tables_numbers(with_highest):
             cells = (f"<td>HIGHEST {xla:.1f}</td><td>{r['best_tflops'] / xla:.2f}</td>"
                      "<td>–</td><td>–</td><td>–</td>")
             assert cells in section, (lang, r["size"])
-        assert section.count(precision) == len(highest)
+        assert section.count(precision) == len(highest) and said in section
