@@ -272,6 +272,8 @@ def with_sizes(config: dict, sizes: list[int]) -> dict:
             spec["search"]["sizes"] = [s for s in spec["search"]["sizes"] if s in sizes]
             if not spec["search"]["sizes"]:
                 del spec["search"]
+    for variant in section.get("baseline_variants", {}).values():  # XLA at HIGHEST: its sizes among them
+        variant["sizes"] = [s for s in variant["sizes"] if s in sizes]
     return config
 
 
