@@ -169,9 +169,11 @@ def band_from(path: Path) -> intervals.Band | str:
             found[level] = q
         widths[row] = found
     overall = widths.pop(index)
-    # a size band without points takes the widest band's scale (validation.band_scales): its
-    # half-width is the overall one, which is the widest band's
-    by_size = {str(df.at[row, "group"]): found or dict(overall) for row, found in widths.items()}
+    # a size band without points takes the widest band's half-width, the overall one (one rule:
+    # intervals.empty_bands_widest)
+    by_size = intervals.empty_bands_widest(
+        {str(df.at[row, "group"]): {level: found.get(level, math.nan) for level in intervals.LEVELS}
+         for row, found in widths.items()}, overall)
     return intervals.Band(overall, int(n), by_size)
 
 

@@ -79,6 +79,7 @@ def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
     """
     # each toolchain's baseline joins its own experiments ("" for measured rows)
     rows = rows.assign(toolchain=rows["toolchain"].fillna("") if "toolchain" in rows else "")
+    # only the DEFAULT baseline joins the experiments; its variants (xla_highest) stay under "xla"
     xla = rows[rows.experiment == "xla"]
     kernels = rows[rows.experiment != "xla"]
     parts, joined = [kernels], pd.Series(False, index=xla.index)
@@ -86,7 +87,7 @@ def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
     for (source, toolchain, target, experiment, dtype), group in groups:
         shapes = set(zip(group.m, group.k, group.n, strict=True))
         match = ((xla.source == source) & (xla.toolchain == toolchain) & (xla.target == target)
-                 & (xla.dtype == dtype)
+                 & (xla.dtype == dtype) & (xla.kernel == "xla")
                  & pd.Series([s in shapes for s in zip(xla.m, xla.k, xla.n, strict=True)], index=xla.index,
                              dtype=bool))
         parts.append(xla[match].assign(experiment=experiment))

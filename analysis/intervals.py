@@ -78,11 +78,11 @@ class Band:
         overall = rows[rows.scope == "all"]
         if overall.empty or overall[columns].isna().any(axis=None):
             return None
+        overall = overall.iloc[0]
+        widest = {level: float(overall[c]) for level, c in zip(LEVELS, columns, strict=True)}
         by_size = {r.group: {level: float(getattr(r, c)) for level, c in zip(LEVELS, columns, strict=True)}
                    for r in rows[rows.scope == "size band"].itertuples()}
-        overall = overall.iloc[0]
-        return cls({level: float(overall[c]) for level, c in zip(LEVELS, columns, strict=True)},
-                   int(overall.n), by_size)
+        return cls(widest, int(overall.n), empty_bands_widest(by_size, widest))
 
     def describe(self, target: str, fit: str, model_only: bool = False, size: str | None = None,
                  calibrated: bool = True) -> str:
@@ -103,6 +103,14 @@ class Band:
             text += "; a model-only estimate (no compiler cycles): the band of estimates with cycles, " \
                     "not checked for it"
         return text
+
+
+def empty_bands_widest(by_size: dict, widest: dict) -> dict:
+    """{size band: {level: half-width}} with the rule `band` sizes them by (validation.band_scales): a
+    band without held-out points takes the widest band's half-widths, never NaN and never narrower
+    than the data allow. For bands read back from a fidelity.csv that left such a band empty (NaN)."""
+    return {name: {level: widest[level] if pd.isna(q) else q for level, q in widths.items()}
+            for name, widths in by_size.items()}
 
 
 def band(df: pd.DataFrame) -> Band | None:

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
-from tpu_matmul_repro.kernels import is_pallas
+from tpu_matmul_repro.kernels import baselines, is_pallas
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
@@ -71,6 +71,15 @@ def fidelity(df: pd.DataFrame, *, target: str = POST_CHIP, other: str = "publish
     return pd.DataFrame(rows)
 
 
+# XLA's matmul at precision=HIGHEST (kernels/xla_highest.py): best-vs-XLA's like-for-like float32 column
+HIGHEST_KERNEL = "xla_highest"
+# The precision each Pallas dot runs at. The kernels' float32 `a_ref[...] @ b_ref[...]` sets none, which
+# Pallas lowers to a tpu.matmul without a precision attribute, as for Precision.DEFAULT (jax
+# jax/_src/pallas/mosaic/lowering.py, _dot_general_lowering_rule: "That's the default in Mosaic");
+# libtpu 0.0.42.1 compiles both to the same code (docs/timing-model.md: identical static-profile
+# cycles). XLA's jnp.matmul sets none either: DEFAULT.
+PALLAS_PRECISION = XLA_PRECISION = "DEFAULT"
+
 ESTIMATORS = {  # estimator -> (TFLOP/s column, what it is); both sides of a fraction use the same one
     "compiler": ("tflops", "libtpu's estimate: static profile (Pallas) vs XLA's cost model, bounded by HBM"),
     "model": ("model_device_tflops", "timing model, device time, Pallas and XLA alike"),
@@ -87,24 +96,28 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
     size (estimate_nonmonotonic) gives no fraction (xla_flagged says so). post_xla_tflops is the post's
     measured XLA (v5e) where it has one, and fraction_of_post_xla compares it with the best
     configuration's modelled time as the post measured (one blocked call, model_post_tflops).
+    Each side's precision is stated (pallas_precision, xla_precision); xla_highest_tflops is XLA's
+    matmul at precision=HIGHEST by the same estimator, where the run compiles it (float32), and
+    fraction_of_xla_highest the best configuration against it.
     """
     est = default_limit(df[(df.source == "estimate") & (df.status == "ok") & df.m.isin(sizes)])
-    published = df[(df.source == "published") & ~is_pallas(df.kernel) & (df.status == "ok")]
+    published = df[(df.source == "published") & (df.kernel == "xla") & (df.status == "ok")]
+    xla_kernels = baselines()
     rows = []
     for (target, dtype, size), group in est.groupby(["target", "dtype", "m"]):
         post_xla = published[(published.target == target) & (published.dtype == dtype)
                              & (published.m == size)]
         post_xla = float(post_xla.tflops.median()) if len(post_xla) else np.nan
-        xla_rows = group[~is_pallas(group.kernel)]
-        flagged = bool(xla_rows.get("estimate_nonmonotonic", pd.Series(dtype=bool)).eq(True).any())
+        xla_rows, highest_rows = group[group.kernel == "xla"], group[group.kernel == HIGHEST_KERNEL]
+        flagged, highest_flagged = _flagged(xla_rows), _flagged(highest_rows)
         for estimator, (column, description) in ESTIMATORS.items():
             if column not in group:
                 continue
-            pallas = group[is_pallas(group.kernel)].dropna(subset=[column])
+            pallas = group[~group.kernel.isin(xla_kernels)].dropna(subset=[column])
             if estimator == "model":
                 pallas = pallas[~model_only(pallas)]
             elif estimator == "model_only":  # a fallback: only where nothing better exists
-                if group[is_pallas(group.kernel)].tflops.notna().any():
+                if group[~group.kernel.isin(xla_kernels)].tflops.notna().any():
                     continue
                 pallas = pallas[model_only(pallas)]
             xla = xla_rows[column].dropna()
@@ -112,6 +125,8 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
                 continue
             best = pallas.loc[pallas[column].idxmax()]
             xla_tflops = float(xla.iloc[0])
+            highest = highest_rows[column].dropna()
+            highest = float(highest.iloc[0]) if len(highest) else np.nan
             post_method = best.get("model_post_tflops", np.nan) if estimator == "model" else np.nan
             rows.append(dict(target=target, dtype=dtype, size=size, estimator=estimator,
                              estimator_is=description, experiment=best.experiment, kernel=best.kernel,
@@ -120,8 +135,16 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
                              fraction_of_xla=np.nan if flagged else float(best[column]) / xla_tflops,
                              best_post_method_tflops=post_method, post_xla_tflops=post_xla,
                              fraction_of_post_xla=post_method / post_xla,
-                             configurations=len(pallas.drop_duplicates(["kernel", "bm", "bk", "bn"]))))
+                             configurations=len(pallas.drop_duplicates(["kernel", "bm", "bk", "bn"])),
+                             pallas_precision=PALLAS_PRECISION, xla_precision=XLA_PRECISION,
+                             xla_highest_tflops=highest, xla_highest_flagged=highest_flagged,
+                             fraction_of_xla_highest=np.nan if highest_flagged
+                             else float(best[column]) / highest))
     return pd.DataFrame(rows)
+
+
+def _flagged(xla_rows: pd.DataFrame) -> bool:
+    return bool(xla_rows.get("estimate_nonmonotonic", pd.Series(dtype=bool)).eq(True).any())
 
 
 def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
@@ -136,7 +159,7 @@ def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for target in sorted(set(est.target), key=generation_order):
         mine = est[est.target == target]
-        pallas = mine[is_pallas(mine.kernel)].drop_duplicates(MATCH[1:])
+        pallas = mine[~mine.kernel.isin(baselines())].drop_duplicates(MATCH[1:])
         ok = pallas[pallas.status == "ok"]
         cycles = ok.tflops.notna()
         bare = ok[~cycles]

@@ -18,7 +18,9 @@ included). This model turns the compiler's numbers into both:
       P, E     = step 0's inputs (nothing to overlap them with), the last output block
     XLA's matmul (one fused op, its own loop inside): device = max(FLOPs / peak, est_cycles / clock,
       its minimum HBM bytes / bw); where libtpu's cost model falls as the problem grows at one aspect
-      (flag_nonmonotonic), est_cycles are those of the best smaller problem's rate (envelope_cycles)
+      (flag_nonmonotonic), est_cycles are those of the best smaller problem's rate (envelope_cycles).
+      At precision=HIGHEST (kernel xla_highest) the same form: its extra bfloat16 passes are in the
+      compile's est_cycles, no factor of the fit's; no published number of it enters a fit
     as the post timed it: post = device + call_seconds
 
 x comes from the VMEM the compiler requested (vmem_bytes): one buffer per block plus, where the
@@ -224,6 +226,7 @@ def post_seconds(f: Features, k: Constants) -> float:
 # --- which rows the fit may use ------------------------------------------------------------------
 
 def _xla_estimates(df: pd.DataFrame) -> pd.DataFrame:
+    """XLA's estimates, at DEFAULT precision and its variants alike (kernels.is_pallas is False)."""
     return df[(df.source == "estimate") & ~is_pallas(df.kernel) & (df.status == "ok") & df.tflops.notna()]
 
 
@@ -235,11 +238,11 @@ def aspect(df: pd.DataFrame) -> pd.Series:
 
 def best_smaller_rate(df: pd.DataFrame) -> pd.Series:
     """Per XLA estimate: the best TFLOP/s libtpu's cost model gives a smaller problem of the same
-    target, dtype and aspect (NaN where there is none, and for other rows). Squares have one aspect:
-    the best of the smaller sizes."""
+    target, kernel (precision), dtype and aspect (NaN where there is none, and for other rows). Squares
+    have one aspect: the best of the smaller sizes."""
     best = pd.Series(np.nan, index=df.index)
     est = _xla_estimates(df)
-    for _, group in est.groupby([est.target, est.dtype, aspect(est)]):
+    for _, group in est.groupby([est.target, est.kernel, est.dtype, aspect(est)]):
         shapes = group.drop_duplicates(["m", "k", "n"])
         shapes = shapes.assign(_work=flop_count(shapes.m.astype(float), shapes.k.astype(float),
                                                 shapes.n.astype(float))).sort_values("_work")

@@ -183,7 +183,7 @@ def fidelity_table(df: pd.DataFrame, target: str = POST_CHIP) -> pd.DataFrame:
             rows.append(dict(target=target, compared_with="published", estimator=estimator,
                              validation=validation, scope=scope, group=group,
                              **scores(points.loc[index], predicted.loc[index]),
-                             **interval_scores(checked, index),
+                             **interval_scores(checked, index, group if scope == "size band" else None),
                              note=notes.get((estimator, validation), ""),
                              n_left_out=sum(v for r, v in left_out.items() if not r.startswith("scored")),
                              left_out=left))
@@ -212,16 +212,17 @@ def interval_checks(points: pd.DataFrame, predicted: pd.Series) -> pd.DataFrame 
     return out
 
 
-def interval_scores(checked: pd.DataFrame | None, index) -> dict:
+def interval_scores(checked: pd.DataFrame | None, index, band: str | None = None) -> dict:
     """A group's share of held-out points inside the band (coverage<L>) and the band's half-width in ln
-    (halfwidth<L>): its size band's where all its points share one, else the widest of its points'
-    bands; NaN for validations that do not size the bands."""
+    (halfwidth<L>): for a size band's row (`band`) that band's, as the model applies it, also where
+    no point falls in it (band_scales: the widest band's); else the widest of its points' bands; NaN
+    for validations that do not size the bands."""
     out = {}
     for level in LEVELS:
         s = suffix(level)
         mine = checked.index.intersection(index) if checked is not None else []
         widths = checked.attrs[f"halfwidth{s}"] if checked is not None else {}
-        bands = set(checked.loc[mine, "band"]) if len(mine) else set()
+        bands = {band} if band in widths else set(checked.loc[mine, "band"]) if len(mine) else set()
         out[f"halfwidth{s}"] = max((widths[b] for b in bands), default=np.nan)
         out[f"coverage{s}"] = float(checked.loc[mine, f"coverage{s}"].mean()) if len(mine) else np.nan
     return out

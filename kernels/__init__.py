@@ -164,6 +164,12 @@ def kernel_spec(name: str) -> KernelSpec:
         raise ValueError(f"kernel={name!r} unknown; expected one of {sorted(registry)}") from None
 
 
+def baselines() -> tuple[str, ...]:
+    """The kernels that are XLA's own matmul, not Pallas (their SPEC says pallas=False): "xla" at
+    DEFAULT precision and its variants (xla_highest), read without importing jax."""
+    return tuple(name for name, facts in _declarations().items() if not facts.pallas)
+
+
 def kernel_facts(name: str) -> KernelFacts:
     """The kernel's plain-data facts, without importing any kernel."""
     declared = _declarations()
@@ -179,5 +185,5 @@ def is_pallas(kernel):
     return kernel.isin([name for name, facts in _declarations().items() if facts.pallas])
 
 
-__all__ = ["DECLARED", "REGISTRY", "KernelFacts", "KernelSpec", "is_pallas", "kernel_facts", "kernel_spec",
-           "source_file"]
+__all__ = ["DECLARED", "REGISTRY", "KernelFacts", "KernelSpec", "baselines", "is_pallas", "kernel_facts",
+           "kernel_spec", "source_file"]

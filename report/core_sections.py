@@ -276,7 +276,8 @@ def introduction(i: sections.Inputs) -> dict:
 
 def best(i: sections.Inputs) -> dict:
     rows = one_estimator(i.best_vs_xla)
-    return dict(best=rows, float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
+    return dict(best=tables.best_vs_xla_rows(rows),
+                float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
                 precision_names={d: i.gettext(t) for d, t in tables.PRECISION_NAMES.items()},
                 estimator_names={"compiler": i.gettext("libtpu's estimate"),
                                  "model": i.gettext("timing model, device time"),

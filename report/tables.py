@@ -201,14 +201,35 @@ CONSTANT_NAMES = {
     "float32_factor": N_("float32 dot time relative to one bfloat16 MXU pass"),
     "overlapped_step_cycles": N_("the core's own cost per grid step, overlapped by the DMAs (cycles)"),
 }
-# What each side of best-vs-XLA computes in: the Pallas dot (a_ref[...] @ b_ref[...], no precision set)
-# and XLA's jnp.matmul at its DEFAULT precision.
+# What each side of best-vs-XLA computes in (analysis/summaries.py: PALLAS_PRECISION): the Pallas dot
+# (a_ref[...] @ b_ref[...], no precision set: lowered as DEFAULT) and XLA's jnp.matmul at DEFAULT; the
+# like-for-like row's XLA at HIGHEST ("float32 HIGHEST").
 PRECISION_NAMES = {
-    "float32": N_("float32 operands, the dot's default precision; DEFAULT precision (one bfloat16 pass on "
-                  "TPU)"),
+    "float32": N_("float32 operands; Pallas: no precision set, compiled as DEFAULT (one bfloat16 pass); "
+                  "XLA: DEFAULT"),
+    "float32 HIGHEST": N_("float32 operands; Pallas: DEFAULT; XLA: HIGHEST (full float32, several "
+                          "bfloat16 passes)"),
     "bfloat16": N_("bfloat16 operands, float32 accumulation; DEFAULT precision"),
     "int8": N_("int8 operands, int32 accumulation; DEFAULT precision"),
 }
+
+
+def best_vs_xla_rows(best: list[dict]) -> list[dict]:
+    """The best-vs-XLA table's rows: each of best_vs_xla.csv's rows shown (build.one_estimator), and
+    after a float32 row whose run compiled XLA at precision=HIGHEST, a row of the same best blocks
+    against it (`versus` "HIGHEST", `precision` the key of PRECISION_NAMES). The HIGHEST row has no
+    post columns: the post published no HIGHEST number."""
+    rows = []
+    for r in best:
+        rows.append(dict(r, versus="DEFAULT", precision=r["dtype"]))
+        highest = r.get("xla_highest_tflops", np.nan)
+        if highest is not None and pd.notna(highest):
+            rows.append(dict(r, versus="HIGHEST", precision=f"{r['dtype']} HIGHEST", xla_tflops=highest,
+                             xla_flagged=bool(r.get("xla_highest_flagged", False)),
+                             fraction_of_xla=r.get("fraction_of_xla_highest", np.nan),
+                             best_post_method_tflops=np.nan, post_xla_tflops=np.nan,
+                             fraction_of_post_xla=np.nan))
+    return rows
 SIZE_BAND_NAMES = {"below 4096": N_("below 4096"), "4096 to 8191": N_("4096 to 8191"),
                    "8192 and above": N_("8192 and above")}
 

@@ -112,7 +112,7 @@ def test_schema_kernel_enums_come_from_the_kernel_registry():
     from tpu_matmul_repro.kernels import REGISTRY
 
     defs = experiment_config.schema()["$defs"]
-    assert defs["kernel"]["enum"] == list(REGISTRY) == ["v1", "v2", "v3", "v5", "xla"]
+    assert defs["kernel"]["enum"] == list(REGISTRY) == ["v1", "v2", "v3", "v5", "xla", "xla_highest"]
     assert defs["pallas_kernel"]["enum"] == [n for n, s in REGISTRY.items() if s.pallas]
     assert defs["blocked_kernel"]["enum"] == ["v3", "v5"]
 
@@ -174,6 +174,31 @@ def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config
     others = {k: j for k, j in parts.items() if k[1] != "xla"}
     assert {k: j for k, j in merged.items() if k[1] != "xla"} == others
     assert make_plan(config).compile_jobs == merged
+
+
+def test_xla_at_highest_is_planned_at_its_sizes_and_checked(config):
+    """compile_study.baseline_variants: XLA's float32 matmul at HIGHEST (kernel xla_highest) joins the
+    float32 baseline job of every target at its own sizes, measure.sizes restricts it like the rest,
+    and a kernel or dtype it cannot take is refused naming the key."""
+    config = experiment_config.checked(config)
+    jobs = plan_jobs.compile_jobs(config)
+    variant = config["compile_study"]["baseline_variants"]["xla_highest"]
+    for target in config["targets"]:
+        highest = [c for c in jobs[(target, "xla", "float32")].cases if c.kernel == "xla_highest"]
+        assert [c.m for c in highest] == variant["sizes"] == [2048, 4096, 8192]
+        assert all(c.dtype == "float32" and c.m == c.k == c.n for c in highest)
+        assert not [c for c in jobs[(target, "xla", "bfloat16")].cases if c.kernel == "xla_highest"]
+    small = plan_jobs.compile_jobs(plan_jobs.with_sizes(config, [1024, 2048]))
+    assert [c.m for c in small[("v5e", "xla", "float32")].cases if c.kernel == "xla_highest"] == [2048]
+    for value, message in (
+            ({"v3": {"dtypes": ["float32"], "sizes": [2048]}},
+             r"compile_study\.baseline_variants: 'v3' is not one of \['xla_highest'\]"),
+            ({"xla_highest": {"dtypes": ["bfloat16"], "sizes": [2048]}},
+             r"compile_study\.baseline_variants\.xla_highest: dtype='bfloat16' not supported by kernel "
+             r"'xla_highest'")):
+        bad = set_key(copy.deepcopy(config), ["compile_study", "baseline_variants"], value)
+        with pytest.raises(experiment_config.ConfigError, match=message):
+            plan.validate(bad)
 
 
 def test_block_search_runs_only_where_its_config_says(config):

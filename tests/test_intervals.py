@@ -171,6 +171,29 @@ def test_a_band_read_back_from_fidelity_csv_is_the_one_sized(noisy):
     assert b.for_size(1024, 1024, 1024) == b.by_size["below 4096"]
 
 
+def test_a_size_band_without_points_takes_the_widest_band_in_fidelity_csv_and_read_back(noisy):
+    """One rule for an empty size band: intervals.band gives it the widest band's half-width
+    (validation.band_scales), fidelity.csv writes that width (not NaN) beside n = 0, and a Band read
+    back from it, or from a fidelity.csv that left the width NaN, has the same width."""
+    no_4096 = noisy[~((noisy.source == "published") & (noisy.m == 4096))]
+    sized = intervals.band(no_4096)
+    table = validation.fidelity_table(no_4096)
+    rows = table[(table.validation == intervals.VALIDATION) & (table.scope == "size band")].set_index("group")
+    empty = rows.loc["4096 to 8191"]
+    assert empty.n == 0 and np.isnan(empty.coverage80)
+    for level in intervals.LEVELS:
+        column = f"halfwidth{intervals.suffix(level)}"
+        widest = max(rows[column])
+        assert sized.by_size["4096 to 8191"][level] == pytest.approx(widest) == pytest.approx(empty[column])
+        assert sized.halfwidth[level] == pytest.approx(widest)
+    for written in (table, table.assign(**{c: table[c].where(~((table.scope == "size band")
+                                                                & (table.group == "4096 to 8191")))
+                                           for c in ("halfwidth80", "halfwidth95")})):
+        back = intervals.Band.from_fidelity(written)
+        assert back.for_size(4096, 4096, 4096) == pytest.approx(sized.for_size(4096, 4096, 4096))
+        assert back.for_size(8192, 8192, 8192) == pytest.approx(sized.for_size(8192, 8192, 8192))
+
+
 @pytest.mark.slow
 def test_off_v5e_the_band_covers_the_refits_predictions(noisy):
     from tpu_matmul_repro.experiments.core.chips import chip

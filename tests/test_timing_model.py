@@ -33,8 +33,9 @@ XLA = [("float32", s) for s in (1024, 2048, 4096, 8192)] + [("bfloat16", s) for 
 
 def profile_cycles(case: Case) -> int:
     """A made-up static profile: MXU cycles of each step times 1.1 plus 600 cycles per step."""
-    if case.kernel == "xla":
-        return int(flops(case.m, case.k, case.n) / V5E.peak_flops[case.dtype] * V5E.clock_hz * 1.05)
+    if not case.facts.pallas:  # XLA's cost model; at HIGHEST (xla_highest) about six bfloat16 passes
+        passes = 6.3 if case.kernel == "xla_highest" else 1.05
+        return int(flops(case.m, case.k, case.n) / V5E.peak_flops[case.dtype] * V5E.clock_hz * passes)
     steps = int(np.prod(case.grid())) if case.grid() else 1
     mxu = flops(case.m, case.k, case.n) / steps / V5E.peak_flops[case.dtype] * V5E.clock_hz
     return int(steps * (1.1 * mxu + 600))
@@ -73,14 +74,16 @@ def published_row(experiment, case, seconds=None, status="ok"):
                 tflops=flops(case.m, case.k, case.n) / seconds / 1e12 if status == "ok" else None)
 
 
-def synthetic_table(noise=0.0, seed=0):
+def synthetic_table(noise=0.0, seed=0, highest=()):
     """Estimates of every case; published numbers = the model with TRUE constants (times log-normal noise).
 
     XLA's baseline is published in figures v4 and v5 (its own dtype's); v1 fails from 2048 and the
-    1024-blocks in bfloat16 from 2048, both in the post and in this "run".
+    1024-blocks in bfloat16 from 2048, both in the post and in this "run". `highest`: sizes at which
+    XLA's float32 matmul is also compiled at precision=HIGHEST (never published).
     """
     rng = np.random.default_rng(seed)
-    est, pub = [], []
+    est = [estimate_row("xla", Case("xla_highest", "float32", s, s, s)) for s in highest]
+    pub = []
     for experiment, case in cases():
         fails = (case.kernel == "v5" and case.bm == 1024 and case.m >= 2048)
         est.append(estimate_row(experiment, case, "vmem_oom" if fails else "ok"))
@@ -410,3 +413,83 @@ def test_the_posts_runs_are_modelled_with_the_posts_compilers_buffers(synthetic)
     assert all(tm.features(r).single_buffered == 1.0 for r in mine.itertuples())
     rows = table[(table.source == "estimate") & (table.experiment == "v4") & (table.bm == 1024)]
     assert all(tm.features(r).single_buffered == 0.0 for r in rows.itertuples())
+
+
+# --- XLA at precision=HIGHEST: compiled, modelled from its own cycles, never fitted -----------------
+
+HIGHEST_SIZES = (2048, 4096, 8192)
+
+
+@pytest.fixture(scope="module")
+def with_highest():
+    return synthetic_table(highest=HIGHEST_SIZES)
+
+
+def test_xla_highest_is_modelled_from_its_compile_and_never_fitted(synthetic, with_highest):
+    """Its rows stay under experiment "xla" (no figure of the post holds them), enter no fit (the
+    constants are those of the table without them), and their device time is XLA's form from their
+    own cycles: max(FLOPs / peak, est_cycles / clock, bytes / bandwidth), no float32_factor."""
+    rows = with_highest[with_highest.kernel == "xla_highest"]
+    assert sorted(rows.m) == list(HIGHEST_SIZES) and set(rows.experiment) == {"xla"}
+    assert set(rows.model_fit) == {"published v5e"} and not rows.estimate_nonmonotonic.any()
+    assert (rows.xla_estimate_method == "cost_model").all()
+    without = synthetic.drop(columns=[c for c in synthetic if c.startswith("model_")])
+    same = with_highest[with_highest.kernel != "xla_highest"].reset_index(drop=True)
+    assert same.model_device_seconds.to_numpy() == pytest.approx(
+        synthetic.model_device_seconds.to_numpy(), nan_ok=True)
+    assert len(without) == len(same)
+    fit = model_columns.fits(with_highest)["published v5e"][0].constants
+    for r in rows.itertuples():
+        work = flops(r.m, r.k, r.n)
+        expected = max(work / V5E.peak_flops["float32"], r.est_cycles / V5E.clock_hz,
+                       hbm_bytes(Case("xla", "float32", r.m, r.k, r.n)) / (fit.bandwidth_fraction
+                                                                         * V5E.hbm_bytes_per_s))
+        assert r.model_device_seconds == pytest.approx(expected)
+        assert r.est_cycles / V5E.clock_hz > 5 * work / V5E.peak_flops["float32"]  # its passes, compiled
+
+
+def test_best_vs_xla_has_the_highest_column_and_never_counts_it_as_pallas(with_highest):
+    from tpu_matmul_repro.analysis.summaries import best_vs_xla
+
+    best = best_vs_xla(with_highest)
+    assert not best.kernel.isin(["xla", "xla_highest"]).any()
+    assert (best.pallas_precision == "DEFAULT").all() and (best.xla_precision == "DEFAULT").all()
+    assert best[best.dtype == "bfloat16"].xla_highest_tflops.isna().all()
+    table = with_highest[with_highest.kernel == "xla_highest"].set_index("m")
+    for r in best[best.dtype == "float32"].itertuples():
+        column = "model_device_tflops" if r.estimator == "model" else "tflops"
+        assert r.xla_highest_tflops == pytest.approx(table.loc[r.size, column])
+        assert r.fraction_of_xla_highest == pytest.approx(r.best_tflops / r.xla_highest_tflops)
+        assert r.xla_highest_tflops < r.xla_tflops / 5  # HIGHEST: several passes, DEFAULT: one
+
+
+@pytest.mark.slow
+def test_the_reports_highest_row_prints_the_tables_numbers(with_highest):
+    """The report's best-vs-XLA table: after each float32 row its like-for-like row against XLA at
+    HIGHEST, with that row's numbers from the table, in both languages."""
+    import html as entities
+
+    from tpu_matmul_repro.analysis.summaries import best_vs_xla
+    from tpu_matmul_repro.report import build, tables
+    from tpu_matmul_repro.report.core_sections import one_estimator
+
+    with_highest = with_highest.copy()  # the report states an out-of-VMEM row's request
+    with_highest.loc[with_highest.status == "vmem_oom", "vmem_bytes"] = 19 * MiB
+    best = best_vs_xla(with_highest)
+    shown = tables.best_vs_xla_rows(one_estimator(best))
+    highest = [r for r in shown if r["versus"] == "HIGHEST"]
+    assert [r["size"] for r in highest] == list(HIGHEST_SIZES)
+    table = with_highest[with_highest.kernel == "xla_highest"].set_index("m")
+    for lang, precision, said in (("en", "XLA: HIGHEST (full float32", "Under each float32 row, the same"),
+                                  ("zh", "XLA：HIGHEST（完整 float32", "每个 float32 行下面一行")):
+        page = entities.unescape(build.render_html(
+            with_highest, lang=lang, config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
+            correctness={"passed": 1, "total": 1}, best_vs_xla=best))
+        section = page[page.index('<section id="best">'):]
+        section = section[:section.index("</section>")]
+        for r in highest:
+            xla = table.loc[r["size"]].model_device_tflops
+            cells = (f"<td>HIGHEST {xla:.1f}</td><td>{r['best_tflops'] / xla:.2f}</td>"
+                     "<td>–</td><td>–</td><td>–</td>")
+            assert cells in section, (lang, r["size"])
+        assert section.count(precision) == len(highest) and said in section

@@ -137,6 +137,12 @@ def compile_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
         cases = _expand_checked("xla", dtype, sorted(baseline_problems, key=_problem_order), {},
                                 "compile_study.baseline_dtypes")
         sweeps[("xla", dtype)] = dict(spec=None, own=cases, search=[], where="")
+    for kernel, variant in section.get("baseline_variants", {}).items():  # XLA at another precision
+        key = f"compile_study.baseline_variants.{kernel}"
+        for dtype in variant["dtypes"]:
+            cases = _expand_checked(kernel, dtype, [(s, s, s) for s in variant["sizes"]], {}, key)
+            sweep = sweeps.setdefault(("xla", dtype), dict(spec=None, own=[], search=[], where=""))
+            sweep["own"] = sweep["own"] + cases
     jobs = {}
     for target in config["targets"]:
         for (name, dtype), sweep in sweeps.items():
@@ -266,6 +272,8 @@ def with_sizes(config: dict, sizes: list[int]) -> dict:
             spec["search"]["sizes"] = [s for s in spec["search"]["sizes"] if s in sizes]
             if not spec["search"]["sizes"]:
                 del spec["search"]
+    for variant in section.get("baseline_variants", {}).values():  # XLA at HIGHEST: its sizes among them
+        variant["sizes"] = [s for s in variant["sizes"] if s in sizes]
     return config
 
 

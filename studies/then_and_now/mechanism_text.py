@@ -29,6 +29,13 @@ DOUBLED_TOLERANCE = 0.01  # relative: (512, 1024, 1024) asks for 16.06 MiB, two 
 ONE_BUFFER_EXTRA = 0.05  # relative: (1024, 1024, 1024) asks for 12.32 MiB, 12 MiB of blocks and 0.32 MiB
 SAME_TOLERANCE = 0.001  # relative: the same request, not merely a close one
 BLOCKS = ["kernel", "bm", "bk", "bn"]
+# What jax's source says the Mosaic IR version that doubled the requests changed: jax-ml/jax commit
+# 588c281273 (2025-11-03, first in jaxlib 0.8.1), "[Mosaic TPU] No longer implicitly trigger
+# single-buffering when running out of VMEM", raises kVersion from 8 to 9 in
+# jaxlib/mosaic/dialect/tpu/transforms/serde.cc "so that the old artifacts still get the relaxed
+# treatment" (and keeps the version attribute on the deserialised module for the compiler to read).
+# The fallback itself is libtpu's, whose source is not public.
+SOURCE = dict(version=9, commit="588c281273", file="jaxlib/mosaic/dialect/tpu/transforms/serde.cc")
 COMPILED = ("ok", "vmem_oom")  # statuses with the compiler's requested bytes
 
 
@@ -149,7 +156,25 @@ def sentences(mechanism: pd.DataFrame | None, versions: pd.DataFrame | None, get
         "jaxlib 0.8.0 cannot write version %(version)s, libtpu 0.0.24 cannot read it, and jax 0.8.1 "
         "writes version %(below)s for libtpu 0.0.24.") % dict(
         before=mib(v2.before), after=mib(v2.after), version=version, below=version - 1))
+    if version == SOURCE["version"] and _out_of_vmem_from(versions, version):
+        out.append(gettext(
+            "What version %(version)s changed is in jax's source: commit %(commit)s (%(file)s, version "
+            "%(below)s to %(version)s), \"No longer implicitly trigger single-buffering when running out of "
+            "VMEM\". A kernel serialised at an older version still falls back to one buffer per block "
+            "when two do not fit the scoped-VMEM limit; at version %(version)s it runs out of VMEM instead, "
+            "unless its BlockSpecs ask for one buffer (pipeline_mode=pl.Buffered(1)). The fallback itself "
+            "is libtpu's, whose source is not public.") % dict(SOURCE, below=version - 1))
     return out
+
+
+def _out_of_vmem_from(versions: pd.DataFrame, version: int) -> bool:
+    """Whether the after pair's compiles run out of VMEM at `version` and fit below it, for every
+    configuration: what the commit behind `version` says (SOURCE), seen in the data."""
+    after = _pair(versions, AFTER)
+    at = after[after.ir_version == str(version)]
+    below = after[after.ir_version.isin([str(v) for v in range(version)])]
+    return (not at.empty and (at.status == "vmem_oom").all() and not below.empty
+            and (below.status == "ok").all())
 
 
 def _pair(versions: pd.DataFrame, pair: dict) -> pd.DataFrame:

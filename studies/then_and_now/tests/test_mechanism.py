@@ -44,7 +44,7 @@ def mib_list(pair, blocks):
 
 
 def test_sentences_quote_the_csv():
-    first, second = text.sentences(MECHANISM, VERSIONS, english)
+    first, second, source = text.sentences(MECHANISM, VERSIONS, english)
     v2 = (512, 2048, 512)
     one_buffer = (512 * 2048 + 2048 * 512 + 512 * 512) * 4 / MiB  # float32 blocks of v2 at 2048
     before, after, new_jax, new_libtpu = (bytes_of(pair, *v2) / MiB for pair in
@@ -61,6 +61,17 @@ def test_sentences_quote_the_csv():
     assert mib_numbers(second) == [round(after["8"] / MiB, 2), round(after["9"] / MiB, 2)]
     assert after["default"] == after["9"]
     assert "version 9" in second and "libtpu 0.0.24 cannot read it" in second
+    assert "commit 588c281273 (jaxlib/mosaic/dialect/tpu/transforms/serde.cc, version 8 to 9)" in source
+
+
+def test_the_source_sentence_needs_the_data_to_show_what_the_commit_says():
+    """The commit says version 9 no longer falls back to one buffer when out of VMEM: the sentence
+    comes only where the after pair's version-9 compiles ran out of VMEM and its older ones fit."""
+    fits = VERSIONS.copy()
+    after = (fits.jax == text.AFTER["jax"]) & (fits.libtpu == text.AFTER["libtpu"])
+    fits.loc[after & (fits.ir_version == "9"), "status"] = "ok"  # version 9 compiled within the limit
+    assert len(text.sentences(MECHANISM, fits, english)) == 2
+    assert len(text.sentences(MECHANISM, VERSIONS, english)) == 3
 
 
 def test_chinese_sentences_carry_the_same_numbers():

@@ -1,0 +1,33 @@
+"""XLA's float32 matmul at precision=HIGHEST: the baseline at full float32 precision.
+
+XLA's `jnp.matmul` (kernels/xla_baseline.py) runs a float32 product at DEFAULT precision, one bfloat16
+pass on the TPU's MXU. This variant asks for HIGHEST, which XLA emulates with several bfloat16
+passes: the comparison for a reader who wants float32 accuracy from both sides. libtpu's cost model
+gives its cycles from the compile, as for the DEFAULT baseline (docs/timing-model.md says what the
+Pallas kernels' float32 dot compiles to).
+"""
+import jax
+import jax.numpy as jnp
+
+from tpu_matmul_repro.kernels.checks import check_operands
+from tpu_matmul_repro.kernels.spec import WHOLE, KernelSpec
+
+SUPPORTED_DTYPES = ("float32",)
+PRECISION = jax.lax.Precision.HIGHEST
+
+
+def matmul_xla_highest(a: jax.Array, b: jax.Array, *, interpret=False) -> jax.Array:
+    """C = jnp.matmul(A, B, precision=HIGHEST). `interpret` is accepted for a uniform signature and
+    ignored."""
+    del interpret
+    check_operands(a, b, SUPPORTED_DTYPES)
+    return _matmul_xla_highest(a, b)
+
+
+SPEC = KernelSpec(name="xla_highest", wrapper=matmul_xla_highest, dtypes=SUPPORTED_DTYPES, grid=WHOLE,
+                  pallas=False, description="XLA's own jnp.matmul at precision=HIGHEST")
+
+
+@jax.jit
+def _matmul_xla_highest(a, b):
+    return jnp.matmul(a, b, precision=PRECISION, preferred_element_type=jnp.float32)
