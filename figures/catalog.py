@@ -19,7 +19,14 @@ from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core.i18n import N_, translate, translations
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation, post_attribution
-from tpu_matmul_repro.figures.labels import JOINS, experiment_description, join, source_names, text
+from tpu_matmul_repro.figures.labels import (
+    JOINS,
+    experiment_description,
+    join,
+    notes_after,
+    source_names,
+    text,
+)
 from tpu_matmul_repro.figures.specs import LANGUAGES, stem
 from tpu_matmul_repro.figures.style import save, use_style
 
@@ -226,8 +233,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
         if score:
             notes.insert(0, text(lang, "caption_out_of_sample", score=text(
                 lang, "out_of_sample", n=score["n"], pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1))))
-    if notes:  # the figure prints at most three lines of them; the caption and the metadata all
-        caption = translate(lang, JOINS["notes"], caption=caption, notes=join(lang, "sentences", notes))
+    caption = notes_after(lang, caption, notes)  # the figure prints at most three; caption and metadata all
     return {"caption": caption, "alt": translate(lang, entry.alt, **fields),
             "sources": sorted(set(rows.source)) if len(rows) else [], "kinds": kinds_of(rows, kind)}
 

@@ -54,6 +54,12 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
     return specs
 
 
+def advice_specs(shapes) -> dict[str, tuple[str, dict]]:
+    """name -> (kind, arguments) of the advice figures of the layer shapes ("8192x4096x14336"), drawn
+    by the advice rule from its table (figures/advice.py) and numbered with the other figures."""
+    return {f"advice_{shape}": ("advice", {"shape": shape}) for shape in shapes}
+
+
 def stem(directory, name: str, lang: str) -> Path:
     """English figures keep the plain name (v5_bfloat16_v5e.png); others add the language."""
     return Path(directory) / (name if lang == "en" else f"{name}.{lang}")

@@ -13,9 +13,10 @@ def _rate(row) -> str:
             f"{row.model_device_tflops_hi80:.0f}]")
 
 
-def advice_section(tables: dict[str, pd.DataFrame], advice_href: str, gettext) -> list[dict]:
-    """One entry per shape: its figure and a row per target (best blocks, their rate and VMEM, how
-    many other blocks tie with them within the interval, XLA's rate)."""
+def advice_section(tables: dict[str, pd.DataFrame], figures, gettext) -> list[dict]:
+    """One entry per shape: its figure (`figures`: the report's numbering, build.Figures) and a row per
+    target (best blocks, their rate and VMEM, how many other blocks tie with them within the interval,
+    XLA's rate)."""
     out = []
     for shape, table in tables.items():
         rows = []
@@ -34,5 +35,5 @@ def advice_section(tables: dict[str, pd.DataFrame], advice_href: str, gettext) -
                 unchecked=target != POST_CHIP))
         if rows:
             m, k, n = shape.split("x")
-            out.append(dict(shape=f"{m} × {k} × {n}", figure=f"{advice_href}/{shape}.png", rows=rows))
+            out.append(dict(shape=f"{m} × {k} × {n}", figure=figures(f"advice_{shape}"), rows=rows))
     return out

@@ -28,6 +28,7 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, glossary, translations
 from tpu_matmul_repro.experiments.core.provenance import build_date
 from tpu_matmul_repro.experiments.core.tables import write_atomic
+from tpu_matmul_repro.figures import advice as advice_figure
 from tpu_matmul_repro.figures.catalog import describe, model_column
 from tpu_matmul_repro.figures.cite import (
     RESULTS_LICENCE,
@@ -37,7 +38,7 @@ from tpu_matmul_repro.figures.cite import (
     post_attribution,
 )
 from tpu_matmul_repro.figures.labels import experiment_description, join
-from tpu_matmul_repro.figures.specs import STUDY_SPECS, figure_specs_of
+from tpu_matmul_repro.figures.specs import STUDY_SPECS, advice_specs, figure_specs_of
 from tpu_matmul_repro.kernels import source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import findings, front, sections, tables
@@ -129,7 +130,7 @@ WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figure
 def report_order(specs: dict) -> list[str]:
     """The figures' names in the order the report places them (render_pages numbers them so): the
     timing model's, the studies' sections' (their kinds: figures.specs.register), one experiment
-    across generations, the post's chip's experiments
+    across generations, the advice figures, the post's chip's experiments
     (each figure, then its block search), VMEM and roofline, then the appendix's (the other targets',
     the other generations'). The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
     targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
@@ -145,6 +146,7 @@ def report_order(specs: dict) -> list[str]:
     others = [t for t in targets if t != main]
     order = (sorted(n for n in specs if n.startswith("fidelity_"))
              + sorted(n for n, (k, _) in specs.items() if k in STUDY_SPECS) + lead
+             + sorted(n for n, (k, _) in specs.items() if k == "advice")
              + kernels([main]) + [f"vmem_{main}", f"roofline_{main}"]
              + kernels(others) + [f"vmem_{t}" for t in others] + [f"roofline_{t}" for t in others]
              + [n for n in generations if n not in lead])
@@ -156,9 +158,11 @@ class Figures:
     """Numbers the report's figures by report_order (as the gallery does), each with its caption and alt text
     from the figure catalog and a line to cite it by."""
 
-    def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str):
+    def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str,
+                 advice: dict | None = None):
         self.df, self.specs, self.lang, self.gettext = df, specs, lang, gettext
         self.href, self.commit, self.count = figures_href, commit, 0
+        self.advice = advice or {}  # {shape: the advisor's table}, its figures' captions
         # numbers from the report's order of every figure, which the gallery uses too; a figure whose
         # section has no rows in this table is not placed, and its number is not reused
         self.numbers = {name: i for i, name in enumerate(report_order(specs), start=1)}
@@ -168,8 +172,13 @@ class Figures:
             return None
         self.count += 1
         kind, args = self.specs[name]
-        info = describe(self.df, name, kind, args, self.lang)
         suffix = "" if self.lang == "en" else f".{self.lang}"
+        href, base = self.href, name
+        if kind == "advice":  # drawn by the advice rule into results/advice/, from its table
+            info = advice_figure.describe(self.advice[args["shape"]], args["shape"], self.lang)
+            href, base = str(Path(self.href).parent / "advice"), args["shape"]
+        else:
+            info = describe(self.df, name, kind, args, self.lang)
         c = citation()
         where = f" {c.repository}" if c.repository else ""
         values = {"authors": c.authors, "year": c.year, "name": name, "title": c.title, "version": c.version,
@@ -177,8 +186,8 @@ class Figures:
         cite = self.gettext("%(authors)s (%(year)s). Figure %(name)s, in %(title)s v%(version)s, commit "
                             "%(commit)s.") % values + where
         return {"number": self.numbers[name], "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
-                "src": f"{self.href}/{name}{suffix}.png",
-                "files": {fmt: f"{self.href}/{name}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
+                "src": f"{href}/{base}{suffix}.png",
+                "files": {fmt: f"{href}/{base}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
                 "caption": info["caption"], "cite": cite,
                 "print_height": print_height(f"{info['caption']} {cite}"),
@@ -364,8 +373,9 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     other = "zh" if lang == "en" else "en"
     git_shas = sorted(set(df.git_sha.dropna())) if "git_sha" in df else []
     commit = ", ".join(git_shas) or gettext("unknown")
-    specs = figure_specs_of(figure_names)
-    figures = Figures(df, specs, lang, gettext, figures_href, commit)
+    advice = advice or {}
+    specs = figure_specs_of(figure_names) | advice_specs(advice)
+    figures = Figures(df, specs, lang, gettext, figures_href, commit, advice)
     listings = {}
     raised = {}
     for target in targets:
@@ -427,7 +437,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         other_kernels=other_kernels, other_vmem_figures=other_vmem_figures,
         other_roofline_figures=other_roofline_figures, more_generation_figures=more_generation_figures,
         raised=raised, best=best, generation_figures=generation_figures,
-        advice=advice_section(advice or {}, str(Path(figures_href).parent / "advice"), gettext),
+        advice=advice_section(advice, figures, gettext),
         float32_note=float32_note(best, model["constants_table"], gettext),
         methods=methods, verdict_counts=front.verdict_counts(first_page, trans, lang),
         other_targets_text=join(lang, "list", other_targets),

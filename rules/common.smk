@@ -128,6 +128,16 @@ FIGURE_FILES = [
 ADVICE = {"x".join(str(d) for d in shape): shape for shape in config["advice"]["shapes"]}
 
 
+def advice_figures(shape, formats=FIGURE_FORMATS):
+    """A shape's advice figure in every language and format (figures/advice.py)."""
+    return [f"{stem('results/advice', shape, lang)}.{ext}" for lang in LANGUAGES for ext in formats]
+
+
+ADVICE_TABLES = [f"results/advice/{shape}.csv" for shape in ADVICE]
+ADVICE_PNGS = [path for shape in ADVICE for path in advice_figures(shape, ["png"])]
+ADVICE_FILES = ADVICE_TABLES + [path for shape in ADVICE for path in advice_figures(shape)]
+
+
 def advice_request(shape):
     section = config["advice"]
     return dict(
