@@ -23,7 +23,7 @@ from tpu_matmul_repro.figures.cite import (
     post_attribution,
 )
 from tpu_matmul_repro.figures.labels import join, source_names
-from tpu_matmul_repro.figures.specs import FORMATS, LANGUAGES, advice_specs, stem
+from tpu_matmul_repro.figures.specs import FORMATS, LANGUAGES, advice_specs, figure_specs_of, stem
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),
@@ -129,7 +129,7 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | N
     commit = commit_of(df)
     other = "index.html" if lang == "zh" else "index.zh.html"
     advice = advice or {}
-    figures = {**figures, **advice_specs(advice)}
+    figures = figure_specs_of(figures) | advice_specs(advice)
     cards = []
     for number, name in enumerate(report_order(figures), start=1):
         kind, args = figures[name]
@@ -140,7 +140,7 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | N
         else:
             info = describe(df, name, kind, args, lang, primary=primary, served=served)
         title = figure_title(Path(directory) / f"{href}.png")
-        snip = snippets(name, lang, title, info, commit, src=f"{href}.png")
+        snip = snippets(name, lang, title, info, commit, src=f"{base}.png")  # the file, saved beside a post
         files = " · ".join(f'<a href="{href}.{fmt}">{base}.{fmt}</a>' for fmt in FORMATS)
         _, other_base = card_source(name, kind, args, "en" if lang == "zh" else "zh")
         files += f' · <a href="{folder + "/" if folder else ""}{other_base}.png">{t["other_language"]}</a>'
