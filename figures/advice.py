@@ -19,7 +19,8 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip  # noqa: E40
 from tpu_matmul_repro.experiments.core.i18n import N_, translate  # noqa: E402
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation  # noqa: E402
 from tpu_matmul_repro.figures.labels import join, notes_after  # noqa: E402
-from tpu_matmul_repro.figures.specs import LANGUAGES, stem  # noqa: E402
+from tpu_matmul_repro.figures.plots import NARROW_INCHES  # noqa: E402
+from tpu_matmul_repro.figures.specs import LANGUAGES, narrow_stem, stem  # noqa: E402
 from tpu_matmul_repro.figures.style import save, use_style  # noqa: E402
 
 KIND = "advice"
@@ -134,15 +135,16 @@ def describe(advice: pd.DataFrame, shape: str, lang: str) -> dict:
             "sources": ["estimate"] if drawn else [], "kinds": ["modelled"] if drawn else []}
 
 
-def draw(advice: pd.DataFrame, shape: str, lang: str = "en"):
-    """The figure: one panel per target, stacked (a phone's width), rows as drawn_rows gives them; the
-    x axis reaches past the chip's peak, so an interval cut at the peak ends at its dashed line, in
-    view."""
+def draw(advice: pd.DataFrame, shape: str, lang: str = "en", narrow: bool = False):
+    """The figure: one panel per target, stacked, rows as drawn_rows gives them; the x axis reaches
+    past the chip's peak, so an interval cut at the peak ends at its dashed line, in view (`narrow`:
+    the phone's variant, plots.NARROW_INCHES wide, the legend in one column)."""
     f = _fields(advice, shape, lang)
     drawn = f["drawn"]
     heights = [max(len(rows), 2) for rows in drawn.values()] or [2]
-    fig, axes = plt.subplots(len(heights), 1, figsize=(6.4, 1.3 * len(heights) + ROW_INCHES * sum(heights)),
-                             height_ratios=heights, squeeze=False)
+    # narrow: the legend's six rows in one column take about 0.9 in more
+    size = (NARROW_INCHES if narrow else 6.4, 1.3 * len(heights) + ROW_INCHES * sum(heights) + 0.9 * narrow)
+    fig, axes = plt.subplots(len(heights), 1, height_ratios=heights, squeeze=False, figsize=size)
     for ax, (target, rows) in zip(axes[:, 0], drawn.items(), strict=False):
         y = list(range(len(rows)))[::-1]
         colors = [XLA_COLOR if r.kernel == "xla" else TIE_COLOR if pd.notna(r.tie) else BEST_COLOR
@@ -172,7 +174,7 @@ def draw(advice: pd.DataFrame, shape: str, lang: str = "en"):
                Line2D([], [], color=_tint("#555555"), lw=4, label=_t(lang, "band80")),
                Line2D([], [], color="#555555", lw=1.2, label=_t(lang, "band95")),
                Line2D([], [], color="#555555", ls="--", lw=1, label=_t(lang, "peak_line"))]
-    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8)
+    fig.legend(handles=handles, loc="outside lower center", ncols=1 if narrow else 2, fontsize=8)
     fig.suptitle(title(advice, shape, lang), fontsize=11)
     return fig
 
@@ -197,5 +199,8 @@ def render(advice: pd.DataFrame, shape: str, directory, commit: str) -> list[Pat
     for lang in LANGUAGES:
         use_style(lang)
         fig = draw(advice, shape, lang)
-        paths += save(fig, stem(directory, shape, lang), provenance(advice, shape, lang, commit))
+        info = provenance(advice, shape, lang, commit)
+        paths += save(fig, stem(directory, shape, lang), info)
+        paths += save(draw(advice, shape, lang, narrow=True), narrow_stem(directory, shape, lang), info,
+                      formats=("png",))  # the phone's variant (specs.NARROW_KINDS)
     return paths

@@ -27,7 +27,7 @@ from tpu_matmul_repro.figures.labels import (
     source_names,
     text,
 )
-from tpu_matmul_repro.figures.specs import LANGUAGES, stem
+from tpu_matmul_repro.figures.specs import LANGUAGES, NARROW_KINDS, narrow_stem, stem
 from tpu_matmul_repro.figures.style import save, use_style
 
 
@@ -286,10 +286,13 @@ def render(df, name: str, kind: str, args: dict, directory, primary: str | None 
     pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
     for the targets another toolchain is `served` for; None: every row)."""
     df = drawn_table(df, kind, primary, served)  # one measured curve per configuration: the latest run
-    paths = []
+    paths, narrow = [], []
     for lang in LANGUAGES:
         use_style(lang)
         fig = CATALOG[kind].draw(df, lang=lang, **args)
         info = provenance(df, name, kind, args, lang, figure_title(fig))
         paths += save(fig, stem(directory, name, lang), info)
-    return paths
+        if kind in NARROW_KINDS:  # the phone's variant: the same rows and words, a PNG only
+            fig = CATALOG[kind].draw(df, lang=lang, narrow=True, **args)
+            narrow += save(fig, narrow_stem(directory, name, lang), info, formats=("png",))
+    return paths + narrow  # every language's files, then the phone's variants

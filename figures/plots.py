@@ -78,6 +78,10 @@ def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
 
 # At most this many lines of notes under a plot; the rest go into its caption and file metadata.
 MAX_NOTE_LINES = 3
+# The phone's variant of a figure (catalog.Entry.narrow): this wide, so that at a phone's 390 px its
+# 8.5 pt legend is about 11 px; its notes wrapped to fit.
+NARROW_INCHES = 4.2
+NARROW_NOTE_COLUMNS = 50
 
 
 def capped(notes: list[str], lang: str, width: int = 92) -> str:
@@ -93,7 +97,7 @@ def capped(notes: list[str], lang: str, width: int = 92) -> str:
         kept.append(w)
         used += w.count("\n") + 1
     kept = kept or wrapped[:1]  # the first note (why a line is missing) is drawn, however long
-    return "\n".join(kept + [text(lang, "more_notes")])
+    return "\n".join(kept + [wrap(text(lang, "more_notes"), width)])
 
 
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -278,11 +282,13 @@ def _spread(cluster, rows, key_order) -> dict:
     return {i: (j - (len(ordered) - 1) / 2) * 0.07 for j, i in enumerate(ordered)}
 
 
-def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
-    """The post's figure for one experiment: TFLOP/s against size, one series per configuration."""
+def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
+                    narrow: bool = False):
+    """The post's figure for one experiment: TFLOP/s against size, one series per configuration
+    (`narrow`: the phone's variant, NARROW_INCHES wide, the legend in one column)."""
     rows, post_method, notes = experiment_view(df, experiment, dtype, target, lang)
     drawn = rows[~flagged(rows)]
-    fig = plt.figure(figsize=(6.4, 4.4))
+    fig = plt.figure(figsize=(NARROW_INCHES if narrow else 6.4, 4.4))
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
     ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     info.set_axis_off()
@@ -334,14 +340,14 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
         styles.append(Line2D([], [], color="#444444", marker="x", linestyle="none", markersize=7,
                              label=text(lang, "failed_key")))
     # Below the plot: the legend, then at most three lines of notes (all of them: in the caption).
-    note = capped(notes, lang)
+    note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 92)
     note_lines = note.count("\n") + 1 if note else 0
     # Two columns: three of the longer keys ("blocks (1024, 1024, 1024)", the model's) are wider than
     # the figure, and the layout then shrinks the plot (the layout check finds the legend out of its strip).
-    ncol = 2
+    ncol = 1 if narrow else 2
     legend_rows = int(np.ceil((len(handles) + len(styles)) / ncol))
     # In inches: the plot keeps its height; the strip under it grows with the legend and the notes.
-    plot_in, strip_in = 3.0, 0.19 * legend_rows + 0.15 * note_lines + 0.12
+    plot_in, strip_in = (2.6 if narrow else 3.0), 0.19 * legend_rows + 0.15 * note_lines + 0.12
     fig.set_figheight(plot_in + strip_in + 1.1)
     grid.set_height_ratios([plot_in, strip_in])
     info.legend(handles=handles + styles, loc="upper left", ncol=ncol, fontsize=LEGEND_SIZE, borderaxespad=0)
@@ -696,8 +702,9 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     return fig
 
 
-def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
-    """The best estimated Pallas configuration and XLA per size, one colour per TPU generation."""
+def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, narrow: bool = False):
+    """The best estimated Pallas configuration and XLA per size, one colour per TPU generation
+    (`narrow`: the phone's variant)."""
     # The post's own configurations on every target: the block search runs on some targets only, and a
     # best over it on one generation against the post's five blocks on another would not compare alike.
     rows = default_limit(post_configs(df[(df.source == "estimate") & (df.experiment == experiment)
@@ -706,7 +713,8 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     rows = rows[rows.tflops.notna() | (model_only(rows) & device)]
     notes = flagged_line(rows, lang)
     rows = rows[~flagged(rows)]
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))  # two to an A4 page in the report
+    # two to an A4 page in the report; narrow: the phone's variant, its legend in one column
+    fig, ax = plt.subplots(figsize=(NARROW_INCHES, 4.6) if narrow else (6.4, 3.8))
     ax.set_title(text(lang, "title_generations_modelled" if device else "title_generations",
                       experiment=experiment, dtype=dtype))
     if rows.empty:
@@ -732,10 +740,11 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
-    ax.legend(fontsize=LEGEND_SIZE, ncol=2)
+    ax.legend(fontsize=LEGEND_SIZE, ncol=1 if narrow else 2)
     if model_only(rows).any():  # below the figure: saving with bbox_inches="tight" takes it in
         notes.append(text(lang, "generations_note"))
     if notes:
-        fig.text(0.01, -0.01, capped(notes, lang, 100), fontsize=NOTE_SIZE, va="top")
+        fig.text(0.01, -0.01, capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 100),
+                 fontsize=NOTE_SIZE, va="top")
     return fig
 

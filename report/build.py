@@ -38,7 +38,7 @@ from tpu_matmul_repro.figures.cite import (
     post_attribution,
 )
 from tpu_matmul_repro.figures.labels import experiment_description, join
-from tpu_matmul_repro.figures.specs import STUDY_SPECS, advice_specs, figure_specs_of
+from tpu_matmul_repro.figures.specs import NARROW_KINDS, STUDY_SPECS, advice_specs, figure_specs_of
 from tpu_matmul_repro.kernels import source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import findings, front, sections, tables
@@ -187,6 +187,8 @@ class Figures:
                             "%(commit)s.") % values + where
         return {"number": self.numbers[name], "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
                 "src": f"{href}/{base}{suffix}.png",
+                # a phone's variant (figures/specs.py NARROW_KINDS), shown at narrow widths
+                "narrow": f"{href}/{base}{suffix}.narrow.png" if kind in NARROW_KINDS else None,
                 "files": {fmt: f"{href}/{base}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
                 "caption": info["caption"], "cite": cite,

@@ -23,7 +23,14 @@ from tpu_matmul_repro.figures.cite import (
     post_attribution,
 )
 from tpu_matmul_repro.figures.labels import join, source_names
-from tpu_matmul_repro.figures.specs import FORMATS, LANGUAGES, advice_specs, figure_specs_of, stem
+from tpu_matmul_repro.figures.specs import (
+    FORMATS,
+    LANGUAGES,
+    NARROW_KINDS,
+    advice_specs,
+    figure_specs_of,
+    stem,
+)
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),
@@ -148,10 +155,14 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | N
         bib = bibtex(f"tpu_matmul_repro_{name}", f"{title} ({name})", commit)
         ids = {k: f"{k}-{number}" for k in ("md", "html", "cite", "bib")}
         shows = translate(lang, TEXT["shows"], kinds=kinds_label(info["kinds"], lang))
+        image = f'<img src="{href}.png" alt="{html.escape(info["alt"], quote=True)}" loading="lazy">'
+        if kind in NARROW_KINDS:  # on a phone, the variant drawn for it
+            narrow = f'<source media="(max-width: 600px)" srcset="{href}.narrow.png">'
+            image = f"<picture>{narrow}{image}</picture>"
         cards.append(f"""<section class="card" id="{name}">
 <h2>{t["figure"]} {number}. {html.escape(title)}</h2>
 <p><span class="kind">{html.escape(shows)}</span></p>
-<a href="{href}.png"><img src="{href}.png" alt="{html.escape(info["alt"], quote=True)}" loading="lazy"></a>
+<a href="{href}.png">{image}</a>
 <p>{html.escape(info["caption"])}</p>
 <p class="meta">{t["alt"]}{t["colon"]}{html.escape(info["alt"])}</p>
 <p class="files">{t["files"]}{t["colon"]}{files}</p>

@@ -62,3 +62,17 @@ def test_the_advice_figure_has_a_card_numbered_as_in_the_report(table, tmp_path,
     assert shown in card
     assert f"({SHAPE}{suffix}.png)" in card  # the Markdown snippet's image
     assert "0.0.42.1" in info["caption"] and "0.0.5" not in card
+
+
+def test_a_phone_gets_the_narrow_variant_in_the_gallery_and_the_html_report(table, tmp_path):
+    """<picture>: at narrow widths the phone's variant (figures/specs.py NARROW_KINDS), else the column's
+    figure; a kind without a variant, and the PDF, keep the plain image."""
+    _pngs(tmp_path / "figures", FIGURES)
+    gallery = page(table, FIGURES, "en", tmp_path / "figures")
+    narrow = '<source media="(max-width: 600px)" srcset="{}.narrow.png">'
+    assert narrow.format("v5_bfloat16_v5e") in gallery and narrow.format("vmem_v5e") not in gallery
+    args = dict(lang="en", config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=FIGURES,
+                correctness={"passed": 1, "total": 1})
+    screen, printed = build.render_pages(table, **args)
+    assert narrow.format("../figures/v5_bfloat16_v5e") in screen
+    assert "narrow.png" not in printed and narrow.format("../figures/vmem_v5e") not in screen
