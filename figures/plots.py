@@ -475,24 +475,32 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
     return fig
 
 
-def plot_roofline(df: pd.DataFrame, target: str, lang: str):
+def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     """Arithmetic intensity against modelled (else estimated) throughput under the target's compute and
     HBM roofs, one panel per data type (int8 in TOP/s on its own axis), one colour and marker per
-    experiment; the legend and the notes in a strip of their own under the panels."""
+    experiment; the legend and the notes in a strip of their own under the panels (`narrow`: the
+    phone's variant, the panels stacked)."""
     rows, device, notes = roofline_view(df, target, lang)
     factor = float32_factor(df) if device else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
     panels = max(1, len(dtypes))
-    note = capped(notes, lang, 95)
+    note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 95)
     note_lines = note.count("\n") + 1 if note else 0
-    fig = plt.figure(figsize=(7.2, 4.4 + 0.16 * note_lines))
-    grid = fig.add_gridspec(2, panels, height_ratios=[3.4, 0.3 + 0.16 * note_lines])
-    axes = [fig.add_subplot(grid[0, i]) for i in range(panels)]
-    info = fig.add_subplot(grid[1, :])
+    strip = 0.3 + 0.16 * note_lines
+    if narrow:  # one panel under another, the legend's strip under them
+        fig = plt.figure(figsize=(NARROW_INCHES, 3.0 * panels + 0.6 + strip))
+        grid = fig.add_gridspec(panels + 1, 1, height_ratios=[2.6] * panels + [strip + 0.3])
+        axes = [fig.add_subplot(grid[i, 0]) for i in range(panels)]
+        info = fig.add_subplot(grid[panels, 0])
+    else:
+        fig = plt.figure(figsize=(7.2, 4.4 + 0.16 * note_lines))
+        grid = fig.add_gridspec(2, panels, height_ratios=[3.4, strip])
+        axes = [fig.add_subplot(grid[0, i]) for i in range(panels)]
+        info = fig.add_subplot(grid[1, :])
     info.set_axis_off()
     fig.suptitle(text(lang, "title_roofline_modelled" if device else "title_roofline", target=target,
-                      libtpu=", ".join(versions(rows)) or "?"))
+                      libtpu=", ".join(versions(rows)) or "?"), fontsize=10 if narrow else None)
     if rows.empty:
         no_data(axes[0], lang)
         return fig
@@ -536,10 +544,11 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     axes[0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
                      textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
-    axes[len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
+    # once, under the middle panel (narrow: the bottom one)
+    axes[-1 if narrow else len(dtypes) // 2].set_xlabel(text(lang, "intensity"))
     keys = ["xla"] + [e for e in experiments if e in handles]
-    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=len(keys), fontsize=LEGEND_SIZE,
-                borderaxespad=0)
+    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=min(len(keys), 3) if narrow
+                else len(keys), fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
 
@@ -659,15 +668,20 @@ def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.Da
     return panels
 
 
-def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
+def plot_fidelity(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     """The post's (or measured) TFLOP/s against libtpu's raw estimate and the timing model out of
-    sample, log-log, with y = x and the scores of results/fidelity.csv for the same points."""
+    sample, log-log, with y = x and the scores of results/fidelity.csv for the same points (`narrow`:
+    the phone's variant, the panels stacked)."""
     panels = fidelity_panels(df, target)
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(min(7.2, 3.8 * max(1, len(panels))), 4.2),
-                             squeeze=False, sharey=True)
+    count = max(1, len(panels))
+    if narrow:
+        fig, axes = plt.subplots(count, 1, figsize=(NARROW_INCHES, 3.6 * count + 0.4), squeeze=False)
+        axes = axes.T  # axes[0]: the panels, as side by side
+    else:
+        fig, axes = plt.subplots(1, count, figsize=(min(7.2, 3.8 * count), 4.2), squeeze=False, sharey=True)
     estimators = {estimator for _, estimator, _, _ in panels}
     fig.suptitle(text(lang, "title_fidelity_modelled" if "model" in estimators else "title_fidelity",
-                      source=source_names(lang)["published"], target=target))
+                      source=source_names(lang)["published"], target=target), fontsize=10 if narrow else None)
     if not panels:
         no_data(axes[0][0], lang)
         return fig
