@@ -520,9 +520,11 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
         if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
             peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
-        # In the empty corner above the HBM roof (no point can be there), wrapped to the panel.
-        ax.text(0.03, 0.97, wrap(label, 30, indent=""), transform=ax.transAxes, ha="left", va="top",
-                fontsize=NOTE_SIZE, color="#555555")
+        # In the empty corner above the HBM roof (no point can be there), wrapped to the panel; the
+        # bandwidth too: written along the slope it lay over the low-intensity points.
+        roofs = f"{wrap(label, 30, indent='')}\n{text(lang, 'hbm_roof', bw=bw / 1e9)}"
+        ax.text(0.03, 0.97, roofs, transform=ax.transAxes, ha="left", va="top", fontsize=NOTE_SIZE,
+                color="#555555")
         xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
         handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", color=XLA_COLOR,
                                     label=text(lang, "xla"), zorder=4)
@@ -536,14 +538,12 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
                                              label=experiment, zorder=5 + z)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        # room above the roof for its label, and for every point (XLA's float32 can beat the model's roof)
-        # and the HBM roof's foot, where its label is
+        # room above the roof for its labels, and for every point (XLA's float32 can beat the model's
+        # roof) and the HBM roof's foot
         low = min(float(part.tflops.min()), bw * x[0] / TERA)
         ax.set_ylim(low / 1.5, max(peak, float(part.tflops.max())) * 4)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
-    axes[0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
-                     textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
     # once, under the middle panel (narrow: the bottom one)
     axes[-1 if narrow else len(dtypes) // 2].set_xlabel(text(lang, "intensity"))
     keys = ["xla"] + [e for e in experiments if e in handles]
