@@ -24,10 +24,11 @@ LABELS = {
     "modelled_post": N_("modelled (timing model fitted to the post)"),
     "flagged_xla": N_("XLA at %(sizes)s not drawn: its estimate falls as size grows (flagged, a cost-model "
                       "artefact)"),
+    "sizes_on": N_("%(sizes)s on %(targets)s"),
     "interval_band": N_("shaded: the timing model's 80 %% prediction interval, from its held-out errors on "
                         "the post's v5e numbers"),
     "interval_unchecked": N_("; no measurement on %(target)s checks it"),
-    "reference_axis": N_("%(source)s TFLOP/s"),
+    "reference_axis": N_("TFLOP/s, %(source)s"),
     "xla": N_("XLA jnp.matmul"),
     "kernel": N_("Pallas %(kernel)s"),
     "blocks": N_("blocks %(blocks)s"),

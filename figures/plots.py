@@ -70,9 +70,13 @@ def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
     if hit.empty:
         return []
     groups = sorted(hit.groupby("target"), key=lambda kv: generation_order(kv[0]))
-    sizes = [", ".join(str(int(m)) for m in sorted(set(g.m))) for _, g in groups]
-    where = sizes[0] if len(groups) == 1 else join(
-        lang, "sentences", (f"{t} {s}" for (t, _), s in zip(groups, sizes, strict=True)))
+    # the targets that share their flagged sizes, together ("8192 on v5e, v6e", not "v5e 8192; v6e 8192")
+    targets_at = {}
+    for target, group in groups:
+        targets_at.setdefault(", ".join(str(int(m)) for m in sorted(set(group.m))), []).append(target)
+    where = next(iter(targets_at)) if len(groups) == 1 else join(lang, "sentences", (
+        text(lang, "sizes_on", sizes=sizes, targets=join(lang, "list", targets))
+        for sizes, targets in targets_at.items()))
     return [text(lang, "flagged_xla", sizes=where)]
 
 
