@@ -426,16 +426,18 @@ def experiment_kernel(df: pd.DataFrame, experiment: str) -> str | None:
     return str(kernels[0]) if len(kernels) else None
 
 
-def plot_vmem(df: pd.DataFrame, target: str, lang: str):
-    """VMEM used (or requested) by the post's configurations against the scoped limit."""
+def plot_vmem(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
+    """VMEM used (or requested) by the post's configurations against the scoped limit (`narrow`: the
+    phone's variant, two panels a row)."""
     rows = post_configs(df[(df.source == "estimate") & (df.target == target) & (df.kernel != "xla")])
     panels = sorted(rows.groupby(["experiment", "dtype"]).groups) if len(rows) else []
-    ncols = 3
+    ncols = 2 if narrow else 3
     nrows = max(1, int(np.ceil(len(panels) / ncols)))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(7.2, 2.6 * nrows + 1.2), squeeze=False, sharey=True)
+    size = (NARROW_INCHES, 2.2 * nrows + 2.4) if narrow else (7.2, 2.6 * nrows + 1.2)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False, sharey=True)
     limit_mib = None
     libtpu = rows.libtpu_version.iloc[0] if len(rows) else "?"
-    fig.suptitle(text(lang, "title_vmem", target=target, libtpu=libtpu))
+    fig.suptitle(text(lang, "title_vmem", target=target, libtpu=libtpu), fontsize=10 if narrow else None)
     if not panels:
         no_data(axes[0][0], lang)
     for ax in axes.flat[len(panels):]:
@@ -475,7 +477,8 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
                Line2D([], [], marker="x", linestyle="none", color="#444444", label=text(lang, "oom")),
                Line2D([], [], marker="s", linestyle="none", color="#444444", markerfacecolor="none",
                       label=text(lang, "ok_raised_any"))]
-    fig.legend(handles=series + markers, loc="outside lower center", ncol=3, fontsize=LEGEND_SIZE)
+    fig.legend(handles=series + markers, loc="outside lower center", ncol=1 if narrow else 3,
+               fontsize=LEGEND_SIZE)
     return fig
 
 
@@ -586,8 +589,10 @@ def unit_name(dtype: str) -> str:
     return "TOP/s" if dtype == "int8" else "TFLOP/s"
 
 
-def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
-    """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size."""
+def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
+                narrow: bool = False):
+    """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size (`narrow`: the
+    phone's variant, the panels stacked)."""
     rows = default_limit(df[(df.source == "estimate") & (df.experiment == experiment) & (df.dtype == dtype)
                             & (df.target == target) & (df.kernel != "xla")])
     rows, device = modelled(rows, "model_device_tflops")
@@ -595,10 +600,14 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     sizes = sorted(searched.m.unique())
     rows = rows[rows.m.isin(sizes)]
     panels = max(1, len(sizes))
-    fig, axes = plt.subplots(1, panels, figsize=(min(7.6, 0.8 + 2.4 * panels), 3.4), squeeze=False)
+    if narrow:
+        fig, axes = plt.subplots(panels, 1, figsize=(NARROW_INCHES, 2.9 * panels + 1.0), squeeze=False)
+        axes = axes.T  # axes[0]: the panels, as side by side
+    else:
+        fig, axes = plt.subplots(1, panels, figsize=(min(7.6, 0.8 + 2.4 * panels), 3.4), squeeze=False)
     unit = unit_name(dtype)
     fig.suptitle(text(lang, "title_search_modelled" if device else "title_search", experiment=experiment,
-                      dtype=dtype, target=target, unit=unit))
+                      dtype=dtype, target=target, unit=unit), fontsize=10 if narrow else None)
     if not sizes:
         no_data(axes[0][0], lang)
         return fig
@@ -621,19 +630,19 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
         for (i, j), bk in best_bk.items():
             label = "×" if bk is None else f"{grid[i, j]:.0f}\n{bk}"
             color = "black" if bk is None or grid[i, j] > 0.6 * vmax else "white"
-            ax.text(j, i, label, ha="center", va="center", fontsize=8, color=color)
+            ax.text(j, i, label, ha="center", va="center", fontsize=9 if narrow else 8, color=color)
         ax.set_xticks(range(len(bns)), [str(int(b)) for b in bns])
-        ax.tick_params(labelsize=8)  # 4-digit block sizes side by side
+        ax.tick_params(labelsize=9 if narrow else 8)  # 4-digit block sizes side by side
         ax.set_yticks(range(len(bms)), [str(int(b)) for b in bms])
         ax.set_xlabel(text(lang, "bn"))
         ax.set_ylabel(text(lang, "bm"))
         ax.set_title(text(lang, "size_panel", size=size), fontsize=10)
         ax.grid(False)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.5 if narrow else 0.8,
                  label=axis_label(lang, dtype, "device" if device else "estimate"))
     # What the marks mean: × and blank cells are otherwise unexplained.
     marks = text(lang, "search_legend_modelled" if device else "search_legend", unit=unit)
-    fig.text(0.0, 0.0, wrap(marks, 105), fontsize=NOTE_SIZE, ha="left",
+    fig.text(0.0, 0.0, wrap(marks, NARROW_NOTE_COLUMNS if narrow else 105), fontsize=NOTE_SIZE, ha="left",
              va="top")
     return fig
 

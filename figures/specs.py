@@ -16,7 +16,7 @@ LANGUAGES = ("en", "zh")
 CORE_KINDS = ("experiment", "search", "vmem", "roofline", "fidelity", "generations")
 # Kinds drawn a second time for a phone (figures/plots.py NARROW_INCHES wide, the legend in one
 # column): <stem>.narrow.png, which the HTML report and the gallery show at narrow widths.
-NARROW_KINDS = ("experiment", "generations", "advice", "roofline", "fidelity")
+NARROW_KINDS = ("experiment", "generations", "advice", "roofline", "fidelity", "vmem", "search")
 # A study's kind -> the figures a config yields of it: (config, targets) -> {name: (kind, args)}.
 STUDY_SPECS: dict[str, Callable[[dict, list], dict]] = {}
 
