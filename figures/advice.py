@@ -25,7 +25,10 @@ from tpu_matmul_repro.figures.style import save, use_style  # noqa: E402
 
 KIND = "advice"
 BEST_COLOR, TIE_COLOR, XLA_COLOR = "#000000", "#0072B2", "#888888"
-ROW_INCHES = 0.24  # per drawn block: its label stays 8 pt and apart from the next
+ROW_INCHES = 0.2  # per drawn block: its 8 pt label apart from the next
+# Printed (report/build.py): a row per tie makes it tall; at the third of a page other figures get,
+# its labels would print at 3 pt.
+PRINT_HEIGHT = "150mm"
 TEXT = {
     "title": N_("Blocks for %(shape)s (%(dtype)s, kernel %(kernel)s), modelled"),
     "panel": N_("%(target)s: #1 and %(ties)s tied; peak %(peak).0f TFLOP/s"),

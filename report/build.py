@@ -192,7 +192,8 @@ class Figures:
                 "files": {fmt: f"{href}/{base}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
                 "caption": info["caption"], "cite": cite,
-                "print_height": print_height(f"{info['caption']} {cite}"),
+                "print_height": advice_figure.PRINT_HEIGHT if kind == "advice"
+                else print_height(f"{info['caption']} {cite}"),
                 "bibtex": bibtex(f"tpu_matmul_repro_{name}", name, self.commit, note=info["caption"])}
 
     def many(self, names) -> list[dict]:
