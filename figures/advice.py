@@ -144,6 +144,7 @@ def draw(advice: pd.DataFrame, shape: str, lang: str = "en", narrow: bool = Fals
     the phone's variant, plots.NARROW_INCHES wide, the legend in one column)."""
     f = _fields(advice, shape, lang)
     drawn = f["drawn"]
+    small = 9 if narrow else 8  # the labels and the legend; narrow: 9 px or more on a 390 px phone
     heights = [max(len(rows), 2) for rows in drawn.values()] or [2]
     # narrow: the legend's six rows in one column take about 0.9 in more
     size = (NARROW_INCHES if narrow else 6.4, 1.3 * len(heights) + ROW_INCHES * sum(heights) + 0.9 * narrow)
@@ -166,7 +167,7 @@ def draw(advice: pd.DataFrame, shape: str, lang: str = "en", narrow: bool = Fals
         high = max(peak, rows.model_device_tflops_hi95.fillna(rows.model_device_tflops).max())
         ax.set_xlim(low - 0.04 * (high - low), high + 0.04 * (high - low))
         ax.set_ylim(-0.6, len(rows) - 0.4)
-        ax.set_yticks(y, [_label(r) for _, r in rows.iterrows()], fontsize=8)
+        ax.set_yticks(y, [_label(r) for _, r in rows.iterrows()], fontsize=small)
         ax.grid(axis="y", visible=False)
         ax.set_title(_t(lang, "panel", target=target, ties=int(rows.tie.notna().sum()), peak=peak),
                      fontsize=10, loc="left")
@@ -177,7 +178,7 @@ def draw(advice: pd.DataFrame, shape: str, lang: str = "en", narrow: bool = Fals
                Line2D([], [], color=_tint("#555555"), lw=4, label=_t(lang, "band80")),
                Line2D([], [], color="#555555", lw=1.2, label=_t(lang, "band95")),
                Line2D([], [], color="#555555", ls="--", lw=1, label=_t(lang, "peak_line"))]
-    fig.legend(handles=handles, loc="outside lower center", ncols=1 if narrow else 2, fontsize=8)
+    fig.legend(handles=handles, loc="outside lower center", ncols=1 if narrow else 2, fontsize=small)
     fig.suptitle(title(advice, shape, lang), fontsize=11)
     return fig
 

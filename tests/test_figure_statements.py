@@ -215,10 +215,13 @@ def test_english_notes_after_a_full_stop_begin_with_a_capital(table):
 def test_the_advice_figure_passes_the_layout_check(lang, ties):
     from tpu_matmul_repro.figures import advice, layout
 
-    use_style(lang)
-    fig = advice.draw(advice_table(ties), "8192x4096x14336", lang)
-    try:
-        assert layout.problems(fig) == []
-        assert "\n" not in fig.get_suptitle()  # one line; the rest is in the caption
-    finally:
-        plt.close(fig)
+    for narrow in (False, True):
+        use_style(lang)
+        fig = advice.draw(advice_table(ties), "8192x4096x14336", lang, narrow=narrow)
+        try:
+            assert layout.problems(fig) == []
+            assert "\n" not in fig.get_suptitle()  # one line; the rest is in the caption
+            if narrow:  # the phone's variant: its smallest text 9 px or more at 390 px
+                assert layout.smallest_font_px(fig, 390) >= 9.0
+        finally:
+            plt.close(fig)
