@@ -99,5 +99,5 @@ rule all:
         "results/claims.csv",
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=LANGUAGES, ext=["html", "pdf"]),
-        expand("results/advice/{shape}.{ext}", shape=ADVICE, ext=["csv", "png"]),
+        ADVICE_FILES,
         STUDY_OUTPUTS,

@@ -20,8 +20,15 @@ from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core.i18n import N_, translate, translations
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation, post_attribution
-from tpu_matmul_repro.figures.labels import JOINS, experiment_description, join, source_names, text
-from tpu_matmul_repro.figures.specs import LANGUAGES, stem
+from tpu_matmul_repro.figures.labels import (
+    JOINS,
+    experiment_description,
+    join,
+    notes_after,
+    source_names,
+    text,
+)
+from tpu_matmul_repro.figures.specs import LANGUAGES, NARROW_KINDS, narrow_stem, stem
 from tpu_matmul_repro.figures.style import save, use_style
 
 
@@ -227,8 +234,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
         if score:
             notes.insert(0, text(lang, "caption_out_of_sample", score=text(
                 lang, "out_of_sample", n=score["n"], pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1))))
-    if notes:  # the figure prints at most three lines of them; the caption and the metadata all
-        caption = translate(lang, JOINS["notes"], caption=caption, notes=join(lang, "sentences", notes))
+    caption = notes_after(lang, caption, notes)  # the figure prints at most three; caption and metadata all
     return {"caption": caption, "alt": translate(lang, entry.alt, **fields),
             "sources": sorted(set(rows.source)) if len(rows) else [], "kinds": kinds_of(rows, kind)}
 
@@ -281,10 +287,13 @@ def render(df, name: str, kind: str, args: dict, directory, primary: str | None 
     pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
     for the targets another toolchain is `served` for; None: every row)."""
     df = drawn_table(df, kind, primary, served)  # one measured curve per configuration: the latest run
-    paths = []
+    paths, narrow = [], []
     for lang in LANGUAGES:
         use_style(lang)
         fig = CATALOG[kind].draw(df, lang=lang, **args)
         info = provenance(df, name, kind, args, lang, figure_title(fig))
         paths += save(fig, stem(directory, name, lang), info)
-    return paths
+        if kind in NARROW_KINDS:  # the phone's variant: the same rows and words, a PNG only
+            fig = CATALOG[kind].draw(df, lang=lang, narrow=True, **args)
+            narrow += save(fig, narrow_stem(directory, name, lang), info, formats=("png",))
+    return paths + narrow  # every language's files, then the phone's variants

@@ -1,5 +1,7 @@
 """Every string a figure shows, by a short name: English source strings marked for extraction (N_), their
 translations in the one catalog (locale/<lang>/LC_MESSAGES/messages.po, experiments/core/i18n.py)."""
+import re
+
 from tpu_matmul_repro.experiments.core.i18n import N_, NC_, translate
 from tpu_matmul_repro.kernels import kernel_facts
 
@@ -22,10 +24,11 @@ LABELS = {
     "modelled_post": N_("modelled (timing model fitted to the post)"),
     "flagged_xla": N_("XLA at %(sizes)s not drawn: its estimate falls as size grows (flagged, a cost-model "
                       "artefact)"),
+    "sizes_on": N_("%(sizes)s on %(targets)s"),
     "interval_band": N_("shaded: the timing model's 80 %% prediction interval, from its held-out errors on "
                         "the post's v5e numbers"),
     "interval_unchecked": N_("; no measurement on %(target)s checks it"),
-    "reference_axis": N_("%(source)s TFLOP/s"),
+    "reference_axis": N_("TFLOP/s, %(source)s"),
     "xla": N_("XLA jnp.matmul"),
     "kernel": N_("Pallas %(kernel)s"),
     "blocks": N_("blocks %(blocks)s"),
@@ -125,6 +128,26 @@ def join(lang: str, how: str, parts) -> str:
     """`parts` joined as `lang` joins sentences ("sentences"), names ("list") or names and one more
     ("two")."""
     return translate(lang, JOINS[how]).join(parts)
+
+
+# First words a sentence keeps in lower case: names as the code and the post spell them.
+LOWER_CASE_NAMES = re.compile(r"(libtpu|jax|jaxlib|jnp|bm|bk|bn|v\d)\b")
+
+
+def sentence(lang: str, words: str) -> str:
+    """`words` begun as a sentence (notes after a caption's full stop): English capitalises its first
+    letter unless it begins with a name spelt in lower case (libtpu, bm, v5); Chinese has no case."""
+    if lang != "en" or not words[:1].islower() or LOWER_CASE_NAMES.match(words):
+        return words
+    return words[0].upper() + words[1:]
+
+
+def notes_after(lang: str, caption: str, notes: list[str]) -> str:
+    """A caption with its notes after it, as one more sentence."""
+    if not notes:
+        return caption
+    notes = sentence(lang, join(lang, "sentences", notes))
+    return translate(lang, JOINS["notes"], caption=caption, notes=notes)
 
 
 def source_names(lang: str) -> dict[str, str]:

@@ -51,14 +51,22 @@ def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
     if hit.empty:
         return []
     groups = sorted(hit.groupby("target"), key=lambda kv: generation_order(kv[0]))
-    sizes = [", ".join(str(int(m)) for m in sorted(set(g.m))) for _, g in groups]
-    where = sizes[0] if len(groups) == 1 else join(
-        lang, "sentences", (f"{t} {s}" for (t, _), s in zip(groups, sizes, strict=True)))
+    # the targets that share their flagged sizes, together ("8192 on v5e, v6e", not "v5e 8192; v6e 8192")
+    targets_at = {}
+    for target, group in groups:
+        targets_at.setdefault(", ".join(str(int(m)) for m in sorted(set(group.m))), []).append(target)
+    where = next(iter(targets_at)) if len(groups) == 1 else join(lang, "sentences", (
+        text(lang, "sizes_on", sizes=sizes, targets=join(lang, "list", targets))
+        for sizes, targets in targets_at.items()))
     return [text(lang, "flagged_xla", sizes=where)]
 
 
 # At most this many lines of notes under a plot; the rest go into its caption and file metadata.
 MAX_NOTE_LINES = 3
+# The phone's variant of a figure (catalog.Entry.narrow): this wide, so that at a phone's 390 px its
+# 8.5 pt legend is about 11 px; its notes wrapped to fit.
+NARROW_INCHES = 4.2
+NARROW_NOTE_COLUMNS = 50
 
 
 def capped(notes: list[str], lang: str, width: int = 92) -> str:
@@ -74,7 +82,7 @@ def capped(notes: list[str], lang: str, width: int = 92) -> str:
         kept.append(w)
         used += w.count("\n") + 1
     kept = kept or wrapped[:1]  # the first note (why a line is missing) is drawn, however long
-    return "\n".join(kept + [text(lang, "more_notes")])
+    return "\n".join(kept + [wrap(text(lang, "more_notes"), width)])
 
 
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -259,11 +267,13 @@ def _spread(cluster, rows, key_order) -> dict:
     return {i: (j - (len(ordered) - 1) / 2) * 0.07 for j, i in enumerate(ordered)}
 
 
-def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
-    """The post's figure for one experiment: TFLOP/s against size, one series per configuration."""
+def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
+                    narrow: bool = False):
+    """The post's figure for one experiment: TFLOP/s against size, one series per configuration
+    (`narrow`: the phone's variant, NARROW_INCHES wide, the legend in one column)."""
     rows, post_method, notes = experiment_view(df, experiment, dtype, target, lang)
     drawn = rows[~flagged(rows)]
-    fig = plt.figure(figsize=(6.4, 4.4))
+    fig = plt.figure(figsize=(NARROW_INCHES if narrow else 6.4, 4.4))
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
     ax, info = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     info.set_axis_off()
@@ -315,14 +325,14 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
         styles.append(Line2D([], [], color="#444444", marker="x", linestyle="none", markersize=7,
                              label=text(lang, "failed_key")))
     # Below the plot: the legend, then at most three lines of notes (all of them: in the caption).
-    note = capped(notes, lang)
+    note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 92)
     note_lines = note.count("\n") + 1 if note else 0
     # Two columns: three of the longer keys ("blocks (1024, 1024, 1024)", the model's) are wider than
     # the figure, and the layout then shrinks the plot (the layout check finds the legend out of its strip).
-    ncol = 2
+    ncol = 1 if narrow else 2
     legend_rows = int(np.ceil((len(handles) + len(styles)) / ncol))
     # In inches: the plot keeps its height; the strip under it grows with the legend and the notes.
-    plot_in, strip_in = 3.0, 0.19 * legend_rows + 0.15 * note_lines + 0.12
+    plot_in, strip_in = (2.6 if narrow else 3.0), 0.19 * legend_rows + 0.15 * note_lines + 0.12
     fig.set_figheight(plot_in + strip_in + 1.1)
     grid.set_height_ratios([plot_in, strip_in])
     info.legend(handles=handles + styles, loc="upper left", ncol=ncol, fontsize=LEGEND_SIZE, borderaxespad=0)
@@ -355,16 +365,18 @@ def axis_label(lang: str, dtype: str, kind: str) -> str:
     return text(lang, f"axis_{kind}", unit=unit_name(dtype))
 
 
-def plot_vmem(df: pd.DataFrame, target: str, lang: str):
-    """VMEM used (or requested) by the post's configurations against the scoped limit."""
+def plot_vmem(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
+    """VMEM used (or requested) by the post's configurations against the scoped limit (`narrow`: the
+    phone's variant, two panels a row)."""
     rows = post_configs(df[(df.source == "estimate") & (df.target == target) & ~df.kernel.isin(baselines())])
     panels = sorted(rows.groupby(["experiment", "dtype"]).groups) if len(rows) else []
-    ncols = 3
+    ncols = 2 if narrow else 3
     nrows = max(1, int(np.ceil(len(panels) / ncols)))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(7.2, 2.6 * nrows + 1.2), squeeze=False, sharey=True)
+    size = (NARROW_INCHES, 2.2 * nrows + 2.4) if narrow else (7.2, 2.6 * nrows + 1.2)
+    fig, axes = plt.subplots(nrows, ncols, figsize=size, squeeze=False, sharey=True)
     limit_mib = None
     libtpu = rows.libtpu_version.iloc[0] if len(rows) else "?"
-    fig.suptitle(text(lang, "title_vmem", target=target, libtpu=libtpu))
+    fig.suptitle(text(lang, "title_vmem", target=target, libtpu=libtpu), fontsize=10 if narrow else None)
     if not panels:
         no_data(axes[0][0], lang)
     for ax in axes.flat[len(panels):]:
@@ -404,28 +416,37 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str):
                Line2D([], [], marker="x", linestyle="none", color="#444444", label=text(lang, "oom")),
                Line2D([], [], marker="s", linestyle="none", color="#444444", markerfacecolor="none",
                       label=text(lang, "ok_raised_any"))]
-    fig.legend(handles=series + markers, loc="outside lower center", ncol=3, fontsize=LEGEND_SIZE)
+    fig.legend(handles=series + markers, loc="outside lower center", ncol=1 if narrow else 3,
+               fontsize=LEGEND_SIZE)
     return fig
 
 
-def plot_roofline(df: pd.DataFrame, target: str, lang: str):
+def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     """Arithmetic intensity against modelled (else estimated) throughput under the target's compute and
     HBM roofs, one panel per data type (int8 in TOP/s on its own axis), one colour and marker per
-    experiment; the legend and the notes in a strip of their own under the panels."""
+    experiment; the legend and the notes in a strip of their own under the panels (`narrow`: the
+    phone's variant, the panels stacked)."""
     rows, device, notes = roofline_view(df, target, lang)
     factor = float32_factor(df) if device else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
     panels = max(1, len(dtypes))
-    note = capped(notes, lang, 95)
+    note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 95)
     note_lines = note.count("\n") + 1 if note else 0
-    fig = plt.figure(figsize=(7.2, 4.4 + 0.16 * note_lines))
-    grid = fig.add_gridspec(2, panels, height_ratios=[3.4, 0.3 + 0.16 * note_lines])
-    axes = [fig.add_subplot(grid[0, i]) for i in range(panels)]
-    info = fig.add_subplot(grid[1, :])
+    strip = 0.3 + 0.16 * note_lines
+    if narrow:  # one panel under another, the legend's strip under them
+        fig = plt.figure(figsize=(NARROW_INCHES, 3.0 * panels + 0.6 + strip))
+        grid = fig.add_gridspec(panels + 1, 1, height_ratios=[2.6] * panels + [strip + 0.3])
+        axes = [fig.add_subplot(grid[i, 0]) for i in range(panels)]
+        info = fig.add_subplot(grid[panels, 0])
+    else:
+        fig = plt.figure(figsize=(7.2, 4.4 + 0.16 * note_lines))
+        grid = fig.add_gridspec(2, panels, height_ratios=[3.4, strip])
+        axes = [fig.add_subplot(grid[0, i]) for i in range(panels)]
+        info = fig.add_subplot(grid[1, :])
     info.set_axis_off()
     fig.suptitle(text(lang, "title_roofline_modelled" if device else "title_roofline", target=target,
-                      libtpu=", ".join(versions(rows)) or "?"))
+                      libtpu=", ".join(versions(rows)) or "?"), fontsize=10 if narrow else None)
     if rows.empty:
         no_data(axes[0], lang)
         return fig
@@ -445,9 +466,11 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
         if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
             peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
-        # In the empty corner above the HBM roof (no point can be there), wrapped to the panel.
-        ax.text(0.03, 0.97, wrap(label, 30, indent=""), transform=ax.transAxes, ha="left", va="top",
-                fontsize=NOTE_SIZE, color="#555555")
+        # In the empty corner above the HBM roof (no point can be there), wrapped to the panel; the
+        # bandwidth too: written along the slope it lay over the low-intensity points.
+        roofs = f"{wrap(label, 30, indent='')}\n{text(lang, 'hbm_roof', bw=bw / 1e9)}"
+        ax.text(0.03, 0.97, roofs, transform=ax.transAxes, ha="left", va="top", fontsize=NOTE_SIZE,
+                color="#555555")
         xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
         handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", color=XLA_COLOR,
                                     label=text(lang, "xla"), zorder=4)
@@ -461,18 +484,17 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str):
                                              label=experiment, zorder=5 + z)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        # room above the roof for its label, and for every point (XLA's float32 can beat the model's roof)
-        # and the HBM roof's foot, where its label is
+        # room above the roof for its labels, and for every point (XLA's float32 can beat the model's
+        # roof) and the HBM roof's foot
         low = min(float(part.tflops.min()), bw * x[0] / TERA)
         ax.set_ylim(low / 1.5, max(peak, float(part.tflops.max())) * 4)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
-    axes[0].annotate(text(lang, "hbm_roof", bw=bw / 1e9), (x[0], bw * x[0] / TERA), xytext=(2, 4),
-                     textcoords="offset points", fontsize=NOTE_SIZE, color="#555555", rotation=30)
-    axes[len(dtypes) // 2].set_xlabel(text(lang, "intensity"))  # once, under the middle panel
+    # once, under the middle panel (narrow: the bottom one)
+    axes[-1 if narrow else len(dtypes) // 2].set_xlabel(text(lang, "intensity"))
     keys = ["xla"] + [e for e in experiments if e in handles]
-    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=len(keys), fontsize=LEGEND_SIZE,
-                borderaxespad=0)
+    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=min(len(keys), 3) if narrow
+                else len(keys), fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
 
@@ -494,8 +516,10 @@ def unit_name(dtype: str) -> str:
     return "TOP/s" if dtype == "int8" else "TFLOP/s"
 
 
-def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
-    """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size."""
+def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
+                narrow: bool = False):
+    """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size (`narrow`: the
+    phone's variant, the panels stacked)."""
     rows = default_limit(df[(df.source == "estimate") & (df.experiment == experiment) & (df.dtype == dtype)
                             & (df.target == target) & (df.kernel != "xla")])
     rows, device = modelled(rows, "model_device_tflops")
@@ -503,10 +527,14 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     sizes = sorted(searched.m.unique())
     rows = rows[rows.m.isin(sizes)]
     panels = max(1, len(sizes))
-    fig, axes = plt.subplots(1, panels, figsize=(min(7.6, 0.8 + 2.4 * panels), 3.4), squeeze=False)
+    if narrow:
+        fig, axes = plt.subplots(panels, 1, figsize=(NARROW_INCHES, 2.9 * panels + 1.0), squeeze=False)
+        axes = axes.T  # axes[0]: the panels, as side by side
+    else:
+        fig, axes = plt.subplots(1, panels, figsize=(min(7.6, 0.8 + 2.4 * panels), 3.4), squeeze=False)
     unit = unit_name(dtype)
     fig.suptitle(text(lang, "title_search_modelled" if device else "title_search", experiment=experiment,
-                      dtype=dtype, target=target, unit=unit))
+                      dtype=dtype, target=target, unit=unit), fontsize=10 if narrow else None)
     if not sizes:
         no_data(axes[0][0], lang)
         return fig
@@ -529,32 +557,37 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
         for (i, j), bk in best_bk.items():
             label = "×" if bk is None else f"{grid[i, j]:.0f}\n{bk}"
             color = "black" if bk is None or grid[i, j] > 0.6 * vmax else "white"
-            ax.text(j, i, label, ha="center", va="center", fontsize=8, color=color)
+            ax.text(j, i, label, ha="center", va="center", fontsize=9 if narrow else 8, color=color)
         ax.set_xticks(range(len(bns)), [str(int(b)) for b in bns])
-        ax.tick_params(labelsize=8)  # 4-digit block sizes side by side
+        ax.tick_params(labelsize=9 if narrow else 8)  # 4-digit block sizes side by side
         ax.set_yticks(range(len(bms)), [str(int(b)) for b in bms])
         ax.set_xlabel(text(lang, "bn"))
         ax.set_ylabel(text(lang, "bm"))
         ax.set_title(text(lang, "size_panel", size=size), fontsize=10)
         ax.grid(False)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8,
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.5 if narrow else 0.8,
                  label=axis_label(lang, dtype, "device" if device else "estimate"))
     # What the marks mean: × and blank cells are otherwise unexplained.
     marks = text(lang, "search_legend_modelled" if device else "search_legend", unit=unit)
-    fig.text(0.0, 0.0, wrap(marks, 105), fontsize=NOTE_SIZE, ha="left",
+    fig.text(0.0, 0.0, wrap(marks, NARROW_NOTE_COLUMNS if narrow else 105), fontsize=NOTE_SIZE, ha="left",
              va="top")
     return fig
 
 
-def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
+def plot_fidelity(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     """The post's (or measured) TFLOP/s against libtpu's raw estimate and the timing model out of
-    sample, log-log, with y = x and the scores of results/fidelity.csv for the same points."""
+    sample, log-log, with y = x and the scores of results/fidelity.csv for the same points (`narrow`:
+    the phone's variant, the panels stacked)."""
     panels = fidelity_panels(df, target)
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(min(7.2, 3.8 * max(1, len(panels))), 4.2),
-                             squeeze=False, sharey=True)
+    count = max(1, len(panels))
+    if narrow:
+        fig, axes = plt.subplots(count, 1, figsize=(NARROW_INCHES, 3.6 * count + 0.4), squeeze=False)
+        axes = axes.T  # axes[0]: the panels, as side by side
+    else:
+        fig, axes = plt.subplots(1, count, figsize=(min(7.2, 3.8 * count), 4.2), squeeze=False, sharey=True)
     estimators = {estimator for _, estimator, _, _ in panels}
     fig.suptitle(text(lang, "title_fidelity_modelled" if "model" in estimators else "title_fidelity",
-                      source=source_names(lang)["published"], target=target))
+                      source=source_names(lang)["published"], target=target), fontsize=10 if narrow else None)
     if not panels:
         no_data(axes[0][0], lang)
         return fig
@@ -589,8 +622,9 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str):
     return fig
 
 
-def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
-    """The best estimated Pallas configuration and XLA per size, one colour per TPU generation."""
+def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, narrow: bool = False):
+    """The best estimated Pallas configuration and XLA per size, one colour per TPU generation
+    (`narrow`: the phone's variant)."""
     # The post's own configurations on every target: the block search runs on some targets only, and a
     # best over it on one generation against the post's five blocks on another would not compare alike.
     rows = default_limit(post_configs(df[(df.source == "estimate") & (df.experiment == experiment)
@@ -599,7 +633,8 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     rows = rows[rows.tflops.notna() | (model_only(rows) & device)]
     notes = flagged_line(rows, lang)
     rows = rows[~flagged(rows)]
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))  # two to an A4 page in the report
+    # two to an A4 page in the report; narrow: the phone's variant, its legend in one column
+    fig, ax = plt.subplots(figsize=(NARROW_INCHES, 4.6) if narrow else (6.4, 3.8))
     ax.set_title(text(lang, "title_generations_modelled" if device else "title_generations",
                       experiment=experiment, dtype=dtype))
     if rows.empty:
@@ -625,10 +660,11 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str):
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
-    ax.legend(fontsize=LEGEND_SIZE, ncol=2)
+    ax.legend(fontsize=LEGEND_SIZE, ncol=1 if narrow else 2)
     if model_only(rows).any():  # below the figure: saving with bbox_inches="tight" takes it in
         notes.append(text(lang, "generations_note"))
     if notes:
-        fig.text(0.01, -0.01, capped(notes, lang, 100), fontsize=NOTE_SIZE, va="top")
+        fig.text(0.01, -0.01, capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 100),
+                 fontsize=NOTE_SIZE, va="top")
     return fig
 

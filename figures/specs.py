@@ -14,6 +14,9 @@ from tpu_matmul_repro.experiments.plan.search import search_covers
 FORMATS = ("png", "svg", "pdf")
 LANGUAGES = ("en", "zh")
 CORE_KINDS = ("experiment", "search", "vmem", "roofline", "fidelity", "generations")
+# Kinds drawn a second time for a phone (figures/plots.py NARROW_INCHES wide, the legend in one
+# column): <stem>.narrow.png, which the HTML report and the gallery show at narrow widths.
+NARROW_KINDS = ("experiment", "generations", "advice", "roofline", "fidelity", "vmem", "search")
 # A study's kind -> the figures a config yields of it: (config, targets) -> {name: (kind, args)}.
 STUDY_SPECS: dict[str, Callable[[dict, list], dict]] = {}
 
@@ -54,9 +57,21 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
     return specs
 
 
+def advice_specs(shapes) -> dict[str, tuple[str, dict]]:
+    """name -> (kind, arguments) of the advice figures of the layer shapes ("8192x4096x14336"), drawn
+    by the advice rule from its table (figures/advice.py) and numbered with the other figures."""
+    return {f"advice_{shape}": ("advice", {"shape": shape}) for shape in shapes}
+
+
 def stem(directory, name: str, lang: str) -> Path:
     """English figures keep the plain name (v5_bfloat16_v5e.png); others add the language."""
     return Path(directory) / (name if lang == "en" else f"{name}.{lang}")
+
+
+def narrow_stem(directory, name: str, lang: str) -> Path:
+    """The phone's variant of a figure (NARROW_KINDS): v5_bfloat16_v5e.narrow, v5_bfloat16_v5e.zh.narrow."""
+    plain = stem(directory, name, lang)
+    return plain.with_name(f"{plain.name}.narrow")
 
 
 def spec_from_name(name: str) -> tuple[str, dict]:

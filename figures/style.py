@@ -169,15 +169,15 @@ def lay_out(fig):
     return bbox
 
 
-def save(fig, stem, info: dict | None = None) -> list[Path]:
-    """Write `stem`.png/.svg/.pdf from one layout (lay_out), each with `info` (provenance) embedded;
-    close the figure; returns the paths."""
+def save(fig, stem, info: dict | None = None, formats=FORMATS) -> list[Path]:
+    """Write `stem`.png/.svg/.pdf (or `formats`) from one layout (lay_out), each with `info`
+    (provenance) embedded; close the figure; returns the paths."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     with plt.rc_context(NO_LAYOUT):
         bbox = lay_out(fig)
-        for fmt in FORMATS:
+        for fmt in formats:
             path = stem.parent / f"{stem.name}.{fmt}"
             meta = file_metadata(fmt, info)
             write_atomic(path, lambda tmp, fmt=fmt, meta=meta: fig.savefig(tmp, format=fmt, metadata=meta,

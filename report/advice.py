@@ -27,7 +27,8 @@ def blocks_label(r) -> str:
 
 
 def padded(r) -> bool:
-    return isinstance(r.padded_shape, str) and bool(r.padded_shape)
+    shape = getattr(r, "padded_shape", None)  # absent from tables of shapes that needed no padding
+    return isinstance(shape, str) and bool(shape)
 
 
 def _pct(ratio: float) -> float:
@@ -122,9 +123,10 @@ def _rate(row) -> str:
             f"{row.model_device_tflops_hi80:.0f}]")
 
 
-def advice_section(tables: dict[str, pd.DataFrame], advice_href: str, gettext) -> list[dict]:
-    """One entry per shape: its figure and a row per target (best blocks, their rate and VMEM, how
-    many other blocks tie with the fastest within its interval, XLA's rate, the recommendation)."""
+def advice_section(tables: dict[str, pd.DataFrame], figures, gettext) -> list[dict]:
+    """One entry per shape: its figure (`figures`: names -> the report's numbered entries,
+    build.Figures.many) and a row per target (best blocks, their rate and VMEM, how many other blocks
+    tie with the fastest within its interval, XLA's rate, the recommendation)."""
     out = []
     for shape, table in tables.items():
         rows = []
@@ -145,5 +147,6 @@ def advice_section(tables: dict[str, pd.DataFrame], advice_href: str, gettext) -
                 unchecked=target != POST_CHIP))
         if rows:
             m, k, n = shape.split("x")
-            out.append(dict(shape=f"{m} × {k} × {n}", figure=f"{advice_href}/{shape}.png", rows=rows))
+            figure = (figures([f"advice_{shape}"]) or [None])[0]
+            out.append(dict(shape=f"{m} × {k} × {n}", figure=figure, rows=rows))
     return out

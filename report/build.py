@@ -25,6 +25,7 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import translations
 from tpu_matmul_repro.experiments.core.provenance import build_date
 from tpu_matmul_repro.experiments.core.tables import write_atomic
+from tpu_matmul_repro.figures import advice as advice_figure
 from tpu_matmul_repro.figures.catalog import describe
 from tpu_matmul_repro.figures.cite import (
     RESULTS_LICENCE,
@@ -32,7 +33,7 @@ from tpu_matmul_repro.figures.cite import (
     bibtex,
     citation,
 )
-from tpu_matmul_repro.figures.specs import STUDY_SPECS, figure_specs_of
+from tpu_matmul_repro.figures.specs import NARROW_KINDS, STUDY_SPECS, advice_specs, figure_specs_of
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import core_sections, sections, tables  # core_sections: registers them
 from tpu_matmul_repro.report.typography import keep_units
@@ -86,7 +87,7 @@ WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figure
 def report_order(specs: dict) -> list[str]:
     """The figures' names in the order the report places them (render_pages numbers them so): the
     timing model's, the studies' sections' (their kinds: figures.specs.register), one experiment
-    across generations, the post's chip's experiments
+    across generations, the advice figures, the post's chip's experiments
     (each figure, then its block search), VMEM and roofline, then the appendix's (the other targets',
     the other generations'). The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
     targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
@@ -102,6 +103,7 @@ def report_order(specs: dict) -> list[str]:
     others = [t for t in targets if t != main]
     order = (sorted(n for n in specs if n.startswith("fidelity_"))
              + sorted(n for n, (k, _) in specs.items() if k in STUDY_SPECS) + lead
+             + sorted(n for n, (k, _) in specs.items() if k == "advice")
              + kernels([main]) + [f"vmem_{main}", f"roofline_{main}"]
              + kernels(others) + [f"vmem_{t}" for t in others] + [f"roofline_{t}" for t in others]
              + [n for n in generations if n not in lead])
@@ -113,9 +115,11 @@ class Figures:
     """Numbers the report's figures by report_order (as the gallery does), each with its caption and alt text
     from the figure catalog and a line to cite it by."""
 
-    def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str):
+    def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str,
+                 advice: dict | None = None):
         self.df, self.specs, self.lang, self.gettext = df, specs, lang, gettext
         self.href, self.commit, self.count = figures_href, commit, 0
+        self.advice = advice or {}  # {shape: the advisor's table}, its figures' captions
         # numbers from the report's order of every figure, which the gallery uses too; a figure whose
         # section has no rows in this table is not placed, and its number is not reused
         self.numbers = {name: i for i, name in enumerate(report_order(specs), start=1)}
@@ -125,8 +129,13 @@ class Figures:
             return None
         self.count += 1
         kind, args = self.specs[name]
-        info = describe(self.df, name, kind, args, self.lang)
         suffix = "" if self.lang == "en" else f".{self.lang}"
+        href, base = self.href, name
+        if kind == "advice":  # drawn by the advice rule into results/advice/, from its table
+            info = advice_figure.describe(self.advice[args["shape"]], args["shape"], self.lang)
+            href, base = str(Path(self.href).parent / "advice"), args["shape"]
+        else:
+            info = describe(self.df, name, kind, args, self.lang)
         c = citation()
         where = f" {c.repository}" if c.repository else ""
         values = {"authors": c.authors, "year": c.year, "name": name, "title": c.title, "version": c.version,
@@ -134,11 +143,14 @@ class Figures:
         cite = self.gettext("%(authors)s (%(year)s). Figure %(name)s, in %(title)s v%(version)s, commit "
                             "%(commit)s.") % values + where
         return {"number": self.numbers[name], "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
-                "src": f"{self.href}/{name}{suffix}.png",
-                "files": {fmt: f"{self.href}/{name}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
+                "src": f"{href}/{base}{suffix}.png",
+                # a phone's variant (figures/specs.py NARROW_KINDS), shown at narrow widths
+                "narrow": f"{href}/{base}{suffix}.narrow.png" if kind in NARROW_KINDS else None,
+                "files": {fmt: f"{href}/{base}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
                 "caption": info["caption"], "cite": cite,
-                "print_height": print_height(f"{info['caption']} {cite}"),
+                "print_height": advice_figure.PRINT_HEIGHT if kind == "advice"
+                else print_height(f"{info['caption']} {cite}"),
                 "bibtex": bibtex(f"tpu_matmul_repro_{name}", name, self.commit, note=info["caption"])}
 
     def many(self, names) -> list[dict]:
@@ -174,12 +186,13 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     rows = primary_rows(df, primary_toolchain, served)
     git_shas = sorted(set(rows.git_sha.dropna())) if "git_sha" in rows else []
     commit = ", ".join(git_shas) or trans.gettext("unknown")
-    specs = figure_specs_of(figure_names)
+    advice = advice or {}
+    specs = figure_specs_of(figure_names) | advice_specs(advice)
     study_tables = study_tables or {}
     inputs = sections.Inputs(
         df=df, tables={name: study_tables.get(name) for s in sections.studies() for name in s.tables},
         primary=primary_toolchain, gettext=trans.gettext, ngettext=trans.ngettext, translations=trans,
-        figures=Figures(rows, specs, lang, trans.gettext, figures_href, commit).many, specs=specs,
+        figures=Figures(rows, specs, lang, trans.gettext, figures_href, commit, advice).many, specs=specs,
         rows=rows, lang=lang, targets=tuple(targets), measured=measured, advice=advice,
         model=tables.timing_model_section(rows, trans.gettext, claims=claims, fidelity=fidelity,
                                           constants=constants),

@@ -305,7 +305,7 @@ def other_generations(i: sections.Inputs) -> dict | None:
 
 
 def advice(i: sections.Inputs) -> dict | None:
-    rows = advice_section(i.advice or {}, str(Path(i.figures_href).parent / "advice"), i.gettext)
+    rows = advice_section(i.advice or {}, i.figures, i.gettext)
     return dict(advice=rows) if rows else None
 
 

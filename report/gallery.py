@@ -11,6 +11,7 @@ import pandas as pd
 from PIL import Image
 
 from tpu_matmul_repro.experiments.core.i18n import N_, translate
+from tpu_matmul_repro.figures import advice as advice_figure
 from tpu_matmul_repro.figures.catalog import describe
 from tpu_matmul_repro.figures.cite import (
     CITATION_FILE,
@@ -22,7 +23,14 @@ from tpu_matmul_repro.figures.cite import (
     post_attribution,
 )
 from tpu_matmul_repro.figures.labels import join, source_names
-from tpu_matmul_repro.figures.specs import FORMATS, LANGUAGES, stem
+from tpu_matmul_repro.figures.specs import (
+    FORMATS,
+    LANGUAGES,
+    NARROW_KINDS,
+    advice_specs,
+    figure_specs_of,
+    stem,
+)
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),
@@ -77,9 +85,10 @@ def commit_of(df: pd.DataFrame) -> str:
     return ", ".join(shas) or "unknown"
 
 
-def snippets(name: str, lang: str, title: str, info: dict, commit: str) -> dict:
-    """Markdown and HTML to paste, the attribution and the kind of numbers included."""
-    src = f"{stem('', name, lang).name}.png"
+def snippets(name: str, lang: str, title: str, info: dict, commit: str, src: str | None = None) -> dict:
+    """Markdown and HTML to paste, the attribution and the kind of numbers included (`src`: the PNG's
+    address from the gallery, by default beside it)."""
+    src = src or f"{stem('', name, lang).name}.png"
     kinds = translate(lang, TEXT["shows"], kinds=kinds_label(info["kinds"], lang))
     attribution = credit(lang, commit)
     lines = [kinds, attribution]
@@ -104,34 +113,56 @@ def cite_text(name: str, title: str, commit: str, lang: str) -> str:
             f"commit {commit}.{where}")
 
 
+ADVICE_FOLDER = "../advice"  # results/advice/, from results/figures/
+
+
+def card_source(name: str, kind: str, args: dict, lang: str) -> tuple[str, str]:
+    """(folder from the gallery, file stem) of a figure's files: the advice figures are the advice
+    rule's, in results/advice/ under their shape's name; the others beside the gallery."""
+    if kind == "advice":
+        return ADVICE_FOLDER, stem("", args["shape"], lang).name
+    return "", stem("", name, lang).name
+
+
 def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | None = None,
-         served: dict | None = None) -> str:
+         served: dict | None = None, advice: dict | None = None) -> str:
     """One gallery page: a card per figure, numbered and ordered as the report numbers them, each
-    described from the rows it is drawn from (`primary`, `served`: the run's, as the figures had)."""
+    described from the rows it is drawn from (`primary`, `served`: the run's, as the figures had);
+    `advice`: {shape: the advisor's table} (results/advice/<shape>.csv), whose figures get cards too."""
     from tpu_matmul_repro.report.build import report_order
 
     t = {key: translate(lang, message) for key, message in TEXT.items() if key not in ("intro", "shows")}
     t |= OTHER[lang] | NAMES
     commit = commit_of(df)
     other = "index.html" if lang == "zh" else "index.zh.html"
+    advice = advice or {}
+    figures = figure_specs_of(figures) | advice_specs(advice)
     cards = []
     for number, name in enumerate(report_order(figures), start=1):
         kind, args = figures[name]
-        base = stem("", name, lang).name
-        info = describe(df, name, kind, args, lang, primary=primary, served=served)
-        title = figure_title(Path(directory) / f"{base}.png")
-        snip = snippets(name, lang, title, info, commit)
-        files = " · ".join(f'<a href="{b}.{fmt}">{b}.{fmt}</a>' for b in (base,) for fmt in FORMATS)
-        other_base = stem("", name, "en" if lang == "zh" else "zh").name
-        files += f' · <a href="{other_base}.png">{t["other_language"]}</a>'
+        folder, base = card_source(name, kind, args, lang)
+        href = f"{folder}/{base}" if folder else base
+        if kind == "advice":
+            info = advice_figure.describe(advice[args["shape"]], args["shape"], lang)
+        else:
+            info = describe(df, name, kind, args, lang, primary=primary, served=served)
+        title = figure_title(Path(directory) / f"{href}.png")
+        snip = snippets(name, lang, title, info, commit, src=f"{base}.png")  # the file, saved beside a post
+        files = " · ".join(f'<a href="{href}.{fmt}">{base}.{fmt}</a>' for fmt in FORMATS)
+        _, other_base = card_source(name, kind, args, "en" if lang == "zh" else "zh")
+        files += f' · <a href="{folder + "/" if folder else ""}{other_base}.png">{t["other_language"]}</a>'
         cite = cite_text(name, title, commit, lang)
         bib = bibtex(f"tpu_matmul_repro_{name}", f"{title} ({name})", commit)
         ids = {k: f"{k}-{number}" for k in ("md", "html", "cite", "bib")}
         shows = translate(lang, TEXT["shows"], kinds=kinds_label(info["kinds"], lang))
+        image = f'<img src="{href}.png" alt="{html.escape(info["alt"], quote=True)}" loading="lazy">'
+        if kind in NARROW_KINDS:  # on a phone, the variant drawn for it
+            narrow = f'<source media="(max-width: 600px)" srcset="{href}.narrow.png">'
+            image = f"<picture>{narrow}{image}</picture>"
         cards.append(f"""<section class="card" id="{name}">
 <h2>{t["figure"]} {number}. {html.escape(title)}</h2>
 <p><span class="kind">{html.escape(shows)}</span></p>
-<a href="{base}.png"><img src="{base}.png" alt="{html.escape(info["alt"], quote=True)}" loading="lazy"></a>
+<a href="{href}.png">{image}</a>
 <p>{html.escape(info["caption"])}</p>
 <p class="meta">{t["alt"]}{t["colon"]}{html.escape(info["alt"])}</p>
 <p class="files">{t["files"]}{t["colon"]}{files}</p>
@@ -165,14 +196,14 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | N
 
 
 def pages(df: pd.DataFrame, figures: dict, directory, primary: str | None = None,
-          served: dict | None = None) -> dict[str, str]:
+          served: dict | None = None, advice: dict | None = None) -> dict[str, str]:
     """{file name: HTML} for every language's gallery page of the figures in `directory`; the CJK font
     is embedded as a subset (as in the report), so the Chinese page reads right offline, anywhere."""
     from tpu_matmul_repro.figures.style import cjk_font_path
     from tpu_matmul_repro.report.build import embed_cjk_font
 
     return {("index.html" if lang == "en" else f"index.{lang}.html"):
-            embed_cjk_font(page(df, figures, lang, directory, primary, served), cjk_font_path())
+            embed_cjk_font(page(df, figures, lang, directory, primary, served, advice), cjk_font_path())
             for lang in LANGUAGES}
 
 

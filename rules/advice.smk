@@ -14,7 +14,8 @@ rule advice:
         fidelity="results/fidelity.csv",
     output:
         table="results/advice/{shape}.csv",
-        figure="results/advice/{shape}.png",
+        # the figure in every language and format (figures/advice.py)
+        figures=advice_figures("{shape}"),
     log:
         "logs/advice/{shape}.log",
     conda:
@@ -22,7 +23,7 @@ rule advice:
     threads: 2  # two pairs of compile workers at once; --cores 1 gives it one
     params:
         request=lambda wc: settings(advice_request(wc.shape)),
-        code=code("scripts/advice.py"),
+        code=code("scripts/advice.py", "CITATION.cff", "locale/*/LC_MESSAGES/*.po"),
     script:
         "../scripts/advice.py"
 
@@ -30,4 +31,4 @@ rule advice:
 # `snakemake all_advice` (with `--configfile config/advice.yaml` for the eight Llama-3 projections)
 rule all_advice:
     input:
-        expand("results/advice/{shape}.{ext}", shape=ADVICE, ext=["csv", "png"]),
+        ADVICE_FILES,

@@ -87,7 +87,14 @@ def compile_outputs(target):
 
 
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
-from tpu_matmul_repro.figures.specs import FORMATS as FIGURE_FORMATS, LANGUAGES, figure_specs, stem
+from tpu_matmul_repro.figures.specs import (
+    FORMATS as FIGURE_FORMATS,
+    LANGUAGES,
+    NARROW_KINDS,
+    figure_specs,
+    narrow_stem,
+    stem,
+)
 
 # the run's studies add the figures a config yields of their kinds (their specs.py; no drawing code)
 load_studies(config["studies"], modules=("specs",))
@@ -116,16 +123,34 @@ CITATION = local(os.path.relpath(REPO / "CITATION.cff"))  # copied into results/
 FIGURES = figure_specs(config, TARGETS)
 # Every figure's PNG in every language (English keeps the plain name): the gallery shows them all and
 # each language's report embeds its own.
-FIGURE_PNGS = [f"{stem('results/figures', name, lang)}.png" for name in FIGURES for lang in LANGUAGES]
+# A kind of NARROW_KINDS has a phone's variant too (<stem>.narrow.png), which the HTML pages show on phones.
+FIGURE_PNGS = [f"{stem('results/figures', name, lang)}.png" for name in FIGURES for lang in LANGUAGES] + [
+    f"{narrow_stem('results/figures', name, lang)}.png"
+    for name, (kind, _) in FIGURES.items()
+    if kind in NARROW_KINDS
+    for lang in LANGUAGES
+]
 FIGURE_FILES = [
     f"{stem('results/figures', name, lang)}.{ext}"
     for name in FIGURES
     for lang in LANGUAGES
     for ext in FIGURE_FORMATS
-]
+] + [path for path in FIGURE_PNGS if path.endswith(".narrow.png")]
 
 # Block-size advice (rules/advice.smk): one job per shape of advice.shapes, named "<m>x<k>x<n>".
 ADVICE = {"x".join(str(d) for d in shape): shape for shape in config["advice"]["shapes"]}
+
+
+def advice_figures(shape, formats=FIGURE_FORMATS):
+    """A shape's advice figure in every language and format (figures/advice.py)."""
+    return [f"{stem('results/advice', shape, lang)}.{ext}" for lang in LANGUAGES for ext in formats] + [
+        f"{narrow_stem('results/advice', shape, lang)}.png" for lang in LANGUAGES
+    ]
+
+
+ADVICE_TABLES = [f"results/advice/{shape}.csv" for shape in ADVICE]
+ADVICE_PNGS = [path for shape in ADVICE for path in advice_figures(shape, ["png"])]
+ADVICE_FILES = ADVICE_TABLES + [path for shape in ADVICE for path in advice_figures(shape)]
 
 
 def advice_request(shape):

@@ -34,6 +34,9 @@ rule gallery:
     input:
         table="results/matmul.parquet",
         figures=FIGURE_PNGS,
+        # the advice figures are cards too, described from their tables (figures/advice.py)
+        advice=ADVICE_TABLES,
+        advice_figures=ADVICE_PNGS,
         citation=CITATION,
     output:
         index="results/figures/index.html",

@@ -7,12 +7,13 @@ import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 import pandas as pd
 
 from tpu_matmul_repro.advise.cli import advice, compiler_for
-from tpu_matmul_repro.advise.figure import draw
 from tpu_matmul_repro.advise.request import AdviceError, checked
 from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.provenance import git_sha
 from tpu_matmul_repro.experiments.core.runtime import UserError, logged
 from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.core.units import MiB
+from tpu_matmul_repro.figures.advice import render
 
 with logged(snakemake.log[0]) as log:
     wanted = codec.decode(snakemake.params.request)
@@ -27,4 +28,6 @@ with logged(snakemake.log[0]) as log:
     log.info("\n\n".join(texts))
     table = pd.concat(parts, ignore_index=True)
     write_csv_atomic(table, snakemake.output.table)
-    draw(table, snakemake.output.figure, f"{wanted['shape']} {wanted['dtype']}, kernel {wanted['kernel']}")
+    shape = snakemake.wildcards.shape
+    # every language and format, each file with its provenance (the commit that drew it)
+    render(table, shape, Path(snakemake.output.table).parent, git_sha())

@@ -3,6 +3,7 @@ citation files."""
 from pathlib import Path
 
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
+import pandas as pd
 
 from tpu_matmul_repro.analysis.runs import read_results
 from tpu_matmul_repro.experiments.core import codec
@@ -18,12 +19,13 @@ with logged(snakemake.log[0]) as log:
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
     figures_dir = Path(snakemake.output.index).parent
     # each figure described from the rows it was drawn from: the run's own toolchain per target
+    advice = {Path(path).stem: pd.read_csv(path) for path in snakemake.input.advice}
     pages_html = pages(df, figures, figures_dir, primary=primary(snakemake.config),
-                       served=served(snakemake.config))
+                       served=served(snakemake.config), advice=advice)
     for name, html in pages_html.items():
         write_text_atomic(html, figures_dir / name)
     results_dir = Path(snakemake.output.licence).parent
     for name, text in results_files(df).items():
         write_text_atomic(text, results_dir / name)
-    log.info("wrote the gallery (%d figures) and %s", len(figures),
+    log.info("wrote the gallery (%d figures) and %s", len(figures) + len(advice),
              ", ".join(results_files(df)))

@@ -42,7 +42,7 @@ def numbers(text: str) -> list[str]:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_report_prints_the_cli_s_recommendation_in_its_language(lang):
     gettext = translations(lang).gettext
-    section = advice.advice_section({"8192x4096x14336": v6e_table()}, "../advice", gettext)
+    section = advice.advice_section({"8192x4096x14336": v6e_table()}, lambda names: [], gettext)
     line = section[0]["rows"][0]["recommendation"]
     english = advice.recommendation(v6e_table(), 32 << 20, csv_hint=False)
     # the CLI's words, from the same function on the same numbers

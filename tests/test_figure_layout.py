@@ -6,7 +6,7 @@ import pytest
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
 from tpu_matmul_repro.figures import layout
 from tpu_matmul_repro.figures.catalog import CATALOG
-from tpu_matmul_repro.figures.specs import figure_specs
+from tpu_matmul_repro.figures.specs import NARROW_KINDS, figure_specs
 from tpu_matmul_repro.figures.style import use_style
 
 load_studies(["then_and_now"])
@@ -28,6 +28,44 @@ def test_every_figure_passes_the_layout_check(table, name, lang):
         assert layout.problems(fig) == []
     finally:
         plt.close(fig)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("name", [n for n, (kind, _) in SPECS.items() if kind in NARROW_KINDS])
+def test_every_phone_variant_passes_the_layout_check(table, name, lang):
+    kind, args = SPECS[name]
+    use_style(lang)
+    fig = CATALOG[kind].draw(table, lang=lang, narrow=True, **args)
+    try:
+        assert layout.problems(fig) == []
+        assert layout.smallest_font_px(fig, PHONE_PX) >= READABLE_PX
+    finally:
+        plt.close(fig)
+
+
+def test_every_core_kind_has_a_phone_variant():
+    assert set(CATALOG) - {"then_and_now"} <= set(NARROW_KINDS)
+
+
+# A phone shows a figure about 390 px wide; below this its smallest text (ticks, legend, notes) is not
+# read without zooming. The column's figure there is about 7 px; its phone's variant is not.
+PHONE_PX, READABLE_PX = 390, 9.0
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_phone_variant_reads_at_390_px_where_the_column_figure_does_not(table, lang):
+    kind, args = SPECS["v5_bfloat16_v5e"]
+    use_style(lang)
+    sizes = {}
+    for narrow in (False, True):
+        fig = CATALOG[kind].draw(table, lang=lang, narrow=narrow, **args)
+        try:
+            assert layout.problems(fig) == []
+            sizes[narrow] = layout.smallest_font_px(fig, PHONE_PX)
+        finally:
+            plt.close(fig)
+    assert sizes[False] < READABLE_PX <= sizes[True], sizes
 
 
 def test_every_kind_of_figure_is_checked():

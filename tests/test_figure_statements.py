@@ -1,6 +1,8 @@
 """What a figure's caption, notes and metadata say, against what its drawing code drew: the libtpu
 versions named are those of the drawn rows, and "not drawn" is said of a point if and only if it is
 absent from the plot."""
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -104,3 +106,122 @@ def test_numbers_shown_names_the_four_classes(table):
         assert kinds_of(figure_rows(modelled, kind, args), kind) == expected, kind
     bare = table.drop(columns=["model_post_tflops", "model_device_tflops"], errors="ignore")
     assert kinds_of(figure_rows(bare, "roofline", {"target": "v5e"}), "roofline") == ["estimate"]
+
+
+# --- the advice figure (figures/advice.py): what it says against the rows it draws ----------------------
+
+def advice_table(ties_v5e: int = 3) -> pd.DataFrame:
+    """An advisor table of two targets as results/advice/<shape>.csv has it: on v5e the best block, some
+    ties (the first ones' intervals cut at the 197 peak), one block that does not tie and XLA; on v6e
+    one block and XLA, from another libtpu (which a caption must then name)."""
+    def row(target, kernel, rank, tflops, tie=None, hi=1.15, libtpu="0.0.42.1", bm=512):
+        return dict(target=target, m=8192, k=4096, n=14336, dtype="bfloat16", kernel=kernel, rank=rank,
+                    bm=bm, bk=1024, bn=1024, status="ok", tie=tie, libtpu_version=libtpu,
+                    model_device_tflops=tflops, model_device_tflops_lo80=tflops / 1.15,
+                    model_device_tflops_hi80=tflops * hi, model_device_tflops_lo95=tflops / 1.3,
+                    model_device_tflops_hi95=tflops * hi * 1.1)
+    v5e = [row("v5e", "v5", 1.0, 186.6, hi=197 / 186.6 / 1.1)]
+    v5e += [row("v5e", "v5", 2.0 + i, 180.0 - 5 * i, tie="tie with #1", bm=128 * (i + 1))
+            for i in range(ties_v5e)]
+    v5e += [row("v5e", "v5", 2.0 + ties_v5e, 120.0, bm=4096), row("v5e", "v5", None, np.nan, bm=8192),
+            row("v5e", "xla", None, 192.9, hi=1.0)]
+    v6e = [row("v6e", "v5", 1.0, 700.0, libtpu="0.0.43"), row("v6e", "xla", None, 844.6, libtpu="0.0.43")]
+    frame = pd.DataFrame(v5e + v6e)
+    # as the advisor writes them: no interval past the chip's peak
+    peak = frame.target.map({"v5e": 197.0, "v6e": 920.0})
+    for column in ("model_device_tflops_hi80", "model_device_tflops_hi95"):
+        frame[column] = frame[column].clip(upper=peak)
+    return frame
+
+
+def _panel_labels(fig) -> list[list[str]]:
+    return [[t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes]
+
+
+@pytest.mark.parametrize("ties", [0, 3, 14])
+def test_the_advice_figure_draws_every_tie_and_its_caption_counts_them(ties):
+    from tpu_matmul_repro.figures import advice
+
+    table = advice_table(ties)
+    use_style("en")
+    fig = advice.draw(table, "8192x4096x14336", "en")
+    labels = _panel_labels(fig)
+    plt.close(fig)
+    ranked = table[(table.target == "v5e") & table["rank"].notna() & (table.kernel != "xla")]
+    tied = ranked[ranked.tie.notna()]
+    assert len(labels[0]) == 1 + len(tied) + 1  # the best, every tie, XLA
+    assert [label.split()[0] for label in labels[0][:-1]] == [f"#{int(r)}" for r in
+                                                            [1.0, *tied["rank"]]]
+    assert f"#{int(ranked['rank'].max())} " not in " ".join(labels[0])  # the block that does not tie
+    assert labels[0][-1] == "XLA" and labels[1] == ["#1 (512, 1024, 1024)", "XLA"]
+    caption = advice.describe(table, "8192x4096x14336", "en")["caption"]
+    assert f"({ties} on v5e, 0 on v6e)" in caption
+    assert "libtpu 0.0.42.1, 0.0.43's" in caption  # the versions of the drawn rows, each target's
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_advice_figure_shows_intervals_cut_at_the_peak_and_says_so(lang):
+    """v5e's bars were clipped at the 197 peak by the frame: the axis now reaches past the peak, every
+    bar ends inside it, and the caption's count of intervals that reach the peak is the drawing's."""
+    from tpu_matmul_repro.figures import advice
+
+    table = advice_table()
+    use_style(lang)
+    fig = advice.draw(table, "8192x4096x14336", lang)
+    try:
+        for ax, peak in zip(fig.axes, (197.0, 920.0), strict=True):
+            left, right = ax.get_xlim()
+            assert right > peak  # the dashed peak line and every bar's end in view
+            ends = np.concatenate([np.asarray(c.get_segments())[:, :, 0].ravel() for c in ax.collections
+                                   if hasattr(c, "get_segments")])
+            assert ends.min() > left and ends.max() <= peak + 1e-9
+    finally:
+        plt.close(fig)
+    drawn = advice.drawn_rows(table)
+    at_peak = sum(int((rows.model_device_tflops_hi95 >= peak - 1e-9).sum())
+                  for (target, rows), peak in zip(drawn.items(), (197.0, 920.0), strict=True))
+    assert at_peak == 6  # v5e's best, its three ties and XLA; v6e's XLA
+    said = {"en": f"{at_peak} of the intervals reach the chip's peak",
+            "zh": f"其中 {at_peak} 个区间达到芯片峰值"}
+    assert said[lang] in advice.describe(table, "8192x4096x14336", lang)["caption"]
+    below = table.assign(model_device_tflops_hi95=table.model_device_tflops_hi95 * 0.9,
+                         model_device_tflops_hi80=table.model_device_tflops_hi80 * 0.9)
+    caption = advice.describe(below, "8192x4096x14336", lang)["caption"]
+    assert "reach the chip's peak" not in caption and "达到芯片峰值" not in caption
+
+
+def test_english_notes_after_a_full_stop_begin_with_a_capital(table):
+    """A note that follows a caption's full stop is a sentence: "… TPU. Grey: XLA …", not "grey"; a
+    name spelt in lower case (libtpu, v5) stays as it is."""
+    from tpu_matmul_repro.figures import advice
+    from tpu_matmul_repro.figures.labels import sentence
+
+    rows = table.copy()
+    rows["estimate_nonmonotonic"] = rows.estimate_nonmonotonic.astype(object)
+    rows.loc[(rows.kernel == "xla") & (rows.m == 2048) & (rows.source == "estimate"),
+             "estimate_nonmonotonic"] = True  # a "not drawn" note
+    captions = [describe(rows, name, kind, args, "en")["caption"] for name, (kind, args) in SPECS.items()]
+    captions.append(advice.describe(advice_table(), "8192x4096x14336", "en")["caption"])
+    assert any(". XLA at 2048 not drawn" in c for c in captions)
+    assert "TPU. Grey: XLA's jnp.matmul" in captions[-1]
+    for caption in captions:
+        assert not re.search(r"[a-z0-9)]\. [a-z]", caption), caption
+    assert sentence("en", "libtpu's estimate") == "libtpu's estimate"
+    assert sentence("en", "v5 fails") == "v5 fails" and sentence("zh", "x") == "x"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("ties", [0, 18])
+def test_the_advice_figure_passes_the_layout_check(lang, ties):
+    from tpu_matmul_repro.figures import advice, layout
+
+    for narrow in (False, True):
+        use_style(lang)
+        fig = advice.draw(advice_table(ties), "8192x4096x14336", lang, narrow=narrow)
+        try:
+            assert layout.problems(fig) == []
+            assert "\n" not in fig.get_suptitle()  # one line; the rest is in the caption
+            if narrow:  # the phone's variant: its smallest text 9 px or more at 390 px
+                assert layout.smallest_font_px(fig, 390) >= 9.0
+        finally:
+            plt.close(fig)

@@ -8,7 +8,7 @@ import pytest
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.catalog import CATALOG, describe, render
-from tpu_matmul_repro.figures.specs import STUDY_SPECS, figure_specs, stem
+from tpu_matmul_repro.figures.specs import NARROW_KINDS, STUDY_SPECS, figure_specs, stem
 
 load_studies(["then_and_now"])  # the default config's study: its kind of figure
 CONFIG = {"targets": ["v5e"], "compile_study": {"experiments": {
@@ -62,7 +62,8 @@ def drawn(table, tmp_path_factory):
 @pytest.mark.parametrize("name", list(SPECS))
 def test_every_figure_renders_in_both_languages_without_missing_glyphs(drawn, name):
     paths = drawn(name)
-    assert len(paths) == 6 and all(p.stat().st_size > 1000 for p in paths)
+    narrow = 2 if SPECS[name][0] in NARROW_KINDS else 0  # the phone's variants, a PNG per language
+    assert len(paths) == 6 + narrow and all(p.stat().st_size > 1000 for p in paths)
 
 
 @pytest.mark.slow
@@ -106,7 +107,8 @@ def test_all_figures_in_one_job_give_the_same_bytes_in_one_process_or_two(table,
     two = render_all(path, specs, tmp_path / "two", processes=2, log_path=log)
     assert batch._df is None  # the table was read in the worker processes, not here
     assert log.exists()  # where the workers' stderr went
-    assert [p.name for p in one] == [p.name for p in two] and len(one) == 6 * len(specs)
+    narrow = sum(2 for kind, _ in specs.values() if kind in NARROW_KINDS)  # the phone's PNGs
+    assert [p.name for p in one] == [p.name for p in two] and len(one) == 6 * len(specs) + narrow
     for a, b in zip(one, two, strict=True):
         assert a.read_bytes() == b.read_bytes(), a.name
     with pytest.raises(ValueError, match="processes=0"):
@@ -416,7 +418,7 @@ def test_measured_rows_with_raw_samples_draw(table, tmp_path):
     df = pd.concat([table, conform(rows)], ignore_index=True)
     paths = render(df, "v5_bfloat16_v5e", "experiment", dict(experiment="v5", dtype="bfloat16", target="v5e"),
                    tmp_path)
-    assert len(paths) == 6
+    assert len(paths) == 8  # both languages' PNG, SVG and PDF, and the phone's two PNGs
     assert "measured" in describe(df, "v5_bfloat16_v5e", "experiment",
                                   dict(experiment="v5", dtype="bfloat16", target="v5e"), "en")["sources"]
 

@@ -439,7 +439,8 @@ def advice_table() -> pd.DataFrame:
                     vmem_mib=12.5 if kernel != "xla" else None, vmem_limit_mib=16.0,
                     model_device_tflops=tflops, model_device_tflops_lo80=tflops / 1.15,
                     model_device_tflops_hi80=tflops * 1.15, model_device_ms=ms,
-                    model_device_ms_hi80=ms * 1.15)
+                    model_device_ms_hi80=ms * 1.15, model_device_tflops_lo95=tflops / 1.3,
+                    model_device_tflops_hi95=tflops * 1.3, dtype="bfloat16", libtpu_version="0.0.42.1")
 
     return pd.DataFrame([
         row("v5e", "v5", 1.0, (1024, 512, 1024), 189.0),
@@ -457,7 +458,10 @@ def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval
     assert "(1024, 512, 1024)" in section and "(1024, 1024, 2048)" in section
     assert "189 [164–217]" in section and "193 [168–222]" in section  # best, and XLA, with the 80 % band
     assert "v6e †" in section and "v5e †" not in section  # off v5e: no measurement checks the band
-    assert 'src="../advice/8192x4096x14336.png"' in section
+    # the figure in the report's language, numbered and captioned as the others (figures/advice.py)
+    assert f'src="../advice/8192x4096x14336{"" if lang == "en" else ".zh"}.png"' in section
+    assert re.search(r'<a class="fignum" href="#fig-advice_8192x4096x14336">(Figure|图) \d+', section)
+    assert ("blocks for 8192×4096×14336 in bfloat16" in section) == (lang == "en")
     recommended = "XLA is modelled 2 % faster" if lang == "en" else "XLA 比最优分块"
     assert recommended in section  # the advisor's recommendation line
     assert '<section id="advice">' not in page(lang)  # no advice asked for, no section
