@@ -21,7 +21,8 @@ def advice_table() -> pd.DataFrame:
     """Two ranked blocks (one a tie) and XLA on v5e, as results/advice/<shape>.csv has them."""
     def row(kernel, rank, tflops, tie=None):
         ms = 2 * 8192 * 4096 * 14336 / (tflops * 1e9)
-        return dict(model_device_ms=ms, model_device_ms_hi80=ms * 1.15, target="v5e", m=8192, k=4096, n=14336, dtype="bfloat16", kernel=kernel, rank=rank,
+        return dict(model_device_ms=ms, model_device_ms_hi80=ms * 1.15,
+                    target="v5e", m=8192, k=4096, n=14336, dtype="bfloat16", kernel=kernel, rank=rank,
                     bm=512, bk=1024, bn=1024, status="ok", tie=tie, libtpu_version="0.0.42.1",
                     vmem_mib=11.1, vmem_limit_mib=16.0, model_device_tflops=tflops,
                     model_device_tflops_lo80=tflops / 1.15, model_device_tflops_lo95=tflops / 1.2,
