@@ -148,7 +148,8 @@ def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
 
     `snakemake` is the script's Snakemake object: its rule, input, params, config and output make the
     key, with `extra` (what else the script reads). make() does the work and writes every output (its
-    heavy imports belong inside it).
+    heavy imports belong inside it); it returns False when those outputs do not follow from the key
+    alone (e.g. a compile timed out, which another run may not), and then nothing is stored.
     """
     root = cache_root()
     outputs = list(snakemake.output)
@@ -164,6 +165,8 @@ def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
         log.info("outputs copied from the output cache (%s, entry %s): inputs, params, config and "
                  "software unchanged", root, key[:16])
         return
-    make()
+    if make() is False:
+        log.info("outputs not stored in the output cache: they do not follow from its key alone")
+        return
     cache.store(key, outputs)
     log.info("outputs stored in the output cache (%s, entry %s)", root, key[:16])
