@@ -26,7 +26,6 @@ tells idle cores from slow ones.
 """
 import argparse
 import datetime
-import functools
 import json
 import os
 import platform
@@ -89,6 +88,15 @@ def toolchain_environments(checkout: Path) -> str:
     return ", ".join(f"{m[1]}: {m[2]}" for m in said)
 
 
+def output_cache_hits(checkout: Path) -> str:
+    """How many of the run's jobs that ask the output cache (experiments/core/output_cache.py) had
+    their outputs copied from it, from the jobs' logs: e.g. "31 of 33"; "" when none asks it."""
+    texts = [log.read_text(errors="replace") for log in (checkout / "logs").rglob("*.log")]
+    asked = sum(text.count("output cache key ") for text in texts)
+    copied = sum(text.count("outputs copied from the output cache") for text in texts)
+    return f"{copied} of {asked}" if asked else ""
+
+
 def snakemake(cores: int) -> list[str]:
     return [sys.executable, "-m", "snakemake", "--cores", str(cores)]
 
@@ -123,8 +131,21 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     rows, stages = [], {}
-    # written after every run, so that an interrupted benchmark keeps what it measured
-    write = functools.partial(write_report, args.out, commit, rows, stages, args.cores)
+    # Written once, when the runs end or stop (an interrupted benchmark keeps what it measured), not
+    # between runs: the record is a tracked file of the checkout the project is installed from, whose
+    # commit every row of the table names (git_sha, "-dirty" once a tracked file changes), so a record
+    # written after the cold run would make the warm run's table differ from the cold run's, and every
+    # figure and report miss the output cache.
+    try:
+        measure(args, rows, stages)
+    finally:
+        if rows:
+            write_report(args.out, commit, rows, stages, args.cores)
+            print(args.out.read_text())
+
+
+def measure(args, rows, stages) -> None:
+    """The cold runs, the warm run and the no-op, each appended to `rows` as it ends."""
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         tmp = Path(tmp)
         first = None
@@ -137,25 +158,22 @@ def main() -> None:
             before = calibration()
             seconds, jobs, busy, cpu = run(snakemake(cores), checkout, env)
             rows.append((f"cold, --cores {cores}", seconds, jobs, busy, cpu, (before, calibration()),
-                         toolchain_environments(checkout)))
+                         toolchain_environments(checkout), output_cache_hits(checkout)))
             stages[f"{cores} (run {i})"] = job_time_by_rule(checkout)
             print(rows[-1], flush=True)
-            write()
             first = first or (checkout, env)
         checkout, env = first
         for folder in ("results", "logs"):  # logs too: the warm run's toolchain line is its own
             subprocess.run(["rm", "-rf", str(checkout / folder)], check=True)
         seconds, jobs, busy, cpu = run(snakemake(args.cores[0]), checkout, env)
         warm = f"warm cache (results/ deleted), --cores {args.cores[0]}"
-        rows.append((warm, seconds, jobs, busy, cpu, None, toolchain_environments(checkout)))
+        rows.append((warm, seconds, jobs, busy, cpu, None, toolchain_environments(checkout),
+                     output_cache_hits(checkout)))
         stages[f"{args.cores[0]}, warm cache"] = job_time_by_rule(checkout, latest=True)
         print(rows[-1], flush=True)
-        write()
         seconds, jobs, busy, cpu = run(snakemake(args.cores[0]), checkout, env)
-        rows.append(("no-op", seconds, jobs, busy, cpu, None, ""))
+        rows.append(("no-op", seconds, jobs, busy, cpu, None, "", ""))
         print(rows[-1], flush=True)
-        write()
-    print(args.out.read_text())
 
 
 def json_of(script: str, what: str):
@@ -221,11 +239,11 @@ def write_report(path: Path, commit: str, rows, stages, cores) -> None:
         f"on {machine()}.",
         "",
         "| run | wall time | CPU time | jobs run | CPUs busy (mean) | yardstick before, after the run "
-        "| toolchain environment |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| toolchain environment | jobs from the output cache |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
         *[f"| {name} | {minutes(seconds)} ({seconds:.0f} s) | {cpu:.0f} s | {jobs} | {busy:.2f} | "
-          f"{yardsticks(pair)} | {toolchains} |"
-          for name, seconds, jobs, busy, cpu, pair, toolchains in rows],
+          f"{yardsticks(pair)} | {toolchains} | {hits} |"
+          for name, seconds, jobs, busy, cpu, pair, toolchains, hits in rows],
         "",
         "Yardstick: `benchmarks/calibrate.py`, nine fixed compiles (median of three), timed just before",
         "and just after the run: this VM's speed drifts, so a run's time compares with another's only at",
@@ -234,7 +252,8 @@ def write_report(path: Path, commit: str, rows, stages, cores) -> None:
         "the run (idle cores are a scheduling loss; busy ones that work slower are contention). CPU time:",
         "the run's own processes, user and system. Toolchain environment: built by the run or reused",
         "(built once per machine, kept outside results/; `--fresh-toolchains` builds it in every cold",
-        "run).",
+        "run). Jobs from the output cache: of the jobs that look their outputs up in it (by the content",
+        "of their inputs, params, config and software), those whose outputs were copied from it.",
     ]
     speedup = speed_up(rows, cores)
     if speedup:

@@ -290,6 +290,30 @@ def pdf_stylesheets(html: str, font_path):
     return [font_css], fonts
 
 
+# The run's folder as the PDF's URLs name it (checkout_independent_urls)
+RUN_URL = "file:///tpu-matmul-repro-run/"
+
+
+def checkout_independent_urls(base_url: str):
+    """A base URL and a URL fetcher for WeasyPrint that name the files the page links (its figures) by
+    their place in the run, not by the checkout's path: WeasyPrint names each image of the PDF after
+    its URL, so the same report in another checkout would otherwise differ in those names. `base_url`:
+    the report's folder, results/report/, two below the run's."""
+    import weasyprint
+
+    report = Path(base_url).resolve()
+    run = report.parent.parent
+    real = run.as_uri().rstrip("/") + "/"
+
+    class RunFetcher(weasyprint.URLFetcher):
+        def fetch(self, url, headers=None):
+            if url.startswith(RUN_URL):
+                url = real + url[len(RUN_URL):]
+            return super().fetch(url, headers)
+
+    return RUN_URL + report.relative_to(run).as_posix() + "/", RunFetcher()
+
+
 def write_pdf(html: str, base_url: str, pdf_path, font_path, attachments=()) -> None:
     """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset), and
     `attachments` (files under the repository, e.g. the kernels the appendix lists) embedded whole, so
@@ -307,7 +331,8 @@ def write_pdf(html: str, base_url: str, pdf_path, font_path, attachments=()) -> 
     when = datetime.datetime.combine(build_date(), datetime.time(), tzinfo=datetime.timezone.utc)
     files = [weasyprint.Attachment(filename=str(ROOT / path), name=path.replace("/", "_"), description=path,
                                    created=when, modified=when) for path in attachments]
-    document = weasyprint.HTML(string=html, base_url=base_url)
+    base, fetch = checkout_independent_urls(base_url)
+    document = weasyprint.HTML(string=html, base_url=base, url_fetcher=fetch)
     write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=stylesheets, font_config=fonts,
                                                           attachments=files))
 

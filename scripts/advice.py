@@ -1,21 +1,27 @@
 """Snakemake script: the advisor's ranked table and figure for one shape, on the config's targets, with
 the run's own timing model (no fit of its own) and its compiles from the compile cache where the
 compile study made them (the log says how many)."""
-from pathlib import Path
-
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
-import pandas as pd
 
-from tpu_matmul_repro.advise.cli import advice, compiler_for
-from tpu_matmul_repro.advise.request import AdviceError, checked
-from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
 from tpu_matmul_repro.experiments.core.provenance import git_sha
-from tpu_matmul_repro.experiments.core.runtime import UserError, logged
-from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
-from tpu_matmul_repro.experiments.core.units import MiB
-from tpu_matmul_repro.figures.advice import render
+from tpu_matmul_repro.experiments.core.runtime import logged
 
-with logged(snakemake.log[0]) as log:
+
+def make(log) -> bool:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from tpu_matmul_repro.advise.cli import advice, compiler_for
+    from tpu_matmul_repro.advise.request import AdviceError, checked
+    from tpu_matmul_repro.experiments.compile_study import cache
+    from tpu_matmul_repro.experiments.core import codec
+    from tpu_matmul_repro.experiments.core.runtime import UserError
+    from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+    from tpu_matmul_repro.experiments.core.units import MiB
+    from tpu_matmul_repro.figures.advice import render
+
     wanted = codec.decode(snakemake.params.request)
     limit = wanted["vmem_limit_mib"] * MiB if wanted["vmem_limit_mib"] else None
     try:
@@ -28,6 +34,12 @@ with logged(snakemake.log[0]) as log:
     log.info("\n\n".join(texts))
     table = pd.concat(parts, ignore_index=True)
     write_csv_atomic(table, snakemake.output.table)
-    shape = snakemake.wildcards.shape
     # every language and format, each file with its provenance (the commit that drew it)
-    render(table, shape, Path(snakemake.output.table).parent, git_sha())
+    render(table, snakemake.wildcards.shape, Path(snakemake.output.table).parent, git_sha())
+    return cache.all_kept()  # a timeout or a crashed worker: another run may compile it
+
+
+with logged(snakemake.log[0]) as log:
+    # the run's model (its inputs) and deterministic compiles give the same ranking and figures; the
+    # figures name this checkout's commit, so the commit is part of the key
+    reuse_or_make(snakemake, lambda: make(log), log, extra={"git_sha": git_sha()})

@@ -1,20 +1,24 @@
 """Snakemake script: the tidy table results/matmul.parquet."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
-import pandas as pd
 
-from tpu_matmul_repro.analysis import model_columns
-from tpu_matmul_repro.analysis.aggregate import (
-    check_unique,
-    combine,
-    load_measured,
-    load_published,
-)
-from tpu_matmul_repro.analysis.runs import ROW_GROUP_ROWS
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
-from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
-with logged(snakemake.log[0]) as log:
+
+def make(log) -> None:
+    import pandas as pd
+
+    from tpu_matmul_repro.analysis import model_columns
+    from tpu_matmul_repro.analysis.aggregate import (
+        check_unique,
+        combine,
+        load_measured,
+        load_published,
+    )
+    from tpu_matmul_repro.analysis.runs import ROW_GROUP_ROWS
+    from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
+    from tpu_matmul_repro.experiments.plan.toolchains import primary, served
+
     estimates = [pd.read_parquet(p) for p in snakemake.input.estimates]
     measured = load_measured(snakemake.input.measured)
     log.info("%d measured rows from %s", len(measured), list(snakemake.input.measured) or "no file")
@@ -28,3 +32,7 @@ with logged(snakemake.log[0]) as log:
     log.info("%d rows; by source: %s", len(df), df.source.value_counts().to_dict())
     # in row groups, so the stages after this one read the rows they keep a group at a time
     write_parquet_atomic(df, snakemake.output[0], row_group_size=ROW_GROUP_ROWS)
+
+
+with logged(snakemake.log[0]) as log:
+    reuse_or_make(snakemake, lambda: make(log), log)  # the same tables give the same table

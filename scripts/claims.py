@@ -1,15 +1,19 @@
 """Snakemake script: every claim of the post checked against this run's table (results/claims.csv)."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
-import pandas as pd
 
-from tpu_matmul_repro.analysis.claims import FEASIBILITY_CLAIMS, claims_table
-from tpu_matmul_repro.analysis.runs import read_results
-from tpu_matmul_repro.analysis.toolchains import primary_rows, toolchains_of
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
-from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
-with logged(snakemake.log[0]) as log:
+
+def make(log) -> None:
+    import pandas as pd
+
+    from tpu_matmul_repro.analysis.claims import FEASIBILITY_CLAIMS, claims_table
+    from tpu_matmul_repro.analysis.runs import read_results
+    from tpu_matmul_repro.analysis.toolchains import primary_rows, toolchains_of
+    from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+    from tpu_matmul_repro.experiments.plan.toolchains import primary, served
+
     df = read_results(snakemake.input[0])  # each target's latest measured run, no raw samples
     mine = primary(snakemake.config)
     # every claim under the pipeline's toolchain; which configurations compile under the others too
@@ -19,3 +23,7 @@ with logged(snakemake.log[0]) as log:
     claims = pd.concat(parts, ignore_index=True)
     log.info("claims:\n%s", claims[["claim_id", "verdict", "reason"]].to_string())
     write_csv_atomic(claims, snakemake.output[0])
+
+
+with logged(snakemake.log[0]) as log:
+    reuse_or_make(snakemake, lambda: make(log), log)  # the same table gives the same verdicts

@@ -1,10 +1,17 @@
 """Snakemake script: concatenate parquet tables (same schema) into one."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import concat_parquet, write_parquet_atomic
 
-with logged(snakemake.log[0]) as log:
+
+def make(log) -> None:
+    from tpu_matmul_repro.experiments.core.tables import concat_parquet, write_parquet_atomic
+
     df = concat_parquet(snakemake.input)
     log.info("%d rows from %d files", len(df), len(snakemake.input))
     write_parquet_atomic(df, snakemake.output[0])
+
+
+with logged(snakemake.log[0]) as log:
+    reuse_or_make(snakemake, lambda: make(log), log)  # the same tables, the same bytes

@@ -1,13 +1,20 @@
 """Snakemake script: the correctness table of all kernels."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import concat_parquet, write_parquet_atomic
 
-with logged(snakemake.log[0]) as log:
+
+def make(log) -> None:
+    from tpu_matmul_repro.experiments.core.tables import concat_parquet, write_parquet_atomic
+
     df = concat_parquet(snakemake.input)
     failed = df[~df.passed]
     log.info("%d rows, %d failed", len(df), len(failed))
     if len(failed):
         log.warning("failed cases:\n%s", failed.to_string())
     write_parquet_atomic(df, snakemake.output[0])
+
+
+with logged(snakemake.log[0]) as log:
+    reuse_or_make(snakemake, lambda: make(log), log)  # the same tables, the same bytes

@@ -1,19 +1,23 @@
 """Snakemake script: the figure gallery (English and Chinese) and results/'s licence, attribution and
 citation files."""
-from pathlib import Path
-
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
-import pandas as pd
 
-from tpu_matmul_repro.analysis.runs import read_results
-from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import write_text_atomic
-from tpu_matmul_repro.experiments.plan.studies import load as load_studies
-from tpu_matmul_repro.experiments.plan.toolchains import primary, served
-from tpu_matmul_repro.report.gallery import pages, results_files
 
-with logged(snakemake.log[0]) as log:
+
+def make(log) -> None:
+    from pathlib import Path
+
+    import pandas as pd
+
+    from tpu_matmul_repro.analysis.runs import read_results
+    from tpu_matmul_repro.experiments.core import codec
+    from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+    from tpu_matmul_repro.experiments.plan.studies import load as load_studies
+    from tpu_matmul_repro.experiments.plan.toolchains import primary, served
+    from tpu_matmul_repro.report.gallery import pages, results_files
+
     load_studies(snakemake.config["studies"])  # their kinds of figure (the catalog's captions)
     figures = codec.decode(snakemake.params.figures)
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
@@ -29,3 +33,8 @@ with logged(snakemake.log[0]) as log:
         write_text_atomic(text, results_dir / name)
     log.info("wrote the gallery (%d figures) and %s", len(figures) + len(advice),
              ", ".join(results_files(df)))
+
+
+with logged(snakemake.log[0]) as log:
+    # the same table, figures (by content) and citation give the same pages
+    reuse_or_make(snakemake, lambda: make(log), log)

@@ -1,18 +1,22 @@
 """Snakemake script: the timing model's fidelity to the post (cross-validated), its constants, and
 the best Pallas configuration against XLA."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
-import pandas as pd
 
-from tpu_matmul_repro.analysis import model_columns, timing_model, validation
-from tpu_matmul_repro.analysis.runs import read_results
-from tpu_matmul_repro.analysis.summaries import best_vs_xla
-from tpu_matmul_repro.analysis.toolchains import primary_rows
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
-from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
-with logged(snakemake.log[0]) as log:
+
+def make(log) -> None:
+    import pandas as pd
+
+    from tpu_matmul_repro.analysis import model_columns, timing_model, validation
+    from tpu_matmul_repro.analysis.runs import read_results
+    from tpu_matmul_repro.analysis.summaries import best_vs_xla
+    from tpu_matmul_repro.analysis.toolchains import primary_rows
+    from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+    from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+    from tpu_matmul_repro.experiments.plan.toolchains import primary, served
+
     # each target's estimates from its own compiler (a study may compare the toolchains)
     df = primary_rows(read_results(snakemake.input[0]), primary(snakemake.config), served(snakemake.config))
     try:
@@ -27,3 +31,7 @@ with logged(snakemake.log[0]) as log:
     write_csv_atomic(agreement, snakemake.output.fidelity)
     write_csv_atomic(constants, snakemake.output.constants)
     write_csv_atomic(best, snakemake.output.best_vs_xla)
+
+
+with logged(snakemake.log[0]) as log:
+    reuse_or_make(snakemake, lambda: make(log), log)  # fits and cross-validation are deterministic

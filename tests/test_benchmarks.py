@@ -19,11 +19,12 @@ def _script(name: str):
 _script("cpu_busy")  # what default_run imports from its own folder
 default_run = _script("default_run")
 
-ROWS = [("cold, --cores 1", 450.0, 36, 1.04, 452.3, (5.5, 5.6), "post: built in 17 s"),
-        ("cold, --cores 2", 260.0, 36, 1.91, 470.0, (5.4, None), "post: reused"),
-        ("cold, --cores 2", 240.0, 36, 1.93, 468.0, None, "post: reused"),
-        ("cold, --cores 1", 470.0, 36, 1.05, 455.0, None, "post: reused"),
-        ("no-op", 4.0, 0, 0.8, 1.9, None, "")]
+ROWS = [("cold, --cores 1", 450.0, 36, 1.04, 452.3, (5.5, 5.6), "post: built in 17 s", "0 of 33"),
+        ("cold, --cores 2", 260.0, 36, 1.91, 470.0, (5.4, None), "post: reused", "0 of 33"),
+        ("cold, --cores 2", 240.0, 36, 1.93, 468.0, None, "post: reused", "0 of 33"),
+        ("cold, --cores 1", 470.0, 36, 1.05, 455.0, None, "post: reused", "0 of 33"),
+        ("warm cache (results/ deleted), --cores 1", 30.0, 36, 1.0, 29.0, None, "post: reused", "33 of 33"),
+        ("no-op", 4.0, 0, 0.8, 1.9, None, "", "")]
 
 
 def test_the_speed_up_is_the_ratio_of_the_mean_times():
@@ -42,9 +43,11 @@ def test_the_report_has_cpus_busy_and_speed_up(tmp_path):
     default_run.write_report(out, "abc1234", ROWS, stages, [1, 2, 2, 1])
     text = out.read_text()
     assert ("| cold, --cores 1 | 7 min 30 s (450 s) | 452 s | 36 | 1.04 | 5.50 s, 5.60 s "
-            "| post: built in 17 s |") in text
+            "| post: built in 17 s | 0 of 33 |") in text
     assert ("| cold, --cores 2 | 4 min 20 s (260 s) | 470 s | 36 | 1.91 | 5.40 s, failed "
-            "| post: reused |") in text
+            "| post: reused | 0 of 33 |") in text
+    assert ("| warm cache (results/ deleted), --cores 1 | 30.0 s (30 s) | 29 s | 36 | 1.00 |  "
+            "| post: reused | 33 of 33 |") in text
     assert "Run with --cores 1, warm cache, job wall time by rule" in text
     assert "Speed-up of --cores 2 over --cores 1: 1.84 (mean cold times 460 s and 250 s)." in text
     assert "| figures | 1 | 49 s | 49 s |" in text
@@ -63,6 +66,38 @@ def test_a_cold_run_says_whether_it_built_the_toolchain_environment(tmp_path):
     (logs / "libtpu52" / "environment.log").write_text(
         f"INFO {built_or_reused({**manifest, 'toolchain': 'libtpu52', BUILT: False})}\n")
     assert default_run.toolchain_environments(tmp_path) == "libtpu52: reused, post: built in 17 s"
+
+
+def test_the_output_cache_hits_are_counted_from_the_jobs_logs(tmp_path):
+    """Each job that asks the output cache logs its key; those that got their outputs say so."""
+    assert default_run.output_cache_hits(tmp_path) == ""
+    (tmp_path / "logs" / "figures").mkdir(parents=True)
+    (tmp_path / "logs" / "figures" / "figures.log").write_text(
+        "INFO output cache key 0123: inputs=[ab]\n"
+        "INFO outputs copied from the output cache (/c, entry 0123)\n")
+    (tmp_path / "logs" / "aggregate.log").write_text(
+        "INFO output cache key 4567: inputs=[cd]\n"
+        "INFO outputs stored in the output cache (/c, entry 4567)\n")
+    assert default_run.output_cache_hits(tmp_path) == "1 of 2"
+
+
+def test_the_record_is_written_after_the_runs_not_between_them(tmp_path, monkeypatch):
+    """Between the cold and the warm run the checkout the project is installed from must not change
+    (its commit is in every row: a rewritten tracked file makes it "-dirty"); an interrupted
+    benchmark still writes what it measured."""
+    out = tmp_path / "record.md"
+
+    def two_runs_then_interrupted(args, rows, stages):
+        rows.append(ROWS[0])
+        assert not out.exists()
+        rows.append(ROWS[1])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(default_run, "measure", two_runs_then_interrupted)
+    monkeypatch.setattr(sys, "argv", ["default_run.py", "--out", str(out)])
+    with pytest.raises(KeyboardInterrupt):
+        default_run.main()
+    assert "| cold, --cores 2 | 4 min 20 s (260 s)" in out.read_text()
 
 
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="the benchmark reads /proc/stat (Linux)")

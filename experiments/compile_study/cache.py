@@ -41,14 +41,21 @@ CACHEABLE = ("ok", "vmem_oom", "compile_error")
 
 _unwritable = set()  # cache folders this process could not write to: said once, then not tried again
 # every lookup of this process, all caches together (the advisor's log counts its compiles with it;
-# its jobs may run in threads)
-TOTALS = {"hits": 0, "misses": 0}
+# its jobs may run in threads), and the results not kept for not being deterministic or sound ("unkept":
+# a job that used one keeps its outputs out of the output cache, experiments/core/output_cache.py)
+TOTALS = {"hits": 0, "misses": 0, "unkept": 0}
 _TOTALS_LOCK = threading.Lock()
 
 
 def _tally(outcome: str) -> None:
     with _TOTALS_LOCK:
         TOTALS[outcome] += 1
+
+
+def all_kept() -> bool:
+    """Whether every compile result of this process so far was one the cache could keep: a job's
+    outputs follow from its inputs only then (no timeout, no crashed worker)."""
+    return TOTALS["unkept"] == 0
 
 
 def cache_root() -> Path | None:
@@ -100,7 +107,10 @@ class CompileCache:
     def put(self, case, vmem_limit_bytes: int | None, result: dict) -> None:
         """Keep `result`, if it is deterministic and sound; best effort, as a cache is."""
         result = {f: result.get(f) for f in RESULT_FIELDS}
-        if self.root in _unwritable or problem(result, case, self.context.get("target")):
+        if problem(result, case, self.context.get("target")):
+            _tally("unkept")
+            return
+        if self.root in _unwritable:
             return
         from tpu_matmul_repro.experiments.core.tables import (
             write_text_atomic,  # here: compile workers have no pandas

@@ -58,14 +58,32 @@ def environment() -> dict:
             if name.startswith(ENVIRONMENT_PREFIXES)}
 
 
-def job_key(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> str:
-    """The key of a job's outputs: rule, input contents, params, config, software, the environment
+def key_parts(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> dict:
+    """What a job's outputs follow from: rule, input contents, params, config, software, the environment
     variables of jax, XLA and libtpu, output names, and `extra`: what else the script reads (e.g. the
     report's date). Values must be JSON."""
-    what = dict(format=FORMAT, rule=rule, inputs=[file_digest(p) for p in inputs],
+    return dict(format=FORMAT, rule=rule, inputs=[file_digest(p) for p in inputs],
                 params=params, config=config, software=software(), environment=environment(),
                 outputs=[Path(p).name for p in outputs], extra=extra or {})
-    return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def job_key(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> str:
+    """The key of a job's outputs: the digest of its key_parts."""
+    return _digest(key_parts(rule, inputs, params, config, outputs, extra))
+
+
+def parts_line(parts: dict) -> str:
+    """Each part's short digest, for the log: two runs' logs side by side say which part made a miss
+    (each input file's own digest, so the input that changed is named)."""
+    inputs = " ".join(d[:8] for d in parts["inputs"])
+    params = " ".join(f"{name}={_digest(value)[:8]}" for name, value in sorted(parts["params"].items()))
+    rest = " ".join(f"{name}={_digest(parts[name])[:8]}"
+                    for name in ("config", "software", "environment", "outputs", "extra"))
+    return f"inputs=[{inputs}] params=[{params}] {rest}"
 
 
 class OutputCache:
@@ -130,20 +148,25 @@ def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
 
     `snakemake` is the script's Snakemake object: its rule, input, params, config and output make the
     key, with `extra` (what else the script reads). make() does the work and writes every output (its
-    heavy imports belong inside it).
+    heavy imports belong inside it); it returns False when those outputs do not follow from the key
+    alone (e.g. a compile timed out, which another run may not), and then nothing is stored.
     """
     root = cache_root()
     outputs = list(snakemake.output)
     if root is None:
         make()
         return
-    key = job_key(snakemake.rule, list(snakemake.input), dict(snakemake.params.items()),
-                  dict(snakemake.config), outputs, extra)
+    parts = key_parts(snakemake.rule, list(snakemake.input), dict(snakemake.params.items()),
+                      dict(snakemake.config), outputs, extra)
+    key = _digest(parts)
+    log.info("output cache key %s: %s", key[:16], parts_line(parts))
     cache = OutputCache(root)
     if cache.restore(key, outputs):
         log.info("outputs copied from the output cache (%s, entry %s): inputs, params, config and "
                  "software unchanged", root, key[:16])
         return
-    make()
+    if make() is False:
+        log.info("outputs not stored in the output cache: they do not follow from its key alone")
+        return
     cache.store(key, outputs)
     log.info("outputs stored in the output cache (%s, entry %s)", root, key[:16])

@@ -6,17 +6,19 @@ import os
 import tempfile
 import time
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from tpu_matmul_repro.experiments.core.runtime import disk_full
 
+if TYPE_CHECKING:  # pandas only where a frame is read: a job whose outputs come from the output cache
+    import pandas as pd  # (experiments/core/output_cache.py) copies them without it
 
-def write_parquet_atomic(df: pd.DataFrame, path, row_group_size: int | None = None) -> None:
+
+def write_parquet_atomic(df: "pd.DataFrame", path, row_group_size: int | None = None) -> None:
     write_atomic(path, lambda tmp: df.to_parquet(tmp, index=False, row_group_size=row_group_size))
 
 
-def write_csv_atomic(df: pd.DataFrame, path) -> None:
+def write_csv_atomic(df: "pd.DataFrame", path) -> None:
     write_atomic(path, lambda tmp: df.to_csv(tmp, index=False, float_format="%.6g"))
 
 
@@ -69,7 +71,9 @@ def _named(e: OSError, path: Path) -> OSError:
     return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
 
-def concat_parquet(paths) -> pd.DataFrame:
+def concat_parquet(paths) -> "pd.DataFrame":
+    import pandas as pd
+
     frames = [pd.read_parquet(p) for p in paths]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
