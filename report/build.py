@@ -6,6 +6,7 @@ experiments/core/i18n.py, which the figures use too) holds each translation. The
 that lacks, or leaves empty, any message the project marks, so the languages cannot drift apart.
 """
 import base64
+import dataclasses
 import io
 import string
 from pathlib import Path
@@ -194,10 +195,11 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         primary=primary_toolchain, gettext=trans.gettext, ngettext=trans.ngettext, translations=trans,
         figures=Figures(rows, specs, lang, trans.gettext, figures_href, commit, advice).many, specs=specs,
         rows=rows, lang=lang, targets=tuple(targets), measured=measured, advice=advice,
-        model=tables.timing_model_section(rows, trans.gettext, claims=claims, fidelity=fidelity,
-                                          constants=constants),
         best_vs_xla=best_table(rows) if best_vs_xla is None else best_vs_xla,
         correctness=correctness, config_yaml=config_yaml, figures_href=figures_href, commit=commit)
+    more_claims = [s.claims(inputs) for s in sections.studies() if s.claims]  # under other toolchains
+    inputs = dataclasses.replace(inputs, model=tables.timing_model_section(
+        rows, trans.gettext, claims=claims, fidelity=fidelity, constants=constants, more_claims=more_claims))
     page, appendix = sections.rendered(inputs)
     studies = {a for s in sections.studies() for a in (s.anchor, f"appendix-{s.anchor}")}
     other = "zh" if lang == "en" else "en"

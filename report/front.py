@@ -2,9 +2,8 @@
 
 Every number here comes from results/claims.csv, fidelity.csv and best_vs_xla.csv (or the same tables
 computed from the run's table), and the studies' sections' own files (report/sections.py), never from
-the template: a test builds the page
-from fixture files and finds their numbers in it. Messages are marked N_() and extracted by
-experiments/core/i18n.py, so a missing translation stops the build.
+the template: a test builds the page from fixture files and finds their numbers in it. Messages are
+marked N_() and extracted by experiments/core/i18n.py, so a missing translation stops the build.
 """
 import json
 
@@ -59,7 +58,8 @@ def best_at(best: pd.DataFrame | None, target: str = POST_CHIP) -> list[dict]:
 
 
 def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> list[dict]:
-    """One row per claim under the pipeline's compiler, with the verdict of the others beside it."""
+    """One row per claim under the pipeline's compiler, with the verdicts of any other toolchain beside
+    it (the rows a study adds, report/sections.py: Section.claims)."""
     from tpu_matmul_repro.analysis.claims import CLAIMS, reason_text
     from tpu_matmul_repro.report.tables import _text
 
@@ -71,7 +71,7 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
     rows = []
     for r in mine.itertuples():
         values = json.loads(r.values)
-        # one cell per other toolchain (claims.csv checks only feasibility claims under them)
+        # one cell per other toolchain, "–" for a claim not checked under it
         mine_other = {o.toolchain: o for o in others[others.claim_id == r.claim_id].itertuples()}
         then = [dict(verdict=gettext(VERDICT_NAMES[mine_other[t].verdict]),
                      verdict_class=mine_other[t].verdict.replace(" ", "-")) if t in mine_other else None

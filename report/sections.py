@@ -65,6 +65,10 @@ class Section:
     after: str | None = "timing-model"  # the section it follows; None: the core's, in registered order
     part: str = "main"  # "main", or "appendix" for the core's appendix sections
     style: str | None = None  # a style sheet in `templates`, added after the report's own
+    # (Inputs) -> more rows of claims.csv's columns, the post's claims checked under other toolchains: the
+    # claims section lists them after the core's, and the key findings give each of those toolchains a
+    # column of its verdicts beside this run's (report/front.py)
+    claims: Callable[[Inputs], pd.DataFrame] | None = None
 
 
 REGISTRY: dict[str, Section] = {}

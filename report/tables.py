@@ -359,17 +359,22 @@ def rule_rows(gettext) -> list[dict]:
     return rows + [dict(kind=gettext("Speed claims"), rule=rule_text("decision", gettext), claims=[])]
 
 
-def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=None, constants=None) -> dict:
+def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=None, constants=None,
+                         more_claims=()) -> dict:
     """The claims checked, the timing model's constants and its fidelity against the raw compiler's.
 
     Each part is read from its CSV when given, else computed from the table; a table that cannot support
-    a fit (too few published points) yields no fidelity or constants, said so in the report.
+    a fit (too few published points) yields no fidelity or constants, said so in the report. `more_claims`:
+    the studies' claims under other toolchains (report/sections.py: Section.claims), after the core's.
     """
     from tpu_matmul_repro.analysis import claims as claims_module
     from tpu_matmul_repro.analysis import model_columns, timing_model, validation
 
     if claims is None:
         claims = claims_module.claims_table(df)
+    more_claims = [c for c in more_claims if c is not None and len(c)]
+    if more_claims:
+        claims = pd.concat([claims, *more_claims], ignore_index=True)
     if fidelity is None:
         try:
             fidelity = validation.fidelity_table(df)

@@ -74,8 +74,8 @@ def test_findings_state_the_fixture_numbers(page):
 
 
 def result_files():
-    """claims.csv, fidelity.csv, best_vs_xla.csv and the study's then_and_now.csv of a run, as the report
-    reads them."""
+    """claims.csv, fidelity.csv, best_vs_xla.csv and the study's then_and_now.csv and
+    then_and_now_claims.csv of a run, as the report reads them."""
     import json
 
     blank = dict(claim="", post_value="", this_value="", source="", reason="", source_kind="compile")
@@ -87,6 +87,9 @@ def result_files():
              reason_id="feasible_differs",
              values=json.dumps(dict(ok=1024, fail=2048, limit=16, post_ok=2048, libtpu="0.0.42.1",
                                     target="v5e"))),
+    ])
+    # the study's claims under the post's toolchain (then_and_now_claims.csv)
+    claims_then = pd.DataFrame([
         dict(blank, claim_id="v2_up_to_2048", toolchain="post", verdict="holds", reason_id="feasible_same",
              values=json.dumps(dict(ok=2048, fail=4096, limit=16, libtpu="0.0.5", target="v5e"))),
     ])
@@ -109,7 +112,7 @@ def result_files():
                               xla_flagged=False, best_tflops=180.0, xla_tflops=190.0, configurations=5)
                          for e, f in (("compiler", 0.5), ("model", 0.93))])
     return dict(claims=claims, fidelity=fidelity, best_vs_xla=best,
-                study_tables={"then_and_now": then_and_now})
+                study_tables={"then_and_now": then_and_now, "then_and_now_claims": claims_then})
 
 
 def first_page(html: str) -> str:
@@ -143,8 +146,9 @@ def test_first_page_states_the_result_files(table):
 @pytest.mark.slow
 def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_when_loaded(table, monkeypatch):
     """The then-and-now study adds its section after the timing model, its lines to the contents and the
-    appendix list, its sentences to the abstract and key findings, and its file to the sources; the
-    report without the study (studies: []) has none of them and still builds."""
+    appendix list, its sentences to the abstract and key findings, the post's compiler's column to the
+    key findings, and its files to the sources; the report without the study (studies: []) has none of
+    them and still builds."""
     with_study = render(table, "en", primary_toolchain="current", **result_files())
     core = {anchor: s for anchor, s in sections.REGISTRY.items() if s not in sections.studies()}
     monkeypatch.setattr(sections, "REGISTRY", core)  # the core's sections only
@@ -152,7 +156,9 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
     assert with_study.index('<section id="timing-model">') < with_study.index('<section id="then-and-now">')
     assert '<a href="#then-and-now">' in with_study and "then_and_now.csv" in first_page(with_study)
     assert "gives the post&#39;s VMEM verdict for 1 of 2" in with_study
-    for text in ('id="then-and-now"', 'href="#then-and-now"', "then_and_now.csv", "VMEM verdict for"):
+    assert "<th>The post&#39;s compiler</th>" in with_study and '<td class="then"' in with_study
+    for text in ('id="then-and-now"', 'href="#then-and-now"', "then_and_now", "VMEM verdict for",
+                 "<th>The post&#39;s compiler</th>", '<td class="then"'):
         assert text not in without, text
     assert "claims.csv, fidelity.csv, best_vs_xla.csv." in first_page(without)
     assert "</html>" in without

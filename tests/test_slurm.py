@@ -153,7 +153,8 @@ def test_every_job_ran_as_a_slurm_job(slurm_run):
     assert set(jobs.rule) == {"correctness_kernel", "correctness_table", "compile_study_job",
                               "compile_study_target", "measure_device", "measure_job", "aggregate", "figures",
                               "summaries", "claims", "gallery", "report", "toolchain_environment",
-                              "toolchain_study_job", "toolchain_target", "then_and_now"}, jobs
+                              "toolchain_study_job", "toolchain_target", "then_and_now",
+                              "then_and_now_claims"}, jobs
     total = re.search(r"^total\s+(\d+)$", log, re.MULTILINE)  # Snakemake's job stats
     assert total and len(jobs) == int(total.group(1)) - 1, log[:3000]
 

@@ -176,15 +176,41 @@ def test_no_stage_imports_a_stage_of_its_rank_or_above():
 
 
 def study_folders() -> list[str]:
-    """Every optional study: a folder of studies/ with a README, whether it has rules of its own
-    (then_and_now, history) or is a config overlay only (generations, search)."""
+    """Every folder of studies/ with a README: a study with code of its own (then_and_now, history) or a
+    config overlay (generations, search; test_an_overlay_only_widens_what_the_core_draws)."""
     return sorted(p.parent.name for p in (ROOT / "studies").glob("*/README.md"))
+
+
+def test_an_overlay_only_widens_what_the_core_draws():
+    """A folder of studies/ without code is a config overlay: its README.md and config.yaml, nothing else,
+    setting only the core's config keys (the schema's), never `studies`. What it widens the core draws
+    for any config: the generations figures and section compare the config's targets whenever there are
+    two or more (the default's v5e and v6e already), the search figures follow the searches it asks for.
+    So the figure kinds "generations" and "search" are the core's (figures/specs.py: CORE_KINDS); only
+    the overlay's folder is its own, and the core names it nowhere (the test below)."""
+    import yaml
+
+    from tpu_matmul_repro.experiments.plan.config import load_yaml, with_defaults
+    from tpu_matmul_repro.figures.specs import CORE_KINDS, figure_specs
+
+    keys = set(yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())["properties"])
+    overlays = [p for p in sorted((ROOT / "studies").iterdir())
+                if (p / "README.md").exists() and not (p / "__init__.py").exists()]
+    assert [p.name for p in overlays] == ["generations", "search"]
+    for folder in overlays:
+        assert sorted(f.name for f in folder.iterdir()) == ["README.md", "config.yaml"], folder
+        overlay = set(load_yaml(folder / "config.yaml"))
+        assert overlay <= keys - {"studies"}, (folder.name, overlay - keys)
+    default = with_defaults(load_yaml(ROOT / "config" / "config.yaml"))
+    assert len(default["targets"]) > 1 and {"generations", "search"} <= set(CORE_KINDS)
+    assert {"generations", "search"} <= {kind for kind, _ in figure_specs(default).values()}
 
 
 def test_the_core_reads_without_the_studies():
     """Nothing outside studies/ (the scripts, rules, templates and style sheet of the core included)
     names a study, overlays too: not its folder, nor (for a name no core word could be, then_and_now)
-    the name itself or its report anchor (then-and-now). The core meets a study only by the names of
+    the name itself, its report anchor (then-and-now) or its title's words (then and now, the captions
+    included). The core meets a study only by the names of
     the config's `studies` list (experiments/plan/studies.py) and the registries its code fills (report
     sections, figure kinds, figure specs); the layer test above keeps it from importing one."""
     from tpu_matmul_repro.experiments.plan.config import study_names
@@ -192,10 +218,10 @@ def test_the_core_reads_without_the_studies():
     names = study_folders()
     assert set(study_names()) < set(names) and {"generations", "search"} <= set(names)
     core = [p for d in ("kernels", "experiments", "analysis", "figures", "report", "scripts", "rules")
-            for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".smk", ".j2", ".css")]
+            for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".smk", ".j2", ".css", ".rst")]
     assert any(p.suffix == ".css" for p in core) and any(p.suffix == ".j2" for p in core)
     core.append(ROOT / "Snakefile")
-    spellings = {name: [rf"studies[./]{name}\b"] + ([rf"\b{name}\b", rf"\b{name.replace('_', '-')}\b"]
+    spellings = {name: [rf"studies[./]{name}\b"] + ([rf"(?i)\b{name.replace('_', sep)}\b" for sep in "_- "]
                                                      if "_" in name else []) for name in names}
     naming = [(str(p.relative_to(ROOT)), name) for p in core for name in names
               if any(re.search(pattern, p.read_text()) for pattern in spellings[name])]

@@ -299,3 +299,38 @@ def test_the_compile_worker_imports_nothing_a_toolchain_lacks():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             env=dict(os.environ, JAX_PLATFORMS="cpu"))
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_study_s_claims_add_a_key_findings_column_per_other_toolchain(table):
+    """The then-and-now study checks the post's feasibility claims under the other toolchains
+    (then_and_now_claims.csv) and hands them to the report through Section.claims: a column of the key
+    findings each, and rows of the claims section; the core's claims.csv, alone, gives no such column."""
+    from tpu_matmul_repro.analysis.claims import CLAIMS, FEASIBILITY_CLAIMS, claims_table
+    from tpu_matmul_repro.report import build, front
+    from tpu_matmul_repro.report.sections import REGISTRY
+    from tpu_matmul_repro.report.tables import toolchain_name
+    from tpu_matmul_repro.studies.then_and_now import section
+    from tpu_matmul_repro.studies.then_and_now.analysis import claims_then
+
+    now = table[table.source == "estimate"].assign(toolchain="current")
+    then = now.copy().assign(toolchain="post")
+    then.loc[(then.kernel == "v5") & (then.bm == 1024) & (then.m == 2048), "status"] = "ok"
+    combined = combine([now, then], table[table.source == "published"], toolchain="current")
+    core = claims_table(primary_rows(combined, "current"), "current")
+    others = claims_then(combined, "current")
+    assert set(others.toolchain) == {"post"} and list(others.claim_id) == list(FEASIBILITY_CLAIMS)
+    assert front.front_page(claims=core, fidelity=None, best=None, primary="current",
+                            gettext=str)["other_toolchains"] == []
+    page = front.front_page(claims=pd.concat([core, others], ignore_index=True), fidelity=None, best=None,
+                            primary="current", gettext=str)
+    assert page["other_toolchains"] == [toolchain_name("post", str)]
+    verdicts = dict(zip(others.claim_id, others.verdict, strict=True))
+    shown = {r["claim"]: r["then"][0] for r in page["claims"]}
+    for claim_id, text in CLAIMS.items():
+        cell = shown[text]
+        assert (cell is None) == (claim_id not in verdicts)
+        assert cell is None or cell["verdict_class"] == verdicts[claim_id].replace(" ", "-")
+    assert REGISTRY["then-and-now"].claims is section.claims
+    html = build.render_html(combined, lang="en", config_yaml="", targets=["v5e"], figure_names=[],
+                             correctness={"passed": 1, "total": 1}, primary_toolchain="current")
+    assert html.count('<td class="then"') == len(CLAIMS)  # one cell a claim, "–" where not checked

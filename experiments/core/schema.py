@@ -177,7 +177,7 @@ MEASURE_STATUSES = ("ok", "vmem_oom", "compile_error", "runtime_error", "wrong_r
 PUBLISHED_STATUSES = ("ok", "failed")
 
 # run_label names a measurement run (a machine), so two machines' measurements of a target both stay.
-# toolchain: one configuration compiled by two compilers (then and now) is two rows.
+# toolchain: one configuration compiled by two compilers (the post's and today's) is two rows.
 KEY = ["source", "toolchain", "target", "experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn",
        "vmem_limit_bytes", "run_label"]
 # A configuration, whichever source and experiment it was filed under.

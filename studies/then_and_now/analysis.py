@@ -5,8 +5,9 @@ The core's figures and findings read each target's own compiler's estimates only
 """
 import pandas as pd
 
+from tpu_matmul_repro.analysis.claims import FEASIBILITY_CLAIMS, claims_table
 from tpu_matmul_repro.analysis.summaries import MATCH, default_limit, post_configs
-from tpu_matmul_repro.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.analysis.toolchains import primary_rows, toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.studies.toolchains import short_error
@@ -89,3 +90,12 @@ def missing_reason(df: pd.DataFrame, name: str) -> str | None:
     if len(rows) and (rows.status == "toolchain_error").all():
         return str(rows.error.iloc[0])
     return None
+
+
+def claims_then(df: pd.DataFrame, primary: str | None) -> pd.DataFrame:
+    """The post's claims about what compiles, checked under each toolchain but `primary` (claims.csv's
+    columns, the older toolchains first; empty with one toolchain): then_and_now_claims.csv, the key
+    findings' column beside this run's verdict (section.py)."""
+    parts = [claims_table(primary_rows(df, other), other, only=FEASIBILITY_CLAIMS)
+             for other in toolchains_of(df, primary) if other != primary]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()

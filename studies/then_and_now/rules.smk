@@ -1,7 +1,8 @@
 # The then-and-now study (studies/then_and_now/README.md): the post's configurations under each toolchain
 # of the config against the post's own VMEM verdicts. In `all`, with its figure and report section,
 # when the config's `studies` lists then_and_now (the default config does); `snakemake then_and_now`
-# builds its table either way.
+# builds its table either way. Its claims file gives the first page's key findings a verdict per
+# toolchain beside the pipeline's (section.py).
 
 
 rule then_and_now:
@@ -24,6 +25,22 @@ rule then_and_now:
         "scripts/then_and_now.py"
 
 
+rule then_and_now_claims:
+    input:
+        "results/matmul.parquet",
+    output:
+        "results/then_and_now_claims.csv",
+    log:
+        "logs/aggregate/then_and_now_claims.log",
+    conda:
+        "../../environment.yml"
+    params:
+        code=code("studies/then_and_now/scripts/then_and_now_claims.py"),
+    script:
+        "scripts/then_and_now_claims.py"
+
+
 if "then_and_now" in config["studies"]:
     STUDY_OUTPUTS += rules.then_and_now.output
     REPORT_TABLES["then_and_now"] = rules.then_and_now.output[0]
+    REPORT_TABLES["then_and_now_claims"] = rules.then_and_now_claims.output[0]

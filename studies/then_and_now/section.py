@@ -18,6 +18,7 @@ from tpu_matmul_repro.report.tables import toolchain_name
 from tpu_matmul_repro.studies.then_and_now import mechanism_text
 from tpu_matmul_repro.studies.then_and_now.analysis import (
     agreement,
+    claims_then,
     disagrees,
     from_csv,
     missing_reason,
@@ -131,8 +132,16 @@ def context(inputs) -> dict:
                 mechanism=mechanism_text.sentences(*mechanism_text.read(), inputs.gettext))
 
 
+def claims(inputs) -> pd.DataFrame:
+    """The post's claims about what compiles under the other toolchains: a column each in the first page's
+    key findings, and rows of the claims section (report.sections.Section.claims)."""
+    table = inputs.tables.get("then_and_now_claims")  # the study's file, as the report script read it
+    return claims_then(inputs.df, inputs.primary) if table is None else table
+
+
 register(Section(
     anchor="then-and-now", title=N_("Then and now: the post's compiler against today's"),
-    templates=HERE / "templates", body="then_and_now.html.j2", context=context, tables=("then_and_now",),
+    templates=HERE / "templates", body="then_and_now.html.j2", context=context,
+    tables=("then_and_now", "then_and_now_claims"), claims=claims,
     appendix="then_and_now_table.html.j2", appendix_title=N_("Then and now, every configuration"),
     style="style.css"))
