@@ -44,8 +44,8 @@ if DEVICE is None:
             if _requested == "off"
             else "No TPU found (measure.device=%s): this run" % _requested
         )
-        + " compiles and estimates; it measures nothing, and every TFLOP/s it reports is an estimate (or the "
-        "post's published number)."
+        + " compiles and estimates; it measures nothing: every TFLOP/s it reports is estimated by libtpu,"
+        " modelled from those estimates, or the post's published number."
     )
 else:
     logger.info(
