@@ -124,10 +124,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 2, 2, 1])
-    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "default_run.md")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "default_run.md",
+                        help="the Markdown file the record is written to (a file, not a folder)")
     parser.add_argument("--fresh-toolchains", action="store_true",
                         help="an empty toolchain folder for each cold run: its environments are built")
     args = parser.parse_args()
+    if args.out.is_dir() or not args.out.parent.is_dir():  # before any run, not after ten minutes of them
+        parser.error(f"--out {args.out}: the record is a file in an existing folder, not "
+                     f"{'a folder' if args.out.is_dir() else 'in a missing folder'}")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     rows, stages = [], {}
