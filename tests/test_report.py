@@ -214,6 +214,10 @@ def test_pdf_embeds_the_cjk_font(table, tmp_path):
     assert cjk and all("Noto-Sans-CJK-SC" in line and " yes yes yes " in line for line in cjk), fonts
     text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
     assert "摘要" in text and "如何引用" in text and "环境与数据来源" in text
+    # the abstract and key findings fill the first page and end on it: page 2 opens with the contents
+    second = subprocess.run(["pdftotext", "-f", "2", "-l", "2", str(pdf), "-"], capture_output=True,
+                            text=True, check=True).stdout
+    assert second.split()[0] == "目录", second[:200]
 
 
 @pytest.mark.slow
