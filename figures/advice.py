@@ -31,17 +31,18 @@ ROW_INCHES = 0.2  # per drawn block: its 8 pt label apart from the next
 PRINT_HEIGHT = "150mm"
 TEXT = {
     "title": N_("Blocks for %(shape)s (%(dtype)s, kernel %(kernel)s), modelled"),
-    "panel": N_("%(target)s: #1 and %(ties)s tied; peak %(peak).0f TFLOP/s"),
+    "panel": N_("%(target)s: %(ties)s tied with %(fastest)s; peak %(peak).0f TFLOP/s"),
     "axis": N_("TFLOP/s, modelled device time"),
     "best": N_("best blocks (#1)"),
-    "tie": N_("tied with #1 (inside its 80 %% interval)"),
+    "tie": N_("tied with the fastest (inside its 80 %% interval)"),
     "xla": N_("XLA jnp.matmul"),
     "band80": N_("80 %% prediction interval"),
     "band95": N_("95 %% prediction interval"),
     "peak_line": N_("the chip's peak"),
     "caption": N_("The advisor's blocks for %(shape)s in %(dtype)s (kernel %(kernel)s) on %(targets)s: "
                   "the timing model's device TFLOP/s (dots) of the best blocks and of every block tied "
-                  "with them inside the best one's 80 %% interval (%(ties)s), with their 80 %% (thick) and "
+                  "with the fastest (the best blocks, or XLA where it is modelled faster) inside its 80 %% "
+                  "interval (%(ties)s), with their 80 %% (thick) and "
                   "95 %% (thin) prediction intervals; modelled from libtpu %(libtpu)s's estimates, "
                   "without a TPU."),
     "ties_on": N_("%(n)s on %(target)s"),
@@ -61,6 +62,20 @@ def _t(lang: str, key: str, **values) -> str:
     return translate(lang, TEXT[key], **values)
 
 
+def tied(rows: pd.DataFrame) -> pd.Series:
+    """Per row: whether the advisor marked it a tie with the fastest. The advisor's table in memory
+    leaves a non-tie's `tie` empty, its CSV read back leaves it NaN: both are no tie."""
+    return rows.tie.fillna("").astype(str).str.strip() != ""
+
+
+def fastest(rows: pd.DataFrame) -> str:
+    """What the ties are tied with, by the advisor's rule (advise/search.py): XLA where it is modelled
+    faster than the best blocks, else the best blocks (#1)."""
+    xla = rows[rows.kernel == "xla"].model_device_tflops.dropna()
+    best = rows[rows.kernel != "xla"].sort_values("rank").model_device_tflops
+    return "XLA" if len(xla) and len(best) and xla.iloc[0] > best.iloc[0] else "#1"
+
+
 def drawn_rows(advice: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """{target: the rows its panel draws}: the ranked blocks that are the best or tie with it, in rank
     order, then XLA where the model has its number; a target with no ranked block has no panel."""
@@ -70,7 +85,7 @@ def drawn_rows(advice: pd.DataFrame) -> dict[str, pd.DataFrame]:
         ranked = mine[(mine.kernel != "xla") & mine["rank"].notna()].sort_values("rank")
         if ranked.empty:
             continue
-        shown = ranked[(ranked["rank"] == ranked["rank"].min()) | ranked.tie.notna()]
+        shown = ranked[(ranked["rank"] == ranked["rank"].min()) | tied(ranked)]
         xla = mine[(mine.kernel == "xla") & mine.model_device_tflops.notna()]
         out[target] = pd.concat([shown, xla])
     return out
@@ -120,7 +135,7 @@ def describe(advice: pd.DataFrame, shape: str, lang: str) -> dict:
     shape catalog.describe gives the other figures (caption, alt, sources, kinds)."""
     f = _fields(advice, shape, lang)
     drawn = f["drawn"]
-    ties = join(lang, "list", (_t(lang, "ties_on", n=int(rows.tie.notna().sum()), target=target)
+    ties = join(lang, "list", (_t(lang, "ties_on", n=int(tied(rows).sum()), target=target)
                                for target, rows in drawn.items()))
     caption = _t(lang, "caption", shape=f["shape"], dtype=f["dtype"], kernel=f["kernel"],
                  targets=f["targets"], ties=ties, libtpu=f["libtpu"])
@@ -151,8 +166,9 @@ def draw(advice: pd.DataFrame, shape: str, lang: str = "en", narrow: bool = Fals
     fig, axes = plt.subplots(len(heights), 1, height_ratios=heights, squeeze=False, figsize=size)
     for ax, (target, rows) in zip(axes[:, 0], drawn.items(), strict=False):
         y = list(range(len(rows)))[::-1]
-        colors = [XLA_COLOR if r.kernel == "xla" else TIE_COLOR if pd.notna(r.tie) else BEST_COLOR
-                  for _, r in rows.iterrows()]
+        best_rank, ties = rows["rank"].min(), tied(rows)
+        colors = [XLA_COLOR if r.kernel == "xla" else TIE_COLOR if ties[i] and r["rank"] != best_rank
+                  else BEST_COLOR for i, r in rows.iterrows()]
         tints = [_tint(c) for c in colors]
         for lo, hi, width, shade in (("lo95", "hi95", 1.2, colors), ("lo80", "hi80", 4.0, tints)):
             low, high = rows[f"model_device_tflops_{lo}"], rows[f"model_device_tflops_{hi}"]
@@ -169,7 +185,8 @@ def draw(advice: pd.DataFrame, shape: str, lang: str = "en", narrow: bool = Fals
         ax.set_ylim(-0.6, len(rows) - 0.4)
         ax.set_yticks(y, [_label(r) for _, r in rows.iterrows()], fontsize=small)
         ax.grid(axis="y", visible=False)
-        ax.set_title(_t(lang, "panel", target=target, ties=int(rows.tie.notna().sum()), peak=peak),
+        ax.set_title(_t(lang, "panel", target=target, ties=int(tied(rows).sum()), fastest=fastest(rows),
+                        peak=peak),
                      fontsize=10, loc="left")
     axes[-1, 0].set_xlabel(_t(lang, "axis"))
     handles = [Line2D([], [], color=BEST_COLOR, marker="o", ls="", label=_t(lang, "best")),

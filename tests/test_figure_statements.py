@@ -134,6 +134,27 @@ def advice_table(ties_v5e: int = 3) -> pd.DataFrame:
     return frame
 
 
+def test_the_advice_figure_reads_the_advisor_s_own_table_where_xla_is_fastest():
+    """As the advice job hands it over: a non-tie's `tie` is an empty string (not NaN), and where XLA is
+    modelled faster the ties, #1 among them, are tied with XLA. The panel title counts the tied blocks
+    and names what they tie with; the blocks that do not tie are not drawn."""
+    from tpu_matmul_repro.figures import advice
+
+    table = advice_table(2)
+    v5e = table.target == "v5e"
+    table.loc[v5e & (table.kernel == "xla"), "model_device_tflops"] = 196.0
+    table.loc[v5e & table["rank"].notna(), "tie"] = ""
+    table.loc[v5e & table["rank"].isin([1.0, 2.0, 3.0]), "tie"] = "tie with XLA (within its 80 % interval)"
+    table["tie"] = table["tie"].fillna("")
+    use_style("en")
+    fig = advice.draw(table, "8192x4096x14336", "en")
+    labels, titles = _panel_labels(fig), [ax.get_title(loc="left") for ax in fig.axes]
+    plt.close(fig)
+    assert [label.split()[0] for label in labels[0]] == ["#1", "#2", "#3", "XLA"]
+    assert titles[0].startswith("v5e: 3 tied with XLA;") and titles[1].startswith("v6e: 0 tied with XLA;")
+    assert "(3 on v5e, 0 on v6e)" in advice.describe(table, "8192x4096x14336", "en")["caption"]
+
+
 def _panel_labels(fig) -> list[list[str]]:
     return [[t.get_text() for t in ax.get_yticklabels()] for ax in fig.axes]
 
