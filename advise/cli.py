@@ -169,7 +169,7 @@ def model_texts(layout: models.Layout, asked: request.Request, parts: list[pd.Da
         summary = models.totals(layout, mine)
         first = next(iter(mine.values()))
         words = models.text(layout, target, chip(target).device_kind, asked.dtype, asked.kernel, summary)
-        out.append(f"{words}\nEstimates, not measurements: {first.interval.iloc[0]}; model: "
+        out.append(f"{words}\nModelled, not measured: {first.interval.iloc[0]}; model: "
                    f"{first.model_source.iloc[0]}.")
     return out
 
@@ -253,7 +253,7 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
         lines.append(f"Padding: {padded.sum()} candidates run on the problem zero-padded to whole blocks "
                      "(the note says to what), charged the padded FLOPs and bytes (the padding copy itself "
                      "not included); every TFLOP/s counts the shape's own FLOPs. XLA: the shape as it is.")
-    lines.append(f"Estimates, not measurements: libtpu {libtpu}'s deviceless compile for {target} through "
+    lines.append(f"Modelled, not measured: libtpu {libtpu}'s deviceless compile for {target} through "
                  f"the timing model ({fitted.source}).")
     timed = ranked[ranked.model_device_ms.notna()]
     if len(timed):  # each row has its own (its size band, widened by the refits' spread): the first's
