@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
-from tpu_matmul_repro.kernels import baselines, is_pallas
+from tpu_matmul_repro.kernels import is_pallas
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
@@ -102,7 +102,6 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
     """
     est = default_limit(df[(df.source == "estimate") & (df.status == "ok") & df.m.isin(sizes)])
     published = df[(df.source == "published") & (df.kernel == "xla") & (df.status == "ok")]
-    xla_kernels = baselines()
     rows = []
     for (target, dtype, size), group in est.groupby(["target", "dtype", "m"]):
         post_xla = published[(published.target == target) & (published.dtype == dtype)
@@ -113,11 +112,11 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
         for estimator, (column, description) in ESTIMATORS.items():
             if column not in group:
                 continue
-            pallas = group[~group.kernel.isin(xla_kernels)].dropna(subset=[column])
+            pallas = group[is_pallas(group.kernel)].dropna(subset=[column])
             if estimator == "model":
                 pallas = pallas[~model_only(pallas)]
             elif estimator == "model_only":  # a fallback: only where nothing better exists
-                if group[~group.kernel.isin(xla_kernels)].tflops.notna().any():
+                if group[is_pallas(group.kernel)].tflops.notna().any():
                     continue
                 pallas = pallas[model_only(pallas)]
             xla = xla_rows[column].dropna()
@@ -159,7 +158,7 @@ def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for target in sorted(set(est.target), key=generation_order):
         mine = est[est.target == target]
-        pallas = mine[~mine.kernel.isin(baselines())].drop_duplicates(MATCH[1:])
+        pallas = mine[is_pallas(mine.kernel)].drop_duplicates(MATCH[1:])
         ok = pallas[pallas.status == "ok"]
         cycles = ok.tflops.notna()
         bare = ok[~cycles]

@@ -28,7 +28,7 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
 from tpu_matmul_repro.experiments.core.schema import SOURCES
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops
 from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
-from tpu_matmul_repro.kernels import baselines, kernel_facts
+from tpu_matmul_repro.kernels import is_pallas, kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.kernels.spec import SPLIT
 
@@ -368,7 +368,7 @@ def axis_label(lang: str, dtype: str, kind: str) -> str:
 def plot_vmem(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     """VMEM used (or requested) by the post's configurations against the scoped limit (`narrow`: the
     phone's variant, two panels a row)."""
-    rows = post_configs(df[(df.source == "estimate") & (df.target == target) & ~df.kernel.isin(baselines())])
+    rows = post_configs(df[(df.source == "estimate") & (df.target == target) & is_pallas(df.kernel)])
     panels = sorted(rows.groupby(["experiment", "dtype"]).groups) if len(rows) else []
     ncols = 2 if narrow else 3
     nrows = max(1, int(np.ceil(len(panels) / ncols)))
@@ -505,7 +505,7 @@ def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFram
     the notes name)."""
     rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
     # XLA at DEFAULT, the post's baseline; its variants (xla_highest) are in best-vs-XLA's table
-    rows = rows[(rows.kernel == "xla") | ~rows.kernel.isin(baselines())]
+    rows = rows[(rows.kernel == "xla") | is_pallas(rows.kernel)]
     rows, device = modelled(rows, "model_device_tflops")
     rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0)]
     notes = flagged_line(rows, lang)

@@ -164,12 +164,6 @@ def kernel_spec(name: str) -> KernelSpec:
         raise ValueError(f"kernel={name!r} unknown; expected one of {sorted(registry)}") from None
 
 
-def baselines() -> tuple[str, ...]:
-    """The kernels that are XLA's own matmul, not Pallas (their SPEC says pallas=False): "xla" at
-    DEFAULT precision and its variants (xla_highest), read without importing jax."""
-    return tuple(name for name, facts in _declarations().items() if not facts.pallas)
-
-
 def kernel_facts(name: str) -> KernelFacts:
     """The kernel's plain-data facts, without importing any kernel."""
     declared = _declarations()
@@ -181,9 +175,10 @@ def kernel_facts(name: str) -> KernelFacts:
 
 def is_pallas(kernel):
     """Per row of a table: whether its kernel is written in Pallas (its SPEC's `pallas`), i.e. is not
-    XLA's own matmul, the baseline; `kernel` is a column of kernel names (a pandas Series)."""
+    XLA's own matmul at any precision (xla, xla_highest); `kernel` is a column of kernel names (a
+    pandas Series)."""
     return kernel.isin([name for name, facts in _declarations().items() if facts.pallas])
 
 
-__all__ = ["DECLARED", "REGISTRY", "KernelFacts", "KernelSpec", "baselines", "is_pallas", "kernel_facts",
-           "kernel_spec", "source_file"]
+__all__ = ["DECLARED", "REGISTRY", "KernelFacts", "KernelSpec", "is_pallas", "kernel_facts", "kernel_spec",
+           "source_file"]
