@@ -147,3 +147,9 @@ def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.Da
             part = points[large].assign(y=tflops(work, seconds)[large])
             panels.append((other, estimator, part, validation.scores(points[large], seconds[large])))
     return panels
+
+
+def tied(rows: pd.DataFrame) -> pd.Series:
+    """Per row: whether the advisor marked it a tie with the fastest. The advisor's table in memory
+    leaves a non-tie's `tie` empty, its CSV read back leaves it NaN: both are no tie."""
+    return rows.tie.fillna("").astype(str).str.strip() != ""

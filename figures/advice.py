@@ -15,6 +15,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from tpu_matmul_repro.analysis.views import tied  # noqa: E402
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip  # noqa: E402
 from tpu_matmul_repro.experiments.core.i18n import N_, translate  # noqa: E402
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation  # noqa: E402
@@ -60,12 +61,6 @@ TEXT = {
 
 def _t(lang: str, key: str, **values) -> str:
     return translate(lang, TEXT[key], **values)
-
-
-def tied(rows: pd.DataFrame) -> pd.Series:
-    """Per row: whether the advisor marked it a tie with the fastest. The advisor's table in memory
-    leaves a non-tie's `tie` empty, its CSV read back leaves it NaN: both are no tie."""
-    return rows.tie.fillna("").astype(str).str.strip() != ""
 
 
 def fastest(rows: pd.DataFrame) -> str:

@@ -8,6 +8,7 @@ import math
 
 import pandas as pd
 
+from tpu_matmul_repro.analysis.views import tied as marked_tie
 from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
@@ -58,7 +59,7 @@ def recommendation(table: pd.DataFrame, limit_bytes: int, gettext=_same, csv_hin
     leader = xla.iloc[0] if xla_leads else best
     factor = float(leader.model_device_ms_hi80 / leader.model_device_ms)
     band = _(N_("the %(level)d %% band (x%(factor).2f)")) % dict(level=LEVEL, factor=factor)
-    said_tie = pallas.tie.fillna("").astype(str) != ""
+    said_tie = marked_tie(pallas)
     tied = pallas[said_tie | ((pallas["rank"] == 1) & (not xla_leads))]
     xla_tied = xla_leads or t_xla <= t_best * factor
     best_name = blocks_label(best)
@@ -140,7 +141,7 @@ def advice_section(tables: dict[str, pd.DataFrame], figures, gettext) -> list[di
                 target=target, blocks=config_label(best.kernel, best.m, best.bm, best.bk, best.bn),
                 tflops=_rate(best),
                 vmem=f"{best.vmem_mib:.1f} / {best.vmem_limit_mib:.0f}",
-                ties=int((ranked.tie.fillna("").astype(str) != "").sum()),
+                ties=int(marked_tie(ranked).sum()),
                 xla=_rate(xla.iloc[0]) if len(xla) else "–",
                 recommendation=recommendation(mine, round(best.vmem_limit_mib * MiB), gettext,
                                               csv_hint=False),
