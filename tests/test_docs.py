@@ -104,3 +104,15 @@ def test_the_verdicts_page_states_the_code_s_verdicts_kinds_sources_and_threshol
     classes = re.search(r"`source` begins with the class.*?: ([^.]*)\.", page, re.S).group(1)
     assert sorted(c.strip() for c in classes.split(",")) == sorted(
         CLASS_NAMES[c] for c in set(claims.SOURCE_CLASSES.values()))
+
+
+def test_the_readme_s_run_times_are_the_benchmark_record_s():
+    """The README cannot run the docs' hook, so its two quoted times are checked against the record:
+    the cold run's minutes to the nearest half minute, the warm run's seconds as printed there."""
+    record = hooks.benchmark_record((ROOT / hooks.BENCHMARK).read_text(encoding="utf-8"))["runs"]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    cold = int(re.search(r"\((\d+) s\)", record["cold, --cores 1"]).group(1))
+    said = float(re.search(r"everything, about ([\d.]+) min cold", readme).group(1))
+    assert abs(said - cold / 60) <= 0.25, (said, cold)
+    warm = re.search(r"\((\d+) s\)", record["warm cache (results/ deleted), --cores 1"]).group(1)
+    assert f"({warm} s in that record)" in readme
