@@ -75,6 +75,9 @@ def test_a_compile_worker_started_after_jax_does_not_fork_it():
     ignored (a Ctrl-C reaches the whole process group; the job that started it stops it)."""
     script = "\n".join([  # lines of a string, not import statements of this file (code_inputs reads those)
         "import signal, warnings",
+        # Python installs its handler only where SIGINT is not ignored at start, and a shell's background
+        # job starts ignoring it: the handler the worker must leave in place is set here, not inherited.
+        "signal.signal(signal.SIGINT, signal.default_int_handler)",
         "import jax",
         "jax.devices()",
         "warnings.simplefilter('error', RuntimeWarning)  # jax's at-fork warning",
