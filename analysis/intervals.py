@@ -100,8 +100,8 @@ class Band:
             text += ("; widened by how far the leave-one-experiment-out refits move this prediction: "
                      "no published number of this kind checks it")
         if model_only:
-            text += "; a model-only estimate (no compiler cycles): the band of estimates with cycles, " \
-                    "not checked for it"
+            text += ("; modelled without compiler cycles: the band of the rows modelled with cycles, "
+                     "not checked for rows without")
         return text
 
 

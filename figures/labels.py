@@ -81,7 +81,7 @@ LABELS = {
     "reason_profiler_crashed": N_("libtpu's static profiler crashed (it compiles: VMEM verdict kept)"),
     "reason_no_static_profile": N_("this libtpu has no static profile"),
     "reason_extrapolation_failed": N_("a small grid of the same blocks could not be profiled"),
-    "reason_model_only": N_("; a model-only estimate is in the generations figure"),
+    "reason_model_only": N_("; a number modelled without compiler cycles is in the generations figure"),
     # what an experiment runs: its kernel's SPEC description (kernels/*.py), or one of these
     "description_blocks_of": N_("%(kernel)s's kernel over other block sizes"),
     "description_other": N_("Pallas kernel"),
