@@ -197,9 +197,15 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         rows=rows, lang=lang, targets=tuple(targets), measured=measured, advice=advice,
         best_vs_xla=best_table(rows) if best_vs_xla is None else best_vs_xla,
         correctness=correctness, config_yaml=config_yaml, figures_href=figures_href, commit=commit)
-    more_claims = [s.claims(inputs) for s in sections.studies() if s.claims]  # under other toolchains
-    inputs = dataclasses.replace(inputs, model=tables.timing_model_section(
-        rows, trans.gettext, claims=claims, fidelity=fidelity, constants=constants, more_claims=more_claims))
+    more = [(s, s.claims(inputs)) for s in sections.studies() if s.claims]  # under other toolchains
+    more_claims = [table for _, table in more]
+    model = tables.timing_model_section(rows, trans.gettext, claims=claims, fidelity=fidelity,
+                                        constants=constants, more_claims=more_claims)
+    # the files the claims section's rows come from: the core's, and each study's that added rows
+    model["claims_files"] = ", ".join(["results/claims.csv"] + [
+        f"results/{s.claims_table}.csv" for s, table in more if s.claims_table
+        and inputs.tables.get(s.claims_table) is not None and table is not None and len(table)])
+    inputs = dataclasses.replace(inputs, model=model)
     page, appendix = sections.rendered(inputs)
     studies = {a for s in sections.studies() for a in (s.anchor, f"appendix-{s.anchor}")}
     other = "zh" if lang == "en" else "en"

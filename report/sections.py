@@ -69,6 +69,7 @@ class Section:
     # claims section lists them after the core's, and the key findings give each of those toolchains a
     # column of its verdicts beside this run's (report/front.py)
     claims: Callable[[Inputs], pd.DataFrame] | None = None
+    claims_table: str | None = None  # of `tables`, the one those rows are read from (named in the report)
 
 
 REGISTRY: dict[str, Section] = {}

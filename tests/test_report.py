@@ -162,6 +162,12 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
         assert text not in without, text
     assert "claims.csv, fidelity.csv, best_vs_xla.csv." in first_page(without)
     assert "</html>" in without
+    # the claims section names the files its rows come from: the study's only where it added some
+    def claims_section(html):
+        return html[html.index('<section id="claims">'):].split("</section>")[0]
+    assert "checked against this run (results/claims.csv, results/then_and_now_claims.csv)." \
+        in claims_section(with_study)
+    assert "checked against this run (results/claims.csv)." in claims_section(without)
 
 
 def test_a_study_s_section_follows_the_anchor_it_names_in_the_registered_order():

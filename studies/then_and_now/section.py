@@ -142,6 +142,6 @@ def claims(inputs) -> pd.DataFrame:
 register(Section(
     anchor="then-and-now", title=N_("Then and now: the post's compiler against today's"),
     templates=HERE / "templates", body="then_and_now.html.j2", context=context,
-    tables=("then_and_now", "then_and_now_claims"), claims=claims,
+    tables=("then_and_now", "then_and_now_claims"), claims=claims, claims_table="then_and_now_claims",
     appendix="then_and_now_table.html.j2", appendix_title=N_("Then and now, every configuration"),
     style="style.css"))
