@@ -202,7 +202,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     model = tables.timing_model_section(rows, trans.gettext, claims=claims, fidelity=fidelity,
                                         constants=constants, more_claims=more_claims)
     # the files the claims section's rows come from: the core's, and each study's that added rows
-    model["claims_files"] = ", ".join(["results/claims.csv"] + [
+    model["claims_files"] = trans.gettext(", ").join(["results/claims.csv"] + [
         f"results/{s.claims_table}.csv" for s, table in more if s.claims_table
         and inputs.tables.get(s.claims_table) is not None and table is not None and len(table)])
     inputs = dataclasses.replace(inputs, model=model)

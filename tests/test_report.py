@@ -150,6 +150,7 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
     key findings, and its files to the sources; the report without the study (studies: []) has none of
     them and still builds."""
     with_study = render(table, "en", primary_toolchain="current", **result_files())
+    with_study_zh = render(table, "zh", primary_toolchain="current", **result_files())
     core = {anchor: s for anchor, s in sections.REGISTRY.items() if s not in sections.studies()}
     monkeypatch.setattr(sections, "REGISTRY", core)  # the core's sections only
     without = render(table, "en", primary_toolchain="current", **result_files())
@@ -168,6 +169,7 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
     assert "checked against this run (results/claims.csv, results/then_and_now_claims.csv)." \
         in claims_section(with_study)
     assert "checked against this run (results/claims.csv)." in claims_section(without)
+    assert "（results/claims.csv、results/then_and_now_claims.csv）" in claims_section(with_study_zh)
 
 
 def test_a_study_s_section_follows_the_anchor_it_names_in_the_registered_order():
