@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from tpu_matmul_repro.experiments.core import cache_dirs
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY_RUN = ("--configfile", "config/tiny.yaml", "--replace-workflow-config")
 CARRIED = Path("data/measured/v5e-tpu-vm.parquet")  # the tiny run's measurement from a TPU VM
@@ -79,3 +81,15 @@ def copy_run(run: Path, dest: Path) -> Path:
     """A copy of a finished run (results/ and .snakemake/ included, modification times kept) for a test
     to change: the shared run stays as it was made for the tests that only read it."""
     return Path(shutil.copytree(run, dest, symlinks=True))
+
+
+def warm_compiles_cold_outputs(folder: Path) -> Path:
+    """A cache folder whose compile entries are the user's (linked: the tiny run's compiles are warm)
+    and whose output cache is empty: every job that asks the output cache makes its outputs. A test that
+    reads what a job logs while it works runs with $TPU_MATMUL_REPRO_CACHE set to it: the user's output
+    cache may hold that job's outputs from an earlier run of the same test."""
+    folder.mkdir()
+    compiles = cache_dirs.cache_folder("compile")  # the tiny run's (None: turned off)
+    for shard in compiles.glob("??") if compiles and compiles.is_dir() else []:
+        (folder / shard.name).symlink_to(shard, target_is_directory=True)
+    return folder

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import runs
 from test_timing_model import TRUE
 
 from tpu_matmul_repro.advise import candidates, cli, request, search, table
@@ -493,7 +494,7 @@ ONE_NUMBER = {  # the post's experiments at 1024 and 2048 (29 published points: 
 
 @pytest.mark.slow
 @pytest.mark.compiler
-def test_one_configuration_gets_one_number_in_the_cli_the_advice_and_the_table(tmp_path, capsys):
+def test_one_configuration_gets_one_number_in_the_cli_the_advice_and_the_table(tmp_path, capsys, monkeypatch):
     """37.7: two non-square layers of one aspect (the larger's XLA estimate compared with the smaller's
     by the envelope) modelled alike by the compile study (results/matmul.parquet), the pipeline's
     advice job (results/advice/) and the CLI on that run's results/, intervals included; the advice
@@ -508,6 +509,7 @@ def test_one_configuration_gets_one_number_in_the_cli_the_advice_and_the_table(t
 
     import yaml
 
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(runs.warm_compiles_cold_outputs(tmp_path / "cache")))
     shutil.copytree(ROOT / "config", tmp_path / "config")
     (tmp_path / "config" / "one.yaml").write_text(yaml.safe_dump(ONE_NUMBER))
     shapes = ["1024x512x2048", "2048x1024x4096"]

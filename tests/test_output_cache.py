@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import runs
 
-from tpu_matmul_repro.experiments.core import cache_dirs, output_cache
+from tpu_matmul_repro.experiments.core import output_cache
 from tpu_matmul_repro.experiments.core.cache_dirs import CACHE_VARIABLE
 
 LOG = logging.getLogger("test")
@@ -128,16 +128,6 @@ def test_a_racing_store_of_the_same_key_does_not_fail(job, monkeypatch, caplog):
     assert "not stored" in caplog.text
 
 
-def _warm_compiles_cold_outputs(folder: Path) -> Path:
-    """A cache folder whose compile entries are the user's (linked: the tiny run's compiles are warm)
-    and whose output cache is empty: every job that asks the output cache makes its outputs."""
-    folder.mkdir()
-    compiles = cache_dirs.cache_folder("compile")  # the tiny run's (None: turned off)
-    for shard in compiles.glob("??") if compiles and compiles.is_dir() else []:
-        (folder / shard.name).symlink_to(shard, target_is_directory=True)
-    return folder
-
-
 def _asked_and_copied(repo: Path) -> tuple[set, set]:
     """The logs of the jobs that looked their outputs up, and of those whose outputs were copied."""
     logs = {p: p.read_text(errors="replace") for p in (repo / "logs").rglob("*.log")}
@@ -164,7 +154,7 @@ def test_two_runs_make_the_same_bytes_and_the_second_copies_every_cached_job(tin
     if named != {git_sha()}:  # e.g. a file edited while the suite runs: the inputs are not the same
         pytest.skip(f"the tiny run's rows name commit {sorted(named)}, this checkout is at {git_sha()}")
     repo = runs.copy_run(tiny_run, tmp_path / "repo")
-    env = dict(os.environ, **{CACHE_VARIABLE: str(_warm_compiles_cold_outputs(tmp_path / "cache"))})
+    env = dict(os.environ, **{CACHE_VARIABLE: str(runs.warm_compiles_cold_outputs(tmp_path / "cache"))})
     for run in ("made", "copied"):
         shutil.rmtree(repo / "results"), shutil.rmtree(repo / "logs")
         result = subprocess.run([sys.executable, "-m", "snakemake", *runs.TINY_RUN, "--cores", "1"],
