@@ -121,15 +121,18 @@ def test_hung_compile_becomes_a_timeout_row():
 
 
 @pytest.mark.compiler
-@pytest.mark.parametrize("case", [
-    Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128),    # 512 steps
-    Case("v3", "float32", 2048, 2048, 2048, 256, 256, 256),    # 512 steps
-    Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024),  # 128 steps
-    Case("v5", "bfloat16", 2048, 2048, 2048, 256, 2048, 512),   # one k step per tile
+@pytest.mark.parametrize("target, case", [
+    ("v5e", Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128)),    # 512 steps
+    ("v5e", Case("v3", "float32", 2048, 2048, 2048, 256, 256, 256)),    # 512 steps
+    ("v5e", Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024)),  # 128 steps
+    ("v5e", Case("v5", "bfloat16", 2048, 2048, 2048, 256, 2048, 512)),   # one k step per tile
+    ("v6e", Case("v5", "bfloat16", 4096, 4096, 4096, 256, 512, 1024)),   # 256 steps
+    ("v6e", Case("v5", "bfloat16", 2048, 2048, 2048, 128, 2048, 256)),   # one k step, 128 tiles
 ])
-def test_extrapolation_matches_full_profile_within_2_percent(v5e_profiler, case):
-    full = v5e_profiler.compile(case)["est_cycles"]
-    points = [(c, v5e_profiler.compile(c)["est_cycles"]) for c in extrapolate.reduced_cases(case)]
+def test_extrapolation_matches_full_profile_within_2_percent(compilers, target, case):
+    profiler = compilers(target, profile=True)
+    full = profiler.compile(case)["est_cycles"]
+    points = [(c, profiler.compile(c)["est_cycles"]) for c in extrapolate.reduced_cases(case)]
     assert all(extrapolate.grid_counts(c)[1] <= 16 for c, _ in points)  # seconds, not minutes
     predicted = extrapolate.predict(extrapolate.fit(points), case)
     assert abs(predicted / full - 1) < 0.02, (predicted, full)
@@ -237,6 +240,9 @@ def test_reduced_cases_keep_blocks_and_cap_grid():
     assert max(extrapolate.grid_counts(c)[1] for c in reduced) == 2 * 2 * 4
     v2 = Case("v2", "float32", 8192, 8192, 8192, 2048, 8192, 2048)
     assert all(c.m // c.bm == c.n // c.bn for c in extrapolate.reduced_cases(v2))
+    # a single k step and a single tile along m: the capped grids still give the line two points
+    one_k = Case("v5", "bfloat16", 512, 4096, 32768, 512, 4096, 1024)
+    assert sorted(extrapolate.grid_counts(c)[0] for c in extrapolate.reduced_cases(one_k)) == [1, 2]
     assert dataclasses.replace(case) == case
 
 
