@@ -255,6 +255,7 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
                      "not included); every TFLOP/s counts the shape's own FLOPs. XLA: the shape as it is.")
     lines.append(f"Modelled, not measured: libtpu {libtpu}'s deviceless compile for {target} through "
                  f"the timing model ({fitted.source}).")
+    lines += extrapolation_caveat(pallas, target, libtpu)
     timed = ranked[ranked.model_device_ms.notna()]
     if len(timed):  # each row has its own (its size band, widened by the refits' spread): the first's
         lines.append(f"Intervals (of the first row): {timed.interval.iloc[0]}.")
@@ -262,3 +263,18 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
         lines.append("Non-square: the model was fitted on the post's square problems only (m = k = n); "
                      "its per-step costs carry over, but no published number checks it at this aspect.")
     return lines
+
+
+def extrapolation_caveat(pallas: pd.DataFrame, target: str, libtpu: str) -> list[str]:
+    """A line where the candidates' cycles are extrapolated from small grids and the fit's recorded
+    errors for this target and libtpu (data/extrapolation_check.csv) exceed what the tests allow."""
+    from tpu_matmul_repro.experiments.compile_study import extrapolate
+
+    extrapolated = int((pallas.cycles_method == "extrapolated").sum())
+    errors = extrapolate.recorded_errors(target, libtpu)
+    if not extrapolated or not errors or max(map(abs, errors)) <= extrapolate.TESTED_PCT:
+        return []
+    return [f"Cycles of {extrapolated} candidates are extrapolated from small grids, and for {target} that "
+            f"fit is inexact: against full static profiles of {len(errors)} blocks (libtpu {libtpu}) it was "
+            f"off by {min(errors):+.1f} % to {max(errors):+.1f} % (data/extrapolation_check.csv). The "
+            "intervals do not include that error."]

@@ -606,3 +606,30 @@ def test_the_compiler_asks_two_buffers_of_each_block_where_the_floor_says_so():
             floor, method = search.vmem_floor(case, libtpu)
             result = compiler.compile(case, 128 << 20)  # the physical VMEM: each compiles and says its use
             assert method == search.DOUBLE_BUFFER_BOUND and result["vmem_bytes"] >= floor, (case, result)
+
+
+def _caveat_numbers(line: str) -> tuple[int, int, float, float]:
+    import re
+
+    found = re.search(r"Cycles of (\d+) candidates .* profiles of (\d+) blocks .* off by ([-+][\d.]+) % to "
+                      r"([-+][\d.]+) %", line)
+    assert found, line
+    return int(found[1]), int(found[2]), float(found[3]), float(found[4])
+
+
+def test_an_inexact_extrapolation_is_said_with_its_recorded_errors():
+    """The header's words against data/extrapolation_check.csv: where a target's recorded fit errors
+    exceed what the tests allow, the line gives their count and range; where they do not, no line."""
+    from tpu_matmul_repro.experiments.compile_study import extrapolate
+
+    record = pd.read_csv(extrapolate.CHECKED, dtype={"libtpu_version": str})
+    pallas = pd.DataFrame(dict(cycles_method=["extrapolated", "extrapolated", "profiled", ""]))
+    for (target, libtpu), errors in record.groupby(["target", "libtpu_version"]).error_pct:
+        lines = cli.extrapolation_caveat(pallas, target, libtpu)
+        if errors.abs().max() <= extrapolate.TESTED_PCT:
+            assert lines == [], (target, lines)
+            continue
+        assert _caveat_numbers(lines[0]) == (2, len(errors), round(errors.min(), 1), round(errors.max(), 1))
+        assert cli.extrapolation_caveat(pallas.iloc[2:], target, libtpu) == []  # nothing extrapolated
+    assert (record.error_pct.abs() > extrapolate.TESTED_PCT).any()  # the record holds a case to say
+    assert cli.extrapolation_caveat(pallas, "7x", "0.0.0-never-checked") == []

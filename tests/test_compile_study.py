@@ -17,6 +17,8 @@ from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.schema import ESTIMATE_STATUSES
 
+ROOT = Path(__file__).resolve().parent.parent
+
 # the module's compile workers (v5e, v5e_profiler) started once: every test of this file on one worker
 pytestmark = pytest.mark.xdist_group("compile_study")
 
@@ -470,3 +472,15 @@ def test_an_error_keeps_no_source_line_of_the_kernel():
     kept = readable_error(quoted)
     assert "source_line" not in kept and 'source_file="kernels/v2_parallel.py"' in kept
     assert kept.endswith("Scoped allocation with size 36.00M and limit 16.00M exceeded")
+
+
+def test_the_docs_quote_the_recorded_extrapolation_errors():
+    """docs/compile-study.md's table against data/extrapolation_check.csv (benchmarks/extrapolation.py):
+    each target's count and range of errors as recorded."""
+    record = pd.read_csv(extrapolate.CHECKED, dtype={"libtpu_version": str})
+    text = (ROOT / "docs" / "compile-study.md").read_text()
+    for (target, libtpu), errors in record.groupby(["target", "libtpu_version"], sort=False).error_pct:
+        row = f"| {target} | {libtpu} | {len(errors)} | {errors.min():+.2f} % to {errors.max():+.2f} % |"
+        assert row in text, row
+    v5e_v6e = record[record.target.isin(["v5e", "v6e"])].error_pct.abs()
+    assert v5e_v6e.max() <= extrapolate.TESTED_PCT  # what the accuracy test above holds them to

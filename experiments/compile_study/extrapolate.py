@@ -9,12 +9,18 @@ where steps = tiles), and predict the full grid. tests/test_compile_study.py che
 against full profiles on v5e and v6e (within 2 %); docs/model.md gives the measured errors, 7x's
 included, where libtpu 0.0.52's profile is not linear in the grid.
 """
+import csv
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.kernels.spec import SPLIT
+
+# benchmarks/extrapolation.py's record: full static profiles against this fit, per target and libtpu
+CHECKED = Path(__file__).resolve().parents[2] / "data" / "extrapolation_check.csv"
+TESTED_PCT = 2.0  # the error tests/test_compile_study.py allows on v5e and v6e
 
 # Reduced grids (tiles along m, tiles along n, k steps): three that separate c0, c_tile and c_step,
 # small enough to profile in a few seconds even for 1024-blocks (24 steps in all). The largest is the
@@ -67,3 +73,13 @@ def fit(profiles: list[tuple[Case, int]]) -> np.ndarray:
 def predict(coef: np.ndarray, case: Case) -> int:
     tiles, steps = grid_counts(case)
     return int(round(coef @ np.array([1.0, tiles, steps])))
+
+
+def recorded_errors(target: str, libtpu: str, path: Path = CHECKED) -> list[float]:
+    """The fit's errors (%, prediction / full profile - 1) that benchmarks/extrapolation.py recorded for
+    `target` with `libtpu`; empty where none were."""
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return [float(r["error_pct"]) for r in csv.DictReader(f)
+                if r["target"] == target and r["libtpu_version"] == libtpu]
