@@ -33,6 +33,7 @@ CASES = (  # 128 to 512 grid steps each: a full profile takes seconds on v5e and
     Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024),
     Case("v5", "bfloat16", 4096, 4096, 4096, 256, 512, 1024),
     Case("v5", "bfloat16", 4096, 4096, 4096, 1024, 512, 1024),
+    Case("v3", "float32", 2048, 2048, 2048, 256, 2048, 512),    # one k step
     Case("v5", "bfloat16", 2048, 2048, 2048, 256, 2048, 512),   # one k step
     Case("v5", "bfloat16", 4096, 4096, 4096, 512, 4096, 512),   # one k step
 )
