@@ -169,8 +169,11 @@ def model_texts(layout: models.Layout, asked: request.Request, parts: list[pd.Da
         summary = models.totals(layout, mine)
         first = next(iter(mine.values()))
         words = models.text(layout, target, chip(target).device_kind, asked.dtype, asked.kernel, summary)
+        pallas = pd.concat([t[t.kernel != "xla"] for t in mine.values()], ignore_index=True)
+        libtpu = ", ".join(sorted(set(pallas.libtpu_version.dropna().astype(str)))) or "?"
+        caveat = "".join(f"\n{line}" for line in extrapolation_caveat(pallas, target, libtpu))
         out.append(f"{words}\nModelled, not measured: {first.interval.iloc[0]}; model: "
-                   f"{first.model_source.iloc[0]}.")
+                   f"{first.model_source.iloc[0]}.{caveat}")
     return out
 
 

@@ -633,3 +633,23 @@ def test_an_inexact_extrapolation_is_said_with_its_recorded_errors():
         assert cli.extrapolation_caveat(pallas.iloc[2:], target, libtpu) == []  # nothing extrapolated
     assert (record.error_pct.abs() > extrapolate.TESTED_PCT).any()  # the record holds a case to say
     assert cli.extrapolation_caveat(pallas, "7x", "0.0.0-never-checked") == []
+
+
+def test_a_whole_model_on_7x_says_its_extrapolation_is_inexact():
+    """--model's text carries the same line as a shape's header, for the target's extrapolated rows."""
+    import types
+
+    from tpu_matmul_repro.advise import models
+    from tpu_matmul_repro.experiments.compile_study import extrapolate
+
+    layout = models.Layout("m", "m", 4096, (models.Projection("a", (4096, 4096, 4096), 1),))
+    ranked = table.ranked(found([(512, 1.0e-3), (256, 1.1e-3)], 0.9e-3), MODEL, "v5e")
+    asked = types.SimpleNamespace(targets=["7x"], dtype="bfloat16", kernel="v5")
+    errors = extrapolate.recorded_errors("7x", "0.0.52")
+    for method, says in (("extrapolated", True), ("profiled", False)):
+        rows = ranked.assign(target="7x", cycles_method=method, libtpu_version="0.0.52")
+        [text] = cli.model_texts(layout, asked, [rows])
+        assert ("fit is inexact" in text) == says, text
+        if says:
+            line = next(x for x in text.splitlines() if "fit is inexact" in x)
+            assert _caveat_numbers(line) == (2, len(errors), round(min(errors), 1), round(max(errors), 1))
