@@ -6,8 +6,10 @@ experiments/core/i18n.py, which the figures use too) holds each translation. The
 that lacks, or leaves empty, any message the project marks, so the languages cannot drift apart.
 """
 import base64
+import contextlib
 import dataclasses
 import io
+import os
 import string
 from pathlib import Path
 
@@ -341,8 +343,24 @@ def write_pdf(html: str, base_url: str, pdf_path, font_path, attachments=()) -> 
                                    created=when, modified=when) for path in attachments]
     base, fetch = checkout_independent_urls(base_url)
     document = weasyprint.HTML(string=html, base_url=base, url_fetcher=fetch)
-    write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=stylesheets, font_config=fonts,
-                                                          attachments=files))
+    with fonts_dated(when):
+        write_atomic(pdf_path, lambda tmp: document.write_pdf(tmp, stylesheets=stylesheets, font_config=fonts,
+                                                              attachments=files))
+
+
+@contextlib.contextmanager
+def fonts_dated(when):
+    """SOURCE_DATE_EPOCH set to `when` (unless already set) while the PDF is written: fontTools stamps
+    every font subset WeasyPrint embeds with the clock otherwise (its 'head' table's modified time), so
+    two renders of the same page a second apart differ in those bytes."""
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        yield
+        return
+    os.environ["SOURCE_DATE_EPOCH"] = str(int(when.timestamp()))
+    try:
+        yield
+    finally:
+        del os.environ["SOURCE_DATE_EPOCH"]
 
 
 def listing_paths(df: pd.DataFrame) -> list[str]:
