@@ -1,13 +1,14 @@
 """Predicting a large grid's estimated cycles from profiles of the same blocks on small grids.
 
 libtpu's static profile walks every grid step (about 2 ms per step on a 2-core machine): an 8192^3
-product in 128-blocks has 262,144 steps. Its cycles are nearly linear in the grid, so we fit
+product in 128-blocks has 262,144 steps. On v5e and v6e its cycles are nearly linear in the grid, so
+we fit
     cycles = c0 + c_tile * tiles + c_step * steps
 (tiles: output blocks, each with its k loop's set-up and write-back; steps: grid points) on three
 reduced problems with the same blocks and at most 2 x 2 tiles x 4 k steps (two with a single k step,
 where steps = tiles), and predict the full grid. tests/test_compile_study.py checks predictions
-against full profiles on v5e and v6e (within 2 %); docs/model.md gives the measured errors, 7x's
-included, where libtpu 0.0.52's profile is not linear in the grid.
+against full profiles on v5e and v6e (within 2 %); docs/compile-study.md gives the measured errors,
+7x's included, where libtpu 0.0.52's profile is not linear in the grid.
 """
 import csv
 import dataclasses
