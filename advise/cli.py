@@ -170,8 +170,8 @@ def model_texts(layout: models.Layout, asked: request.Request, parts: list[pd.Da
         first = next(iter(mine.values()))
         words = models.text(layout, target, chip(target).device_kind, asked.dtype, asked.kernel, summary)
         pallas = pd.concat([t[t.kernel != "xla"] for t in mine.values()], ignore_index=True)
-        libtpu = ", ".join(sorted(set(pallas.libtpu_version.dropna().astype(str)))) or "?"
-        caveat = "".join(f"\n{line}" for line in extrapolation_caveat(pallas, target, libtpu))
+        lines = extrapolation_caveat(pallas, target, libtpu_of(pallas))
+        caveat = "".join(f"\n{line}" for line in lines)
         out.append(f"{words}\nModelled, not measured: {first.interval.iloc[0]}; model: "
                    f"{first.model_source.iloc[0]}.{caveat}")
     return out
@@ -241,7 +241,7 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
     c = chip(target)
     pallas = ranked[ranked.kernel != "xla"]
     counts = pallas.status.value_counts().to_dict()
-    libtpu = ", ".join(sorted(set(ranked.libtpu_version.dropna().astype(str)))) or "?"
+    libtpu = libtpu_of(ranked)
     m, k, n = shape
     default = c.default_vmem_limit_bytes
     limit = (f"{target}'s default" if found.limit == default
@@ -266,6 +266,11 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
         lines.append("Non-square: the model was fitted on the post's square problems only (m = k = n); "
                      "its per-step costs carry over, but no published number checks it at this aspect.")
     return lines
+
+
+def libtpu_of(rows: pd.DataFrame) -> str:
+    """The libtpu versions the rows were compiled with, as the header names them."""
+    return ", ".join(sorted(set(rows.libtpu_version.dropna().astype(str)))) or "?"
 
 
 def extrapolation_caveat(pallas: pd.DataFrame, target: str, libtpu: str) -> list[str]:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from tpu_matmul_repro.advise.cli import checked_config, compiler_for
 from tpu_matmul_repro.experiments.compile_study import extrapolate
+from tpu_matmul_repro.experiments.compile_study.study import job_versions
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.provenance import provenance
@@ -43,7 +44,7 @@ def check(target: str, config: dict) -> list[dict]:
     compiler = compiler_for(target, config)
     python = compiler.get("python")
     options = dict(python=python, env=compiler.get("env"), toolchain=compiler["toolchain"] if python else "")
-    libtpu = (compiler.get("versions") or {}).get("libtpu") or provenance()["libtpu_version"]
+    libtpu = job_versions(compiler.get("versions"))["libtpu_version"]
     rows = []
     with Compiler(target, profile=True, timeout_s=1800, **options) as profiler:
         for case in CASES:
@@ -57,10 +58,10 @@ def check(target: str, config: dict) -> list[dict]:
             points = [(c, profiler.compile(c)["est_cycles"]) for c in extrapolate.reduced_cases(case)]
             fit_s = time.perf_counter() - start
             predicted = extrapolate.predict(extrapolate.fit(points), case)
-            tiles, steps = extrapolate.grid_counts(case)
             rows.append(dict(target=target, libtpu_version=libtpu, kernel=case.kernel, dtype=case.dtype,
                              m=case.m, k=case.k, n=case.n, bm=case.bm, bk=case.bk, bn=case.bn,
-                             grid_steps=steps, full_cycles=full["est_cycles"], predicted_cycles=predicted,
+                             grid_steps=extrapolate.grid_counts(case)[1], full_cycles=full["est_cycles"],
+                             predicted_cycles=predicted,
                              error_pct=round(100 * (predicted / full["est_cycles"] - 1), 2),
                              small_grids=len(points), full_s=round(full_s, 1), fit_s=round(fit_s, 1)))
             print(f"{target} {case.label()}: {rows[-1]['error_pct']:+.2f} %", file=sys.stderr)
