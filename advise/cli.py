@@ -279,10 +279,11 @@ def extrapolation_caveat(pallas: pd.DataFrame, target: str, libtpu: str) -> list
     from tpu_matmul_repro.experiments.compile_study import extrapolate
 
     extrapolated = int((pallas.cycles_method == "extrapolated").sum())
-    errors = extrapolate.recorded_errors(target, libtpu)
-    if not extrapolated or not errors or max(map(abs, errors)) <= extrapolate.TESTED_PCT:
+    found = extrapolate.inexact(target, libtpu)
+    if not extrapolated or not found:
         return []
+    lo, hi, blocks = found
     return [f"Cycles of {extrapolated} candidates are extrapolated from small grids, and for {target} that "
-            f"fit is inexact: against full static profiles of {len(errors)} blocks (libtpu {libtpu}) it was "
-            f"off by {min(errors):+.1f} % to {max(errors):+.1f} % (data/extrapolation_check.csv). The "
+            f"fit is inexact: against full static profiles of {blocks} blocks (libtpu {libtpu}) it was "
+            f"off by {lo:+.1f} % to {hi:+.1f} % (data/extrapolation_check.csv). The "
             "intervals do not include that error."]

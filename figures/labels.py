@@ -77,6 +77,10 @@ LABELS = {
                            "model; hollow, dotted: model only (no compiler cycles: libtpu's static "
                            "profiler aborts for this target), from the chip's peak, HBM bandwidth and the "
                            "model's constants alone, less certain"),
+    "extrapolation_inexact": N_("%(target)s: cycles of %(n)s of its %(points)s best Pallas points are "
+                                "extrapolated from small grids, a fit that libtpu %(libtpu)s's full "
+                                "profiles put off by %(lo)+.1f %% to %(hi)+.1f %% on %(blocks)s blocks "
+                                "(data/extrapolation_check.csv); the numbers do not include that error"),
     "missing_cycles": N_("no estimate drawn at %(sizes)s for %(label)s: %(reason)s"),
     "reason_profiler_crashed": N_("libtpu's static profiler crashed (it compiles: VMEM verdict kept)"),
     "reason_no_static_profile": N_("this libtpu has no static profile"),

@@ -622,16 +622,48 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     return fig
 
 
-def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, narrow: bool = False):
-    """The best estimated Pallas configuration and XLA per size, one colour per TPU generation
-    (`narrow`: the phone's variant)."""
+def generation_view(df: pd.DataFrame, experiment: str, dtype: str) -> tuple[pd.DataFrame, bool]:
+    """(the rows a generations figure draws from, whether they are modelled device times): the post's
+    own configurations at the default limit that compiled, with a number to draw."""
     # The post's own configurations on every target: the block search runs on some targets only, and a
     # best over it on one generation against the post's five blocks on another would not compare alike.
     rows = default_limit(post_configs(df[(df.source == "estimate") & (df.experiment == experiment)
                                          & (df.dtype == dtype) & (df.status == "ok")]))
     rows, device = modelled(rows, "model_device_tflops")
-    rows = rows[rows.tflops.notna() | (model_only(rows) & device)]
-    notes = flagged_line(rows, lang)
+    return rows[rows.tflops.notna() | (model_only(rows) & device)], device
+
+
+def best_points(pallas: pd.DataFrame) -> pd.DataFrame:
+    """The row of the best configuration at each size (by its drawn TFLOP/s), sizes in order."""
+    pallas = pallas[pallas.tflops.notna()]
+    return pallas.loc[pallas.groupby("m").tflops.idxmax()].sort_values("m")
+
+
+def extrapolation_notes(rows: pd.DataFrame, lang: str) -> list[str]:
+    """A note per target whose drawn best points include cycles extrapolated from small grids where the
+    recorded check of that extrapolation (data/extrapolation_check.csv) found it off by more than the
+    tests allow (extrapolate.inexact)."""
+    from tpu_matmul_repro.experiments.compile_study import extrapolate
+
+    notes = []
+    for target in sorted(set(rows.target), key=generation_order):
+        drawn = best_points(rows[(rows.target == target) & is_pallas(rows.kernel)])
+        hit = drawn[drawn.cycles_method == "extrapolated"]
+        for libtpu in sorted(set(hit.libtpu_version.dropna())):
+            found = extrapolate.inexact(target, libtpu)
+            if found:
+                lo, hi, blocks = found
+                notes.append(text(lang, "extrapolation_inexact", target=target, libtpu=libtpu,
+                                  n=int((hit.libtpu_version == libtpu).sum()), points=len(drawn), lo=lo,
+                                  hi=hi, blocks=blocks))
+    return notes
+
+
+def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, narrow: bool = False):
+    """The best estimated Pallas configuration and XLA per size, one colour per TPU generation
+    (`narrow`: the phone's variant)."""
+    rows, device = generation_view(df, experiment, dtype)
+    notes = flagged_line(rows, lang) + extrapolation_notes(rows, lang)
     rows = rows[~flagged(rows)]
     # two to an A4 page in the report; narrow: the phone's variant, its legend in one column
     fig, ax = plt.subplots(figsize=(NARROW_INCHES, 4.6) if narrow else (6.4, 3.8))
@@ -652,7 +684,7 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, n
             ax.plot(best.index, best.values, color=color, linestyle=":", marker="o", markersize=5,
                     markerfacecolor="white", label=text(lang, "best_pallas_model_only", target=target))
         else:
-            best = pallas[~bare].groupby("m").tflops.max()
+            best = best_points(pallas[~bare]).set_index("m").tflops
             ax.plot(best.index, best.values, color=color, linestyle="--", marker="o", markersize=4,
                     label=text(lang, "best_pallas", target=target))
         ax.plot(xla.m, xla.tflops, color=color, linestyle="--", marker="^", markersize=4, alpha=0.6,

@@ -23,7 +23,12 @@ rule advice:
     threads: 2  # two pairs of compile workers at once; --cores 1 gives it one
     params:
         request=lambda wc: settings(advice_request(wc.shape)),
-        code=code("scripts/advice.py", "CITATION.cff", "locale/*/LC_MESSAGES/*.po"),
+        code=code(
+            "scripts/advice.py",
+            "CITATION.cff",
+            "locale/*/LC_MESSAGES/*.po",
+            "data/extrapolation_check.csv",
+        ),
     script:
         "../scripts/advice.py"
 

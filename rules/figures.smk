@@ -15,11 +15,13 @@ rule figures:
     threads: 2
     params:
         figures=lambda wc: settings(FIGURES),
-        # CITATION.cff: the citation embedded in every file; the catalog: the words in every language
+        # CITATION.cff: the citation embedded in every file; the catalog: the words in every language;
+        # the extrapolation check: the generations figures' notes on inexact cycles
         code=code(
             "scripts/draw_figures.py",
             "figures/*.mplstyle",
             "CITATION.cff",
+            "data/extrapolation_check.csv",
             "locale/*/LC_MESSAGES/*.po",
             *STUDY_CATALOGS,
             modules=study_modules("specs", "figure"),
@@ -53,6 +55,7 @@ rule gallery:
         code=code(
             "scripts/gallery.py",
             "locale/*/LC_MESSAGES/*.po",
+            "data/extrapolation_check.csv",
             *STUDY_CATALOGS,
             modules=study_modules("specs", "figure"),
         ),

@@ -48,6 +48,7 @@ rule report:
             "kernels/*.py",
             "figures/*.mplstyle",
             "CITATION.cff",
+            "data/extrapolation_check.csv",
             modules=study_modules("specs", "figure", "section"),
         ),
     script:

@@ -9,6 +9,7 @@ from pathlib import Path
 os.environ["JAX_PLATFORMS"] = "cpu"
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import runs  # noqa: E402
 
@@ -144,3 +145,20 @@ def table():
         row("v1", "v1", "float32", 2048, status="failed", source="published", limit=None),
     ], {}).drop(columns=["jax_version", "libtpu_version", "git_sha"])
     return combine([estimates], published)
+
+
+def generations_with_extrapolated(table) -> pd.DataFrame:
+    """The table's estimates on v5e, v6e and 7x (7x with libtpu 0.0.52), the Pallas rows' cycles marked
+    extrapolated on v6e and 7x."""
+    est = table[table.source == "estimate"]
+    pallas = est.kernel != "xla"
+    v6e = est.assign(target="v6e", cycles_method=np.where(pallas, "extrapolated", ""))
+    x7 = v6e.assign(target="7x", libtpu_version="0.0.52")
+    return pd.concat([table, v6e, x7], ignore_index=True)
+
+
+def recorded_range(target, libtpu):
+    path = Path(__file__).resolve().parent.parent / "data" / "extrapolation_check.csv"
+    check = pd.read_csv(path, dtype={"libtpu_version": str})
+    errors = check[(check.target == target) & (check.libtpu_version == libtpu)].error_pct
+    return errors.min(), errors.max(), len(errors)

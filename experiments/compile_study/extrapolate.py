@@ -84,3 +84,13 @@ def recorded_errors(target: str, libtpu: str, path: Path = CHECKED) -> list[floa
     with path.open(newline="") as f:
         return [float(r["error_pct"]) for r in csv.DictReader(f)
                 if r["target"] == target and r["libtpu_version"] == libtpu]
+
+
+def inexact(target: str, libtpu: str, path: Path = CHECKED) -> tuple[float, float, int] | None:
+    """(smallest error %, largest, blocks checked) where the recorded check of `target` with `libtpu`
+    found the fit off by more than TESTED_PCT for some block; None where it did not, or none is
+    recorded."""
+    errors = recorded_errors(target, libtpu, path)
+    if not errors or max(map(abs, errors)) <= TESTED_PCT:
+        return None
+    return min(errors), max(errors), len(errors)
