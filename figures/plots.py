@@ -648,14 +648,9 @@ def extrapolation_notes(rows: pd.DataFrame, lang: str) -> list[str]:
     notes = []
     for target in sorted(set(rows.target), key=generation_order):
         drawn = best_points(rows[(rows.target == target) & is_pallas(rows.kernel)])
-        hit = drawn[drawn.cycles_method == "extrapolated"]
-        for libtpu in sorted(set(hit.libtpu_version.dropna())):
-            found = extrapolate.inexact(target, libtpu)
-            if found:
-                lo, hi, blocks = found
-                notes.append(text(lang, "extrapolation_inexact", target=target, libtpu=libtpu,
-                                  n=int((hit.libtpu_version == libtpu).sum()), points=len(drawn), lo=lo,
-                                  hi=hi, blocks=blocks))
+        for libtpu, n, (lo, hi, blocks) in extrapolate.inexact_rows(drawn, target):
+            notes.append(text(lang, "extrapolation_inexact", target=target, libtpu=libtpu, n=n,
+                              points=len(drawn), lo=lo, hi=hi, blocks=blocks))
     return notes
 
 

@@ -138,14 +138,8 @@ def extrapolation_caveat(ranked: pd.DataFrame, target: str, gettext=_same) -> st
 
     if "cycles_method" not in ranked:
         return ""
-    hit = ranked[ranked.cycles_method == "extrapolated"]
-    for libtpu in sorted(set(hit.libtpu_version.dropna().astype(str))):
-        found = extrapolate.inexact(target, libtpu)
-        if found:
-            lo, hi, blocks = found
-            return gettext(EXTRAPOLATION_INEXACT) % dict(
-                n=int((hit.libtpu_version.astype(str) == libtpu).sum()), libtpu=libtpu, lo=lo, hi=hi,
-                blocks=blocks)
+    for libtpu, n, (lo, hi, blocks) in extrapolate.inexact_rows(ranked, target)[:1]:
+        return gettext(EXTRAPOLATION_INEXACT) % dict(n=n, libtpu=libtpu, lo=lo, hi=hi, blocks=blocks)
     return ""
 
 

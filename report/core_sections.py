@@ -327,8 +327,8 @@ def extrapolation_sentences(methods: list[dict], gettext) -> list[str]:
             out.append(gettext(EXTRAPOLATION_UNCHECKED) % fields)
             continue
         fields |= dict(lo=min(errors), hi=max(errors), blocks=len(errors), tested=extrapolate.TESTED_PCT)
-        inexact = extrapolate.inexact(r["target"], r["libtpu"])
-        out.append(gettext(EXTRAPOLATION_INEXACT if inexact else EXTRAPOLATION_CHECKED) % fields)
+        beyond = extrapolate.beyond_tested(errors)
+        out.append(gettext(EXTRAPOLATION_INEXACT if beyond else EXTRAPOLATION_CHECKED) % fields)
     return out
 
 

@@ -91,6 +91,20 @@ def inexact(target: str, libtpu: str, path: Path = CHECKED) -> tuple[float, floa
     found the fit off by more than TESTED_PCT for some block; None where it did not, or none is
     recorded."""
     errors = recorded_errors(target, libtpu, path)
-    if not errors or max(map(abs, errors)) <= TESTED_PCT:
+    if not errors or not beyond_tested(errors):
         return None
     return min(errors), max(errors), len(errors)
+
+
+def beyond_tested(errors: list[float]) -> bool:
+    """Whether recorded errors exceed what the tests allow on v5e and v6e."""
+    return max(map(abs, errors)) > TESTED_PCT
+
+
+def inexact_rows(rows, target: str) -> list[tuple[str, int, tuple[float, float, int]]]:
+    """(libtpu, how many of `rows` it extrapolated, inexact's range) for each libtpu of `rows` (one
+    target's table rows) whose extrapolated cycles rest on an inexact recorded check."""
+    hit = rows[rows.cycles_method == "extrapolated"]
+    versions = hit.libtpu_version.dropna().astype(str)
+    return [(libtpu, int((versions == libtpu).sum()), found) for libtpu in sorted(set(versions))
+            if (found := inexact(target, libtpu))]
