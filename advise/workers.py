@@ -36,7 +36,8 @@ class Workers:
 
         def rows(pair, jobs):
             progress = Progress(sum(len(job.cases) for job in jobs), log)
-            return [row for job in jobs for row in job_rows(job, *pair, progress)]
+            return [row for job in jobs
+                    for row in job_rows(job, *pair, progress, self.versions["libtpu_version"])]
 
         with concurrent.futures.ThreadPoolExecutor(max(1, len(parts))) as pool:
             done = list(pool.map(rows, self.pairs, parts))

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
-from tpu_matmul_repro.experiments.compile_study.study import job_versions, run_job, run_jobs
+from tpu_matmul_repro.experiments.compile_study.study import job_versions, run_job, run_jobs, single_step_axes
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core import compiler_output
 from tpu_matmul_repro.experiments.core.cases import Case
@@ -246,6 +246,53 @@ def test_reduced_cases_keep_blocks_and_cap_grid():
     one_k = Case("v5", "bfloat16", 512, 4096, 32768, 512, 4096, 1024)
     assert sorted(extrapolate.grid_counts(c)[0] for c in extrapolate.reduced_cases(one_k)) == [1, 2]
     assert dataclasses.replace(case) == case
+
+
+LARGE = extrapolate.large_operand_bytes("7x", "0.0.52")
+
+
+@pytest.mark.parametrize("case", [
+    Case("v5", "bfloat16", 8192, 4096, 14336, 512, 512, 2048),
+    Case("v5", "bfloat16", 8192, 4096, 14336, 1024, 4096, 512),   # one k step
+    Case("v5", "bfloat16", 8192, 4096, 14336, 128, 128, 128),
+    Case("v5", "bfloat16", 256, 4096, 128256, 256, 512, 1024),    # one tile along m
+    Case("v5", "bfloat16", 512, 32768, 1024, 512, 4096, 1024),     # one tile
+    Case("v3", "float32", 8192, 8192, 8192, 128, 128, 128),
+    Case("v5", "int8", 8192, 8192, 8192, 512, 512, 512),
+])
+def test_large_operand_grids_stay_in_the_case_s_regime_and_determine_its_cycles(case):
+    """A case past 7x's large-operand threshold is fitted on grids past it too, each with the case's
+    blocks and single-step axes, fewer steps in all than the case, and a design that fixes the case's
+    cycles: a profile linear in tiles and steps is predicted exactly."""
+    reduced = extrapolate.reduced_cases(case, LARGE)
+    assert all(extrapolate.operand_bytes(c) >= LARGE for c in reduced)
+    assert {(c.bm, c.bk, c.bn) for c in reduced} == {(case.bm, case.bk, case.bn)}
+    assert all(single_step_axes(c) == single_step_axes(case) for c in reduced)
+    assert sum(extrapolate.grid_counts(c)[1] for c in reduced) < extrapolate.grid_counts(case)[1]
+    assert extrapolate.representative(case, LARGE) in reduced
+    for c0, c_tile, c_step in [(5000, 300, 2000), (-800, 4100, 950)]:
+        def linear(c, c0=c0, c_tile=c_tile, c_step=c_step):
+            tiles, steps = extrapolate.grid_counts(c)
+            return c0 + c_tile * tiles + c_step * steps
+
+        fitted = extrapolate.fit([(c, linear(c)) for c in reduced])
+        assert abs(extrapolate.predict(fitted, case) - linear(case)) <= 2
+
+
+def test_cases_below_the_threshold_or_without_one_keep_the_small_grids():
+    below = Case("v5", "bfloat16", 2048, 2048, 2048, 256, 512, 512)  # 16 MiB of operands
+    big = Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)
+    assert extrapolate.operand_bytes(below) < LARGE <= extrapolate.operand_bytes(big)
+    assert extrapolate.reduced_cases(below, LARGE) == extrapolate.reduced_cases(below)
+    assert extrapolate.large_operand_bytes("v5e", "0.0.42.1") is None
+    assert extrapolate.reduced_cases(big, None) == extrapolate.reduced_cases(big)
+    assert max(extrapolate.grid_counts(c)[1] for c in extrapolate.reduced_cases(big)) == 16
+    # where no design has fewer steps than the case, or no smaller grid reaches the threshold, the case
+    # is profiled whole
+    whole = Case("v3", "float32", 2048, 2048, 2048, 256, 256, 256)
+    assert extrapolate.reduced_cases(whole, 4 * extrapolate.operand_bytes(whole) // 5) == [whole]
+    assert extrapolate.reduced_cases(whole, extrapolate.operand_bytes(whole) * 19 // 20) == [whole]
+    assert len(extrapolate.reduced_cases(whole, extrapolate.operand_bytes(whole) // 2)) == 2
 
 
 @pytest.mark.compiler

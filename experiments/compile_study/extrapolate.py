@@ -1,23 +1,29 @@
 """Predicting a large grid's estimated cycles from profiles of the same blocks on small grids.
 
-libtpu's static profile walks every grid step (about 2 ms per step on a 2-core machine): an 8192^3
+libtpu's static profile walks every grid step (milliseconds per step on a 2-core machine): an 8192^3
 product in 128-blocks has 262,144 steps. On v5e and v6e its cycles are nearly linear in the grid, so
 we fit
     cycles = c0 + c_tile * tiles + c_step * steps
 (tiles: output blocks, each with its k loop's set-up and write-back; steps: grid points) on three
 reduced problems with the same blocks and at most 2 x 2 tiles x 4 k steps (two with a single k step,
 where steps = tiles), and predict the full grid. tests/test_compile_study.py checks predictions
-against full profiles on v5e and v6e (within 2 %); docs/compile-study.md gives the measured errors,
-7x's included, where libtpu 0.0.52's profile is not linear in the grid.
+against full profiles on v5e and v6e (within 2 %).
+
+libtpu 0.0.52's profile of 7x is linear too, but in two regimes set by the bytes of the two operands
+(LARGE_OPERANDS): a problem past the threshold is fitted on grids past it (large_operand_grids),
+whose profiles also take seconds where the small grids' below it took up to a minute.
+docs/compile-study.md gives the measured errors (benchmarks/extrapolation.py).
 """
 import csv
 import dataclasses
+import functools
 from pathlib import Path
 
 import numpy as np
 
 from tpu_matmul_repro.experiments.core.cases import Case
-from tpu_matmul_repro.kernels.spec import SPLIT
+from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE
+from tpu_matmul_repro.kernels.spec import BLOCKS, SPLIT
 
 # benchmarks/extrapolation.py's record: full static profiles against this fit, per target and libtpu
 CHECKED = Path(__file__).resolve().parents[2] / "data" / "extrapolation_check.csv"
@@ -31,6 +37,15 @@ POINTS = ((2, 1, 2), (1, 1, 4), (2, 2, 4))
 # when a grid of more than 16 steps caps them.
 POINTS_ONE_K_STEP = ((2, 1, 1), (4, 2, 1))
 
+# (target, libtpu) -> the bytes of A and B from which the static profile is in its large-operand
+# regime. On 7x, libtpu 0.0.52's cycles per step change by up to a quarter across it, so a fit on
+# grids below it was off by up to a third for problems above it (data/extrapolation_check.csv before
+# large_operand_grids), and its profiles there take 10-60 s, not 1-3 s. A scan of 216 grids of one
+# block shape put the jump between 21 and 22 MiB of A + B, whatever the grid's shape.
+LARGE_OPERANDS = {("7x", "0.0.52"): 22 * 2**20}
+# Grid extents searched for the base of a large-operand design (and each axis's full extent).
+SEARCHED_EXTENT = 64
+
 
 def grid_counts(case: Case) -> tuple[int, int]:
     """(tiles, steps) of a case's grid."""
@@ -39,8 +54,23 @@ def grid_counts(case: Case) -> tuple[int, int]:
     return tiles, int(np.prod(grid))
 
 
-def reduced_cases(case: Case) -> list[Case]:
-    """Small problems with the case's blocks whose grids span the fit (capped at the case's grid)."""
+def operand_bytes(case: Case) -> int:
+    return ITEMSIZE[case.dtype] * (case.m * case.k + case.k * case.n)
+
+
+def large_operand_bytes(target: str, libtpu: str) -> int | None:
+    """The threshold of LARGE_OPERANDS for `target` with `libtpu`; None where the profile has one regime."""
+    return LARGE_OPERANDS.get((target, libtpu))
+
+
+def reduced_cases(case: Case, large_operands: int | None = None) -> list[Case]:
+    """Problems with the case's blocks whose grids span the fit (capped at the case's grid): small
+    ones, or where `large_operands` (large_operand_bytes) is given and the case's operands reach it,
+    large_operand_grids' (the case alone where profiling it is cheaper)."""
+    if large_operands and case.facts.grid == BLOCKS and operand_bytes(case) >= large_operands:
+        large = large_operand_grids(case, large_operands)
+        if large:
+            return large
     grid = case.grid()
     gi, gj = grid[0], grid[1]
     gk = grid[2] if len(grid) == 3 else 1
@@ -57,10 +87,48 @@ def reduced_cases(case: Case) -> list[Case]:
     return out
 
 
-def representative(case: Case) -> Case:
+@functools.cache  # the VMEM verdict's representative and the fit ask for it
+def large_operand_grids(case: Case, threshold: int) -> list[Case] | None:
+    """Grids of a 3-D block case whose operands reach `threshold`, for a fit in the regime of the case:
+    a base grid, the same with twice its tiles along m (or n; none where the base has all of them),
+    and with twice its k steps (or all; none where the base has all of them); each with more than one
+    step along every axis where the case has more than one. The design with the fewest steps in all;
+    [case] where that is not fewer than the case's own steps (as where only the case reaches the
+    threshold); None where not even the case does."""
+    gi, gj, gk = case.grid()
+    itemsize = ITEMSIZE[case.dtype]
+    best = None
+    for a in _extents(gi):
+        for b in _extents(gj):
+            per_k_step = itemsize * case.bk * (a * case.bm + b * case.bn)
+            c = max(min(2, gk), -(-threshold // per_k_step))
+            if c > gk:
+                continue
+            # A base with all k steps needs no k point (the case's steps are gk times its tiles too:
+            # its cycles lie on the line through two tile counts), one with all tiles no tile point.
+            tiles = [] if (a, b) == (gi, gj) else [(min(2 * a, gi), b, c) if a < gi
+                                                    else (a, min(2 * b, gj), c)]
+            points = [(a, b, c), *tiles] + ([(a, b, min(2 * c, gk))] if c < gk else [])
+            cost = sum(x * y * z for x, y, z in points)
+            if best is None or cost < best[0]:
+                best = (cost, points)
+    if best is None:
+        return None
+    if best[0] >= grid_counts(case)[1]:
+        return [case]
+    return [dataclasses.replace(case, m=case.bm * a, n=case.bn * b, k=case.bk * c) for a, b, c in best[1]]
+
+
+def _extents(full: int) -> list[int]:
+    """Grid extents along an axis to search: from 2 (1 where the case has one step) to SEARCHED_EXTENT,
+    and the full extent."""
+    return sorted({*range(min(2, full), min(full, SEARCHED_EXTENT) + 1), full})
+
+
+def representative(case: Case, large_operands: int | None = None) -> Case:
     """The largest of the case's reduced grids: the same blocks, and a single step along exactly the
     axes where the case has one, so the compiler lays out (and double-buffers) VMEM as for the case."""
-    return max(reduced_cases(case), key=lambda c: grid_counts(c)[1])
+    return max(reduced_cases(case, large_operands), key=lambda c: grid_counts(c)[1])
 
 
 def fit(profiles: list[tuple[Case, int]]) -> np.ndarray:

@@ -54,8 +54,8 @@ class CycleEstimator:
     """Compiles with libtpu's static profile: VMEM and cycles of Pallas cases, directly when the grid is
     small, else fitted from small grids of the same blocks."""
 
-    def __init__(self, profiler: Compiler, max_steps: int):
-        self.profiler, self.max_steps = profiler, max_steps
+    def __init__(self, profiler: Compiler, max_steps: int, large_operands: int | None = None):
+        self.profiler, self.max_steps, self.large_operands = profiler, max_steps, large_operands
         self._results = {}  # (case, limit) -> the profiled compile's result
         # case -> cycles, shared by the fits of all sizes with the same blocks. A case's cycles are
         # those of the first limit it compiled at: a raised VMEM limit changes whether a kernel fits,
@@ -79,7 +79,10 @@ class CycleEstimator:
     def cycles(self, case: Case, limit: int | None) -> tuple[int | None, str]:
         if extrapolate.grid_counts(case)[1] <= self.max_steps:
             return self._profile(case, limit), "profiled"
-        points = [(c, self._profile(c, limit)) for c in extrapolate.reduced_cases(case)]
+        reduced = extrapolate.reduced_cases(case, self.large_operands)
+        if reduced == [case]:  # a large-operand case cheaper to profile whole than to fit
+            return self._profile(case, limit), "profiled"
+        points = [(c, self._profile(c, limit)) for c in reduced]
         if any(cycles is None for _, cycles in points):
             return None, "extrapolation_failed"
         return extrapolate.predict(extrapolate.fit(points), case), "extrapolated"
@@ -135,16 +138,20 @@ def run_jobs(jobs, *, stderr=None, python: str | None = None, env: dict | None =
             Compiler(target, profile=True, cache=cache.for_target(target, True, row_versions),
                      **workers) as profiler:
         progress = Progress(sum(len(job.cases) for job in jobs), log)  # one count for the whole batch
-        rows = [row for job in jobs for row in job_rows(job, compiler, profiler, progress)]
+        rows = [row for job in jobs
+                for row in job_rows(job, compiler, profiler, progress, row_versions["libtpu_version"])]
         for name, worker in (("plain", compiler), ("profiled", profiler)):
             if worker.cache:
                 log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
     return frame(rows, row_versions)
 
 
-def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progress) -> list[dict]:
-    """The rows of one job, compiled with the given plain and profiling workers (run_jobs)."""
-    estimator = CycleEstimator(profiler, job.profile_max_steps)
+def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progress,
+             libtpu: str = "") -> list[dict]:
+    """The rows of one job, compiled with the given plain and profiling workers (run_jobs) of a
+    toolchain with `libtpu` (its profile's regimes: extrapolate.large_operand_bytes)."""
+    large_operands = extrapolate.large_operand_bytes(job.target, libtpu)
+    estimator = CycleEstimator(profiler, job.profile_max_steps, large_operands)
     crashed = []  # the first crash of the profiler in this job, if any
 
     def one(case: Case, limit: int | None) -> dict:
@@ -179,7 +186,8 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
         (tests/test_compile_study.py checks this against full compiles): one profiled compile of a
         small grid of the same shape of steps gives the VMEM verdict, and is also the largest of the
         small grids the cycle fit profiles. Other kernels come here only with small grids."""
-        probe = case if small_grid(case) or case.facts.grid != BLOCKS else extrapolate.representative(case)
+        probe = (case if small_grid(case) or case.facts.grid != BLOCKS
+                 else extrapolate.representative(case, large_operands))
         vmem_method = "compiled" if probe == case else "representative"
         if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
             result = compiler.compile(probe, limit)
