@@ -151,7 +151,8 @@ def recorded_errors(target: str, libtpu: str, path: Path = CHECKED) -> list[floa
         return []
     with path.open(newline="") as f:
         return [float(r["error_pct"]) for r in csv.DictReader(f)
-                if r["target"] == target and r["libtpu_version"] == libtpu]
+                if r["target"] == target and r["libtpu_version"] == libtpu
+                and r.get("cycles_method") != "profiled"]  # profiled whole: no fit to check
 
 
 def inexact(target: str, libtpu: str, path: Path = CHECKED) -> tuple[float, float, int] | None:
