@@ -3,18 +3,26 @@ unknown targets, and the cycle extrapolation's accuracy against full static prof
 import contextlib
 import dataclasses
 import json
+import logging
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
-from tpu_matmul_repro.experiments.compile_study.study import job_versions, run_job, run_jobs, single_step_axes
+from tpu_matmul_repro.experiments.compile_study.study import (
+    job_rows,
+    job_versions,
+    run_job,
+    run_jobs,
+    single_step_axes,
+)
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core import compiler_output
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
+from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import ESTIMATE_STATUSES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -293,6 +301,40 @@ def test_cases_below_the_threshold_or_without_one_keep_the_small_grids():
     assert extrapolate.reduced_cases(whole, 4 * extrapolate.operand_bytes(whole) // 5) == [whole]
     assert extrapolate.reduced_cases(whole, extrapolate.operand_bytes(whole) * 19 // 20) == [whole]
     assert len(extrapolate.reduced_cases(whole, extrapolate.operand_bytes(whole) // 2)) == 2
+
+
+class RecordingCompiler:
+    """A stand-in for a compile worker: what it was asked, and a result whose VMEM says the grid's
+    size (as 7x's single-k-step ones do) and whose cycles are linear in tiles and steps."""
+
+    def __init__(self, profile: bool):
+        self.profile, self.asked = profile, []
+
+    def compile(self, case, limit=None):
+        self.asked.append(case)
+        tiles, steps = extrapolate.grid_counts(case)
+        return dict(status="ok", vmem_bytes=1000 + tiles, oom_limit_bytes=None, error="", compile_s=0.0,
+                    est_cycles=(500 + 70 * tiles + 9 * steps) if self.profile else None)
+
+
+@pytest.mark.parametrize("libtpu, k, vmem_method", [
+    ("0.0.52", 4096, "compiled"),         # a single k step on 7x: VMEM from the full size
+    ("0.0.52", 16384, "representative"),  # k steps: the representative's
+    ("0.0.42.1", 4096, "representative"),  # no second regime: the representative's
+])
+def test_7x_single_k_step_blocks_get_their_vmem_verdict_at_full_size(libtpu, k, vmem_method):
+    case = Case("v5", "bfloat16", 8192, k, 14336, 512, 4096, 512)
+    job = Job("7x", "advice", (case,), timeout_s=1, profile_max_steps=16)
+    plain, profiled = RecordingCompiler(False), RecordingCompiler(True)
+    (row,) = job_rows(job, plain, profiled, Progress(1, logging.getLogger("test")), libtpu)
+    assert row["vmem_method"] == vmem_method
+    tiles, steps = extrapolate.grid_counts(case)
+    assert row["est_cycles"] == 500 + 70 * tiles + 9 * steps and row["cycles_method"] == "extrapolated"
+    if vmem_method == "compiled":
+        assert plain.asked == [case] and row["vmem_bytes"] == 1000 + tiles
+        assert case not in profiled.asked  # the cycles still come from the fit
+    else:
+        assert plain.asked == [] and row["vmem_bytes"] < 1000 + tiles
 
 
 @pytest.mark.compiler

@@ -125,6 +125,16 @@ def _extents(full: int) -> list[int]:
     return sorted({*range(min(2, full), min(full, SEARCHED_EXTENT) + 1), full})
 
 
+def verdict_at_full_size(case: Case, large_operands: int | None) -> bool:
+    """Whether a 3-D block case's VMEM verdict needs a compile at its full size, not its
+    representative's: where the profile has two regimes (large_operands: libtpu 0.0.52 on 7x) and the
+    grid has a single k step. There its VMEM can depend on the grid's extent: of the 30 blocks of one
+    advisor search of 8192x4096x14336 compiled both ways, three of the four (512, 4096, *) asked
+    4.5-9.0 MiB less or more than at full size, every one with k steps the same (docs/compile-study.md;
+    a plain compile costs about a second)."""
+    return bool(large_operands) and case.grid()[2] == 1
+
+
 def representative(case: Case, large_operands: int | None = None) -> Case:
     """The largest of the case's reduced grids: the same blocks, and a single step along exactly the
     axes where the case has one, so the compiler lays out (and double-buffers) VMEM as for the case."""

@@ -158,13 +158,14 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
         bound = beyond_physical_vmem(job.target, case)
         if bound:
             result, cycles, method, vmem_method = bound, None, "", "block_bound"
-        elif case.facts.grid == BLOCKS:
+        elif case.facts.grid == BLOCKS and (small_grid(case)
+                                            or not extrapolate.verdict_at_full_size(case, large_operands)):
             result, cycles, method, vmem_method = probed(case, limit)
         elif case.facts.pallas and job.static_profile and small_grid(case):
             # v1, v2 with a small grid: its code depends on the size, so compiled at full size, once:
             # the profiled compile gives the VMEM verdict and the cycles alike.
             result, cycles, method, vmem_method = probed(case, limit)
-        else:  # the kernel's code depends on the size (v1, v2, XLA): compiled at full size
+        else:  # the kernel's code depends on the size (v1, v2, XLA), or its VMEM does: at full size
             result, cycles, method, vmem_method = compiler.compile(case, limit), None, "", "compiled"
             if result["status"] == "ok":
                 if not case.facts.pallas:
