@@ -134,13 +134,12 @@ def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings
     out at the default (a Job's raised-limit retries); blocks whose buffers exceed the default
     (vmem_floor) are compiled at `limit_mib` only, with a row saying why not at the default. The cases
     are split by bk (as the compile study splits a search) over the pairs of `workers`, which compile
-    at once."""
+    at once, each taking the next bk not yet taken, the largest first."""
     default = chip(target).default_vmem_limit_bytes
     libtpu = job_versions(compiler.get("versions"))["libtpu_version"]
     beyond = tuple(c for c in cases if limit_mib and c.facts.pallas and vmem_floor(c, libtpu)[0] > default)
-    pairs = len(workers.pairs)
-    parts = split_by_bk([c for c in cases if c not in beyond], pairs)
-    extra = split_by_bk(list(beyond), pairs)
+    parts = split_by_bk([c for c in cases if c not in beyond], len(cases))  # one per bk
+    extra = split_by_bk(list(beyond), len(cases))
     common = dict(target=target, experiment="advice", toolchain=compiler["toolchain"],
                   static_profile=compiler["static_profile"], **settings)
 

@@ -5,6 +5,7 @@ run_jobs opens them) serves every batch of a search, and several pairs compile a
 study.job_rows', made exactly as in run_jobs."""
 import concurrent.futures
 import logging
+import threading
 
 import pandas as pd
 
@@ -30,17 +31,25 @@ class Workers:
                                 **options)) for _ in range(max(1, pairs))]
 
     def run(self, parts: list[list]) -> pd.DataFrame:
-        """The rows of each part's jobs (one part per pair at most), the parts compiled at once."""
-        if len(parts) > len(self.pairs):
-            raise ValueError(f"{len(parts)} parts for {len(self.pairs)} pairs of workers")
+        """The rows of each part's jobs, in the parts' order. Each pair takes the next part no pair has
+        taken (give the largest first): a pair done early takes more, rather than waiting while
+        another compiles a large part."""
+        untaken, lock = iter(range(len(parts))), threading.Lock()
+        done = [[] for _ in parts]
 
-        def rows(pair, jobs):
-            progress = Progress(sum(len(job.cases) for job in jobs), log)
-            return [row for job in jobs
-                    for row in job_rows(job, *pair, progress, self.versions["libtpu_version"])]
+        def serve(pair):
+            while True:
+                with lock:
+                    i = next(untaken, None)
+                if i is None:
+                    return
+                progress = Progress(sum(len(job.cases) for job in parts[i]), log)
+                done[i] = [row for job in parts[i]
+                           for row in job_rows(job, *pair, progress, self.versions["libtpu_version"])]
 
-        with concurrent.futures.ThreadPoolExecutor(max(1, len(parts))) as pool:
-            done = list(pool.map(rows, self.pairs, parts))
+        busy = self.pairs[:max(1, len(parts))]
+        with concurrent.futures.ThreadPoolExecutor(len(busy)) as pool:
+            list(pool.map(serve, busy))  # re-raises a pair's exception
         return frame([row for part in done for row in part], self.versions)
 
     def close(self) -> None:
