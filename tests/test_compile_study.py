@@ -24,6 +24,7 @@ from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import ESTIMATE_STATUSES
+from tpu_matmul_repro.experiments.core.traffic import operand_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -273,7 +274,7 @@ def test_large_operand_grids_stay_in_the_case_s_regime_and_determine_its_cycles(
     blocks and single-step axes, fewer steps in all than the case, and a design that fixes the case's
     cycles: a profile linear in tiles and steps is predicted exactly."""
     reduced = extrapolate.reduced_cases(case, LARGE)
-    assert all(extrapolate.operand_bytes(c) >= LARGE for c in reduced)
+    assert all(operand_bytes(c) >= LARGE for c in reduced)
     assert {(c.bm, c.bk, c.bn) for c in reduced} == {(case.bm, case.bk, case.bn)}
     assert all(single_step_axes(c) == single_step_axes(case) for c in reduced)
     assert sum(extrapolate.grid_counts(c)[1] for c in reduced) < extrapolate.grid_counts(case)[1]
@@ -290,7 +291,7 @@ def test_large_operand_grids_stay_in_the_case_s_regime_and_determine_its_cycles(
 def test_cases_below_the_threshold_or_without_one_keep_the_small_grids():
     below = Case("v5", "bfloat16", 2048, 2048, 2048, 256, 512, 512)  # 16 MiB of operands
     big = Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)
-    assert extrapolate.operand_bytes(below) < LARGE <= extrapolate.operand_bytes(big)
+    assert operand_bytes(below) < LARGE <= operand_bytes(big)
     assert extrapolate.reduced_cases(below, LARGE) == extrapolate.reduced_cases(below)
     assert extrapolate.large_operand_bytes("v5e", "0.0.42.1") is None
     assert extrapolate.reduced_cases(big, None) == extrapolate.reduced_cases(big)
@@ -298,9 +299,9 @@ def test_cases_below_the_threshold_or_without_one_keep_the_small_grids():
     # where no design has fewer steps than the case, or no smaller grid reaches the threshold, the case
     # is profiled whole
     whole = Case("v3", "float32", 2048, 2048, 2048, 256, 256, 256)
-    assert extrapolate.reduced_cases(whole, 4 * extrapolate.operand_bytes(whole) // 5) == [whole]
-    assert extrapolate.reduced_cases(whole, extrapolate.operand_bytes(whole) * 19 // 20) == [whole]
-    assert len(extrapolate.reduced_cases(whole, extrapolate.operand_bytes(whole) // 2)) == 2
+    assert extrapolate.reduced_cases(whole, 4 * operand_bytes(whole) // 5) == [whole]
+    assert extrapolate.reduced_cases(whole, operand_bytes(whole) * 19 // 20) == [whole]
+    assert len(extrapolate.reduced_cases(whole, operand_bytes(whole) // 2)) == 2
 
 
 class RecordingCompiler:

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from tpu_matmul_repro.experiments.core.cases import Case
-from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE
+from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, operand_bytes
 from tpu_matmul_repro.kernels.spec import BLOCKS, SPLIT
 
 # benchmarks/extrapolation.py's record: full static profiles against this fit, per target and libtpu
@@ -54,10 +54,6 @@ def grid_counts(case: Case) -> tuple[int, int]:
     return tiles, int(np.prod(grid))
 
 
-def operand_bytes(case: Case) -> int:
-    return ITEMSIZE[case.dtype] * (case.m * case.k + case.k * case.n)
-
-
 def large_operand_bytes(target: str, libtpu: str) -> int | None:
     """The threshold of LARGE_OPERANDS for `target` with `libtpu`; None where the profile has one regime."""
     return LARGE_OPERANDS.get((target, libtpu))
@@ -68,9 +64,7 @@ def reduced_cases(case: Case, large_operands: int | None = None) -> list[Case]:
     ones, or where `large_operands` (large_operand_bytes) is given and the case's operands reach it,
     large_operand_grids' (the case alone where profiling it is cheaper)."""
     if large_operands and case.facts.grid == BLOCKS and operand_bytes(case) >= large_operands:
-        large = large_operand_grids(case, large_operands)
-        if large:
-            return large
+        return large_operand_grids(case, large_operands)
     grid = case.grid()
     gi, gj = grid[0], grid[1]
     gk = grid[2] if len(grid) == 3 else 1
@@ -88,16 +82,16 @@ def reduced_cases(case: Case, large_operands: int | None = None) -> list[Case]:
 
 
 @functools.cache  # the VMEM verdict's representative and the fit ask for it
-def large_operand_grids(case: Case, threshold: int) -> list[Case] | None:
+def large_operand_grids(case: Case, threshold: int) -> list[Case]:
     """Grids of a 3-D block case whose operands reach `threshold`, for a fit in the regime of the case:
     a base grid, the same with twice its tiles along m (or n; none where the base has all of them),
     and with twice its k steps (or all; none where the base has all of them); each with more than one
-    step along every axis where the case has more than one. The design with the fewest steps in all;
-    [case] where that is not fewer than the case's own steps (as where only the case reaches the
-    threshold); None where not even the case does."""
+    step along every axis where the case has more than one. The design with the fewest steps in all,
+    or [case] where none has fewer than the case's own (as where only the case reaches the
+    threshold)."""
     gi, gj, gk = case.grid()
     itemsize = ITEMSIZE[case.dtype]
-    best = None
+    best = (grid_counts(case)[1], None)  # (steps, design): None profiles the case whole
     for a in _extents(gi):
         for b in _extents(gj):
             per_k_step = itemsize * case.bk * (a * case.bm + b * case.bn)
@@ -110,11 +104,9 @@ def large_operand_grids(case: Case, threshold: int) -> list[Case] | None:
                                                     else (a, min(2 * b, gj), c)]
             points = [(a, b, c), *tiles] + ([(a, b, min(2 * c, gk))] if c < gk else [])
             cost = sum(x * y * z for x, y, z in points)
-            if best is None or cost < best[0]:
+            if cost < best[0]:
                 best = (cost, points)
-    if best is None:
-        return None
-    if best[0] >= grid_counts(case)[1]:
+    if best[1] is None:
         return [case]
     return [dataclasses.replace(case, m=case.bm * a, n=case.bn * b, k=case.bk * c) for a, b, c in best[1]]
 

@@ -43,6 +43,11 @@ def block_index_maps(case: Case):
     return tuple(as_map(spec) for spec in (*tiling.in_specs, tiling.out_spec))
 
 
+def operand_bytes(case: Case) -> int:
+    """The bytes of the two operands, A (m x k) and B (k x n)."""
+    return ITEMSIZE[case.dtype] * (case.m * case.k + case.k * case.n)
+
+
 def hbm_bytes(case: Case) -> int:
     """Bytes read from and written to HBM by one call of the kernel.
 
@@ -51,7 +56,7 @@ def hbm_bytes(case: Case) -> int:
     s = ITEMSIZE[case.dtype]
     out_s = out_itemsize(case)
     if case.facts.grid == WHOLE:
-        return (case.m * case.k + case.k * case.n) * s + case.m * case.n * out_s
+        return operand_bytes(case) + case.m * case.n * out_s
     g = _grid_indices(case.grid())
     a_map, b_map, o_map = block_index_maps(case)
     a_blocks, b_blocks, o_blocks = _changes(a_map(g)), _changes(b_map(g)), _changes(o_map(g))
@@ -70,7 +75,7 @@ def step_bytes(case: Case) -> tuple[np.ndarray, np.ndarray]:
     if not case.facts.pallas:
         raise ValueError(f"kernel={case.kernel!r} has no Pallas grid: its traffic is hbm_bytes alone")
     if case.facts.grid == WHOLE:
-        return (np.array([(case.m * case.k + case.k * case.n) * s]), np.array([case.m * case.n * out_s]))
+        return np.array([operand_bytes(case)]), np.array([case.m * case.n * out_s])
     g = _grid_indices(case.grid())
     a_map, b_map, o_map = block_index_maps(case)
 
@@ -93,6 +98,6 @@ def min_vmem_bytes(case: Case) -> int:
     double-buffers most of them, and the compiler adds scratch), plus v5's accumulator."""
     s, out_s = ITEMSIZE[case.dtype], out_itemsize(case)
     if case.facts.grid == WHOLE:
-        return (case.m * case.k + case.k * case.n) * s + case.m * case.n * out_s
+        return operand_bytes(case) + case.m * case.n * out_s
     acc = case.bm * case.bn * 4 if case.facts.accumulator else 0
     return (case.bm * case.bk + case.bk * case.bn) * s + case.bm * case.bn * out_s + acc
