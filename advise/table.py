@@ -123,27 +123,38 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
         lines.append(f"{rank:>4}  {blocks:<18} {vmem:>24}  {times}  {extra}".rstrip())
     bound = table[unbuilt & (table.vmem_method == "block_bound")]
     if len(bound):
-        lines.append(f"{len(bound)} more candidates out of VMEM, not compiled: their blocks alone need "
+        its = "its" if len(bound) == 1 else "their"
+        lines.append(f"{more(len(bound))} out of VMEM, not compiled: {its} blocks alone need "
                      f"{bound.vmem_mib.min():.1f} MiB or more, beyond the "
-                     f"{bound.vmem_limit_mib.iloc[0]:.0f} MiB "
-                     "limit (--csv lists them)")
+                     f"{bound.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists {them(len(bound))})")
     double = table[unbuilt & (table.vmem_method == DOUBLE_BUFFER_BOUND)]
     if len(double):
-        lines.append(f"{len(double)} more candidates out of VMEM, not compiled: more than one step along "
-                     f"every grid axis, so libtpu double-buffers their blocks, which then need "
+        its = "its" if len(double) == 1 else "their"
+        lines.append(f"{more(len(double))} out of VMEM, not compiled: more than one step along "
+                     f"every grid axis, so libtpu double-buffers {its} blocks, which then need "
                      f"{double.vmem_mib.min():.1f} MiB or more, beyond the "
-                     f"{double.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists them)")
+                     f"{double.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists {them(len(double))})")
     dominated = table[unbuilt & (table.vmem_method == DOMINATED)]
     if len(dominated):
-        lines.append(f"{len(dominated)} more candidates out of VMEM, not compiled: at least as large along "
+        lines.append(f"{more(len(dominated))} out of VMEM, not compiled: at least as large along "
                      "every axis as blocks that ran out, with single steps along the same axes (--csv lists "
-                     "them)")
+                     f"{them(len(dominated))})")
     if len(pruned):
-        lines.append(f"{len(pruned)} more candidates not compiled: even without compiler cycles the model "
-                     f"gives each at least {pruned.lower_bound_seconds.min() * 1e3:.3f} ms, beyond the "
-                     f"{LEVEL} % interval of the fastest and the best block's time: none can be "
-                     "the best block or tie (--csv lists them)")
+        each, none = (("it", "it can neither be the best block nor tie") if len(pruned) == 1
+                      else ("each", "none can be the best block or tie"))
+        lines.append(f"{more(len(pruned))} not compiled: even without compiler cycles the model "
+                     f"gives {each} at least {pruned.lower_bound_seconds.min() * 1e3:.3f} ms, beyond the "
+                     f"{LEVEL} % interval of the fastest and the best block's time: {none} "
+                     f"(--csv lists {them(len(pruned))})")
     return "\n".join(lines)
+
+
+def more(count: int) -> str:
+    return f"{count} more candidate" + ("" if count == 1 else "s")
+
+
+def them(count: int) -> str:
+    return "it" if count == 1 else "them"
 
 
 def as_json(table: pd.DataFrame) -> str:

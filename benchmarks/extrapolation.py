@@ -7,7 +7,8 @@ of the full grid against the fit on small grids that the compile study and the a
 Writes data/extrapolation_check.csv (one row per target and case, the targets given replacing their
 old rows): the full profile's cycles, the prediction, the error, and the seconds each took. The
 advisor quotes a target's range of errors where it is wider than tests/test_compile_study.py allows
-(2 %): its cycles are then ranked no more finely than that. Full profiles of 7x's cases take minutes.
+(2 %): its cycles are then ranked no more finely than that. On 7x the check also takes the blocks
+of the advisor's example (EXAMPLE): about 20 minutes on a 2-core machine.
 """
 import argparse
 import datetime
@@ -38,6 +39,26 @@ CASES = (  # 128 to 512 grid steps each: a full profile takes seconds on v5e and
     Case("v5", "bfloat16", 2048, 2048, 2048, 256, 2048, 512),   # one k step
     Case("v5", "bfloat16", 4096, 4096, 4096, 512, 4096, 512),   # one k step
 )
+# Where a target's profile has two regimes (extrapolate.LARGE_OPERANDS), also the large problem of the
+# advisor's 7x example (docs/advisor.md), with every block its search of 01e1025 ranked within the
+# tie: the fit where the advisor's recommendation depends on it. Full profiles: 20-60 s each.
+EXAMPLE_SHAPE = (8192, 4096, 14336)
+EXAMPLE_BLOCKS = (
+    (1024, 1024, 2048), (1024, 2048, 1024), (512, 2048, 2048), (2048, 2048, 512), (512, 4096, 1024),
+    (1024, 1024, 1024), (1024, 512, 2048), (2048, 512, 1024), (1024, 4096, 512), (512, 1024, 2048),
+    (2048, 1024, 512), (4096, 512, 512), (1024, 4096, 256), (512, 2048, 1024), (1024, 2048, 512),
+    (512, 4096, 512), (1024, 512, 1024), (1024, 256, 2048), (2048, 256, 1024), (512, 512, 2048),
+    (2048, 512, 512), (4096, 256, 512), (512, 4096, 256), (512, 1024, 1024), (1024, 1024, 512),
+)
+EXAMPLE = tuple(Case("v5", "bfloat16", *EXAMPLE_SHAPE, *blocks) for blocks in EXAMPLE_BLOCKS)
+
+
+def cases_for(target: str, libtpu: str) -> list[tuple[str, Case]]:
+    """(case set, case) pairs checked on `target` with `libtpu`."""
+    fixed = [("fixed", case) for case in CASES]
+    if extrapolate.large_operand_bytes(target, libtpu) is None:
+        return fixed
+    return fixed + [("advisor example", case) for case in EXAMPLE]
 
 
 def check(target: str, config: dict) -> list[dict]:
@@ -47,7 +68,7 @@ def check(target: str, config: dict) -> list[dict]:
     libtpu = job_versions(compiler.get("versions"))["libtpu_version"]
     rows = []
     with Compiler(target, profile=True, timeout_s=1800, **options) as profiler:
-        for case in CASES:
+        for case_set, case in cases_for(target, libtpu):
             start = time.perf_counter()
             full = profiler.compile(case)
             full_s = time.perf_counter() - start
@@ -60,7 +81,8 @@ def check(target: str, config: dict) -> list[dict]:
             points = [] if whole else [(c, profiler.compile(c)["est_cycles"]) for c in reduced]
             fit_s = time.perf_counter() - start
             predicted = full["est_cycles"] if whole else extrapolate.predict(extrapolate.fit(points), case)
-            rows.append(dict(target=target, libtpu_version=libtpu, kernel=case.kernel, dtype=case.dtype,
+            rows.append(dict(target=target, libtpu_version=libtpu, case_set=case_set, kernel=case.kernel,
+                             dtype=case.dtype,
                              m=case.m, k=case.k, n=case.n, bm=case.bm, bk=case.bk, bn=case.bn,
                              grid_steps=extrapolate.grid_counts(case)[1], full_cycles=full["est_cycles"],
                              predicted_cycles=predicted,
@@ -81,7 +103,9 @@ def main(argv=None) -> int:
     new = pd.DataFrame([row for target in args.targets for row in check(target, config)])
     meta = dict(git_sha=provenance()["git_sha"], date=datetime.date.today().isoformat())
     new = new.assign(**meta)
-    old = pd.read_csv(OUT) if OUT.exists() else new.iloc[:0]
+    old = pd.read_csv(OUT, dtype={"libtpu_version": str}) if OUT.exists() else new.iloc[:0]
+    if "case_set" not in old:  # a record from before the advisor's example was checked
+        old.insert(2, "case_set", "fixed")
     table = pd.concat([old[~old.target.isin(args.targets)], new], ignore_index=True)
     write_atomic(OUT, lambda tmp: table.to_csv(tmp, index=False))
     print(table.to_string(index=False))

@@ -158,7 +158,9 @@ def generations_with_extrapolated(table) -> pd.DataFrame:
 
 
 def recorded_range(target, libtpu):
-    path = Path(__file__).resolve().parent.parent / "data" / "extrapolation_check.csv"
-    check = pd.read_csv(path, dtype={"libtpu_version": str})
-    errors = check[(check.target == target) & (check.libtpu_version == libtpu)].error_pct
-    return errors.min(), errors.max(), len(errors)
+    """(smallest, largest, count) of the fit errors recorded for `target` with `libtpu`, as the advisor
+    reads them (cases profiled whole have no fit and are left out)."""
+    from tpu_matmul_repro.experiments.compile_study import extrapolate
+
+    errors = extrapolate.recorded_errors(target, libtpu)
+    return min(errors), max(errors), len(errors)

@@ -335,6 +335,18 @@ def test_the_recommendation_says_what_the_numbers_say(rows, xla, says):
     assert text.splitlines()[1] == f"Recommendation: {line}."
 
 
+@pytest.mark.parametrize("pruned, says", [
+    (1, "1 more candidate not compiled: even without compiler cycles the model gives it at least 2.0"),
+    (2, "2 more candidates not compiled: even without compiler cycles the model gives each at least 2.0"),
+])
+def test_the_lines_under_the_table_count_in_words_that_agree(pruned, says):
+    rows = [(512, 1.0e-3)] + [(256 >> i, None, search.PRUNED, 2.0e-3 + i * 1e-3) for i in range(pruned)]
+    text = table.text(table.ranked(found(rows), MODEL, "v5e"), ["header"])
+    (line,) = [x for x in text.splitlines() if "more candidate" in x]
+    assert line.startswith(says), line
+    assert line.endswith("(--csv lists it)" if pruned == 1 else "(--csv lists them)")
+
+
 def test_a_shapes_file_is_checked_in_one_line_naming_the_entry(tmp_path):
     from tpu_matmul_repro.advise import models
 
@@ -624,7 +636,8 @@ def test_an_inexact_extrapolation_is_said_with_its_recorded_errors():
 
     record = pd.read_csv(extrapolate.CHECKED, dtype={"libtpu_version": str})
     pallas = pd.DataFrame(dict(cycles_method=["extrapolated", "extrapolated", "profiled", ""]))
-    for (target, libtpu), errors in record.groupby(["target", "libtpu_version"]).error_pct:
+    for target, libtpu in record[["target", "libtpu_version"]].drop_duplicates().itertuples(index=False):
+        errors = pd.Series(extrapolate.recorded_errors(target, libtpu))  # not those profiled whole
         lines = cli.extrapolation_caveat(pallas, target, libtpu)
         if errors.abs().max() <= extrapolate.TESTED_PCT:
             assert lines == [], (target, lines)

@@ -45,6 +45,10 @@ POINTS_ONE_K_STEP = ((2, 1, 1), (4, 2, 1))
 LARGE_OPERANDS = {("7x", "0.0.52"): 22 * 2**20}
 # Grid extents searched for the base of a large-operand design (and each axis's full extent).
 SEARCHED_EXTENT = 64
+# What a profiled compile costs beside its grid steps (tracing, lowering, the worker's round trip), in
+# steps: a design's cost is its grids' steps plus this for each, set against the case's own steps and
+# one compile. Five 7x compiles of one block past the threshold took 0.5 s + 0.086 s a step.
+COMPILE_OVERHEAD_STEPS = 6
 
 
 def grid_counts(case: Case) -> tuple[int, int]:
@@ -86,12 +90,12 @@ def large_operand_grids(case: Case, threshold: int) -> list[Case]:
     """Grids of a 3-D block case whose operands reach `threshold`, for a fit in the regime of the case:
     a base grid, the same with twice its tiles along m (or n; none where the base has all of them),
     and with twice its k steps (or all; none where the base has all of them); each with more than one
-    step along every axis where the case has more than one. The design with the fewest steps in all,
-    or [case] where none has fewer than the case's own (as where only the case reaches the
-    threshold)."""
+    step along every axis where the case has more than one. The cheapest design (its steps, and
+    COMPILE_OVERHEAD_STEPS a grid), or [case] where profiling the case whole is as cheap (as where
+    only the case reaches the threshold)."""
     gi, gj, gk = case.grid()
     itemsize = ITEMSIZE[case.dtype]
-    best = (grid_counts(case)[1], None)  # (steps, design): None profiles the case whole
+    best = (grid_counts(case)[1] + COMPILE_OVERHEAD_STEPS, None)  # (cost, design): None profiles it whole
     for a in _extents(gi):
         for b in _extents(gj):
             per_k_step = itemsize * case.bk * (a * case.bm + b * case.bn)
@@ -103,7 +107,7 @@ def large_operand_grids(case: Case, threshold: int) -> list[Case]:
             tiles = [] if (a, b) == (gi, gj) else [(min(2 * a, gi), b, c) if a < gi
                                                     else (a, min(2 * b, gj), c)]
             points = [(a, b, c), *tiles] + ([(a, b, min(2 * c, gk))] if c < gk else [])
-            cost = sum(x * y * z for x, y, z in points)
+            cost = sum(x * y * z + COMPILE_OVERHEAD_STEPS for x, y, z in points)
             if cost < best[0]:
                 best = (cost, points)
     if best[1] is None:
