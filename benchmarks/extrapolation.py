@@ -39,8 +39,8 @@ CASES = (  # 128 to 512 grid steps each: a full profile takes seconds on v5e and
     Case("v5", "bfloat16", 2048, 2048, 2048, 256, 2048, 512),   # one k step
     Case("v5", "bfloat16", 4096, 4096, 4096, 512, 4096, 512),   # one k step
 )
-# Where a target's profile has two regimes (extrapolate.LARGE_OPERANDS), also the large problem of the
-# advisor's 7x example (docs/advisor.md), with every block its search of 01e1025 ranked within the
+# Where a target's fit takes compiler options (extrapolate.FIT_OPTIONS: 7x), also the large problem of
+# the advisor's 7x example (docs/advisor.md), with every block its search of 01e1025 ranked within the
 # tie: the fit where the advisor's recommendation depends on it. Full profiles: 20-60 s each.
 EXAMPLE_SHAPE = (8192, 4096, 14336)
 EXAMPLE_BLOCKS = (
@@ -56,7 +56,7 @@ EXAMPLE = tuple(Case("v5", "bfloat16", *EXAMPLE_SHAPE, *blocks) for blocks in EX
 def cases_for(target: str, libtpu: str) -> list[tuple[str, Case]]:
     """(case set, case) pairs checked on `target` with `libtpu`."""
     fixed = [("fixed", case) for case in CASES]
-    if extrapolate.large_operand_bytes(target, libtpu) is None:
+    if extrapolate.fit_options(target, libtpu) is None:
         return fixed
     return fixed + [("advisor example", case) for case in EXAMPLE]
 
@@ -76,9 +76,12 @@ def check(target: str, config: dict) -> list[dict]:
                 print(f"{target} {case.label()}: {full['status']}, skipped", file=sys.stderr)
                 continue
             start = time.perf_counter()
-            reduced = extrapolate.reduced_cases(case, extrapolate.large_operand_bytes(target, libtpu))
-            whole = reduced == [case]  # profiled whole, as the compile study then does: no fit to check
-            points = [] if whole else [(c, profiler.compile(c)["est_cycles"]) for c in reduced]
+            # as the compile study does (study.job_rows): where the target has fit options, a case whose
+            # full size is prefetched is profiled whole (no fit to check), the others fitted with them
+            fit_options = extrapolate.fit_options(target, libtpu)
+            whole = bool(fit_options and full["prefetched"])
+            points = [] if whole else [(c, profiler.compile(c, None, fit_options)["est_cycles"])
+                                       for c in extrapolate.reduced_cases(case)]
             fit_s = time.perf_counter() - start
             predicted = full["est_cycles"] if whole else extrapolate.predict(extrapolate.fit(points), case)
             rows.append(dict(target=target, libtpu_version=libtpu, case_set=case_set, kernel=case.kernel,
@@ -90,9 +93,15 @@ def check(target: str, config: dict) -> list[dict]:
                              small_grids=len(points),
                              grids=" ".join("x".join(map(str, c.grid())) for c, _ in points),
                              cycles_method="profiled" if whole else "extrapolated",
+                             prefetched=full["prefetched"],
+                             fit_options="" if whole else said(fit_options),
                              full_s=round(full_s, 1), fit_s=round(fit_s, 1)))
             print(f"{target} {case.label()}: {rows[-1]['error_pct']:+.2f} %", file=sys.stderr)
     return rows
+
+
+def said(options: dict | None) -> str:
+    return " ".join(f"{k}={v}" for k, v in (options or {}).items())
 
 
 def main(argv=None) -> int:

@@ -12,7 +12,7 @@ from tpu_matmul_repro.experiments.core.cases import Case
 CASE = Case("v5", "bfloat16", 2048, 2048, 2048, 512, 1024, 1024)
 # A sound result: est_cycles above what v5e's peak allows for 2048^3 in bf16 (about 131k cycles)
 SOUND = dict(status="ok", vmem_bytes=9 << 20, oom_limit_bytes=None, est_cycles=400_000, error="",
-             compile_s=1.5)
+             compile_s=1.5, prefetched=0)
 
 
 def cache(root) -> CompileCache:
@@ -25,6 +25,14 @@ def test_a_sound_entry_comes_back(tmp_path):
     assert c.get(CASE, None) == SOUND and c.hits == 1
 
 
+def test_a_compile_with_options_of_its_own_has_its_own_entry(tmp_path):
+    c = cache(tmp_path)
+    options = {"xla_gf_vmem_memory_space_assignment": False}
+    c.put(CASE, None, SOUND, options)
+    assert c.get(CASE, None) is None and c.get(CASE, None, options) == SOUND
+    assert c.key(CASE, None, {}) == c.key(CASE, None)  # no options: the key it always had
+
+
 @pytest.mark.parametrize("change, why", [
     (dict(est_cycles="abc"), "est_cycles='abc' is not a positive whole number"),
     (dict(vmem_bytes=-5), "vmem_bytes=-5 is not a positive whole number"),
@@ -34,6 +42,8 @@ def test_a_sound_entry_comes_back(tmp_path):
     (dict(compile_s=float("nan")), "compile_s=nan is not a finite number"),
     (dict(status="timeout"), "status 'timeout' is not a deterministic outcome"),
     (dict(error=None), "error=None is not text"),
+    (dict(prefetched=3), "prefetched=3 is not a count of the kernel's two operands"),
+    (dict(prefetched=True), "prefetched=True is not a count"),
     (dict(vmem_bytes=None, est_cycles=None), "an ok compile without VMEM bytes or cycles"),
     # issue 39: 1 TB of VMEM on a 128 MiB chip, ranked first by the advisor; an out-of-VMEM verdict for
     # a request (12.8 MiB) under its limit (16 MiB), which re-ranked the answer

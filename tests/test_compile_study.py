@@ -15,7 +15,6 @@ from tpu_matmul_repro.experiments.compile_study.study import (
     job_versions,
     run_job,
     run_jobs,
-    single_step_axes,
 )
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core import compiler_output
@@ -24,7 +23,6 @@ from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import ESTIMATE_STATUSES
-from tpu_matmul_repro.experiments.core.traffic import operand_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -242,6 +240,13 @@ def test_parsers_on_known_strings():
     assert compiler_output.vmem_oom_sizes("Scoped allocation with size 18.36M and limit 16.00M") == (
         round(18.36 * 2**20), 16 * 2**20)
     assert compiler_output.pallas_estimated_cycles('"bundle_analysis_data":{"estimated_cycles":"786"}') == 786
+    # 7x's compiled HLO where XLA prefetches A into VMEM before the kernel (libtpu 0.0.52), and where not
+    call = ('ROOT %_matmul_v5.1 = bf16[2048,4096]{1,0} custom-call({}, %b.1), custom_call_target='
+            '"tpu_custom_call", operand_layout_constraints={bf16[2048,4096]{1,0}}')
+    assert compiler_output.prefetched_operands(call.replace("{}", "%copy-done", 1)) == 1
+    assert compiler_output.prefetched_operands(call.replace("{}", "%a.1", 1)) == 0
+    with pytest.raises(compiler_output.FormatChanged):
+        compiler_output.prefetched_operands("ROOT %dot = f32[8,8] dot(%a, %b)")
 
 
 def test_reduced_cases_keep_blocks_and_cap_grid():
@@ -257,87 +262,54 @@ def test_reduced_cases_keep_blocks_and_cap_grid():
     assert dataclasses.replace(case) == case
 
 
-LARGE = extrapolate.large_operand_bytes("7x", "0.0.52")
-
-
-@pytest.mark.parametrize("case", [
-    Case("v5", "bfloat16", 8192, 4096, 14336, 512, 512, 2048),
-    Case("v5", "bfloat16", 8192, 4096, 14336, 1024, 4096, 512),   # one k step
-    Case("v5", "bfloat16", 8192, 4096, 14336, 128, 128, 128),
-    Case("v5", "bfloat16", 256, 4096, 128256, 256, 512, 1024),    # one tile along m
-    Case("v5", "bfloat16", 512, 131072, 1024, 512, 4096, 1024),    # one tile
-    Case("v3", "float32", 8192, 8192, 8192, 128, 128, 128),
-    Case("v5", "int8", 8192, 8192, 8192, 512, 512, 512),
-])
-def test_large_operand_grids_stay_in_the_case_s_regime_and_determine_its_cycles(case):
-    """A case past 7x's large-operand threshold is fitted on grids past it too, each with the case's
-    blocks and single-step axes, cheaper in all than the case (steps and a compile's overhead), and a
-    design that fixes the case's cycles: a profile linear in tiles and steps is predicted exactly."""
-    reduced = extrapolate.reduced_cases(case, LARGE)
-    assert all(operand_bytes(c) >= LARGE for c in reduced)
-    assert {(c.bm, c.bk, c.bn) for c in reduced} == {(case.bm, case.bk, case.bn)}
-    assert all(single_step_axes(c) == single_step_axes(case) for c in reduced)
-    overhead = extrapolate.COMPILE_OVERHEAD_STEPS
-    assert sum(extrapolate.grid_counts(c)[1] + overhead for c in reduced) < extrapolate.grid_counts(case)[1]
-    assert extrapolate.representative(case, LARGE) in reduced
-    for c0, c_tile, c_step in [(5000, 300, 2000), (-800, 4100, 950)]:
-        def linear(c, c0=c0, c_tile=c_tile, c_step=c_step):
-            tiles, steps = extrapolate.grid_counts(c)
-            return c0 + c_tile * tiles + c_step * steps
-
-        fitted = extrapolate.fit([(c, linear(c)) for c in reduced])
-        assert abs(extrapolate.predict(fitted, case) - linear(case)) <= 2
-
-
-def test_cases_below_the_threshold_or_without_one_keep_the_small_grids():
-    below = Case("v5", "bfloat16", 2048, 2048, 2048, 256, 512, 512)  # 16 MiB of operands
-    big = Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)
-    assert operand_bytes(below) < LARGE <= operand_bytes(big)
-    assert extrapolate.reduced_cases(below, LARGE) == extrapolate.reduced_cases(below)
-    assert extrapolate.large_operand_bytes("v5e", "0.0.42.1") is None
-    assert extrapolate.reduced_cases(big, None) == extrapolate.reduced_cases(big)
-    assert max(extrapolate.grid_counts(c)[1] for c in extrapolate.reduced_cases(big)) == 16
-    # where no design has fewer steps than the case, or no smaller grid reaches the threshold, the case
-    # is profiled whole
-    whole = Case("v3", "float32", 2048, 2048, 2048, 256, 256, 256)
-    assert extrapolate.reduced_cases(whole, 4 * operand_bytes(whole) // 5) == [whole]
-    assert extrapolate.reduced_cases(whole, operand_bytes(whole) * 19 // 20) == [whole]
-    assert len(extrapolate.reduced_cases(whole, operand_bytes(whole) // 2)) == 2
-    # fewer steps in its two grids (2 and 4) than its own 8, but two compiles cost more than one
-    few = Case("v5", "bfloat16", 512, 32768, 1024, 512, 4096, 1024)
-    assert extrapolate.reduced_cases(few, LARGE) == [few]
+def test_fit_options_turn_off_7x_s_vmem_prefetch_only():
+    assert extrapolate.fit_options("7x", "0.0.52") == {"xla_gf_vmem_memory_space_assignment": False}
+    assert extrapolate.fit_options("v5e", "0.0.42.1") is None
+    assert extrapolate.fit_options("7x", "0.0.0-never-checked") is None
 
 
 class RecordingCompiler:
-    """A stand-in for a compile worker: what it was asked, and a result whose VMEM says the grid's
-    size (as 7x's single-k-step ones do) and whose cycles are linear in tiles and steps."""
+    """A stand-in for a compile worker: what it was asked (with which options), and a result whose VMEM
+    says the grid's size and whose cycles are linear in tiles and steps, on another line where an
+    operand is prefetched (as 7x's are where they fit in VMEM, unless the options turn that off)."""
 
-    def __init__(self, profile: bool):
-        self.profile, self.asked = profile, []
+    def __init__(self, profile: bool, prefetch_below: int = 0):
+        self.profile, self.prefetch_below, self.asked = profile, prefetch_below, []
 
-    def compile(self, case, limit=None):
-        self.asked.append(case)
+    def compile(self, case, limit=None, options=None):
+        self.asked.append((case, options))
         tiles, steps = extrapolate.grid_counts(case)
+        prefetched = int(not options and case.m * case.k * 2 < self.prefetch_below)
+        cycles = 500 + 70 * tiles + (11 if prefetched else 9) * steps
         return dict(status="ok", vmem_bytes=1000 + tiles, oom_limit_bytes=None, error="", compile_s=0.0,
-                    est_cycles=(500 + 70 * tiles + 9 * steps) if self.profile else None)
+                    est_cycles=cycles if self.profile else None, prefetched=prefetched)
 
 
-@pytest.mark.parametrize("libtpu, k, vmem_method", [
-    ("0.0.52", 4096, "compiled"),         # a single k step on 7x: VMEM from the full size
-    ("0.0.52", 16384, "representative"),  # k steps: the representative's
-    ("0.0.42.1", 4096, "representative"),  # no second regime: the representative's
+@pytest.mark.parametrize("libtpu, m, vmem_method, cycles_method", [
+    # 7x: the VMEM verdict at full size; the small grids without prefetch where the full size has none
+    ("0.0.52", 8192, "compiled", "extrapolated"),
+    # ... and profiled whole where the full size prefetches an operand (its small grids would too)
+    ("0.0.52", 512, "compiled", "profiled"),
+    ("0.0.42.1", 8192, "representative", "extrapolated"),  # no options: the representative, as before
 ])
-def test_7x_single_k_step_blocks_get_their_vmem_verdict_at_full_size(libtpu, k, vmem_method):
-    case = Case("v5", "bfloat16", 8192, k, 14336, 512, 4096, 512)
+def test_7x_blocks_are_profiled_as_their_full_size_is_prefetched(libtpu, m, vmem_method, cycles_method):
+    case = Case("v5", "bfloat16", m, 16384, 14336, 512, 4096, 512)
     job = Job("7x", "advice", (case,), timeout_s=1, profile_max_steps=16)
-    plain, profiled = RecordingCompiler(False), RecordingCompiler(True)
+    plain = RecordingCompiler(False, prefetch_below=32 * 2**20)
+    profiled = RecordingCompiler(True, prefetch_below=32 * 2**20)
     (row,) = job_rows(job, plain, profiled, Progress(1, logging.getLogger("test")), libtpu)
-    assert row["vmem_method"] == vmem_method
+    assert (row["vmem_method"], row["cycles_method"]) == (vmem_method, cycles_method)
     tiles, steps = extrapolate.grid_counts(case)
-    assert row["est_cycles"] == 500 + 70 * tiles + 9 * steps and row["cycles_method"] == "extrapolated"
+    full_prefetched = case.m * case.k * 2 < 32 * 2**20
+    options = extrapolate.fit_options("7x", libtpu)
+    if options:  # the cycles on the full size's own line: prefetched or not, as the full size is
+        assert row["est_cycles"] == 500 + 70 * tiles + (11 if full_prefetched else 9) * steps
+    if cycles_method == "profiled":
+        assert profiled.asked == [(case, None)]
+    else:
+        assert all(c != case and given == options for c, given in profiled.asked)
     if vmem_method == "compiled":
-        assert plain.asked == [case] and row["vmem_bytes"] == 1000 + tiles
-        assert case not in profiled.asked  # the cycles still come from the fit
+        assert plain.asked == [(case, None)] and row["vmem_bytes"] == 1000 + tiles
     else:
         assert plain.asked == [] and row["vmem_bytes"] < 1000 + tiles
 

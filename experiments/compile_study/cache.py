@@ -33,8 +33,8 @@ from tpu_matmul_repro.experiments.core.units import MiB, flops
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when an entry's layout changes
-RESULT_FIELDS = ("status", "vmem_bytes", "oom_limit_bytes", "est_cycles", "error", "compile_s")
+FORMAT = 2  # bump when an entry's layout changes
+RESULT_FIELDS = ("status", "vmem_bytes", "oom_limit_bytes", "est_cycles", "error", "compile_s", "prefetched")
 # Deterministic outcomes only: a timeout or a crashed worker may not happen again.
 CACHEABLE = ("ok", "vmem_oom", "compile_error")
 
@@ -71,16 +71,18 @@ class CompileCache:
         self.root, self.context = Path(root), context
         self.hits = self.misses = self.corrupt = 0
 
-    def key(self, case, vmem_limit_bytes: int | None) -> str:
+    def key(self, case, vmem_limit_bytes: int | None, options: dict | None = None) -> str:
         what = dict(format=FORMAT, context=self.context, case=dataclasses.asdict(case),
                     vmem_limit_bytes=vmem_limit_bytes)
+        if options:  # a compile with options of its own (extrapolate.fit_options)
+            what["compiler_options"] = options
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def get(self, case, vmem_limit_bytes: int | None) -> dict | None:
-        key = self.key(case, vmem_limit_bytes)
+    def get(self, case, vmem_limit_bytes: int | None, options: dict | None = None) -> dict | None:
+        key = self.key(case, vmem_limit_bytes, options)
         path = self._path(key)
         try:
             if not path.exists():
@@ -104,7 +106,7 @@ class CompileCache:
         _tally("hits")
         return result
 
-    def put(self, case, vmem_limit_bytes: int | None, result: dict) -> None:
+    def put(self, case, vmem_limit_bytes: int | None, result: dict, options: dict | None = None) -> None:
         """Keep `result`, if it is deterministic and sound; best effort, as a cache is."""
         result = {f: result.get(f) for f in RESULT_FIELDS}
         if problem(result, case, self.context.get("target")):
@@ -116,10 +118,10 @@ class CompileCache:
             write_text_atomic,  # here: compile workers have no pandas
         )
 
-        key = self.key(case, vmem_limit_bytes)
+        key = self.key(case, vmem_limit_bytes, options)
         path = self._path(key)
         entry = dict(key=key, context=self.context, case=dataclasses.asdict(case),
-                     vmem_limit_bytes=vmem_limit_bytes, result=result)
+                     vmem_limit_bytes=vmem_limit_bytes, compiler_options=options, result=result)
         try:
             if path.is_dir() and not path.is_symlink():  # a folder in the entry's place: replaced
                 shutil.rmtree(path, ignore_errors=True)
@@ -157,6 +159,10 @@ def problem(result: dict, case, target: str | None) -> str:
         return f"compile_s={compile_s!r} is not a finite number of seconds"
     if not isinstance(result["error"], str):
         return f"error={result['error']!r} is not text"
+    prefetched = result["prefetched"]  # None: not read (not a Pallas kernel, or an older entry's result)
+    if prefetched is not None and (isinstance(prefetched, bool) or not isinstance(prefetched, int)
+                                   or not 0 <= prefetched <= 2):
+        return f"prefetched={prefetched!r} is not a count of the kernel's two operands"
     if status == "ok" and not (result["vmem_bytes"] or cycles):
         return "an ok compile without VMEM bytes or cycles"
     used, limit = result["vmem_bytes"], result["oom_limit_bytes"]

@@ -9,21 +9,21 @@ reduced problems with the same blocks and at most 2 x 2 tiles x 4 k steps (two w
 where steps = tiles), and predict the full grid. tests/test_compile_study.py checks predictions
 against full profiles on v5e and v6e (within 2 %).
 
-libtpu 0.0.52's profile of 7x is linear too, but in two regimes set by the bytes of the two operands
-(LARGE_OPERANDS): a problem past the threshold is fitted on grids past it (large_operand_grids),
-whose profiles also take seconds where the small grids' below it took up to a minute.
-docs/compile-study.md gives the measured errors (benchmarks/extrapolation.py).
+libtpu 0.0.52's profile of 7x is linear too, but only among grids whose operands XLA leaves in HBM:
+where one fits in VMEM, XLA's memory-space assignment prefetches it there before the kernel, and the
+profile counts other cycles (a small grid of a large problem would be fitted on the wrong line). So on
+7x a case's full-size compile says whether XLA prefetches an operand, and where it does not, the small
+grids are profiled with that prefetch off (fit_options). docs/compile-study.md gives the measured
+errors (benchmarks/extrapolation.py).
 """
 import csv
 import dataclasses
-import functools
 from pathlib import Path
 
 import numpy as np
 
 from tpu_matmul_repro.experiments.core.cases import Case
-from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, operand_bytes
-from tpu_matmul_repro.kernels.spec import BLOCKS, SPLIT
+from tpu_matmul_repro.kernels.spec import SPLIT
 
 # benchmarks/extrapolation.py's record: full static profiles against this fit, per target and libtpu
 CHECKED = Path(__file__).resolve().parents[2] / "data" / "extrapolation_check.csv"
@@ -37,18 +37,13 @@ POINTS = ((2, 1, 2), (1, 1, 4), (2, 2, 4))
 # when a grid of more than 16 steps caps them.
 POINTS_ONE_K_STEP = ((2, 1, 1), (4, 2, 1))
 
-# (target, libtpu) -> the bytes of A and B from which the static profile is in its large-operand
-# regime. On 7x, libtpu 0.0.52's cycles per step change by up to a quarter across it, so a fit on
-# grids below it was off by up to a third for problems above it (data/extrapolation_check.csv before
-# large_operand_grids), and its profiles there take 10-60 s, not 1-3 s. A scan of 216 grids of one
-# block shape put the jump between 21 and 22 MiB of A + B, whatever the grid's shape.
-LARGE_OPERANDS = {("7x", "0.0.52"): 22 * 2**20}
-# Grid extents searched for the base of a large-operand design (and each axis's full extent).
-SEARCHED_EXTENT = 64
-# What a profiled compile costs beside its grid steps (tracing, lowering, the worker's round trip), in
-# steps: a design's cost is its grids' steps plus this for each, set against the case's own steps and
-# one compile. Five 7x compiles of one block past the threshold took 0.5 s + 0.086 s a step.
-COMPILE_OVERHEAD_STEPS = 6
+# (target, libtpu) -> compiler options for the small grids of a case whose full-size compile leaves
+# both operands in HBM: XLA's VMEM memory-space assignment off, so that no operand of a small grid is
+# prefetched into VMEM either. On 7x with libtpu 0.0.52 a prefetched operand changed the profile by 1.4
+# to 4 % (and its compile took twice as long or more), and the small-grid fit was off by up to a third
+# (data/extrapolation_check.csv's history); with it off, the small grids of one block lay on the line
+# of grids too large to prefetch, to one cycle.
+FIT_OPTIONS = {("7x", "0.0.52"): {"xla_gf_vmem_memory_space_assignment": False}}
 
 
 def grid_counts(case: Case) -> tuple[int, int]:
@@ -58,17 +53,13 @@ def grid_counts(case: Case) -> tuple[int, int]:
     return tiles, int(np.prod(grid))
 
 
-def large_operand_bytes(target: str, libtpu: str) -> int | None:
-    """The threshold of LARGE_OPERANDS for `target` with `libtpu`; None where the profile has one regime."""
-    return LARGE_OPERANDS.get((target, libtpu))
+def fit_options(target: str, libtpu: str) -> dict | None:
+    """FIT_OPTIONS of `target` with `libtpu`: None where the profile does not depend on the prefetch."""
+    return FIT_OPTIONS.get((target, libtpu))
 
 
-def reduced_cases(case: Case, large_operands: int | None = None) -> list[Case]:
-    """Problems with the case's blocks whose grids span the fit (capped at the case's grid): small
-    ones, or where `large_operands` (large_operand_bytes) is given and the case's operands reach it,
-    large_operand_grids' (the case alone where profiling it is cheaper)."""
-    if large_operands and case.facts.grid == BLOCKS and operand_bytes(case) >= large_operands:
-        return large_operand_grids(case, large_operands)
+def reduced_cases(case: Case) -> list[Case]:
+    """Problems with the case's blocks whose grids span the fit (capped at the case's grid)."""
     grid = case.grid()
     gi, gj = grid[0], grid[1]
     gk = grid[2] if len(grid) == 3 else 1
@@ -85,56 +76,10 @@ def reduced_cases(case: Case, large_operands: int | None = None) -> list[Case]:
     return out
 
 
-@functools.cache  # the VMEM verdict's representative and the fit ask for it
-def large_operand_grids(case: Case, threshold: int) -> list[Case]:
-    """Grids of a 3-D block case whose operands reach `threshold`, for a fit in the regime of the case:
-    a base grid, the same with twice its tiles along m (or n; none where the base has all of them),
-    and with twice its k steps (or all; none where the base has all of them); each with more than one
-    step along every axis where the case has more than one. The cheapest design (its steps, and
-    COMPILE_OVERHEAD_STEPS a grid), or [case] where profiling the case whole is as cheap (as where
-    only the case reaches the threshold)."""
-    gi, gj, gk = case.grid()
-    itemsize = ITEMSIZE[case.dtype]
-    best = (grid_counts(case)[1] + COMPILE_OVERHEAD_STEPS, None)  # (cost, design): None profiles it whole
-    for a in _extents(gi):
-        for b in _extents(gj):
-            per_k_step = itemsize * case.bk * (a * case.bm + b * case.bn)
-            c = max(min(2, gk), -(-threshold // per_k_step))
-            if c > gk:
-                continue
-            # A base with all k steps needs no k point (the case's steps are gk times its tiles too:
-            # its cycles lie on the line through two tile counts), one with all tiles no tile point.
-            tiles = [] if (a, b) == (gi, gj) else [(min(2 * a, gi), b, c) if a < gi
-                                                    else (a, min(2 * b, gj), c)]
-            points = [(a, b, c), *tiles] + ([(a, b, min(2 * c, gk))] if c < gk else [])
-            cost = sum(x * y * z + COMPILE_OVERHEAD_STEPS for x, y, z in points)
-            if cost < best[0]:
-                best = (cost, points)
-    if best[1] is None:
-        return [case]
-    return [dataclasses.replace(case, m=case.bm * a, n=case.bn * b, k=case.bk * c) for a, b, c in best[1]]
-
-
-def _extents(full: int) -> list[int]:
-    """Grid extents along an axis to search: from 2 (1 where the case has one step) to SEARCHED_EXTENT,
-    and the full extent."""
-    return sorted({*range(min(2, full), min(full, SEARCHED_EXTENT) + 1), full})
-
-
-def verdict_at_full_size(case: Case, large_operands: int | None) -> bool:
-    """Whether a 3-D block case's VMEM verdict needs a compile at its full size, not its
-    representative's: where the profile has two regimes (large_operands: libtpu 0.0.52 on 7x) and the
-    grid has a single k step. There its VMEM can depend on the grid's extent: of the 30 blocks of one
-    advisor search of 8192x4096x14336 compiled both ways, three of the four (512, 4096, *) asked
-    4.5-9.0 MiB less or more than at full size, every one with k steps the same (docs/compile-study.md;
-    a plain compile costs about a second)."""
-    return bool(large_operands) and case.grid()[2] == 1
-
-
-def representative(case: Case, large_operands: int | None = None) -> Case:
+def representative(case: Case) -> Case:
     """The largest of the case's reduced grids: the same blocks, and a single step along exactly the
     axes where the case has one, so the compiler lays out (and double-buffers) VMEM as for the case."""
-    return max(reduced_cases(case, large_operands), key=lambda c: grid_counts(c)[1])
+    return max(reduced_cases(case), key=lambda c: grid_counts(c)[1])
 
 
 def fit(profiles: list[tuple[Case, int]]) -> np.ndarray:

@@ -54,38 +54,44 @@ class CycleEstimator:
     """Compiles with libtpu's static profile: VMEM and cycles of Pallas cases, directly when the grid is
     small, else fitted from small grids of the same blocks."""
 
-    def __init__(self, profiler: Compiler, max_steps: int, large_operands: int | None = None):
-        self.profiler, self.max_steps, self.large_operands = profiler, max_steps, large_operands
-        self._results = {}  # (case, limit) -> the profiled compile's result
-        # case -> cycles, shared by the fits of all sizes with the same blocks. A case's cycles are
-        # those of the first limit it compiled at: a raised VMEM limit changes whether a kernel fits,
-        # not the code it compiles to (seen: identical cycles at 32, 64 and 96 MiB).
+    def __init__(self, profiler: Compiler, max_steps: int):
+        self.profiler, self.max_steps = profiler, max_steps
+        self._results = {}  # (case, limit, options) -> the profiled compile's result
+        # (case, options) -> cycles, shared by the fits of all sizes with the same blocks. A case's
+        # cycles are those of the first limit it compiled at: a raised VMEM limit changes whether a
+        # kernel fits, not the code it compiles to (seen: identical cycles at 32, 64 and 96 MiB).
         self._cycles = {}
 
-    def compile(self, case: Case, limit: int | None) -> dict:
-        if (case, limit) not in self._results:
-            self._results[(case, limit)] = self.profiler.compile(case, limit)
-        return self._results[(case, limit)]
+    def compile(self, case: Case, limit: int | None, options: dict | None = None) -> dict:
+        key = (case, limit, _hashable(options))
+        if key not in self._results:
+            self._results[key] = self.profiler.compile(case, limit, options)
+        return self._results[key]
 
-    def _profile(self, case: Case, limit: int | None):
-        if self._cycles.get(case) is None:
-            result = self.compile(case, limit)
+    def _profile(self, case: Case, limit: int | None, options: dict | None = None):
+        key = (case, _hashable(options))
+        if self._cycles.get(key) is None:
+            result = self.compile(case, limit, options)
             if result["status"] != "ok":
                 log.warning("profile of %s failed: %s %s", case.label(), result["status"],
                             result["error"][:200])
-            self._cycles[case] = result["est_cycles"]
-        return self._cycles[case]
+            self._cycles[key] = result["est_cycles"]
+        return self._cycles[key]
 
-    def cycles(self, case: Case, limit: int | None) -> tuple[int | None, str]:
-        if extrapolate.grid_counts(case)[1] <= self.max_steps:
+    def cycles(self, case: Case, limit: int | None, options: dict | None = None, *,
+               whole: bool = False) -> tuple[int | None, str]:
+        """The case's cycles: profiled whole (a small grid, or `whole`), else fitted on its small grids,
+        compiled with `options` (extrapolate.fit_options)."""
+        if whole or extrapolate.grid_counts(case)[1] <= self.max_steps:
             return self._profile(case, limit), "profiled"
-        reduced = extrapolate.reduced_cases(case, self.large_operands)
-        if reduced == [case]:  # a large-operand case cheaper to profile whole than to fit
-            return self._profile(case, limit), "profiled"
-        points = [(c, self._profile(c, limit)) for c in reduced]
+        points = [(c, self._profile(c, limit, options)) for c in extrapolate.reduced_cases(case)]
         if any(cycles is None for _, cycles in points):
             return None, "extrapolation_failed"
         return extrapolate.predict(extrapolate.fit(points), case), "extrapolated"
+
+
+def _hashable(options: dict | None):
+    return tuple(sorted(options.items())) if options else None
 
 
 def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
@@ -149,29 +155,33 @@ def run_jobs(jobs, *, stderr=None, python: str | None = None, env: dict | None =
 def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progress,
              libtpu: str = "") -> list[dict]:
     """The rows of one job, compiled with the given plain and profiling workers (run_jobs) of a
-    toolchain with `libtpu` (its profile's regimes: extrapolate.large_operand_bytes)."""
-    large_operands = extrapolate.large_operand_bytes(job.target, libtpu)
-    estimator = CycleEstimator(profiler, job.profile_max_steps, large_operands)
+    toolchain with `libtpu` (whose profile may depend on XLA's prefetch: extrapolate.fit_options)."""
+    options = extrapolate.fit_options(job.target, libtpu)
+    estimator = CycleEstimator(profiler, job.profile_max_steps)
     crashed = []  # the first crash of the profiler in this job, if any
 
     def one(case: Case, limit: int | None) -> dict:
         bound = beyond_physical_vmem(job.target, case)
         if bound:
             result, cycles, method, vmem_method = bound, None, "", "block_bound"
-        elif case.facts.grid == BLOCKS and (small_grid(case)
-                                            or not extrapolate.verdict_at_full_size(case, large_operands)):
+        elif case.facts.grid == BLOCKS and (small_grid(case) or not options):
             result, cycles, method, vmem_method = probed(case, limit)
         elif case.facts.pallas and job.static_profile and small_grid(case):
             # v1, v2 with a small grid: its code depends on the size, so compiled at full size, once:
             # the profiled compile gives the VMEM verdict and the cycles alike.
             result, cycles, method, vmem_method = probed(case, limit)
-        else:  # the kernel's code depends on the size (v1, v2, XLA), or its VMEM does: at full size
+        else:
+            # at full size: the kernel's code depends on the size (v1, v2, XLA), or the profile depends
+            # on XLA's prefetch into VMEM (7x), which this compile says (and its VMEM verdict, exact
+            # where a representative's may not be): a prefetched case is profiled whole (its small
+            # grids' operands are prefetched otherwise), the others fitted on small grids without it
             result, cycles, method, vmem_method = compiler.compile(case, limit), None, "", "compiled"
             if result["status"] == "ok":
                 if not case.facts.pallas:
                     cycles, method = result["est_cycles"], "xla_cost_model"
                 elif job.static_profile:
-                    cycles, method = estimator.cycles(case, limit)
+                    cycles, method = estimator.cycles(case, limit, options,
+                                                      whole=bool(options and result.get("prefetched")))
                 else:
                     method = NO_STATIC_PROFILE
         log.info("%s %s limit=%s: %s vmem=%s (%s) cycles=%s (%s) %.1fs", job.target, case.label(), limit,
@@ -188,7 +198,7 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
         small grid of the same shape of steps gives the VMEM verdict, and is also the largest of the
         small grids the cycle fit profiles. Other kernels come here only with small grids."""
         probe = (case if small_grid(case) or case.facts.grid != BLOCKS
-                 else extrapolate.representative(case, large_operands))
+                 else extrapolate.representative(case))
         vmem_method = "compiled" if probe == case else "representative"
         if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
             result = compiler.compile(probe, limit)

@@ -114,19 +114,20 @@ class Compiler:
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 
-    def compile(self, case: "Case", vmem_limit_bytes: int | None = None) -> dict:
-        """The compile's result: from the cache when it has it (no worker started), else compiled."""
-        cached = self.cache.get(case, vmem_limit_bytes) if self.cache else None
+    def compile(self, case: "Case", vmem_limit_bytes: int | None = None, options: dict | None = None) -> dict:
+        """The compile's result: from the cache when it has it (no worker started), else compiled;
+        `options`: compiler options for this compile alone (extrapolate.fit_options)."""
+        cached = self.cache.get(case, vmem_limit_bytes, options) if self.cache else None
         if cached is not None:
             return dict(cached)
-        result = self._compile(case, vmem_limit_bytes)
+        result = self._compile(case, vmem_limit_bytes, options)
         if self.cache:
-            self.cache.put(case, vmem_limit_bytes, result)
+            self.cache.put(case, vmem_limit_bytes, result, options)
         return result
 
-    def _compile(self, case: "Case", vmem_limit_bytes: int | None) -> dict:
+    def _compile(self, case: "Case", vmem_limit_bytes: int | None, options: dict | None = None) -> dict:
         proc = self._start()
-        pickle.dump((case, vmem_limit_bytes, self.profile), proc.stdin)
+        pickle.dump((case, vmem_limit_bytes, self.profile, options), proc.stdin)
         proc.stdin.flush()
         ready, _, _ = select.select([proc.stdout], [], [], self.timeout_s)
         if not ready:

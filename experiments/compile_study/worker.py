@@ -6,9 +6,10 @@ arguments a sharding on one such device makes `jax.jit(...).lower(...).compile()
 compiler. This module and what it imports decide a compile's result: the compile cache's key hashes
 its import closure (cache.py), so it imports nothing of the parent's process or cache code.
 
-Reads pickled (case, vmem_limit_bytes, profile) requests on stdin and writes one pickled result per
-request to its original stdout. libtpu and the compiler write to file descriptors 1 and 2 directly,
-so the worker moves fd 1 onto stderr and keeps a private copy of stdout for its replies.
+Reads pickled (case, vmem_limit_bytes, profile, compiler options) requests on stdin and writes one
+pickled result per request to its original stdout. libtpu and the compiler write to file descriptors
+1 and 2 directly, so the worker moves fd 1 onto stderr and keeps a private copy of stdout for its
+replies.
 """
 import os
 import pickle
@@ -53,8 +54,9 @@ def init_worker(target: str, profile_dir: str | None) -> None:
     _device = topologies.get_topology_desc(chip(target).topology, "tpu").devices[0]
 
 
-def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
-    """Compile `case` for the worker's TPU device and return the compiled HLO text."""
+def compile_text(case: Case, vmem_limit_bytes: int | None, options: dict | None = None) -> str:
+    """Compile `case` for the worker's TPU device and return the compiled HLO text; `options`: XLA and
+    libtpu options for this compile alone (jax's compiler_options)."""
     import jax
 
     sharding = jax.sharding.SingleDeviceSharding(_device)
@@ -64,16 +66,19 @@ def compile_text(case: Case, vmem_limit_bytes: int | None) -> str:
     if case.facts.pallas:
         kwargs["vmem_limit_bytes"] = vmem_limit_bytes
     fn = wrapper(case.kernel)
-    return jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args).compile().as_text()
+    lowered = jax.jit(lambda a, b: fn(a, b, **kwargs)).lower(*args)
+    return lowered.compile(compiler_options=options or None).as_text()
 
 
-def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -> dict:
+def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool,
+                      options: dict | None = None) -> dict:
     """One compile; returns status and what the compiler reported. Runs in the worker process."""
     start = time.perf_counter()
-    result = dict(status="ok", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None, error="")
+    result = dict(status="ok", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None, error="",
+                  prefetched=None)
     try:
         try:
-            text = compile_text(case, vmem_limit_bytes)
+            text = compile_text(case, vmem_limit_bytes, options)
         except Exception as e:
             # An older libtpu than the jax (an intermediate release of the history): write the Mosaic
             # IR version it reads, as jax would on a TPU host with it (kernels/compat.py), and retry.
@@ -85,7 +90,7 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
                 raise
             print(f"libtpu reads Mosaic IR up to version {version}: compiling at it from now on",
                   file=sys.stderr, flush=True)
-            text = compile_text(case, vmem_limit_bytes)
+            text = compile_text(case, vmem_limit_bytes, options)
     except Exception as e:  # the compiler's verdict is a result, not a crash
         result |= compiler_output.compile_failure(e)
     else:
@@ -93,6 +98,7 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool) -
             result["est_cycles"] = compiler_output.xla_estimated_cycles(text)
         else:
             result["vmem_bytes"] = compiler_output.vmem_bytes_used(text)
+            result["prefetched"] = compiler_output.prefetched_operands(text)
             if profile:
                 result["est_cycles"] = compiler_output.pallas_estimated_cycles(text)
     result["compile_s"] = time.perf_counter() - start
@@ -113,8 +119,7 @@ def main(target: str, profile_dir: str | None) -> None:
             pickle.dump(worker_platforms(), replies)
             replies.flush()
             continue
-        case, vmem_limit_bytes, profile = request
-        pickle.dump(compile_in_worker(case, vmem_limit_bytes, profile), replies)
+        pickle.dump(compile_in_worker(*request), replies)  # case, limit, profile, options
         replies.flush()
 
 

@@ -59,6 +59,21 @@ def pallas_estimated_cycles(hlo_text: str) -> int:
     return sum(int(c) for c in found)
 
 
+_KERNEL_OPERANDS = re.compile(r"custom-call\(([^)]*)\)[^\n]*custom_call_target=\"tpu_custom_call\"")
+
+
+def prefetched_operands(hlo_text: str) -> int:
+    """How many of the Pallas kernel's operands XLA's memory-space assignment copies into another
+    memory space before the kernel (a copy-done among the tpu_custom_call's operands). On 7x it
+    prefetches operands that fit into VMEM, and libtpu's profile of the kernel then counts other
+    cycles (docs/compile-study.md)."""
+    found = _KERNEL_OPERANDS.findall(hlo_text)
+    if not found:
+        raise FormatChanged("expected a tpu_custom_call in the compiled HLO; libtpu's output format changed")
+    operands = [operand.strip() for listed in found for operand in listed.split(",")]
+    return sum(operand.startswith("%copy-done") for operand in operands)
+
+
 def xla_estimated_cycles(hlo_text: str) -> int:
     """Cycles XLA's cost model estimates for a compiled XLA program: the sum over its fusions."""
     found = _CYCLES.findall(hlo_text)

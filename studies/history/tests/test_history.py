@@ -280,7 +280,7 @@ def test_a_refused_ir_version_is_compiled_again_at_the_readable_one(monkeypatch)
     monkeypatch.setattr(tpu_custom_call, "get_ir_version", lambda ctx: None)
     attempts = []
 
-    def compile_text(case, limit):
+    def compile_text(case, limit, options=None):
         attempts.append(tpu_custom_call.get_ir_version(None))
         if attempts[-1] != 7:
             raise RuntimeError("Unsupported version: expected <= 7 but got 8")
@@ -288,6 +288,7 @@ def test_a_refused_ir_version_is_compiled_again_at_the_readable_one(monkeypatch)
 
     monkeypatch.setattr(worker, "compile_text", compile_text)
     monkeypatch.setattr(compiler_output, "vmem_bytes_used", lambda text: 123)
+    monkeypatch.setattr(compiler_output, "prefetched_operands", lambda text: 0)
     result = worker.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None, False)
     assert (result["status"], result["vmem_bytes"]) == ("ok", 123) and attempts[-1] == 7
     assert worker.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None,
