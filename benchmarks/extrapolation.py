@@ -80,10 +80,12 @@ def check(target: str, config: dict) -> list[dict]:
             # full size is prefetched is profiled whole (no fit to check), the others fitted with them
             fit_options = extrapolate.fit_options(target, libtpu)
             whole = bool(fit_options and full["prefetched"])
+            by_rows = bool(fit_options)  # as CycleEstimator.cycles fits
             points = [] if whole else [(c, profiler.compile(c, None, fit_options)["est_cycles"])
-                                       for c in extrapolate.reduced_cases(case)]
+                                       for c in extrapolate.reduced_cases(case, by_rows)]
             fit_s = time.perf_counter() - start
-            predicted = full["est_cycles"] if whole else extrapolate.predict(extrapolate.fit(points), case)
+            predicted = (full["est_cycles"] if whole
+                         else extrapolate.predict(extrapolate.fit(points, by_rows), case, by_rows))
             rows.append(dict(target=target, libtpu_version=libtpu, case_set=case_set, kernel=case.kernel,
                              dtype=case.dtype,
                              m=case.m, k=case.k, n=case.n, bm=case.bm, bk=case.bk, bn=case.bn,

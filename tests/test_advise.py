@@ -629,6 +629,7 @@ def _caveat_numbers(line: str) -> tuple[int, int, float, float]:
     return int(found[1]), int(found[2]), float(found[3]), float(found[4])
 
 
+@pytest.mark.usefixtures("inexact_7x_record")
 def test_an_inexact_extrapolation_is_said_with_its_recorded_errors():
     """The header's words against data/extrapolation_check.csv: where a target's recorded fit errors
     exceed what the tests allow, the line gives their count and range; where they do not, no line."""
@@ -648,6 +649,7 @@ def test_an_inexact_extrapolation_is_said_with_its_recorded_errors():
     assert cli.extrapolation_caveat(pallas, "7x", "0.0.0-never-checked") == []
 
 
+@pytest.mark.usefixtures("inexact_7x_record")
 def test_a_whole_model_on_7x_says_its_extrapolation_is_inexact():
     """--model's text carries the same line as a shape's header, for the target's extrapolated rows."""
     import types

@@ -75,6 +75,7 @@ def test_the_report_s_line_is_the_cli_s_but_for_the_csv_hint():
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.usefixtures("inexact_7x_record")
 def test_a_target_whose_extrapolation_is_inexact_says_so_beside_its_recommendation(lang):
     """7x's ranked blocks with extrapolated cycles: the recorded check of libtpu 0.0.52
     (data/extrapolation_check.csv) is off by more than the tests' 2 %, and the section says by how much;

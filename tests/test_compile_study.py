@@ -15,6 +15,7 @@ from tpu_matmul_repro.experiments.compile_study.study import (
     job_versions,
     run_job,
     run_jobs,
+    single_step_axes,
 )
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core import compiler_output
@@ -262,6 +263,28 @@ def test_reduced_cases_keep_blocks_and_cap_grid():
     assert dataclasses.replace(case) == case
 
 
+@pytest.mark.parametrize("case", [
+    Case("v5", "bfloat16", 8192, 4096, 14336, 1024, 4096, 256),
+    Case("v5", "bfloat16", 8192, 4096, 14336, 512, 4096, 512),
+    Case("v5", "bfloat16", 512, 4096, 32768, 512, 4096, 1024),   # one tile along m
+    Case("v5", "bfloat16", 8192, 4096, 1024, 512, 4096, 1024),   # one tile along n
+])
+def test_a_single_k_step_fitted_by_rows_keeps_its_axes_and_is_exact_on_a_plane(case):
+    """By rows (7x), a single-k-step case's grids keep its single-step axes, and cycles linear in rows
+    of tiles and tiles (A fetched once a row) are predicted exactly, where a line in tiles is not."""
+    reduced = extrapolate.reduced_cases(case, by_rows=True)
+    assert all(single_step_axes(c) == single_step_axes(case) for c in reduced)
+
+    def plane(c):
+        return 900 + 1100 * c.grid()[0] + 4500 * extrapolate.grid_counts(c)[0]
+
+    points = [(c, plane(c)) for c in reduced]
+    assert abs(extrapolate.predict(extrapolate.fit(points, True), case, True) - plane(case)) <= 1
+    if all(g > 1 for g in case.grid()[:2]):  # the line through tiles misses A's fetch per row
+        line = [(c, plane(c)) for c in extrapolate.reduced_cases(case)]
+        assert abs(extrapolate.predict(extrapolate.fit(line), case) / plane(case) - 1) > 0.02
+
+
 def test_fit_options_turn_off_7x_s_vmem_prefetch_only():
     assert extrapolate.fit_options("7x", "0.0.52") == {"xla_gf_vmem_memory_space_assignment": False}
     assert extrapolate.fit_options("v5e", "0.0.42.1") is None
@@ -440,9 +463,9 @@ def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_on
     compiled = []
     real_compile = tpu_compile.Compiler._compile
 
-    def counting(self, case, limit):
+    def counting(self, case, limit, options=None):
         compiled.append(case)
-        return real_compile(self, case, limit)
+        return real_compile(self, case, limit, options)
 
     monkeypatch.setattr(tpu_compile.Compiler, "_compile", counting)
     oom = Case("v5", "bfloat16", 4096, 4096, 4096, 512, 2048, 1024)
@@ -480,7 +503,7 @@ def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominate
 
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", "off")
 
-    def out_of_vmem(self, case, limit):
+    def out_of_vmem(self, case, limit, options=None):
         return dict(status="vmem_oom", vmem_bytes=200 * MiB, oom_limit_bytes=16 * MiB, est_cycles=None,
                     error="RESOURCE_EXHAUSTED: CompileTimeScopedVmemOom (faked)", compile_s=0.1)
 

@@ -437,6 +437,7 @@ def test_generations_compare_the_posts_configurations_on_every_target(table):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.usefixtures("inexact_7x_record")
 def test_a_generations_figure_says_where_its_cycles_rest_on_an_inexact_extrapolation(table, lang):
     """7x's drawn points rest on extrapolated cycles whose recorded check is off by up to a third: the
     figure and its caption say so with the recorded range; v6e's check is within the tests' 2 %: no

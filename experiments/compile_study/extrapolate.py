@@ -36,6 +36,12 @@ POINTS = ((2, 1, 2), (1, 1, 4), (2, 2, 4))
 # With a single k step, steps = tiles: a line through 2 and 8 tiles, which stay two distinct points
 # when a grid of more than 16 steps caps them.
 POINTS_ONE_K_STEP = ((2, 1, 1), (4, 2, 1))
+# ... or, fitted by rows (where a target has FIT_OPTIONS): cycles = c0 + c_row * rows + c_tile * tiles,
+# on grids with more than one tile along m and n. With a single k step, A's block is the same along a
+# row of tiles, so the pipeline fetches it once a row: on 7x a line through tiles alone was off by
+# +12 to +13 % at 56 tiles along n, and (2, 1, 1), with a single step along n, is another kernel's
+# layout; by rows, one block's grids of 16 to 224 tiles lay on the plane to the cycle.
+POINTS_ONE_K_STEP_ROWS = ((2, 2, 1), (4, 2, 1), (2, 4, 1))
 
 # (target, libtpu) -> compiler options for the small grids of a case whose full-size compile leaves
 # both operands in HBM: XLA's VMEM memory-space assignment off, so that no operand of a small grid is
@@ -58,13 +64,14 @@ def fit_options(target: str, libtpu: str) -> dict | None:
     return FIT_OPTIONS.get((target, libtpu))
 
 
-def reduced_cases(case: Case) -> list[Case]:
-    """Problems with the case's blocks whose grids span the fit (capped at the case's grid)."""
+def reduced_cases(case: Case, by_rows: bool = False) -> list[Case]:
+    """Problems with the case's blocks whose grids span the fit (capped at the case's grid); `by_rows`:
+    a single k step is fitted by rows (POINTS_ONE_K_STEP_ROWS)."""
     grid = case.grid()
     gi, gj = grid[0], grid[1]
     gk = grid[2] if len(grid) == 3 else 1
     # v2 has one split count for both m and n, so its reduced grids stay square.
-    base = POINTS_ONE_K_STEP if gk == 1 else POINTS
+    base = POINTS if gk > 1 else POINTS_ONE_K_STEP_ROWS if by_rows else POINTS_ONE_K_STEP
     shape = ((a, a, c) for a, _, c in base) if case.facts.grid == SPLIT else base
     points = {(min(a, gi), min(b, gj), min(c, gk)) for a, b, c in shape}
     out = []
@@ -82,22 +89,29 @@ def representative(case: Case) -> Case:
     return max(reduced_cases(case), key=lambda c: grid_counts(c)[1])
 
 
-def fit(profiles: list[tuple[Case, int]]) -> np.ndarray:
-    """Least-squares (c0, c_tile, c_step) from (reduced case, cycles) pairs."""
-    x = np.array([[1.0, *grid_counts(c)] for c, _ in profiles])
+def _terms(case: Case, by_rows: bool) -> list[float]:
+    tiles, steps = grid_counts(case)
+    if by_rows and tiles == steps:  # a single k step: rows of tiles in place of steps (= tiles)
+        return [1.0, float(case.grid()[0]), float(tiles)]
+    return [1.0, float(tiles), float(steps)]
+
+
+def fit(profiles: list[tuple[Case, int]], by_rows: bool = False) -> np.ndarray:
+    """Least-squares (c0, c_tile, c_step), or by rows (c0, c_row, c_tile), from (reduced case, cycles)."""
+    x = np.array([_terms(c, by_rows) for c, _ in profiles])
     y = np.array([float(cycles) for _, cycles in profiles])
     coef, *_ = np.linalg.lstsq(x, y, rcond=None)
     return coef
 
 
-def predict(coef: np.ndarray, case: Case) -> int:
-    tiles, steps = grid_counts(case)
-    return int(round(coef @ np.array([1.0, tiles, steps])))
+def predict(coef: np.ndarray, case: Case, by_rows: bool = False) -> int:
+    return int(round(coef @ np.array(_terms(case, by_rows))))
 
 
-def recorded_errors(target: str, libtpu: str, path: Path = CHECKED) -> list[float]:
+def recorded_errors(target: str, libtpu: str, path: Path | None = None) -> list[float]:
     """The fit's errors (%, prediction / full profile - 1) that benchmarks/extrapolation.py recorded for
-    `target` with `libtpu`; empty where none were."""
+    `target` with `libtpu` (in `path`, default CHECKED); empty where none were."""
+    path = path or CHECKED
     if not path.exists():
         return []
     with path.open(newline="") as f:
@@ -106,7 +120,7 @@ def recorded_errors(target: str, libtpu: str, path: Path = CHECKED) -> list[floa
                 and r.get("cycles_method") != "profiled"]  # profiled whole: no fit to check
 
 
-def inexact(target: str, libtpu: str, path: Path = CHECKED) -> tuple[float, float, int] | None:
+def inexact(target: str, libtpu: str, path: Path | None = None) -> tuple[float, float, int] | None:
     """(smallest error %, largest, blocks checked) where the recorded check of `target` with `libtpu`
     found the fit off by more than TESTED_PCT for some block; None where it did not, or none is
     recorded."""

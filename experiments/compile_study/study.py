@@ -81,13 +81,15 @@ class CycleEstimator:
     def cycles(self, case: Case, limit: int | None, options: dict | None = None, *,
                whole: bool = False) -> tuple[int | None, str]:
         """The case's cycles: profiled whole (a small grid, or `whole`), else fitted on its small grids,
-        compiled with `options` (extrapolate.fit_options)."""
+        compiled with `options` (extrapolate.fit_options), and by rows where there are options (the
+        targets whose fit was checked so)."""
         if whole or extrapolate.grid_counts(case)[1] <= self.max_steps:
             return self._profile(case, limit), "profiled"
-        points = [(c, self._profile(c, limit, options)) for c in extrapolate.reduced_cases(case)]
+        by_rows = bool(options)
+        points = [(c, self._profile(c, limit, options)) for c in extrapolate.reduced_cases(case, by_rows)]
         if any(cycles is None for _, cycles in points):
             return None, "extrapolation_failed"
-        return extrapolate.predict(extrapolate.fit(points), case), "extrapolated"
+        return extrapolate.predict(extrapolate.fit(points, by_rows), case, by_rows), "extrapolated"
 
 
 def _hashable(options: dict | None):
