@@ -309,14 +309,19 @@ class RecordingCompiler:
 
 
 @pytest.mark.parametrize("libtpu, m, vmem_method, cycles_method", [
-    # 7x: the VMEM verdict at full size; the small grids without prefetch where the full size has none
-    ("0.0.52", 8192, "compiled", "extrapolated"),
+    # 7x, where A could be prefetched (48 MiB beside 9.5 MiB of blocks, in 64 MiB): the VMEM verdict
+    # at full size; the small grids without prefetch where the full size has none
+    ("0.0.52", 1536, "compiled", "extrapolated"),
     # ... and profiled whole where the full size prefetches an operand (its small grids would too)
     ("0.0.52", 512, "compiled", "profiled"),
+    # 7x, where neither operand fits beside the blocks (A 256 MiB): no full-size compile, the small
+    # grids without prefetch, the verdict the representative's
+    ("0.0.52", 8192, "representative", "extrapolated"),
     ("0.0.42.1", 8192, "representative", "extrapolated"),  # no options: the representative, as before
 ])
 def test_7x_blocks_are_profiled_as_their_full_size_is_prefetched(libtpu, m, vmem_method, cycles_method):
     case = Case("v5", "bfloat16", m, 16384, 14336, 512, 4096, 512)
+    assert extrapolate.never_prefetched(case, "7x") == (m == 8192)
     job = Job("7x", "advice", (case,), timeout_s=1, profile_max_steps=16)
     plain = RecordingCompiler(False, prefetch_below=32 * 2**20)
     profiled = RecordingCompiler(True, prefetch_below=32 * 2**20)

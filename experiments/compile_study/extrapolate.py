@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import chip
+from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, min_vmem_bytes
 from tpu_matmul_repro.kernels.spec import SPLIT
 
 # benchmarks/extrapolation.py's record: full static profiles against this fit, per target and libtpu
@@ -64,6 +66,16 @@ def fit_options(target: str, libtpu: str) -> dict | None:
     return FIT_OPTIONS.get((target, libtpu))
 
 
+def never_prefetched(case: Case, target: str) -> bool:
+    """Whether XLA cannot prefetch either operand of `case` into `target`'s VMEM: each, whole, beside
+    the kernel's own block buffers (a lower bound on its scoped VMEM), is more than the core's physical
+    VMEM. Such a case's full-size compile has nothing to say that its small grids compiled with
+    fit_options do not: the same VMEM (the representative's) and no prefetch."""
+    room = chip(target).vmem_bytes - min_vmem_bytes(case)
+    size = ITEMSIZE[case.dtype]
+    return min(size * case.m * case.k, size * case.k * case.n) > room
+
+
 def reduced_cases(case: Case, by_rows: bool = False) -> list[Case]:
     """Problems with the case's blocks whose grids span the fit (capped at the case's grid); `by_rows`:
     a single k step is fitted by rows (POINTS_ONE_K_STEP_ROWS)."""
@@ -83,10 +95,10 @@ def reduced_cases(case: Case, by_rows: bool = False) -> list[Case]:
     return out
 
 
-def representative(case: Case) -> Case:
+def representative(case: Case, by_rows: bool = False) -> Case:
     """The largest of the case's reduced grids: the same blocks, and a single step along exactly the
     axes where the case has one, so the compiler lays out (and double-buffers) VMEM as for the case."""
-    return max(reduced_cases(case), key=lambda c: grid_counts(c)[1])
+    return max(reduced_cases(case, by_rows), key=lambda c: grid_counts(c)[1])
 
 
 def _terms(case: Case, by_rows: bool) -> list[float]:

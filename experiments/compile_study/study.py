@@ -168,6 +168,10 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
             result, cycles, method, vmem_method = bound, None, "", "block_bound"
         elif case.facts.grid == BLOCKS and (small_grid(case) or not options):
             result, cycles, method, vmem_method = probed(case, limit)
+        elif case.facts.grid == BLOCKS and extrapolate.never_prefetched(case, job.target):
+            # the profile depends on XLA's prefetch (7x), but no operand fits beside the blocks: the
+            # small grids, prefetch off, give the verdict (the representative's) and the cycles
+            result, cycles, method, vmem_method = probed(case, limit, options)
         elif case.facts.pallas and job.static_profile and small_grid(case):
             # v1, v2 with a small grid: its code depends on the size, so compiled at full size, once:
             # the profiled compile gives the VMEM verdict and the cycles alike.
@@ -193,36 +197,37 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
     def small_grid(case: Case) -> bool:
         return extrapolate.grid_counts(case)[1] <= job.profile_max_steps
 
-    def probed(case: Case, limit: int | None):
+    def probed(case: Case, limit: int | None, options: dict | None = None):
         """VMEM verdict and cycles from one profiled compile. A 3-D block grid's VMEM depends on its
         blocks and on which grid axes have a single step, not on the grid's extent
         (tests/test_compile_study.py checks this against full compiles): one profiled compile of a
         small grid of the same shape of steps gives the VMEM verdict, and is also the largest of the
-        small grids the cycle fit profiles. Other kernels come here only with small grids."""
+        small grids the cycle fit profiles (compiled with `options`, and fitted by rows where there
+        are options). Other kernels come here only with small grids."""
         probe = (case if small_grid(case) or case.facts.grid != BLOCKS
-                 else extrapolate.representative(case))
+                 else extrapolate.representative(case, by_rows=bool(options)))
         vmem_method = "compiled" if probe == case else "representative"
         if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
-            result = compiler.compile(probe, limit)
+            result = compiler.compile(probe, limit, options)
             return (_located(result, probe, case), None,
                     NO_STATIC_PROFILE if result["status"] == "ok" else "", vmem_method)
         # libtpu's static profiler crashes on every kernel for some targets (v4; 7x before libtpu
         # 0.0.52), each crash costing a worker restart: after the first, the job stops trying.
-        result = crashed[0] if crashed else estimator.compile(probe, limit)
+        result = crashed[0] if crashed else estimator.compile(probe, limit, options)
         if result["status"] == "compile_error" and "exited with code" in result["error"]:
             # the VMEM verdict from a plain compile, and the crash as the reason there are no cycles
             if not crashed:
                 crashed.append(dict(result, error=f"{result['error']}; on {probe.label()}, after which "
                                                   "this job did not run the profiler again"))
             crash = result["error"]
-            result = compiler.compile(probe, limit)
+            result = compiler.compile(probe, limit, options)
             if result["status"] == "ok":
                 result = dict(result,
                               error=f"no cycle estimate: libtpu's static profiler crashed ({crash})")
                 return result, None, "profiler_crashed", vmem_method
         if result["status"] != "ok":
             return _located(result, probe, case), None, "", vmem_method
-        return result, *estimator.cycles(case, limit), vmem_method
+        return result, *estimator.cycles(case, limit, options), vmem_method
 
     rows_of = {}  # case -> its rows (default limit, then raised limits), emitted in the job's order
     out_of_vmem = []  # (case, row): compiled at the default limit, out of VMEM (dominated_result)
