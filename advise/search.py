@@ -132,14 +132,13 @@ def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings
                   limit_mib: int | None) -> pd.DataFrame:
     """The compile study's rows of `cases`: at the default limit, and at `limit_mib` too where they run
     out at the default (a Job's raised-limit retries); blocks whose buffers exceed the default
-    (vmem_floor) are compiled at `limit_mib` only, with a row saying why not at the default. The cases
-    are split by bk (as the compile study splits a search) over the pairs of `workers`, which compile
-    at once, each taking the next bk not yet taken, the largest first."""
+    (vmem_floor) are compiled at `limit_mib` only, with a row saying why not at the default. The pairs
+    of `workers` compile at once, each taking the next part no pair has taken (split_for_pairs)."""
     default = chip(target).default_vmem_limit_bytes
     libtpu = job_versions(compiler.get("versions"))["libtpu_version"]
     beyond = tuple(c for c in cases if limit_mib and c.facts.pallas and vmem_floor(c, libtpu)[0] > default)
-    parts = split_by_bk([c for c in cases if c not in beyond], len(cases))  # one per bk
-    extra = split_by_bk(list(beyond), len(cases))
+    parts = split_for_pairs([c for c in cases if c not in beyond])
+    extra = split_for_pairs(list(beyond))
     common = dict(target=target, experiment="advice", toolchain=compiler["toolchain"],
                   static_profile=compiler["static_profile"], **settings)
 
@@ -156,20 +155,15 @@ def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings
     return pd.concat(frames, ignore_index=True)
 
 
-def split_by_bk(cases: list, parts: int) -> list[list]:
-    """`cases` in at most `parts` lists, each bk in one of them (the blocks of one bk share dominance
-    and small grids in a job), the largest groups first to the list with the least work so far; XLA's
-    cases go with the first."""
-    groups = {}
-    for case in cases:
-        groups.setdefault(case.bk or 0, []).append(case)
-    parts = max(1, min(parts, len(groups)))
-    out, work = [[] for _ in range(parts)], [0] * parts
-    for _, group in sorted(groups.items(), key=lambda kv: (-sum(c.m * c.k for c in kv[1]), kv[0])):
-        i = work.index(min(work))
-        out[i] += group
-        work[i] += sum((c.bm or c.m) * (c.bk or c.k) + (c.bk or c.k) * (c.bn or c.n) for c in group)
-    return [part for part in out if part]
+def split_for_pairs(cases: list) -> list[list]:
+    """`cases` as the parts the pairs of workers take one at a time (Workers.run): XLA's together first,
+    then each block shape alone, the largest blocks first (their compiles take longest), so that no
+    pair waits long at the batch's end for another's last part. A block out of VMEM spares the larger
+    ones of later batches (dominated), not those of its own."""
+    xla = [case for case in cases if not case.facts.pallas]
+    blocks = sorted((case for case in cases if case.facts.pallas),
+                    key=lambda c: (-(c.bm * c.bk + c.bk * c.bn + c.bm * c.bn), c.bm, c.bk, c.bn))
+    return ([xla] if xla else []) + [[case] for case in blocks]
 
 
 def dominated(case: Case, out_of_vmem: list[Case]) -> Case | None:
