@@ -342,6 +342,25 @@ def test_7x_blocks_are_profiled_as_their_full_size_is_prefetched(libtpu, m, vmem
         assert plain.asked == [] and row["vmem_bytes"] < 1000 + tiles
 
 
+def test_7x_s_representative_asks_the_full_size_s_vmem_where_no_operand_can_be_prefetched():
+    """The record of benchmarks/representative_vmem.py: where extrapolate.never_prefetched lets the
+    study take 7x's VMEM verdict from the representative (compiled with the fit options), that
+    verdict is the full-size compile's, ok or out of VMEM, to the byte."""
+    record = pd.read_csv(ROOT / "data" / "representative_vmem_check.csv", dtype={"libtpu_version": str})
+    mine = record[record.target == "7x"]
+    assert len(mine) >= 30 and set(mine.full_status) == {"ok", "vmem_oom"}
+    for r in mine.itertuples():
+        case = Case(r.kernel, r.dtype, r.m, r.k, r.n, r.bm, r.bk, r.bn)
+        assert r.never_prefetched == extrapolate.never_prefetched(case, r.target), case.label()
+        assert r.representative == "x".join(map(str, extrapolate.representative(case, True).grid()))
+        options = extrapolate.fit_options(r.target, r.libtpu_version)
+        assert r.fit_options == " ".join(f"{k}={v}" for k, v in options.items())
+    checked = mine[mine.never_prefetched]
+    assert len(checked) == len(mine)
+    assert (checked.full_status == checked.representative_status).all()
+    assert (checked.full_vmem_bytes == checked.representative_vmem_bytes).all()
+
+
 @pytest.mark.compiler
 @pytest.mark.parametrize("target, case", [
     ("v5e", Case("v3", "float32", 2048, 2048, 2048, 512, 1024, 1024)),    # out of VMEM today
