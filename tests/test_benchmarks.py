@@ -104,3 +104,32 @@ def test_the_record_is_written_after_the_runs_not_between_them(tmp_path, monkeyp
 def test_cpu_times_count_busy_within_total():
     busy, total = default_run.cpu_times()
     assert 0 < busy < total
+
+
+advisor_speed = _script("advisor_speed")
+
+
+def test_the_advisor_speed_benchmark_reads_the_compiles_from_the_advisor_s_log():
+    log = ("2026-12-04 20:22:24,787 tpu_matmul_repro.advise.cli: advice 8192x4096x14336 on 7x: 3 of 85 "
+           "compiles from the compile cache, 82 compiled here\n")
+    assert advisor_speed.compiles("INFO other line\n" + log) == (82, 3)
+    with pytest.raises(ValueError, match="found 0"):
+        advisor_speed.compiles("advise: --target 'v9': expected one of v5e, v6e, v5p, 7x\n")
+    with pytest.raises(ValueError, match="found 2"):
+        advisor_speed.compiles(log + log)
+
+
+def test_the_advisor_speed_table_judges_each_run_by_its_goal():
+    import pandas as pd
+
+    def row(target, run, wall_s, compiled, cached):
+        return dict(target=target, run=run, wall_s=wall_s, cpu_s=100.0, compiled=compiled, cached=cached,
+                    load=0.5)
+
+    rows = pd.DataFrame([row("7x", "cold", 90.0, 82, 0), row("v5e", "cold", 60.1, 50, 0),
+                         row("v5p", "cold", 70.0, 50, 0), row("v6e", "warm", 5.1, 0, 21)])
+    lines = advisor_speed.table(rows).splitlines()
+    assert lines[2] == "| 7x | cold | 90.0 s | 100.0 s | 82 (0) | 0.50 | <= 90 s | yes |"  # the goal met
+    assert lines[3] == "| v5e | cold | 60.1 s | 100.0 s | 50 (0) | 0.50 | <= 60 s | no |"
+    assert lines[4] == "| v5p | cold | 70.0 s | 100.0 s | 50 (0) | 0.50 |  |  |"  # no goal for v5p
+    assert lines[5] == "| v6e | warm | 5.1 s | 100.0 s | 0 (21) | 0.50 | <= 5 s | no |"

@@ -1,0 +1,153 @@
+"""Time the advisor for one shape per target, cold and warm, beside the machine's yardstick, and record
+the figures in benchmarks/advisor_speed.csv (docs/advisor.md's speed record quotes its latest runs).
+
+    python3 benchmarks/advisor_speed.py [--targets v5e v6e 7x] [--shape 8192x4096x14336]
+
+The model is fitted once first, into the user's cache, as `advise --results none` fits it (minutes
+from an empty cache; not timed). Then per target: "cold", `advise SHAPE --target T --results none`
+with an empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder holding only a copy of the fitted
+model), and "warm", the same again with the cache that run filled. Each row: the wall time, the CPU
+seconds of the advisor and its compile workers, the compiles made and found cached (from the
+advisor's log), the 1-minute load average at its start. benchmarks/calibrate.py times nine fixed
+compiles before and after all runs: the machine's speed then, since this project's VMs differ by two
+to three times and drift within minutes. The issue's goals (issue 37): cold <= 60 s on v5e and v6e,
+<= 90 s on 7x; warm <= 5 s.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from tpu_matmul_repro.experiments.core.tables import write_atomic
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "benchmarks" / "advisor_speed.csv"
+GOALS = {("cold", "v5e"): 60.0, ("cold", "v6e"): 60.0, ("cold", "7x"): 90.0}
+WARM_GOAL = 5.0
+# the advisor's log line (advise/cli.py's advice()) that counts a search's compiles
+_COMPILES = re.compile(r"advice \S+ on \S+: (\d+) of (\d+) compiles from the compile cache, "
+                       r"(\d+) compiled here")
+
+
+def goal(run: str, target: str) -> float | None:
+    return WARM_GOAL if run == "warm" else GOALS.get((run, target))
+
+
+def compiles(log: str) -> tuple[int, int]:
+    """(compiled here, from the cache) of the one search in an advisor's verbose log."""
+    found = _COMPILES.findall(log)
+    if len(found) != 1:
+        raise ValueError(f"expected one line 'advice ...: H of N compiles from the compile cache, M compiled "
+                         f"here' in the advisor's log, found {len(found)}")
+    hits, _, misses = map(int, found[0])
+    return misses, hits
+
+
+def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds of the command and its children, stderr) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(argv)} exited with {done.returncode}: {done.stderr.strip()[-500:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done.stderr
+
+
+def yardstick() -> float:
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "calibrate.py"), "--json"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    return round(json.loads(out.strip().splitlines()[-1])["compiles_s"], 2)
+
+
+def fitted_model() -> list[Path]:
+    """Fit the advisor's model into the user's cache (if it is not there) and return its files."""
+    from tpu_matmul_repro.experiments.core.cache_dirs import CACHE_VARIABLE, user_cache
+
+    env = {k: v for k, v in os.environ.items() if k != CACHE_VARIABLE}
+    subprocess.run([sys.executable, "-m", "tpu_matmul_repro.advise", "1024x512x2048", "--results", "none"],
+                   env=env, cwd=REPO, capture_output=True, check=True)
+    models = sorted(user_cache("advise").glob("model-*.json"))
+    if not models:
+        raise RuntimeError(f"no model-*.json in {user_cache('advise')} after fitting it")
+    return models
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else what platform says."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def runs(targets, shape: str, models: list[Path]) -> list[dict]:
+    rows = []
+    for target in targets:
+        with tempfile.TemporaryDirectory(prefix="advisor-speed-") as folder:
+            (Path(folder) / "advise").mkdir()
+            for model in models:
+                shutil.copy(model, Path(folder) / "advise" / model.name)
+            env = dict(os.environ, TPU_MATMUL_REPRO_CACHE=folder)
+            for run in ("cold", "warm"):
+                load = os.getloadavg()[0]
+                wall, cpu, log = timed([sys.executable, "-m", "tpu_matmul_repro.advise", shape, "--target",
+                                        target, "--results", "none", "-v"], env)
+                made, cached = compiles(log)
+                rows.append(dict(target=target, run=run, shape=shape, wall_s=round(wall, 1),
+                                 cpu_s=round(cpu, 1), compiled=made, cached=cached, load=round(load, 2)))
+                print(f"{target} {run}: {wall:.1f} s wall, {cpu:.1f} s CPU, {made} compiled, {cached} cached",
+                      file=sys.stderr)
+    return rows
+
+
+def table(rows: pd.DataFrame) -> str:
+    """The record's rows as docs/advisor.md's table."""
+    lines = ["| target | run | wall | CPU | compiled (cached) | load at start | goal (wall) | met |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows.itertuples():
+        g = goal(r.run, r.target)
+        met = "" if g is None else ("yes" if r.wall_s <= g else "no")
+        lines.append(f"| {r.target} | {r.run} | {r.wall_s:.1f} s | {r.cpu_s:.1f} s | {r.compiled} "
+                     f"({r.cached}) | {r.load:.2f} | {'' if g is None else f'<= {g:.0f} s'} | {met} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", nargs="+", default=["v5e", "v6e", "7x"])
+    parser.add_argument("--shape", default="8192x4096x14336")
+    args = parser.parse_args(argv)
+    from tpu_matmul_repro.experiments.core.provenance import provenance
+
+    models = fitted_model()
+    start = datetime.datetime.now(datetime.timezone.utc)
+    before = yardstick()
+    rows = runs(args.targets, args.shape, models)
+    after = yardstick()
+    new = pd.DataFrame(rows).assign(git_sha=provenance()["git_sha"], date=start.date().isoformat(),
+                                    started_utc=start.strftime("%H:%M"), cpu=cpu_model(),
+                                    cores=os.cpu_count(), yardstick_before_s=before,
+                                    yardstick_after_s=after)
+    old = pd.read_csv(OUT) if OUT.exists() else new.iloc[:0]
+    table_all = pd.concat([old, new], ignore_index=True)
+    write_atomic(OUT, lambda tmp: table_all.to_csv(tmp, index=False))
+    print(table(new))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
