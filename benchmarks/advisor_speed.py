@@ -1,5 +1,6 @@
 """Time the advisor for one shape per target, cold and warm, beside the machine's yardstick, and record
-the figures in benchmarks/advisor_speed.csv (docs/advisor.md's speed record quotes its latest runs).
+the figures in benchmarks/advisor_speed.csv (docs/advisor.md quotes the summary of each target's latest
+commit's runs: a VM's speed drifts by a tenth or more between runs, so one run is not a record).
 
     python3 benchmarks/advisor_speed.py [--targets v5e v6e 7x] [--shape 8192x4096x14336]
 
@@ -126,6 +127,22 @@ def table(rows: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def summary(record: pd.DataFrame) -> str:
+    """Per target and run, the runs of the latest commit the record has for that target, as
+    docs/advisor.md's table: the commit, how many runs, the median wall time and the range, the median
+    CPU, and whether the median meets the goal."""
+    lines = ["| target | run | commit | runs | wall: median (range) | CPU: median | goal (wall) "
+             "| median meets it |", "|---|---|---|---|---|---|---|---|"]
+    for (target, run), group in record.groupby(["target", "run"], sort=False):
+        group = group[group.git_sha == group.git_sha.iloc[-1]]
+        wall, g = group.wall_s.median(), goal(run, target)
+        met = "" if g is None else ("yes" if wall <= g else "no")
+        lines.append(f"| {target} | {run} | {group.git_sha.iloc[0][:7]} | {len(group)} | {wall:.1f} s "
+                     f"({group.wall_s.min():.1f}-{group.wall_s.max():.1f} s) | "
+                     f"{group.cpu_s.median():.1f} s | {'' if g is None else f'<= {g:.0f} s'} | {met} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--targets", nargs="+", default=["v5e", "v6e", "7x"])
@@ -146,6 +163,7 @@ def main(argv=None) -> int:
     table_all = pd.concat([old, new], ignore_index=True)
     write_atomic(OUT, lambda tmp: table_all.to_csv(tmp, index=False))
     print(table(new))
+    print(f"\nEach target's latest commit in {OUT.name}:\n{summary(table_all)}")
     return 0
 
 

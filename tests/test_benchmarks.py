@@ -133,3 +133,17 @@ def test_the_advisor_speed_table_judges_each_run_by_its_goal():
     assert lines[3] == "| v5e | cold | 60.1 s | 100.0 s | 50 (0) | 0.50 | <= 60 s | no |"
     assert lines[4] == "| v5p | cold | 70.0 s | 100.0 s | 50 (0) | 0.50 |  |  |"  # no goal for v5p
     assert lines[5] == "| v6e | warm | 5.1 s | 100.0 s | 0 (21) | 0.50 | <= 5 s | no |"
+
+
+def test_the_advisor_speed_summary_takes_each_target_s_latest_commit():
+    import pandas as pd
+
+    def row(sha, target, run, wall_s):
+        return dict(git_sha=sha, target=target, run=run, wall_s=wall_s, cpu_s=2 * wall_s)
+
+    record = pd.DataFrame([row("aaaaaaa1", "7x", "cold", 120.0), row("bbbbbbb2", "7x", "cold", 91.0),
+                           row("bbbbbbb2", "7x", "cold", 80.0), row("bbbbbbb2", "7x", "cold", 85.0),
+                           row("aaaaaaa1", "v5e", "cold", 50.0)])
+    lines = advisor_speed.summary(record).splitlines()
+    assert lines[2] == "| 7x | cold | bbbbbbb | 3 | 85.0 s (80.0-91.0 s) | 170.0 s | <= 90 s | yes |"
+    assert lines[3] == "| v5e | cold | aaaaaaa | 1 | 50.0 s (50.0-50.0 s) | 100.0 s | <= 60 s | yes |"
