@@ -366,8 +366,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
                 frames.append(dominated_rows(target, skipped, limit))
                 times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
             lead = leader_of(times[times.kernel != "xla"], at_shape(times, shape))
-    raw = pd.concat(frames, ignore_index=True)
-    table = at_limit(modelled(raw, model), limit)
+    table = times  # the last batch's, modelled from every frame: the loop ends on one
     compiled = set(_keys(table))
     pruned = [case for case in of_case if case not in set(sure_oom) and _key(case) not in compiled]
     skipped = int((table.vmem_method == DOMINATED).sum())
