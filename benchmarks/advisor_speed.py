@@ -86,6 +86,18 @@ def fitted_model() -> list[Path]:
     return models
 
 
+def measured_commit() -> str:
+    """The checkout's commit as provenance gives it, "-dirty" dropped where the record itself is the
+    only tracked file changed: a run appends to it, and the next run measures the same code."""
+    from tpu_matmul_repro.experiments.core.provenance import provenance
+
+    sha = provenance()["git_sha"]
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                              f":!{OUT.relative_to(REPO)}"], cwd=REPO, capture_output=True, text=True,
+                             check=True).stdout.strip()
+    return sha.removesuffix("-dirty") if not changed else sha
+
+
 def cpu_model() -> str:
     """The CPU's model name (Linux), else what platform says."""
     try:
@@ -148,14 +160,12 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", nargs="+", default=["v5e", "v6e", "7x"])
     parser.add_argument("--shape", default="8192x4096x14336")
     args = parser.parse_args(argv)
-    from tpu_matmul_repro.experiments.core.provenance import provenance
-
     models = fitted_model()
     start = datetime.datetime.now(datetime.timezone.utc)
     before = yardstick()
     rows = runs(args.targets, args.shape, models)
     after = yardstick()
-    new = pd.DataFrame(rows).assign(git_sha=provenance()["git_sha"], date=start.date().isoformat(),
+    new = pd.DataFrame(rows).assign(git_sha=measured_commit(), date=start.date().isoformat(),
                                     started_utc=start.strftime("%H:%M"), cpu=cpu_model(),
                                     cores=os.cpu_count(), yardstick_before_s=before,
                                     yardstick_after_s=after)
