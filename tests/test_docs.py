@@ -116,3 +116,21 @@ def test_the_readme_s_run_times_are_the_benchmark_record_s():
     assert abs(said - cold / 60) <= 0.25, (said, cold)
     warm = re.search(r"\((\d+) s\)", record["warm cache (results/ deleted), --cores 1"]).group(1)
     assert f"({warm} s in that record)" in readme
+
+
+def test_the_advisor_s_speed_record_is_the_benchmark_s():
+    """docs/advisor.md's speed summary is what benchmarks/advisor_speed.py makes of its record, with the
+    record's yardsticks; a sentence that every median meets its goal holds for the table."""
+    import pandas as pd
+
+    spec = importlib.util.spec_from_file_location("advisor_speed", ROOT / "benchmarks" / "advisor_speed.py")
+    speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speed)
+    record = pd.read_csv(ROOT / "benchmarks" / "advisor_speed.csv")
+    text = (ROOT / "docs" / "advisor.md").read_text()
+    summary = speed.summary(record)
+    assert summary in text
+    yardsticks = pd.concat([record.yardstick_before_s, record.yardstick_after_s])
+    assert f"(yardstick {yardsticks.min():.2f} to {yardsticks.max():.2f} s" in " ".join(text.split())
+    if "Every median meets its goal" in text:
+        assert all(line.endswith("| yes |") for line in summary.splitlines()[2:])
