@@ -39,6 +39,7 @@ from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
+from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.kernels.spec import BLOCKS
 from tpu_matmul_repro.report.advice import PRUNED
 
@@ -365,7 +366,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
                 todo = [case for case in todo if case not in skipped]
                 frames.append(dominated_rows(target, skipped, limit))
                 times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
-            lead = leader_of(times[times.kernel != "xla"], at_shape(times, shape))
+            lead = leader_of(times[is_pallas(times.kernel)], at_shape(times, shape))
     table = times  # the last batch's, modelled from every frame: the loop ends on one
     compiled = set(_keys(table))
     pruned = [case for case in of_case if case not in set(sure_oom) and _key(case) not in compiled]
@@ -383,7 +384,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
             error=f"not compiled: even without compiler cycles the model gives "
                   f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond {reach_words(lead)}: it can neither be "
                   "the best block nor tie") for x in pruned])], ignore_index=True)
-    pallas = table[table.kernel != "xla"].copy()
+    pallas = table[is_pallas(table.kernel)].copy()  # not XLA at any precision: its context rows
     xla = at_shape(table, shape).copy()
     return Found(as_asked(pallas, shape), xla.reset_index(drop=True), limit, counts)
 
