@@ -1,7 +1,10 @@
 """The advice as a ranked table: the intervals the pipeline gives every modelled number, ties within the
-interval said to be ties, what each candidate needs of VMEM, XLA's estimate for the same shape, and a
-recommendation generated from those numbers."""
+interval said to be ties, what each candidate needs of VMEM, XLA's estimate for the same shape, what
+bounds each row (the chip's peak, its HBM bandwidth, or neither) and a recommendation generated from
+those numbers: one configuration on top, with the lines that use it."""
+import functools
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -9,23 +12,36 @@ import pandas as pd
 from tpu_matmul_repro.advise.search import DOUBLE_BUFFER_BOUND, PRUNED, Found, leader_of
 from tpu_matmul_repro.analysis.summaries import MODEL_ONLY
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
+from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
-from tpu_matmul_repro.experiments.core.units import MiB
-from tpu_matmul_repro.report.advice import LEVEL, blocks_label, padded, recommendation
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
+from tpu_matmul_repro.experiments.core.units import MiB, flops
+from tpu_matmul_repro.kernels import DECLARED, is_pallas
+from tpu_matmul_repro.report.advice import LEVEL, blocks_label, budget_spent, padded, recommendation
 
 MODELLED = ("model_device_ms", "model_device_tflops", "model_post_ms", "model_post_tflops")
 INTERVALS = [f"{col}_{side}{level}" for col in MODELLED for level in (80, 95) for side in ("lo", "hi")]
 COLUMNS = ["target", "m", "k", "n", "dtype", "kernel", "rank", "bm", "bk", "bn", "padded_shape", "status",
-           "tie", "vmem_mib", "vmem_limit_mib", "vmem_needed_mib", "physical_vmem_mib", "limits_tried",
-           "model_device_ms", "model_device_tflops", "model_post_ms", "model_post_tflops", *INTERVALS,
+           "tie", "same_time_as", "vmem_mib", "vmem_limit_mib", "vmem_needed_mib", "physical_vmem_mib",
+           "limits_tried", "model_device_ms", "model_device_tflops", "model_post_ms", "model_post_tflops",
+           *INTERVALS, "bound", "peak_flops_pct", "hbm_bandwidth_pct",
            "model_basis", "xla_estimate_method", "xla_raw_tflops", "est_cycles", "cycles_method",
            "vmem_method", "lower_bound_seconds", "interval", "model_source", "libtpu_version",
            "recommendation", "note"]
+SAME = 1e-9  # modelled times closer than this (relative) are one time: a twin's sum in another order
+TIE_BREAK = ("equal modelled times rank the blocks that need less VMEM first, then those with fewer grid "
+             "steps, then the smaller (bm, bk, bn)")
+# A row is compute- or bandwidth-bound where the chip's peak or its HBM bandwidth alone accounts for at
+# least this share of its modelled time (the larger one names it); overhead-bound where neither does:
+# per-step and per-call costs, float32's extra passes or waits take most of it.
+BOUND_SHARE = 0.5
 
 
 def ranked(found: Found, model, target: str) -> pd.DataFrame:
-    """Candidates fastest first (modelled device time), then the ones without a time; XLA last."""
-    table = pd.concat([found.rows.assign(_xla=False), found.xla.assign(_xla=True)], ignore_index=True)
+    """Candidates fastest first (modelled device time; TIE_BREAK among equal times), then the ones
+    without a time; XLA last."""
+    rows = found.rows[is_pallas(found.rows.kernel)] if len(found.rows) else found.rows
+    table = pd.concat([rows.assign(_xla=False), found.xla.assign(_xla=True)], ignore_index=True)
     for time in ("device", "post"):
         table[f"model_{time}_ms"] = table[f"model_{time}_seconds"].astype(float) * 1e3
         for s in ("80", "95"):
@@ -42,8 +58,16 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
                                     np.where(table.model_device_seconds.notna(), "compiler cycles", ""))
     pallas = table[~table._xla]
     timed = pallas.model_device_seconds.notna() & (pallas.status == "ok")
-    order = pallas[timed].sort_values(["model_device_seconds", "bm", "bk", "bn"]).index
+    keys = pallas[timed].assign(_time=[float(f"{t:.9g}") for t in pallas.model_device_seconds[timed]],
+                                _vmem=pallas.vmem_bytes[timed].astype(float).fillna(math.inf),
+                                _steps=[grid_steps(r) for r in pallas[timed].itertuples()])
+    order = keys.sort_values(["_time", "_vmem", "_steps", "bm", "bk", "bn"]).index
     table["rank"] = pd.Series(range(1, len(order) + 1), index=order).reindex(table.index).astype("Int64")
+    table["same_time_as"] = ""
+    for previous, index in zip(order[:-1], order[1:], strict=True):
+        first = table.at[previous, "same_time_as"] or blocks_label(table.loc[previous])
+        if same_time(table.at[previous, "model_device_seconds"], table.at[index, "model_device_seconds"]):
+            table.at[index, "same_time_as"] = first
     table["tie"] = ""
     lead = leader_of(pallas, table[table._xla])
     if lead is not None and len(order):
@@ -52,6 +76,8 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
             within &= table["rank"] > 1
         fastest = "XLA" if lead.xla else "#1"
         table.loc[within.fillna(False), "tie"] = f"tie with {fastest} (within its {LEVEL} % interval)"
+    bounds = pd.DataFrame([bound_of(r, model) for r in table.itertuples()], index=table.index)
+    table[["bound", "peak_flops_pct", "hbm_bandwidth_pct"]] = bounds
     table["note"] = [note(r, found.limit) for r in table.itertuples()]
     table["interval"] = table.model_interval
     table["model_source"] = model.source
@@ -61,6 +87,69 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     out = out.reindex(columns=COLUMNS).reset_index(drop=True)
     out["recommendation"] = recommendation(out, found.limit)
     return out
+
+
+def same_time(a: float, b: float) -> bool:
+    return bool(abs(a - b) <= SAME * max(abs(a), abs(b)))
+
+
+def kernel_shape(r) -> tuple[int, int, int]:
+    """The problem the row's kernel runs: the shape asked, or the one zero-padded to whole blocks."""
+    if padded(r):
+        return tuple(int(x) for x in r.padded_shape.split("x"))
+    return int(r.m), int(r.k), int(r.n)
+
+
+def grid_steps(r) -> int:
+    m, k, n = kernel_shape(r)
+    return math.ceil(m / r.bm) * math.ceil(k / r.bk) * math.ceil(n / r.bn)
+
+
+@functools.lru_cache(maxsize=4096)
+def _traffic(case: Case) -> int:
+    return hbm_bytes(case)
+
+
+def bound_of(r, model) -> dict:
+    """What bounds a modelled row (BOUND_SHARE), and its share of the chip's peak FLOP/s and of its
+    HBM bandwidth, in %: the shape's own FLOPs, and its operands read and output written once (the
+    least any kernel moves), per modelled device second, as TFLOP/s counts the shape's own FLOPs."""
+    seconds = r.model_device_seconds
+    if pd.isna(seconds) or not seconds > 0:
+        return dict(bound="", peak_flops_pct=np.nan, hbm_bandwidth_pct=np.nan)
+    c = chip(r.target)
+    peak, bandwidth = c.peak_flops[r.dtype], c.hbm_bytes_per_s
+    own = Case("xla", r.dtype, int(r.m), int(r.k), int(r.n))
+    if r.kernel == "xla" or pd.isna(r.bm):
+        case, factor = own, 1.0
+    else:
+        case = Case(r.kernel, r.dtype, *kernel_shape(r), int(r.bm), int(r.bk), int(r.bn))
+        factor = model.constants.float32_factor if r.dtype == "float32" else 1.0
+    compute = factor * flops(case.m, case.k, case.n) / peak / seconds
+    moved = _traffic(case) / bandwidth / seconds
+    if max(compute, moved) < BOUND_SHARE:
+        bound = "overhead"
+    else:
+        bound = "compute" if compute >= moved else "bandwidth"
+    return dict(bound=bound, peak_flops_pct=100 * flops(own.m, own.k, own.n) / peak / seconds,
+                hbm_bandwidth_pct=100 * _traffic(own) / bandwidth / seconds)
+
+
+def share(r) -> str:
+    """A row's bound and its share of what bounds it: '83 % of peak FLOP/s'; where overhead bounds it,
+    the larger of the two shares."""
+    flops_share = f"{r.peak_flops_pct:.0f} % of peak FLOP/s"
+    hbm_share = f"{r.hbm_bandwidth_pct:.0f} % of HBM bandwidth"
+    if r.bound == "compute":
+        return flops_share
+    if r.bound == "bandwidth":
+        return hbm_share
+    return flops_share if r.peak_flops_pct >= r.hbm_bandwidth_pct else hbm_share
+
+
+def band(r, level: int = LEVEL) -> str:
+    """The row's band as a factor: 'x/1.15' (its lower end never below the chip's peak: the CSV's)."""
+    return f"x/{getattr(r, f'model_device_ms_hi{level}') / r.model_device_ms:.2f}"
 
 
 def note(r, limit: int) -> str:
@@ -88,20 +177,104 @@ def note(r, limit: int) -> str:
     return "; ".join(x for x in (pad, why, tried) if x)
 
 
+def headline(table: pd.DataFrame) -> list[str]:
+    """The answer a user can paste: the one configuration to use (the fastest modelled: the best blocks,
+    or XLA where it is modelled faster), with the lines that use it, the set the model cannot tell
+    from it, the reason and the tie-break rule."""
+    if table.empty:
+        return ["No recommendation: no candidate and no XLA estimate."]
+    first = table.iloc[0]
+    problem = f"{first.m}x{first.k}x{first.n} {first.dtype} on {first.target}"
+    pallas = table[table["rank"].notna()].sort_values("rank")
+    xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
+    why = f"Why: {table.recommendation.iloc[0]}."
+    spent = int(budget_spent(table).sum())
+    cut = (f" ({spent} configurations not compiled: the time budget ran out; the answer is among those "
+           "compiled)") if spent else ""
+    if pallas.empty and xla.empty:
+        return [f"No recommendation for {problem}: nothing has a modelled time{cut}.", why]
+    use_xla = bool(len(xla)) and (pallas.empty
+                                  or xla.model_device_ms.iloc[0] < pallas.model_device_ms.iloc[0])
+    best = xla.iloc[0] if use_xla else pallas.iloc[0]
+    time = (f"{best.model_device_ms:.3f} ms {band(best)} ({LEVEL} %) device time, {best.bound}-bound, "
+            f"{share(best)}")
+    if use_xla:
+        lines = [f"Use XLA for {problem}: {time}{cut}", *xla_lines(best)]
+    else:
+        twins = pallas[pallas.same_time_as == blocks_label(best)]
+        also = f" (or {', '.join(blocks_label(r) for r in twins.itertuples())}: the same modelled time)" \
+            if len(twins) else ""
+        lines = [f"Use blocks (bm, bk, bn) = {blocks_label(best)}{also} for {problem}: {time}{cut}",
+                 *block_lines(best)]
+    return [*lines, tie_set(table, best, use_xla), why, f"Tie-break: {TIE_BREAK}."]
+
+
+def tie_set(table: pd.DataFrame, best, use_xla: bool) -> str:
+    """The configurations the model cannot tell from the recommended one, twins collapsed."""
+    tied = table[(table.tie != "") & (table.same_time_as == "") & table["rank"].notna()]
+    names = [blocks_label(r) + twins_of(table, r) for r in tied.itertuples()]
+    if not use_xla:
+        xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
+        if len(xla) and xla.model_device_ms.iloc[0] <= best.model_device_ms_hi80:
+            names.append("XLA")
+    if not names:
+        return f"Tie set: none; nothing else is within its {LEVEL} % band ({band(best)})."
+    return (f"Tie set (within its {LEVEL} % band, {band(best)}, the model cannot rank them): "
+            + ", ".join(names))
+
+
+def twins_of(table: pd.DataFrame, r) -> str:
+    twins = table[table.same_time_as == blocks_label(r)]
+    return "".join(f" = {blocks_label(t)}" for t in twins.itertuples())
+
+
+def block_lines(r) -> list[str]:
+    """The arguments of pl.pallas_call that run the row's kernel with its blocks, as kernels/ writes
+    them (v3_block.tiling: grid (m/bm, n/bn, k/bk), k innermost), with its scoped-VMEM limit."""
+    m, k, n = kernel_shape(r)
+    bm, bk, bn = int(r.bm), int(r.bk), int(r.bn)
+    facts = DECLARED[r.kernel]
+    source = {"v3": "kernels/v3_block.py matmul_v3_block_kernel",
+              "v5": "kernels/v5_accumulator.py matmul_v5_kernel"}.get(r.kernel, f"kernel {r.kernel}")
+    lines = [f"    # pl.pallas_call(<the kernel body of {source}>, out_shape=..., and:"]
+    if padded(r):
+        lines.append(f"    # A zero-padded to ({m}, {k}), B to ({k}, {n}); C[:{r.m}, :{r.n}] is the product")
+    lines += [f"    grid=({m // bm}, {n // bn}, {k // bk}),",
+              f"    in_specs=[pl.BlockSpec(({bm}, {bk}), lambda i, j, kk: (i, kk)),",
+              f"              pl.BlockSpec(({bk}, {bn}), lambda i, j, kk: (kk, j))],",
+              f"    out_specs=pl.BlockSpec(({bm}, {bn}), lambda i, j, kk: (i, j)),"]
+    if facts.accumulator:
+        acc = "jnp.int32" if r.dtype == "int8" else "jnp.float32"
+        lines.append(f"    scratch_shapes=[pltpu.VMEM(({bm}, {bn}), {acc})],")
+    limit = round(r.vmem_limit_mib)
+    lines += ['    compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", '
+              '"arbitrary"),',
+              f"                                         vmem_limit_bytes={limit} * 1024 * 1024),"]
+    return lines
+
+
+def xla_lines(r) -> list[str]:
+    out = ", preferred_element_type=jnp.int32" if r.dtype == "int8" else ""
+    return [f"    c = jnp.matmul(a, b{out})  # XLA's own matmul: no Pallas kernel"]
+
+
 def text(table: pd.DataFrame, header: list[str]) -> str:
-    """The ranked table for a terminal, its recommendation on top."""
+    """The ranked table for a terminal, its recommendation and the lines that use it on top."""
     s = f"{LEVEL}"
-    lines = header[:1]
-    if len(table):
-        lines.append(f"Recommendation: {table.recommendation.iloc[0]}.")
-    lines += [*header[1:], ""]
+    lines = headline(table) + [""] + header
+    lines.append(f"Band: x/f is the {s} % prediction interval, from t/f to t x f (never faster than the "
+                 "chip's peak; --csv has both ends). Bound: what accounts for at least half the modelled "
+                 "time, the chip's peak FLOP/s or its HBM bandwidth; overhead where neither does.")
+    lines.append("")
     cols = f"{'rank':>4}  {'blocks (bm,bk,bn)':<18} {'VMEM MiB need/limit/chip':>24}  " \
-           f"{'device ms [' + s + ' %]':<26} {'TFLOP/s [' + s + ' %]':<22} {'post ms':>8}  note"
+           f"{'device ms':<16} {'TFLOP/s':>7}  {'bound':<9} {'share of it':<24} {'post ms':>8}  note"
     lines.append(cols)
     pruned = table[table.status == PRUNED]
     unbuilt = table.vmem_method.isin(["block_bound", DOUBLE_BUFFER_BOUND, DOMINATED]) \
         & (table.status == "vmem_oom")
-    for r in table[(table.status != PRUNED) & ~unbuilt].itertuples():
+    spent = budget_spent(table) & (table.kernel != "xla")
+    for r in table[(table.status != PRUNED) & ~unbuilt & ~spent & (table.same_time_as.fillna("") == "")
+                   ].itertuples():
         if r.kernel == "xla":
             blocks, rank = "XLA jnp.matmul", "XLA"
         else:
@@ -109,14 +282,14 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
         vmem = "" if pd.isna(r.vmem_needed_mib) or r.kernel == "xla" else \
             f"{r.vmem_needed_mib:.1f} / {r.vmem_limit_mib:.0f} / {r.physical_vmem_mib:.0f}"
         if pd.isna(r.model_device_ms):
-            times = f"{'':<26} {'':<22} {'':>8}"
+            times = f"{'':<16} {'':>7}  {'':<9} {'':<24} {'':>8}"
         else:
-            device = f"{r.model_device_ms:.3f} [{getattr(r, f'model_device_ms_lo{s}'):.3f}-" \
-                     f"{getattr(r, f'model_device_ms_hi{s}'):.3f}]"
-            tflops = f"{r.model_device_tflops:.0f} [{getattr(r, f'model_device_tflops_lo{s}'):.0f}-" \
-                     f"{getattr(r, f'model_device_tflops_hi{s}'):.0f}]"
-            times = f"{device:<26} {tflops:<22} {r.model_post_ms:>8.3f}"
-        extra = "; ".join(x for x in (r.tie, r.note) if isinstance(x, str) and x)
+            device = f"{r.model_device_ms:.3f} {band(r)}"
+            times = f"{device:<16} {r.model_device_tflops:>7.0f}  {r.bound:<9} {share(r):<24} " \
+                    f"{r.model_post_ms:>8.3f}"
+        twins = twins_of(table, r) if r.kernel != "xla" else ""
+        same = f"same modelled time as {twins.removeprefix(' = ').replace(' = ', ', ')}" if twins else ""
+        extra = "; ".join(x for x in (r.tie, same, r.note) if isinstance(x, str) and x)
         if r.kernel == "xla" and not pd.isna(r.xla_raw_tflops):
             raw = f"libtpu's raw estimate {r.xla_raw_tflops:.0f} TFLOP/s"
             extra = "; ".join(x for x in (raw, r.note) if x)
@@ -146,6 +319,10 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
                      f"gives {each} at least {pruned.lower_bound_seconds.min() * 1e3:.3f} ms, beyond the "
                      f"{LEVEL} % interval of the fastest and the best block's time: {none} "
                      f"(--csv lists {them(len(pruned))})")
+    if spent.any():
+        n = int(spent.sum())
+        lines.append(f"{more(n)} not compiled: the time budget ran out (--time-budget; what was compiled "
+                     f"is in the compile cache, a rerun goes on from there; --csv lists {them(n)})")
     return "\n".join(lines)
 
 

@@ -2,10 +2,17 @@
 those the bound cannot prune), and each start of a worker imports jax and loads libtpu, seconds of
 CPU that study.run_jobs spends once per call. Here each pair (a plain and a profiling worker, as
 run_jobs opens them) serves every batch of a search, and several pairs compile at once. The rows are
-study.job_rows', made exactly as in run_jobs."""
+study.job_rows', made exactly as in run_jobs.
+
+Every compile goes through a Guard: after the call's deadline (--time-budget) a compile the cache does
+not hold is not started, and one running is cut at the deadline, each answered with a timeout row
+saying so; on an exception in the parent (Ctrl-C, SIGTERM, an error), the workers are killed at once,
+the compiles running in other threads return without a result the cache keeps, and no thread starts
+another: no worker outlives its parent's call."""
 import concurrent.futures
 import logging
 import threading
+import time
 
 import pandas as pd
 
@@ -14,18 +21,68 @@ from tpu_matmul_repro.experiments.compile_study.study import job_rows, job_versi
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import frame
+from tpu_matmul_repro.report.advice import BUDGET_SPENT
 
 log = logging.getLogger(__name__)
 
 
-class Workers:
-    """`pairs` pairs of compile workers for one target and toolchain (`compiler`: cli.compiler_for)."""
+class Stopped(Exception):
+    """Raised in a compile thread once the parent stopped the workers: its job's rows are not wanted."""
 
-    def __init__(self, target: str, compiler: dict, timeout_s: float, pairs: int = 1):
+
+class Guard:
+    """A Compiler's stand-in for job_rows: the same compile(), bounded by a deadline and a stop."""
+
+    def __init__(self, compiler: Compiler, deadline: float | None, stop: threading.Event):
+        self.compiler, self.deadline, self.stop = compiler, deadline, stop
+        self.timeout_s = compiler.timeout_s
+
+    def compile(self, case, vmem_limit_bytes=None, options=None) -> dict:
+        if self.stop.is_set():
+            raise Stopped
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if left is not None and left <= 0:
+            held = self.compiler.cache.get(case, vmem_limit_bytes, options) if self.compiler.cache else None
+            return dict(held) if held is not None else spent()
+        self.compiler.timeout_s = self.timeout_s if left is None else max(0.1, min(self.timeout_s, left))
+        result = self.compiler.compile(case, vmem_limit_bytes, options)
+        if self.stop.is_set():
+            raise Stopped
+        if result["status"] == "timeout" and self.compiler.timeout_s < self.timeout_s:
+            return spent()
+        return result
+
+
+def spent() -> dict:
+    return dict(status="timeout", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None, error=BUDGET_SPENT,
+                compile_s=0.0)
+
+
+class Counted(Progress):
+    """job_rows' progress, also counting each configuration done for the caller (`done`)."""
+
+    def __init__(self, total: int, done):
+        super().__init__(total, log)
+        self._done = done
+
+    def step(self, what: str) -> str:
+        self._done()
+        return super().step(what)
+
+
+class Workers:
+    """`pairs` pairs of compile workers for one target and toolchain (`compiler`: cli.compiler_for).
+    `deadline`: time.monotonic() after which nothing more is compiled (None: no limit); `on_done`:
+    called once per configuration done (the CLI's progress lines)."""
+
+    def __init__(self, target: str, compiler: dict, timeout_s: float, pairs: int = 1, *,
+                 deadline: float | None = None, on_done=None):
         self.versions = job_versions(compiler.get("versions"))
         python = compiler.get("python")
         options = dict(timeout_s=timeout_s, python=python, env=compiler.get("env"),
                        toolchain=compiler["toolchain"] if python else "")
+        self.stop = threading.Event()
+        self.deadline, self.on_done = deadline, on_done or (lambda: None)
         self.pairs = [(Compiler(target, cache=cache.for_target(target, False, self.versions), **options),
                        Compiler(target, profile=True, cache=cache.for_target(target, True, self.versions),
                                 **options)) for _ in range(max(1, pairs))]
@@ -38,19 +95,33 @@ class Workers:
         done = [[] for _ in parts]
 
         def serve(pair):
-            while True:
+            guarded = [Guard(worker, self.deadline, self.stop) for worker in pair]
+            while not self.stop.is_set():
                 with lock:
                     i = next(untaken, None)
                 if i is None:
                     return
-                progress = Progress(sum(len(job.cases) for job in parts[i]), log)
+                progress = Counted(sum(len(job.cases) for job in parts[i]), self.on_done)
                 done[i] = [row for job in parts[i]
-                           for row in job_rows(job, *pair, progress, self.versions["libtpu_version"])]
+                           for row in job_rows(job, *guarded, progress, self.versions["libtpu_version"])]
 
         busy = self.pairs[:max(1, len(parts))]
         with concurrent.futures.ThreadPoolExecutor(len(busy)) as pool:
-            list(pool.map(serve, busy))  # re-raises a pair's exception
+            try:
+                list(pool.map(serve, busy))  # re-raises a pair's exception
+            except BaseException:  # Ctrl-C, SIGTERM or an error: the other threads must not go on
+                self.halt()
+                raise
         return frame([row for part in done for row in part], self.versions)
+
+    def halt(self) -> None:
+        """Stop every compile now: no thread starts another, and the running ones' workers are killed
+        (their results, a crash the kill caused, kept out of the cache)."""
+        self.stop.set()
+        for pair in self.pairs:
+            for worker in pair:
+                worker.cache = None
+                worker.close()
 
     def close(self) -> None:
         for pair in self.pairs:

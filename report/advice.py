@@ -17,6 +17,8 @@ from tpu_matmul_repro.experiments.core.units import MiB
 LEVEL = 80  # the interval (%) that calls ties: the text table's, the recommendation's
 SHOWN_TIES = 8  # blocks the recommendation names before "and N more"
 PRUNED = "pruned"  # the advisor's status of a candidate not compiled: its bound cannot win or tie
+# the note (and error) of a configuration the advisor did not compile because its time budget ran out
+BUDGET_SPENT = "not compiled: the time budget ran out"
 
 
 def _same(message: str) -> str:
@@ -24,7 +26,16 @@ def _same(message: str) -> str:
 
 
 def blocks_label(r) -> str:
+    """'(bm,bk,bn)'; a row without blocks (XLA) by its kernel's name."""
+    if any(pd.isna(getattr(r, b)) for b in ("bm", "bk", "bn")):
+        return str(r.kernel)
     return f"({int(r.bm)},{int(r.bk)},{int(r.bn)})"
+
+
+def budget_spent(table: pd.DataFrame) -> pd.Series:
+    """Rows the advisor's time budget left without a compile."""
+    notes = table.note if "note" in table else pd.Series("", index=table.index)
+    return (table.status == "timeout") & notes.fillna("").astype(str).str.startswith(BUDGET_SPENT)
 
 
 def padded(r) -> bool:
@@ -46,10 +57,15 @@ def recommendation(table: pd.DataFrame, limit_bytes: int, gettext=_same, csv_hin
     pallas = table[(table.kernel != "xla") & table["rank"].notna()].sort_values("rank")
     xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
     limit = round(limit_bytes / MiB)
+    spent = budget_spent(table).any()
     if pallas.empty:
+        if xla.empty and spent:
+            return _(N_("No advice: the time budget ran out before a candidate block or XLA was compiled"))
         if xla.empty:
             return _(N_("No advice: no candidate block fits the %(limit)d MiB limit and XLA's estimate "
                         "failed")) % dict(limit=limit)
+        if spent:
+            return _(N_("Use XLA: no candidate block was compiled within the time budget"))
         return _(N_("Use XLA: no candidate block fits the %(limit)d MiB scoped-VMEM limit")) % dict(
             limit=limit)
     best = pallas.iloc[0]
@@ -58,7 +74,7 @@ def recommendation(table: pd.DataFrame, limit_bytes: int, gettext=_same, csv_hin
     xla_leads = t_xla < t_best
     leader = xla.iloc[0] if xla_leads else best
     factor = float(leader.model_device_ms_hi80 / leader.model_device_ms)
-    band = _(N_("the %(level)d %% band (x%(factor).2f)")) % dict(level=LEVEL, factor=factor)
+    band = _(N_("the %(level)d %% band (x/%(factor).2f)")) % dict(level=LEVEL, factor=factor)
     said_tie = marked_tie(pallas)
     tied = pallas[said_tie | ((pallas["rank"] == 1) & (not xla_leads))]
     xla_tied = xla_leads or t_xla <= t_best * factor
@@ -67,8 +83,13 @@ def recommendation(table: pd.DataFrame, limit_bytes: int, gettext=_same, csv_hin
         best_name = _(N_("%(blocks)s padded to %(shape)s")) % dict(blocks=best_name, shape=best.padded_shape)
 
     def listed(rows) -> str:
-        names = ", ".join(blocks_label(r) for r in rows.head(SHOWN_TIES).itertuples())
-        more = len(rows) - SHOWN_TIES
+        """The blocks' names; twins (the same modelled time, the advisor's same_time_as) as one."""
+        twins = rows.same_time_as.fillna("") if "same_time_as" in rows else pd.Series("", index=rows.index)
+        firsts = rows[twins == ""]
+        names = ", ".join(" = ".join([blocks_label(r), *(blocks_label(t) for t in
+                                                         rows[twins == blocks_label(r)].itertuples())])
+                          for r in firsts.head(SHOWN_TIES).itertuples())
+        more = len(firsts) - SHOWN_TIES
         if more <= 0:
             return names
         said = N_("%(blocks)s and %(n)d more (--csv lists them)") if csv_hint else \

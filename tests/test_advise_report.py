@@ -47,13 +47,13 @@ def test_the_report_prints_the_cli_s_recommendation_in_its_language(lang):
     english = advice.recommendation(v6e_table(), 32 << 20, csv_hint=False)
     # the CLI's words, from the same function on the same numbers
     assert english == ("XLA or any of these 2 blocks: XLA is modelled 4 % faster than the best blocks "
-                       "(1024,4096,256), inside the 80 % band (x1.17): (1024,4096,256), (1024,1024,2048)")
+                       "(1024,4096,256), inside the 80 % band (x/1.17): (1024,4096,256), (1024,1024,2048)")
     if lang == "en":
         assert line == english
     else:
         assert line.startswith("XLA 或这 2 个分块中的任一个：建模值显示 XLA 比最优分块 (1024,4096,256) "
                                "快 4%"), line
-        assert "80% 区间（x1.17）之内" in line
+        assert "80% 区间（x/1.17）之内" in line
         assert sorted(numbers(line)) == sorted(numbers(english))  # the same numbers
     # the words against the numbers: 4 % is XLA's lead, x1.17 XLA's band, two blocks within it
     xla, best = 1.139, 1.181
