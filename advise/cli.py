@@ -1,9 +1,13 @@
 """advise SHAPE [SHAPE ...] | --model NAME --tokens T | --shapes-file FILE
-       [--dtype D] [--target T ...] [--vmem-limit SIZE] [--csv | --json]"""
+       [--dtype D] [--target T ...] [--vmem-limit SIZE] [--time-budget SECONDS] [--csv | --json]"""
 import argparse
+import contextlib
 import logging
+import os
 import re
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -14,12 +18,24 @@ import tpu_matmul_repro.advise.models as models
 import tpu_matmul_repro.advise.request as request
 import tpu_matmul_repro.advise.search as search
 import tpu_matmul_repro.advise.table as table
+import tpu_matmul_repro.advise.workers as compile_workers
+from tpu_matmul_repro.advise.progress import Reporter, Search
 from tpu_matmul_repro.advise.request import AdviceError
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("v5e", "v6e", "v5p", "7x")  # v4: libtpu's static profiler crashes on it (no cycles)
 NO_RESULTS = "none"  # --results none: never read a run's model
+TIME_BUDGET_S = 180  # --time-budget's default: then the advisor answers with what it compiled
+DURATION = re.compile(r"([0-9]+)\s*(s|min)?")
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP: raised in the main thread, so that every worker is stopped on the way out."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 class Parser(argparse.ArgumentParser):
@@ -51,9 +67,14 @@ def arguments(argv):
     out = p.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="CSV on stdout, every column")
     out.add_argument("--json", action="store_true", help="JSON records on stdout, every column")
-    p.add_argument("--results", default=str(ROOT / "results"),
-                   help="a pipeline run's results/ whose timing model to use (default ./results; 'none': "
-                        "the advisor's own fit)")
+    p.add_argument("--results", default=None,
+                   help="a pipeline run's results/ whose timing model to use (default: ./results of the "
+                        "current folder where it has one, else the advisor's own fit; 'none': the "
+                        "advisor's own fit)")
+    p.add_argument("--time-budget", default=str(TIME_BUDGET_S), metavar="SECONDS",
+                   help=f"compile for at most this long, e.g. 90 or 5min (default {TIME_BUDGET_S} s), then "
+                        "answer with what was compiled and say what was not; the one-off fit of the "
+                        "model is not counted")
     p.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml",
                    help="config for compile settings and toolchains (default config/config.yaml)")
     p.add_argument("--workers", default="2", help="pairs of compile workers at once (default 2: a 2-core "
@@ -116,13 +137,100 @@ def checked_config(path: Path) -> dict:
         raise AdviceError(f"--config {path}: {str(e).splitlines()[0]}") from None
 
 
-def results_of(text: str | None) -> Path | None:
-    return None if text is None or text == NO_RESULTS else Path(text)
+def results_of(text: str | None) -> tuple[Path | None, str]:
+    """(the results/ folder whose model to use, or None; why none, for the header): --results as given,
+    else ./results of the current folder where it has one, never the installed checkout's."""
+    if text == NO_RESULTS:
+        return None, "--results none"
+    if text is not None:
+        return Path(text), ""
+    here = Path.cwd() / "results"
+    if here.is_dir():
+        return Path("results"), ""
+    return None, "no ./results in the current folder; --results DIR names a run's"
+
+
+def time_budget(text: str) -> float:
+    """'180', '90s', '5min' -> seconds; AdviceError naming the value otherwise."""
+    found = DURATION.fullmatch(str(text).strip())
+    if not found or int(found.group(1)) < 1:
+        raise AdviceError(f"--time-budget {text!r}: expected a whole number of seconds from 1, e.g. 90 or "
+                          "5min")
+    seconds = int(found.group(1)) * (60 if found.group(2) == "min" else 1)
+    if seconds > 7 * 24 * 3600:
+        raise AdviceError(f"--time-budget {text!r}: more than a week")
+    return float(seconds)
+
+
+@contextlib.contextmanager
+def stopped_by_signals():
+    """SIGTERM and SIGHUP raise Stopped in the main thread (Python's default would end the process
+    without stopping its compile workers); each later one, while the call winds down, is ignored, as
+    is a second Ctrl-C. Where main() does not run in the main thread, nothing changes."""
+    if threading_main() is False:
+        yield
+        return
+    signals = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    before = {s: signal.getsignal(s) for s in signals}
+
+    def stop(signum, frame):
+        for s in signals:
+            signal.signal(s, signal.SIG_IGN)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Stopped(signum)
+
+    for s in signals:
+        if before[s] != signal.SIG_IGN:  # a shell's background job ignores SIGINT: it keeps doing so
+            signal.signal(s, stop)
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+
+
+def threading_main() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
 
 
 def main(argv=None) -> int:
+    """The command: exit 0 with the advice, 2 with one line naming what is wrong with the request, 130
+    on Ctrl-C and 128 + the signal on SIGTERM or SIGHUP (one line each, every compile worker stopped),
+    141 where stdout was closed before the answer was written (`advise ... | head -1`)."""
+    with stopped_by_signals():
+        try:
+            return answer(sys.argv[1:] if argv is None else argv)
+        except KeyboardInterrupt:
+            say("advise: interrupted (Ctrl-C); its compile workers are stopped, the compile cache keeps "
+                "what finished")
+            return 130
+        except Stopped as e:
+            say(f"advise: stopped by {signal.Signals(e.signum).name}; its compile workers are stopped, the "
+                "compile cache keeps what finished")
+            return 128 + e.signum
+        except BrokenPipeError:
+            quiet_stdout()
+            return 141
+
+
+def say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def quiet_stdout() -> None:
+    """stdout closed by its reader: the rest of the output, and Python's flush at exit, go nowhere."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def answer(argv) -> int:
     try:
-        args = arguments(sys.argv[1:] if argv is None else argv)
+        args = arguments(argv)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                             format="%(asctime)s %(name)s: %(message)s")
         targets = args.targets or [POST_CHIP]
@@ -133,20 +241,23 @@ def main(argv=None) -> int:
         if not request.DIGITS.fullmatch(args.workers) or not 1 <= int(args.workers) <= 64:
             raise AdviceError(f"--workers {args.workers!r}: expected a whole number from 1 to 64")
         limit = request.parse_vmem_limit(args.vmem_limit) if args.vmem_limit is not None else None
+        budget = time_budget(args.time_budget)
         shapes = layout.shapes if layout else args.shapes
         asked = request.checked(shapes, args.dtype, targets, args.kernel, limit)
         config = checked_config(args.config)
-        results = results_of(args.results)
+        results, why = results_of(args.results)
         if results is not None:
             advisor_model.from_results(results)  # a wrong file is refused here, before any compile
         compilers = {target: compiler_for(target, config) for target in asked.targets}
     except AdviceError as e:
-        print(f"advise: {e}", file=sys.stderr)
+        say(f"advise: {e}")
         return 2
     try:
-        parts, texts = advice(asked, config, compilers, results, workers=int(args.workers))
+        with Reporter() as reporter:
+            parts, texts = advice(asked, config, compilers, results, workers=int(args.workers),
+                                  reporter=reporter, budget_s=budget, why_no_results=why)
     except AdviceError as e:
-        print(f"advise: {e}", file=sys.stderr)
+        say(f"advise: {e}")
         return 2
     if args.csv:
         pd.concat(parts, ignore_index=True).to_csv(sys.stdout, index=False)
@@ -156,6 +267,7 @@ def main(argv=None) -> int:
         print("\n\n".join(model_texts(layout, asked, parts)))
     else:
         print("\n\n".join(texts))
+    sys.stdout.flush()  # here, where a closed stdout is caught, not at exit
     return 0
 
 
@@ -178,12 +290,12 @@ def model_texts(layout: models.Layout, asked: request.Request, parts: list[pd.Da
 
 
 def advise(shapes, *, dtype: str = "bfloat16", targets=(POST_CHIP,), kernel: str = "v5",
-           vmem_limit: str | int | None = None, results=ROOT / "results", config=None,
+           vmem_limit: str | int | None = None, results="results", config=None,
            workers: int = 2) -> pd.DataFrame:
     """The advisor as a function: the ranked table (every column of --csv) of `shapes` ("MxKxN" or
     (m, k, n)) on `targets`; AdviceError in one line for a request it refuses. `vmem_limit`: bytes or
-    a size such as "32MiB"; `results`: a run's results/ (None: the advisor's own fit); `config`: a
-    config dict or file (default config/config.yaml)."""
+    a size such as "32MiB"; `results`: a run's results/ (default: the current folder's; None: the
+    advisor's own fit); `config`: a config dict or file (default config/config.yaml). No time budget."""
     limit = request.parse_vmem_limit(vmem_limit) if isinstance(vmem_limit, str) else vmem_limit
     asked = request.checked(list(shapes), dtype, list(targets), kernel, limit)
     config = checked_config(ROOT / "config" / "config.yaml" if config is None else Path(config)) \
@@ -205,23 +317,35 @@ def baseline_cases(config: dict, target: str) -> tuple:
 
 
 def advice(asked: request.Request, config: dict, compilers: dict, results: Path | None, *,
-           fallback: bool = True, log=None, workers: int = 1):
+           fallback: bool = True, log=None, workers: int = 1, reporter: Reporter | None = None,
+           budget_s: float | None = None, why_no_results: str = "--results none"):
     """The ranked table (one frame per target and shape) and its text, for a checked request; with
     fallback False (the pipeline), only the run's own model. `log`: where to say how many compiles came
-    from the compile cache (default: this module's logger)."""
+    from the compile cache (default: this module's logger); `reporter`: the CLI's progress lines;
+    `budget_s`: seconds of compiling after which nothing more is compiled (None: no limit), counted
+    from the first search; `why_no_results`: the header's reason where `results` is None."""
     from tpu_matmul_repro.experiments.compile_study import cache
     from tpu_matmul_repro.experiments.core.provenance import provenance
     from tpu_matmul_repro.experiments.plan.jobs import compile_settings
 
     log = log or logging.getLogger(__name__)
     versions = {k: v for k, v in provenance().items() if k.endswith("_version")}
-    fitted = advisor_model.load(config, results, versions, fallback=fallback)
+    if reporter and advisor_model.fits_here(results, versions):
+        reporter.fitting()
+    fitted = advisor_model.load(config, results, versions, fallback=fallback, absent=why_no_results)
     settings = {k: v for k, v in compile_settings(config).items()
                 if k in ("timeout_s", "profile_max_steps", "skip_dominated")}
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    if reporter:
+        reporter.deadline = deadline
+    searches = [(target, shape) for target in asked.targets for shape in asked.shapes]
     parts, texts = [], []
-    for target in asked.targets:
-        baseline = baseline_cases(config, target)
-        for shape in asked.shapes:
+    with compile_workers.limits(deadline, reporter.done_one if reporter else None):
+        for i, (target, shape) in enumerate(searches):
+            baseline = baseline_cases(config, target)
+            if reporter:
+                reporter.searching(searched(asked, target, shape, compilers[target], baseline), i + 1,
+                                   len(searches))
             before = dict(cache.TOTALS)
             found = search.search(shape, asked.dtype, target, asked.kernel, fitted, compilers[target],
                                   settings, vmem_limit_bytes=asked.vmem_limit_bytes, baseline=baseline,
@@ -232,7 +356,36 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
             ranked = table.ranked(found, fitted, target)
             parts.append(ranked)
             texts.append(table.text(ranked, header(ranked, found, shape, asked, target, fitted)))
+    if reporter:
+        reporter.finish(summary(parts))
     return parts, texts
+
+
+def searched(asked: request.Request, target: str, shape, compiler: dict, baseline) -> Search:
+    """What one search has to do, counted before it starts (its progress lines' totals)."""
+    from tpu_matmul_repro.advise.candidates import candidates
+    from tpu_matmul_repro.experiments.compile_study.study import job_versions
+    from tpu_matmul_repro.experiments.core.chips import chip
+
+    libtpu = job_versions(compiler.get("versions"))["libtpu_version"]
+    limit = asked.vmem_limit_bytes or chip(target).default_vmem_limit_bytes
+    found = [x.case for x in candidates(asked.kernel, asked.dtype, shape, target)]
+    out = sum(search.vmem_floor(case, libtpu)[0] > limit for case in found)
+    xla = len(search.xla_context(baseline, asked.dtype, shape)) + 1
+    m, k, n = shape
+    return Search(f"{target} {m}x{k}x{n} {asked.dtype}", len(found), out, len(found) - out + xla)
+
+
+def summary(parts: list[pd.DataFrame]) -> str:
+    """The progress's last line: what the call compiled, and what it left."""
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=table.COLUMNS)
+    spent = int(table.budget_spent(rows).sum())
+    pruned = int((rows.status == search.PRUNED).sum())
+    words = [f"{len(parts)} search" + ("" if len(parts) == 1 else "es"),
+             f"{pruned} candidates ruled out by the bound without a compile"]
+    if spent:
+        words.append(f"{spent} configurations not compiled: the time budget ran out")
+    return "; ".join(words)
 
 
 def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> list[str]:

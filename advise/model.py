@@ -253,10 +253,19 @@ def fitted(config: dict) -> Model:
                  f"fitted here on {fit.n_points} of the post's published {POST_CHIP} points", refits)
 
 
-def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True) -> Model:
+def fits_here(results: Path | None, versions: dict) -> bool:
+    """Whether load() will fit the model (minutes): no run's model and none in the advisor's cache."""
+    if results is not None and from_results(results)[0] is not None:
+        return False
+    return cached(versions)[0] is None
+
+
+def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True,
+         absent: str = "--results none") -> Model:
     """The model: the run's (results/), else the cache's, else fitted here. With fallback False
-    (the pipeline's advice job), only the run's own, and AdviceError in one line if it has none."""
-    why = "--results none"
+    (the pipeline's advice job), only the run's own, and AdviceError in one line if it has none.
+    `absent`: why there is no run's model where `results` is None, as the header says it."""
+    why = absent
     if results is not None:
         model, why = from_results(results)
         if model:
@@ -274,5 +283,9 @@ def load(config: dict, results: Path | None, versions: dict, *, fallback: bool =
                          by_size={size: {str(k): v for k, v in widths.items()}
                                   for size, widths in model.band.by_size.items()},
                          refits={figure: dataclasses.asdict(k) for figure, k in model.refits.items()})
-            write_text_atomic(json.dumps(entry, indent=1), path)
+            try:
+                write_text_atomic(json.dumps(entry, indent=1), path)
+            except OSError as e:  # a full disk, a read-only cache: the answer stands without the cache
+                log.warning("the advisor's cache could not keep the fitted model (%s: %s); answering "
+                            "without it, the next call fits it again", path, e.strerror or e)
     return dataclasses.replace(model, source=f"{model.source} ({why})")

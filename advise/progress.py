@@ -8,6 +8,7 @@ import threading
 import time
 
 from tpu_matmul_repro.experiments.compile_study import cache
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.runtime import duration
 
 FIRST_S = 2.0  # a call done sooner prints no progress at all
@@ -52,7 +53,8 @@ class Reporter:
         self._thread.join()
 
     def fitting(self) -> None:
-        self._set("fitting the timing model on the post's published v5e numbers (once: it is cached)", None)
+        self._set(f"fitting the timing model on the post's published {POST_CHIP} numbers (once: the "
+                  "advisor's cache keeps it)", None)
 
     def searching(self, search: Search, index: int, total: int) -> None:
         where = f" (search {index} of {total})" if total > 1 else ""
@@ -70,7 +72,8 @@ class Reporter:
         if self._thread.is_alive():
             self._thread.join()
         if self.printed or self.clock() - self.start >= FIRST_S:
-            self._say(f"done: {summary}")
+            hits, misses = (cache.TOTALS[k] - self._compiles0[k] for k in ("hits", "misses"))
+            self._say(f"done: {summary}; {misses} compiles run here, {hits} from the compile cache")
 
     def _set(self, phase: str, search: Search | None) -> None:
         with self._lock:

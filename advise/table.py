@@ -64,10 +64,13 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     order = keys.sort_values(["_time", "_vmem", "_steps", "bm", "bk", "bn"]).index
     table["rank"] = pd.Series(range(1, len(order) + 1), index=order).reindex(table.index).astype("Int64")
     table["same_time_as"] = ""
-    for previous, index in zip(order[:-1], order[1:], strict=True):
-        first = table.at[previous, "same_time_as"] or blocks_label(table.loc[previous])
-        if same_time(table.at[previous, "model_device_seconds"], table.at[index, "model_device_seconds"]):
+    names, times = labels(table.loc[order]), table.model_device_seconds.loc[order].to_numpy()
+    first = ""
+    for i, index in enumerate(order):
+        if i and same_time(times[i - 1], times[i]):
             table.at[index, "same_time_as"] = first
+        else:
+            first = names[index]
     table["tie"] = ""
     lead = leader_of(pallas, table[table._xla])
     if lead is not None and len(order):
@@ -183,7 +186,7 @@ def headline(table: pd.DataFrame) -> list[str]:
     from it, the reason and the tie-break rule."""
     if table.empty:
         return ["No recommendation: no candidate and no XLA estimate."]
-    first = table.iloc[0]
+    first = next(table.head(1).itertuples())  # rows as tuples: a Series' .dtype is its own
     problem = f"{first.m}x{first.k}x{first.n} {first.dtype} on {first.target}"
     pallas = table[table["rank"].notna()].sort_values("rank")
     xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
@@ -195,7 +198,7 @@ def headline(table: pd.DataFrame) -> list[str]:
         return [f"No recommendation for {problem}: nothing has a modelled time{cut}.", why]
     use_xla = bool(len(xla)) and (pallas.empty
                                   or xla.model_device_ms.iloc[0] < pallas.model_device_ms.iloc[0])
-    best = xla.iloc[0] if use_xla else pallas.iloc[0]
+    best = next((xla if use_xla else pallas).head(1).itertuples())
     time = (f"{best.model_device_ms:.3f} ms {band(best)} ({LEVEL} %) device time, {best.bound}-bound, "
             f"{share(best)}")
     if use_xla:
@@ -212,7 +215,8 @@ def headline(table: pd.DataFrame) -> list[str]:
 def tie_set(table: pd.DataFrame, best, use_xla: bool) -> str:
     """The configurations the model cannot tell from the recommended one, twins collapsed."""
     tied = table[(table.tie != "") & (table.same_time_as == "") & table["rank"].notna()]
-    names = [blocks_label(r) + twins_of(table, r) for r in tied.itertuples()]
+    twins = twin_labels(table)
+    names = [blocks_label(r) + twins_of(twins, r) for r in tied.itertuples()]
     if not use_xla:
         xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
         if len(xla) and xla.model_device_ms.iloc[0] <= best.model_device_ms_hi80:
@@ -223,9 +227,21 @@ def tie_set(table: pd.DataFrame, best, use_xla: bool) -> str:
             + ", ".join(names))
 
 
-def twins_of(table: pd.DataFrame, r) -> str:
-    twins = table[table.same_time_as == blocks_label(r)]
-    return "".join(f" = {blocks_label(t)}" for t in twins.itertuples())
+def labels(rows: pd.DataFrame) -> pd.Series:
+    """blocks_label of every row, at once."""
+    whole = rows[["bm", "bk", "bn"]].astype("Int64").astype(str)
+    return "(" + whole.bm + "," + whole.bk + "," + whole.bn + ")"
+
+
+def twins_of(twins: dict, r) -> str:
+    """' = (b,k,m)' for each row with the same modelled time as `r` (twins: twin_labels)."""
+    return "".join(f" = {twin}" for twin in twins.get(blocks_label(r), []))
+
+
+def twin_labels(table: pd.DataFrame) -> dict:
+    """{a ranked row's blocks: the blocks of the rows of the same modelled time (same_time_as)}."""
+    twins = table[table.same_time_as.fillna("") != ""]
+    return {first: list(labels(rows)) for first, rows in twins.groupby("same_time_as")}
 
 
 def block_lines(r) -> list[str]:
@@ -273,6 +289,7 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
     unbuilt = table.vmem_method.isin(["block_bound", DOUBLE_BUFFER_BOUND, DOMINATED]) \
         & (table.status == "vmem_oom")
     spent = budget_spent(table) & (table.kernel != "xla")
+    twins = twin_labels(table)
     for r in table[(table.status != PRUNED) & ~unbuilt & ~spent & (table.same_time_as.fillna("") == "")
                    ].itertuples():
         if r.kernel == "xla":
@@ -287,8 +304,8 @@ def text(table: pd.DataFrame, header: list[str]) -> str:
             device = f"{r.model_device_ms:.3f} {band(r)}"
             times = f"{device:<16} {r.model_device_tflops:>7.0f}  {r.bound:<9} {share(r):<24} " \
                     f"{r.model_post_ms:>8.3f}"
-        twins = twins_of(table, r) if r.kernel != "xla" else ""
-        same = f"same modelled time as {twins.removeprefix(' = ').replace(' = ', ', ')}" if twins else ""
+        same = ", ".join(twins.get(blocks_label(r), [])) if r.kernel != "xla" else ""
+        same = f"same modelled time as {same}" if same else ""
         extra = "; ".join(x for x in (r.tie, same, r.note) if isinstance(x, str) and x)
         if r.kernel == "xla" and not pd.isna(r.xla_raw_tflops):
             raw = f"libtpu's raw estimate {r.xla_raw_tflops:.0f} TFLOP/s"

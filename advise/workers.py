@@ -10,6 +10,7 @@ saying so; on an exception in the parent (Ctrl-C, SIGTERM, an error), the worker
 the compiles running in other threads return without a result the cache keeps, and no thread starts
 another: no worker outlives its parent's call."""
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -24,6 +25,21 @@ from tpu_matmul_repro.experiments.core.schema import frame
 from tpu_matmul_repro.report.advice import BUDGET_SPENT
 
 log = logging.getLogger(__name__)
+
+
+_LIMITS = {"deadline": None, "on_done": None}  # of the advisor call under way (limits())
+
+
+@contextlib.contextmanager
+def limits(deadline: float | None, on_done=None):
+    """For every Workers opened meanwhile (search.search opens them): nothing compiled after `deadline`
+    (time.monotonic()), and `on_done` called once per configuration done."""
+    before = dict(_LIMITS)
+    _LIMITS.update(deadline=deadline, on_done=on_done)
+    try:
+        yield
+    finally:
+        _LIMITS.update(before)
 
 
 class Stopped(Exception):
@@ -72,11 +88,13 @@ class Counted(Progress):
 
 class Workers:
     """`pairs` pairs of compile workers for one target and toolchain (`compiler`: cli.compiler_for).
-    `deadline`: time.monotonic() after which nothing more is compiled (None: no limit); `on_done`:
-    called once per configuration done (the CLI's progress lines)."""
+    `deadline`: time.monotonic() after which nothing more is compiled; `on_done`: called once per
+    configuration done (the CLI's progress lines); both default to those of limits()."""
 
     def __init__(self, target: str, compiler: dict, timeout_s: float, pairs: int = 1, *,
                  deadline: float | None = None, on_done=None):
+        deadline = _LIMITS["deadline"] if deadline is None else deadline
+        on_done = on_done or _LIMITS["on_done"]
         self.versions = job_versions(compiler.get("versions"))
         python = compiler.get("python")
         options = dict(timeout_s=timeout_s, python=python, env=compiler.get("env"),
