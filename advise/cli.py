@@ -381,8 +381,9 @@ def summary(parts: list[pd.DataFrame]) -> str:
     rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=table.COLUMNS)
     spent = int(table.budget_spent(rows).sum())
     pruned = int((rows.status == search.PRUNED).sum())
-    words = [f"{len(parts)} search" + ("" if len(parts) == 1 else "es"),
-             f"{pruned} candidates ruled out by the bound without a compile"]
+    words = [f"{len(parts)} search" + ("" if len(parts) == 1 else "es")]
+    if pruned:
+        words.append(f"{pruned} candidate blocks ruled out by the bound without a compile")
     if spent:
         words.append(f"{spent} configurations not compiled: the time budget ran out")
     return "; ".join(words)

@@ -126,21 +126,20 @@ def text(model: Layout, target: str, device_kind: str, dtype: str, kernel: str, 
     lines = [f"{model.description}{batch} on {target} ({device_kind}), {dtype}, kernel {kernel}: "
              f"{len(summary)} projections, {calls} matmuls per forward pass", "",
              f"{'projection':<24} {'count':>5}  {'shape':<18} {'use (+ ties)':<24} "
-             f"{'device ms [80 %], one':<26} {'all, ms':>10}"]
+             f"{'device ms, one (80 %)':<26} {'all, ms':>10}"]
     for r in summary.itertuples():
         if r.use == "none":
             lines.append(f"{r.projection:<24} {r.count:>5}  {r.shape:<18} no candidate fits and XLA failed")
             continue
-        one = f"{r.ms:.3f} [{r.lo80:.3f}-{r.hi80:.3f}]"
+        one = f"{r.ms:.3f} x/{r.hi80 / r.ms:.2f}"
         lines.append(f"{r.projection:<24} {r.count:>5}  {r.shape:<18} {r.use:<24} {one:<26} "
                      f"{r.total_ms:>10.2f}")
     if "total_ms" in summary and summary.total_ms.notna().all():
         lo, hi = summary.total_lo80.sum(), summary.total_hi80.sum()
         lines += ["", f"Total modelled matmul time per forward pass{batch}: {summary.total_ms.sum():.1f} ms "
-                      f"[{lo:.1f}-{hi:.1f}] (device time; the band "
-                      "adds up each projection's 80 % band, as if their errors moved together: it is not a "
-                      "calibrated interval of the sum). Matmuls only: attention's own products, norms and "
-                      "activations are not counted."]
+                      f"(device time; {lo:.1f} to {hi:.1f} ms adding up each projection's 80 % band, as if "
+                      "their errors moved together: not a calibrated interval of the sum). Matmuls only: "
+                      "attention's own products, norms and activations are not counted."]
     else:
         lines += ["", "No total: a projection has no modelled time (see its table with --csv)."]
     return "\n".join(lines)

@@ -27,6 +27,10 @@ class Search:
     done: int = 0
 
 
+def caching() -> bool:
+    return cache.cache_root() is not None
+
+
 class Reporter:
     """The call's progress, told on `stream` from a thread of its own (the compiles block the main one)."""
 
@@ -37,6 +41,7 @@ class Reporter:
         self.phase = "reading the request"
         self.search: Search | None = None
         self.printed = 0
+        self.done = 0  # configurations done, all searches together
         self._last = -float("inf")
         self._changed = False
         self._lock = threading.Lock()
@@ -63,6 +68,7 @@ class Reporter:
     def done_one(self) -> None:
         """A configuration compiled (or answered from the cache): workers.Workers' on_done."""
         with self._lock:
+            self.done += 1
             if self.search:
                 self.search.done += 1
 
@@ -72,8 +78,9 @@ class Reporter:
         if self._thread.is_alive():
             self._thread.join()
         if self.printed or self.clock() - self.start >= FIRST_S:
-            hits, misses = (cache.TOTALS[k] - self._compiles0[k] for k in ("hits", "misses"))
-            self._say(f"done: {summary}; {misses} compiles run here, {hits} from the compile cache")
+            hits, _ = self._compiles()
+            cached = f", {hits} compiles from the compile cache" if caching() else ""
+            self._say(f"done: {summary}; {self.done} configurations done{cached}")
 
     def _set(self, phase: str, search: Search | None) -> None:
         with self._lock:
@@ -90,18 +97,22 @@ class Reporter:
     def line(self) -> str:
         with self._lock:
             phase, search, self._changed = self.phase, self.search, False
-            done = search.done if search else 0
-        hits, misses = (cache.TOTALS[k] - self._compiles0[k] for k in ("hits", "misses"))
-        parts = [phase]
-        if search:
-            parts.append(f"{search.candidates} candidate blocks, {search.out_of_vmem} out of VMEM by their "
-                         f"blocks alone; {done} configurations done of up to {search.configurations}")
-        parts.append(f"{misses} compiles run here, {hits} from the compile cache")
-        if self.deadline is not None and search:
+        hits, misses = self._compiles()
+        if not search:
+            cached = f"; {hits + misses} compiles so far, {hits} from the compile cache" if caching() else ""
+            return f"{phase}{cached}"
+        words = [f"{phase}: {search.candidates} candidate blocks, {search.out_of_vmem} out of VMEM by their "
+                 f"blocks alone", f"{search.done} of up to {search.configurations} configurations done"
+                 + (f", {hits} compiles from the compile cache" if caching() else "")]
+        if self.deadline is not None:
             left = self.deadline - self.clock()
-            parts.append(f"time budget: {duration(left)} left" if left > 0 else
+            words.append(f"time budget: {duration(left)} left" if left > 0 else
                          "time budget spent: answering with what is compiled")
-        return "; ".join(parts)
+        return "; ".join(words)
+
+    def _compiles(self) -> tuple[int, int]:
+        """(compile cache hits, misses) since the call began."""
+        return tuple(cache.TOTALS[k] - self._compiles0[k] for k in ("hits", "misses"))
 
     def _say(self, text: str) -> None:
         self._last = self.clock()

@@ -41,7 +41,7 @@ from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.kernels.spec import BLOCKS
-from tpu_matmul_repro.report.advice import PRUNED
+from tpu_matmul_repro.report.advice import BUDGET_SPENT, PRUNED
 
 log = logging.getLogger(__name__)
 FIRST = 6  # candidates compiled before the bound prunes the rest
@@ -113,6 +113,15 @@ def oom_rows(target: str, cases, limit: int, libtpu: str = "") -> pd.DataFrame:
         source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
         k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="vmem_oom", vmem_limit_bytes=limit,
         oom_limit_bytes=limit, **why(x)) for x in cases])
+
+
+def budget_rows(target: str, cases, limit: int) -> pd.DataFrame:
+    """Rows of `cases` the time budget left without a compile (workers.Workers.spent)."""
+    c = chip(target)
+    return pd.DataFrame([dict(
+        source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
+        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="timeout", vmem_limit_bytes=limit,
+        error=BUDGET_SPENT) for x in cases])
 
 
 def aspect_of(shape) -> tuple[float, float]:
@@ -351,6 +360,11 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     lead = None
     with Workers(target, compiler, settings["timeout_s"], workers) as pairs:
         while todo or pending_xla:
+            if pairs.spent() and not pending_xla:  # the time budget ran out: the rest is not compiled
+                frames.append(budget_rows(target, todo, limit))
+                todo = []
+                times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
+                break
             reach = lead.reach if lead else math.inf
             batch, todo = next_batch(todo, bounds, cheap, reach, target, k, workers, limit)
             if not batch and not pending_xla:

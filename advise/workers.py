@@ -132,6 +132,10 @@ class Workers:
                 raise
         return frame([row for part in done for row in part], self.versions)
 
+    def spent(self) -> bool:
+        """Whether the deadline has passed: nothing more is compiled."""
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
     def halt(self) -> None:
         """Stop every compile now: no thread starts another, and the running ones' workers are killed
         (their results, a crash the kill caused, kept out of the cache)."""

@@ -35,7 +35,7 @@ def blocks_label(r) -> str:
 def budget_spent(table: pd.DataFrame) -> pd.Series:
     """Rows the advisor's time budget left without a compile."""
     notes = table.note if "note" in table else pd.Series("", index=table.index)
-    return (table.status == "timeout") & notes.fillna("").astype(str).str.startswith(BUDGET_SPENT)
+    return (table.status == "timeout") & notes.fillna("").astype(str).str.contains(BUDGET_SPENT, regex=False)
 
 
 def padded(r) -> bool:
@@ -109,6 +109,8 @@ def recommendation(table: pd.DataFrame, limit_bytes: int, gettext=_same, csv_hin
         said = N_("XLA is modelled %(pct).0f %% slower, inside the band") if xla_tied else \
             N_("XLA is modelled %(pct).0f %% slower, beyond the band")
         versus = _(said) % dict(pct=_pct(t_xla / t_best))
+    elif budget_spent(table[table.kernel == "xla"]).any():
+        versus = _(N_("XLA was not compiled within the time budget"))
     else:
         versus = _(N_("XLA's estimate failed"))
     if len(tied) == 1 and not xla_tied:

@@ -4,6 +4,7 @@ faster than the chip's peak, so that the whole advisor runs on any input in a te
 process; `faults` makes a share of compiles fail as real ones can (a compiler error, a timeout)."""
 import hashlib
 import math
+import time
 
 from tpu_matmul_repro.advise.search import double_buffered_bytes
 from tpu_matmul_repro.experiments.compile_study.study import single_step_axes
@@ -24,6 +25,7 @@ class StandInCompiler:
     operands' bytes at the HBM bandwidth."""
 
     faults = 0.0  # share of compiles that fail: half compile_error, half timeout (set per test)
+    delay_s = 0.0  # how long each compile takes; one longer than timeout_s times out, as a worker's does
 
     def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, cache=None,
                  python=None, env=None, toolchain="", stderr=None):
@@ -34,6 +36,12 @@ class StandInCompiler:
         self.asked.append((case, vmem_limit_bytes))
         c = chip(self.target)
         limit = vmem_limit_bytes or c.default_vmem_limit_bytes
+        if self.delay_s:
+            time.sleep(min(self.delay_s, self.timeout_s))
+            if self.delay_s > self.timeout_s:
+                return dict(status="timeout", vmem_bytes=None, oom_limit_bytes=None, est_cycles=None,
+                            error=f"compile did not finish within timeout_s={self.timeout_s}",
+                            compile_s=float(self.timeout_s), prefetched=None)
         fault = self._fault(case, vmem_limit_bytes)
         if fault:
             return dict(status=fault, vmem_bytes=None, oom_limit_bytes=None, est_cycles=None,

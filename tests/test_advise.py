@@ -394,7 +394,8 @@ def test_model_totals_add_up_the_projections_it_uses():
     assert summary.total_ms.sum() == pytest.approx(4 * 0.9)
     assert summary.total_hi80.sum() == pytest.approx(4 * 0.9 * 1.15, rel=1e-3)
     words = models.text(layout, "v5e", "TPU v5 lite", "bfloat16", "v5", summary)
-    total = f"{summary.total_ms.sum():.1f} ms [{summary.total_lo80.sum():.1f}-{summary.total_hi80.sum():.1f}]"
+    total = (f"{summary.total_ms.sum():.1f} ms (device time; {summary.total_lo80.sum():.1f} to "
+             f"{summary.total_hi80.sum():.1f} ms adding up each projection's 80 % band")
     assert total in words
 
 

@@ -229,3 +229,20 @@ def test_a_refused_request_does_no_work(run_folder):
                 code, out, err = call(argv)
                 assert code == 2 and len(err.strip().splitlines()) == 1 and not out, (argv, err)
     assert not asked
+
+
+@pytest.mark.compiler
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [
+    ["4096x4096x4096", "--dtype", "float32", "--target", "v6e"],  # XLA's float32 context once crashed it
+    ["16x4096x14336", "--target", "v5e"],  # decode: bound by reading the weights
+    ["1000x3000x500", "--dtype", "int8", "--target", "v6e"],  # no MXU-wide edge divides it: padded
+])
+def test_real_queries_with_the_real_compiler(run_folder, argv):
+    with contextlib.chdir(run_folder):
+        code, out, err = call([*argv, "--csv"])
+        assert code == 0 and "Traceback" not in err, err
+        check_table(pd.read_csv(io.StringIO(out)), answered_request(argv, run_folder))
+        code, text, err = call(argv)  # the compiles from the cache now
+    assert code == 0, err
+    check_text(text, answered_request(argv, run_folder), layout=False)
