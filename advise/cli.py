@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -167,7 +168,7 @@ def stopped_by_signals():
     """SIGTERM and SIGHUP raise Stopped in the main thread (Python's default would end the process
     without stopping its compile workers); each later one, while the call winds down, is ignored, as
     is a second Ctrl-C. Where main() does not run in the main thread, nothing changes."""
-    if threading_main() is False:
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
     signals = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -188,12 +189,6 @@ def stopped_by_signals():
     finally:
         for s, handler in before.items():
             signal.signal(s, handler if handler is not None else signal.SIG_DFL)
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
 
 
 def main(argv=None) -> int:

@@ -257,6 +257,7 @@ def test_a_stopped_advisor_leaves_no_worker(user_folder, tmp_path, sig, whole_gr
     env = dict(os.environ, TPU_MATMUL_REPRO_CACHE="off")
     proc = subprocess.Popen([sys.executable, "-c", driver], cwd=user_folder, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    workers = set()
     try:
         deadline = time.monotonic() + 60
         while not (workers := children(proc.pid)) and time.monotonic() < deadline and proc.poll() is None:
@@ -265,13 +266,18 @@ def test_a_stopped_advisor_leaves_no_worker(user_folder, tmp_path, sig, whole_gr
         time.sleep(0.3)  # into the compile's wait
         (os.killpg if whole_group else os.kill)(proc.pid, sig)
         out, err = proc.communicate(timeout=30)
+        time.sleep(0.2)
+        left = [pid for pid in workers if alive(pid)]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+        for pid in workers:  # what a failing advisor left, ended here
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert not left, "a compile worker outlived the advisor"
     assert proc.returncode == code, err
     lines = err.strip().splitlines()  # progress lines, if it took 2 s to start a worker, then one line
     assert lines[-1].startswith(says) and all(PROGRESS.match(x) for x in lines[:-1]), err
-    assert not [pid for pid in workers if alive(pid)], "a compile worker outlived the advisor"
 
 
 @pytest.mark.slow
