@@ -115,8 +115,9 @@ def _traffic(case: Case) -> int:
 
 def bound_of(r, model) -> dict:
     """What bounds a modelled row (BOUND_SHARE), and its share of the chip's peak FLOP/s and of its
-    HBM bandwidth, in %: the shape's own FLOPs, and its operands read and output written once (the
-    least any kernel moves), per modelled device second, as TFLOP/s counts the shape's own FLOPs."""
+    HBM bandwidth, in %: the shape's own FLOPs per modelled device second (as TFLOP/s counts them), and
+    the bytes the kernel moves between HBM and VMEM (every block it reads again, the padding's; XLA:
+    its operands and output once) per modelled device second."""
     seconds = r.model_device_seconds
     if pd.isna(seconds) or not seconds > 0:
         return dict(bound="", peak_flops_pct=np.nan, hbm_bandwidth_pct=np.nan)
@@ -135,7 +136,7 @@ def bound_of(r, model) -> dict:
     else:
         bound = "compute" if compute >= moved else "bandwidth"
     return dict(bound=bound, peak_flops_pct=100 * flops(own.m, own.k, own.n) / peak / seconds,
-                hbm_bandwidth_pct=100 * _traffic(own) / bandwidth / seconds)
+                hbm_bandwidth_pct=100 * moved)
 
 
 def share(r) -> str:
