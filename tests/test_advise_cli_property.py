@@ -174,7 +174,8 @@ def check_table(df: pd.DataFrame, asked) -> None:
             assert (mine.kernel == "xla").sum() == 1
             ranked = mine[mine["rank"].notna()].sort_values("rank")
             assert list(ranked["rank"].astype(int)) == list(range(1, len(ranked) + 1))
-            assert ranked.model_device_ms.is_monotonic_increasing
+            times = ranked.model_device_ms.to_numpy()  # fastest first; equal to 9 digits: the tie-break
+            assert (times[1:] >= times[:-1] * (1 - 1e-9)).all()
             assert (ranked.status == "ok").all() and (ranked.vmem_needed_mib <= ranked.vmem_limit_mib).all()
             timed = mine[mine.model_device_ms.notna()]
             numbers = timed[["model_device_ms", "model_post_ms", "model_device_tflops", *INTERVALS,
