@@ -145,7 +145,7 @@ def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
     if cycles is None:  # reference points carry the cycles the model uses (model_cycles: the envelope)
         envelope = _get(row, "model_cycles") if "model_cycles" in _fields(row) else np.nan
         cycles = _get(row, "est_cycles") if pd.isna(envelope) else envelope
-    cycles = float(cycles)
+    cycles = 0.0 if pd.isna(cycles) else float(cycles)  # none (a Pallas row's, pd.NA): the model without
     single = single_buffered(case, model_vmem(row) if vmem_bytes is None else vmem_bytes)
     key = (case, target, cycles, single)
     if key in _FEATURES:
