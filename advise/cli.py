@@ -23,6 +23,7 @@ import tpu_matmul_repro.advise.workers as compile_workers
 from tpu_matmul_repro.advise.progress import Reporter, Search
 from tpu_matmul_repro.advise.request import AdviceError
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.report.advice import BUDGET_SPENT
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ("v5e", "v6e", "v5p", "7x")  # v4: libtpu's static profiler crashes on it (no cycles)
@@ -228,6 +229,8 @@ def answer(argv) -> int:
         args = arguments(argv)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                             format="%(asctime)s %(name)s: %(message)s")
+        for handler in logging.getLogger().handlers:  # the answer says it once, not each compile's log
+            handler.addFilter(lambda record: BUDGET_SPENT not in record.getMessage())
         targets = args.targets or [POST_CHIP]
         for target in targets:
             if target not in TARGETS:
