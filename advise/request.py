@@ -114,7 +114,7 @@ def checked(shapes, dtype: str, targets, kernel: str, vmem_limit_bytes: int | No
             raise AdviceError(f"--target {target!r}: expected one of {list(CHIPS)}")
     if not shapes:
         raise AdviceError("no shape given: expected one or more MxKxN, e.g. 8192x4096x14336")
-    parsed = tuple(s if isinstance(s, tuple) else parse_shape(s) for s in shapes)
+    parsed = tuple(dict.fromkeys(s if isinstance(s, tuple) else parse_shape(s) for s in shapes))  # once
     targets = tuple(dict.fromkeys(targets))
     for target in targets:
         check_vmem_limit(vmem_limit_bytes, target)

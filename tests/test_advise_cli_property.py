@@ -157,7 +157,7 @@ def answered_request(argv, folder: Path):
     args = cli.arguments(argv)
     with contextlib.chdir(folder):
         layout = cli.layout_of(args)
-    shapes = layout.shapes if layout else [parse_shape(s) for s in args.shapes]
+    shapes = layout.shapes if layout else list(dict.fromkeys(parse_shape(s) for s in args.shapes))
     targets = list(dict.fromkeys(args.targets or [POST_CHIP]))
     return shapes, args.dtype, targets
 
