@@ -17,6 +17,7 @@ Where from, first found first:
 """
 import dataclasses
 import hashlib
+import io
 import json
 import logging
 import math
@@ -28,6 +29,7 @@ import pandas as pd
 from tpu_matmul_repro.advise.request import AdviceError
 from tpu_matmul_repro.analysis import intervals
 from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.core import reading
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
@@ -66,14 +68,16 @@ def _shown(path: Path) -> str:
 def _read(path: Path) -> pd.DataFrame | None:
     """The CSV at `path`, None when it holds nothing (a run that wrote an empty table)."""
     try:
-        df = pd.read_csv(path, keep_default_na=True)
+        text = reading.read_text(_shown(path), "results table")  # the same file, named as shown
+    except reading.ReadError as e:
+        raise ResultsError(str(e)) from None
+    try:
+        df = pd.read_csv(io.StringIO(text), keep_default_na=True)
     except pd.errors.EmptyDataError:
         return None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
+    except (pd.errors.ParserError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ResultsError(f"{_shown(path)}: not a readable CSV table ({first})") from None
-    except OSError as e:
-        raise ResultsError(f"{_shown(path)}: cannot be read ({e.strerror or e})") from None
     return None if df.empty and not len(df.columns) else df
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from tpu_matmul_repro.experiments.core import reading
 from tpu_matmul_repro.kernels import DECLARED
 from tpu_matmul_repro.kernels.spec import BLOCKS
 
@@ -269,12 +270,17 @@ def _bounded(node, path: Path) -> None:
             stack.extend((c, False) for c in children(n) if id(c) not in size)
 
 
-def load_yaml(path) -> dict:
-    """A config file's contents; ConfigError with the file and line of a syntax error, a duplicate key,
-    or a document too large or too deep (_bounded), which is refused before it is built."""
+def load_yaml(path, kind: str = "config file") -> dict:
+    """A config file's contents; ConfigError naming the file: one that is not a regular file, larger
+    than its kind's limit or not UTF-8 (experiments/core/reading.py), the line and column of a syntax
+    error, a duplicate key, or a document too large or too deep (_bounded), refused before it is built."""
     path = Path(path)
     try:
-        loader = _StrictLoader(path.read_text(encoding="utf-8"))
+        text = reading.read_text(path, kind)
+    except reading.ReadError as e:
+        raise ConfigError(str(e)) from None
+    try:
+        loader = _StrictLoader(text)
         try:
             node = loader.get_single_node()
             if node is not None:
@@ -290,12 +296,10 @@ def load_yaml(path) -> dict:
         raise ConfigError(f"{where}: {e.problem or e.context}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
     if loaded is None:  # as Snakemake refuses one, but naming it
-        raise ConfigError(f"{path}: empty; a config file holds a mapping of keys")
+        raise ConfigError(f"{path}: empty; a {kind} holds a mapping of keys")
     if not isinstance(loaded, dict):
-        raise ConfigError(f"{path}: a config file holds a mapping of keys, not a {type(loaded).__name__}")
+        raise ConfigError(f"{path}: a {kind} holds a mapping of keys, not a {type(loaded).__name__}")
     return loaded
 
 
