@@ -188,7 +188,7 @@ def test_entries_without_a_digest_are_compiled_again_and_said_once(tmp_path, cap
 @pytest.mark.parametrize("make, why", [
     (lambda p: p.write_text(" " * (2 << 20)), "more than the 1 MiB a cache entry may hold"),
     (lambda p: __import__("os").mkfifo(p), "a FIFO (named pipe), not a cache entry"),
-    (lambda p: p.write_bytes(b'{"key": "caf\xe9"}'), "not UTF-8 text: byte 0xE9 at byte offset 11"),
+    (lambda p: p.write_bytes(b'{"key": "caf\xe9"}'), "not UTF-8 text: byte 0xE9 at byte offset 12"),
 ])
 def test_an_entry_that_is_not_a_small_text_file_is_a_miss(tmp_path, make, why, caplog):
     c = cache(tmp_path)
