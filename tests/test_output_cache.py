@@ -95,7 +95,8 @@ def _manifest(job) -> Path:
         (entry / "manifest.json").read_text().replace('"f.pdf"', '"f.pdg"')),
      "its content does not match its sha256"),
     (lambda entry: (entry / "manifest.json").write_text("[1, 2]"), "a JSON list, not an entry"),
-    (lambda entry: (entry / "manifest.json").write_bytes(b"\xff"), "not UTF-8 text: byte 0xFF at byte offset 0"),
+    (lambda entry: (entry / "manifest.json").write_bytes(b"\xff"),
+     "not UTF-8 text: byte 0xFF at byte offset 0"),
 ])
 def test_a_changed_entry_is_a_miss_with_one_warning_naming_it(job, damage, why, caplog):
     job.run()

@@ -39,7 +39,10 @@ def _type_of(mode: int) -> str:
 
 
 def _size(amount: int) -> str:
-    return f"{amount / MiB:g} MiB" if amount >= MiB else f"{amount / KiB:g} KiB"
+    for unit, name in ((MiB, "MiB"), (KiB, "KiB")):
+        if amount >= unit and amount % unit == 0:
+            return f"{amount // unit} {name}"
+    return f"{amount} bytes"
 
 
 def _limit(kind: str) -> int:

@@ -1,0 +1,197 @@
+"""Every file the project is given or keeps is read bounded, by type and as UTF-8, and refused in one
+line naming it; every number read back from a run or a cache is bounded on both sides."""
+import dataclasses
+import json
+import math
+import os
+
+import pandas as pd
+import pytest
+from test_advise import MODEL, write_run
+
+from tpu_matmul_repro.advise import cli, search
+from tpu_matmul_repro.advise import model as advisor_model
+from tpu_matmul_repro.analysis import intervals
+from tpu_matmul_repro.experiments.core import integrity, reading
+from tpu_matmul_repro.experiments.plan.config import ConfigError, load_yaml
+
+LATIN1 = b"projections: [{name: caf\xe9, k: 128, n: 128, count: 1}]\n"
+
+
+def hostile(tmp_path, what: str):
+    """A path that is each kind of file no reader should parse."""
+    if what == "dev/zero":
+        return "/dev/zero"
+    if what == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        return str(tmp_path / "fifo")
+    if what == "folder":
+        (tmp_path / "folder").mkdir()
+        return str(tmp_path / "folder")
+    if what == "latin-1":
+        (tmp_path / "latin1.yaml").write_bytes(LATIN1)
+        return str(tmp_path / "latin1.yaml")
+    if what == "large":  # sparse: 2 GiB that take no disk
+        with open(tmp_path / "large.yaml", "wb") as f:
+            f.truncate(2 << 30)
+        return str(tmp_path / "large.yaml")
+    raise ValueError(what)
+
+
+WHY = {
+    "dev/zero": "/dev/zero: a character device, not a {kind}",
+    "fifo": "fifo: a FIFO (named pipe), not a {kind}",
+    "folder": "folder: a folder, not a {kind}",
+    "latin-1": "latin1.yaml: not UTF-8 text: byte 0xE9 at byte offset 24 (line 1)",
+    "large": "large.yaml: 2147483648 bytes, more than the 1 MiB a {kind} may hold",
+}
+
+
+@pytest.mark.parametrize("what", list(WHY))
+@pytest.mark.parametrize("kind", ["config file", "shapes file"])
+def test_a_file_that_is_no_config_is_refused_by_type_size_or_encoding_in_one_line(tmp_path, what, kind):
+    path = hostile(tmp_path, what)
+    with pytest.raises(ConfigError) as e:
+        load_yaml(path, kind)
+    assert WHY[what].format(kind=kind) in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def refuses_before_work(monkeypatch):
+    monkeypatch.setattr(search, "search", lambda *a, **k: pytest.fail("work started"))
+    monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
+
+
+@pytest.mark.parametrize("what", list(WHY))
+@pytest.mark.parametrize("option", ["--shapes-file", "--config"])
+def test_the_advisor_refuses_a_hostile_shapes_file_or_config_in_one_line(tmp_path, capsys, monkeypatch, what,
+                                                                           option):
+    """Once a UnicodeDecodeError traceback (latin-1), a MemoryError after a minute (1 GiB, /dev/zero)
+    or a wait for a writer that never comes (a FIFO)."""
+    refuses_before_work(monkeypatch)
+    path = hostile(tmp_path, what)
+    argv = ["--shapes-file", path, "--tokens", "8"] if option == "--shapes-file" else \
+        ["1024x1024x1024", "--config", path]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    kind = "shapes file" if option == "--shapes-file" else "config file"
+    assert len(err.splitlines()) == 1 and option in err and WHY[what].format(kind=kind) in err, err
+
+
+@pytest.mark.parametrize("what", list(WHY))
+def test_a_hostile_results_table_is_refused_in_one_line(tmp_path, capsys, monkeypatch, what):
+    refuses_before_work(monkeypatch)
+    results = tmp_path / "results"
+    write_run(results)
+    path = hostile(tmp_path, what)
+    (results / "fidelity.csv").unlink()
+    (results / "fidelity.csv").symlink_to(path)
+    assert cli.main(["1024x1024x1024", "--results", str(results)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "fidelity.csv: " in err, err
+    expected = WHY[what].format(kind="results table").split(": ", 1)[1].replace("1 MiB", "16 MiB")
+    assert expected in err, err
+
+
+@pytest.mark.parametrize("band, message", [
+    # once accepted: rank 1 printed as 5.156 [4.884-27171232342768135176192.000] ms
+    (dict(halfwidth80=50.0), "column halfwidth80: 50 is more than 2.303 (ln 10"),
+    (dict(halfwidth95=60.0), "column halfwidth95: 60 is more than 2.303"),
+    (dict(halfwidth95=2.31), "column halfwidth95: 2.31 is more than 2.303"),
+    (dict(n=10_000), "column n: 10000 is not a whole number of points from 1 to "),
+    (dict(n=0), "column n: 0 is not a whole number of points from 1"),
+])
+def test_a_band_wider_than_any_fit_gives_is_refused_at_the_door(tmp_path, capsys, monkeypatch, band, message):
+    refuses_before_work(monkeypatch)
+    write_run(tmp_path / "results", band=band)
+    assert cli.main(["1024x1024x1024", "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "fidelity.csv: row 2, " + message in err, err
+
+
+def test_a_size_band_s_points_are_bounded_by_the_band_s(tmp_path, capsys, monkeypatch):
+    refuses_before_work(monkeypatch)
+    write_run(tmp_path / "results")
+    path = tmp_path / "results" / "fidelity.csv"
+    df = pd.read_csv(path)
+    size_band = dict(df.iloc[0], scope="size band", group="8192 and above", n=62)
+    pd.concat([df, pd.DataFrame([size_band])]).to_csv(path, index=False)
+    assert cli.main(["1024x1024x1024", "--results", str(tmp_path / "results")]) == 2
+    assert "row 4, column n: 62 is not a whole number of points from 0 to 61" in capsys.readouterr().err
+
+
+def test_the_widest_band_a_run_may_write_is_read_back(tmp_path):
+    """The bounds refuse only what no fit gives: the edge itself is read."""
+    write_run(tmp_path / "results", band=dict(halfwidth80=intervals.MAX_HALFWIDTH,
+                                              n=advisor_model.published_points()))
+    model, why = advisor_model.from_results(tmp_path / "results")
+    assert model is not None, why
+    assert model.band.halfwidth[0.8] == pytest.approx(intervals.MAX_HALFWIDTH)
+
+
+def model_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
+    fits = []
+    monkeypatch.setattr(advisor_model, "fitted", lambda config: fits.append(1) or dataclasses.replace(
+        MODEL, source="fitted"))
+    versions = {"jax_version": "x", "libtpu_version": "y"}
+    return (lambda: advisor_model.load({}, None, versions)), fits
+
+
+def test_a_flipped_digit_in_the_advisor_s_cached_fit_is_fitted_again(tmp_path, monkeypatch, caplog):
+    """A plausible flip (a constant within the fit's bounds, a half-width within its) passed every check
+    of the value; the entry's digest catches it, and the answer is the intact fit's."""
+    load, fits = model_cache(tmp_path, monkeypatch)
+    first = load()
+    (path,) = (tmp_path / "cache" / "advise").glob("model-*.json")
+    entry = json.loads(path.read_text())
+    assert integrity.DIGEST in entry
+    text = path.read_text()
+    q = repr(entry["halfwidth"]["0.8"])
+    path.write_text(text.replace(q, repr(entry["halfwidth"]["0.8"] * 1.5), 1))
+    again = load()
+    assert len(fits) == 2 and again.band == first.band and again.constants == first.constants
+    assert "is damaged (its content does not match its sha256: changed since" in caplog.text
+    assert path.name in caplog.text
+    assert load().band == first.band and len(fits) == 2  # stored again, sound
+
+
+def test_a_cached_fit_beyond_the_bounds_is_fitted_again_even_sealed(tmp_path, monkeypatch, caplog):
+    load, fits = model_cache(tmp_path, monkeypatch)
+    load()
+    (path,) = (tmp_path / "cache" / "advise").glob("model-*.json")
+    entry = integrity.unsealed(path.read_text())
+    entry["halfwidth"]["0.8"] = 50.0
+    path.write_text(integrity.sealed(entry))
+    load()
+    assert len(fits) == 2 and "a half-width that no band has" in caplog.text
+
+
+def test_an_entry_is_sealed_over_its_values_not_its_layout():
+    entry = {"b": [1, 2.5, None], "a": {"x": "y"}}
+    text = integrity.sealed(entry)
+    assert integrity.unsealed(text) == entry
+    assert integrity.unsealed(json.dumps(json.loads(text), indent=3)) == entry  # spacing is not content
+    with pytest.raises(ValueError, match="does not match"):
+        integrity.unsealed(text.replace("2.5", "3.5"))
+    with pytest.raises(integrity.Unsealed):
+        integrity.unsealed(json.dumps(entry))
+
+
+def test_a_file_that_grows_past_its_limit_while_read_is_refused(tmp_path, monkeypatch):
+    """The size is checked on the open file and again on what was read (a /proc file says 0 bytes)."""
+    path = tmp_path / "f.yaml"
+    path.write_text("a: 1\n")
+    monkeypatch.setitem(reading.LIMITS, "config file", 3)
+    with pytest.raises(reading.ReadError, match="f.yaml: 5 bytes, more than the 3 bytes a config file may"):
+        reading.read_text(path, "config file")
+    assert reading.read_text("/proc/self/status", "cache entry").startswith("Name:")
+    monkeypatch.setitem(reading.LIMITS, "cache entry", 8)
+    with pytest.raises(reading.ReadError, match="more than 8 bytes once read"):
+        reading.read_text("/proc/self/status", "cache entry")
+
+
+def test_every_kind_has_a_limit_and_an_unknown_kind_is_a_programming_error():
+    assert all(isinstance(v, int) and v > 0 for v in reading.LIMITS.values())
+    with pytest.raises(KeyError):
+        reading.read_text(__file__, "poem")
+    assert math.isfinite(intervals.MAX_HALFWIDTH)
