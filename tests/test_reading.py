@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 
 import pandas as pd
 import pytest
@@ -195,3 +196,26 @@ def test_every_kind_has_a_limit_and_an_unknown_kind_is_a_programming_error():
     with pytest.raises(KeyError):
         reading.read_text(__file__, "poem")
     assert math.isfinite(intervals.MAX_HALFWIDTH)
+
+
+@pytest.mark.parametrize("what, why", [
+    ("fifo", "x.parquet: a FIFO (named pipe), not a carried file"),
+    ("folder", "x.parquet: a folder, not a carried file"),
+    ("dev/zero", "x.parquet: a character device, not a carried file"),
+    ("large", "x.parquet: 2147483648 bytes, more than the 512 MiB a carried file may hold"),
+])
+def test_a_carried_file_is_checked_by_type_and_size_before_parquet_reads_it(tmp_path, what, why):
+    """A FIFO in data/measured/ once hung every Snakemake start (the plan reads its targets), /dev/zero
+    filled memory."""
+    from tpu_matmul_repro.analysis.aggregate import load_measured
+    from tpu_matmul_repro.experiments.core.schema import DataError, check_measured
+    from tpu_matmul_repro.experiments.plan.plan import known_targets
+
+    (tmp_path / "x.parquet").symlink_to(hostile(tmp_path, what))
+    path = tmp_path / "x.parquet"
+    with pytest.raises(DataError) as e:
+        check_measured(path, min_samples=5, max_rows=100, tolerance={})
+    assert str(e.value).endswith(why) and "\n" not in str(e.value), str(e.value)
+    with pytest.raises(DataError, match=re.escape(why)):
+        load_measured([path])
+    assert known_targets([], [path]) == []  # its check job says why
