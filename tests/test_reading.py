@@ -219,3 +219,57 @@ def test_a_carried_file_is_checked_by_type_and_size_before_parquet_reads_it(tmp_
     with pytest.raises(DataError, match=re.escape(why)):
         load_measured([path])
     assert known_targets([], [path]) == []  # its check job says why
+
+
+def test_the_configfiles_of_a_snakemake_command_line_are_found_in_each_spelling():
+    from tpu_matmul_repro.experiments.plan.config import configfiles_of
+
+    argv = ["--cores", "1", "--configfile", "a.yaml", "b.yaml", "-n", "--configfiles=c.yaml", "all",
+            "--configfiles", "d.yaml", "--config", "x=1"]
+    assert configfiles_of(argv) == ["a.yaml", "b.yaml", "c.yaml", "d.yaml"]
+
+
+BAD_CONFIGFILES = {  # content, and what the one line says after the file's name
+    "list.yaml": (b"- targets\n- v5e\n", ": a config file holds a mapping of keys, not a list"),
+    "empty.yaml": (b"", ": empty; a config file holds a mapping of keys"),
+    "broken.yaml": (b"targets: [v5e\n", ":2:1: did not find expected ',' or ']'"),
+    "latin1.yaml": (b"label: caf\xe9\n", ": not UTF-8 text: byte 0xE9 at byte offset 10 (line 1)"),
+    "deep.yaml": (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", ":1:"),
+    "missing.yaml": (None, ": cannot be read: No such file or directory"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_CONFIGFILES))
+def test_a_bad_configfile_is_one_line_naming_it(tmp_path, capsys, name):
+    from tpu_matmul_repro.experiments.plan.config import check_configfiles
+
+    content, says = BAD_CONFIGFILES[name]
+    if content is not None:
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(SystemExit) as e:
+        check_configfiles(["--cores", "1", "--configfile", str(tmp_path / name)])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 1 and err.startswith(f"--configfile {tmp_path / name}{says}"), err
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_snakemake_names_a_bad_configfile_before_it_reads_it(tmp_path):
+    """Snakemake's command line reads each --configfile before the Snakefile runs: a missing one was a
+    FileNotFoundError traceback, a list one 'Config file must be given as JSON or YAML with keys at top
+    level.', a latin-1 one a UnicodeDecodeError traceback, none naming the file. The workflow's default
+    profile checks them first."""
+    import subprocess
+    import sys
+
+    from test_advise import ROOT
+
+    for name, (content, says) in BAD_CONFIGFILES.items():
+        if content is not None:
+            (tmp_path / name).write_bytes(content)
+        run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
+                              str(tmp_path / name)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        lines = [line for line in (run.stdout + run.stderr).splitlines()
+                 if not line.startswith("Using workflow specific profile")]
+        assert run.returncode == 1 and len(lines) == 1, run.stdout + run.stderr
+        assert lines[0].startswith(f"--configfile {tmp_path / name}{says}"), lines

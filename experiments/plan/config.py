@@ -5,6 +5,7 @@ Every error names the config key and the offending value, and is raised before a
 import copy
 import functools
 import math
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -313,3 +314,36 @@ def load_with_overlays(*paths) -> dict:
         update_config(config, load_yaml(path))
     return config
 
+
+
+CONFIGFILE_OPTIONS = ("--configfile", "--configfiles")  # Snakemake's spellings; each takes one or more paths
+
+
+def configfiles_of(argv) -> list[str]:
+    """The paths a Snakemake command line gives `--configfile`/`--configfiles` (each option takes the
+    words up to the next option; `--configfile=PATH` too)."""
+    paths, taking = [], False
+    for word in argv:
+        name, equals, value = word.partition("=")
+        if name in CONFIGFILE_OPTIONS:
+            taking = not equals
+            paths += [value] if equals else []
+        elif word.startswith("-"):
+            taking = False
+        elif taking:
+            paths.append(word)
+    return paths
+
+
+def check_configfiles(argv) -> None:
+    """Refuse, in one line naming it, the first `--configfile` of a Snakemake command line that is
+    missing, not a regular file, too large, not UTF-8, not YAML (file:line:col), empty, not a mapping,
+    or too large or deep once its aliases are expanded (load_yaml). Run from the workflow's default
+    profile (profiles/default/config.yaml), which Snakemake reads before it reads these files itself:
+    its own messages name no file, or are tracebacks."""
+    for path in configfiles_of(argv):
+        try:
+            load_yaml(path)
+        except ConfigError as e:
+            print(f"--configfile {e}", file=sys.stderr)
+            raise SystemExit(1) from None
