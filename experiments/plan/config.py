@@ -71,7 +71,24 @@ def checked(config: dict) -> dict:
     config = normalised(config)
     check_finite(config)
     check_schema(config)
-    return with_defaults(config)
+    config = with_defaults(config)
+    check_advice(config)
+    return config
+
+
+def check_advice(config: dict) -> None:
+    """ConfigError at the first of advice.shapes whose operands and output do not fit the HBM of one
+    of the targets advised for: the advisor's own bound (traffic.hbm_problem), so the config takes every
+    shape `advise` takes and no other."""
+    from tpu_matmul_repro.experiments.core.traffic import hbm_problem
+
+    section = config["advice"]
+    targets = section.get("targets") or [t for t in config["targets"] if t != "v4"]
+    for i, shape in enumerate(section["shapes"]):
+        for target in targets:
+            why = hbm_problem(shape, section["dtype"], target)
+            if why:
+                raise ConfigError(f"invalid config: advice.shapes[{i}]: {list(shape)}: {why}")
 
 
 def normalised(config: dict) -> dict:
