@@ -273,3 +273,60 @@ def test_snakemake_names_a_bad_configfile_before_it_reads_it(tmp_path):
                  if not line.startswith("Using workflow specific profile")]
         assert run.returncode == 1 and len(lines) == 1, run.stdout + run.stderr
         assert lines[0].startswith(f"--configfile {tmp_path / name}{says}"), lines
+
+
+def _job(**fields):
+    """A compile job from the fields Job has (its optional ones change as the study does)."""
+    from tpu_matmul_repro.experiments.core.jobs import Job
+
+    return Job(**{k: v for k, v in fields.items() if k in {f.name for f in dataclasses.fields(Job)}})
+
+
+def _flip_xla_cycles(cache_root) -> str:
+    """Change the first digit of est_cycles in XLA's entry (up, so it stays above the chip's peak)."""
+    (entry,) = [p for p in cache_root.rglob("*.json") if json.loads(p.read_text())["case"]["kernel"] == "xla"]
+    text = entry.read_text()
+    cycles = json.loads(text)["result"]["est_cycles"]
+    flipped = int(str(int(str(cycles)[0]) % 9 + 1) + str(cycles)[1:])
+    assert flipped > cycles and text.count(f'"est_cycles": {cycles}') == 1
+    entry.write_text(text.replace(f'"est_cycles": {cycles}', f'"est_cycles": {flipped}'))
+    return str(entry)
+
+
+@pytest.mark.compiler
+def test_a_flipped_digit_in_a_compile_entry_is_compiled_again_by_the_pipeline(tmp_path, monkeypatch, caplog):
+    """The compile job reading a cache entry whose est_cycles lost a bit (a whole, physical number):
+    once published in matmul.parquet as it was; now compiled again, the intact rows."""
+    from tpu_matmul_repro.experiments.compile_study.study import run_job
+    from tpu_matmul_repro.experiments.core.cases import Case
+
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
+    job = _job(target="v5e", experiment="xla", cases=(Case("xla", "bfloat16", 1024, 1024, 1024),),
+               timeout_s=300, profile_max_steps=16)
+    first = run_job(job)
+    entry = _flip_xla_cycles(tmp_path / "cache")
+    with caplog.at_level("WARNING"):
+        again = run_job(job)
+    assert f"{entry} is corrupt (its content does not match its sha256" in caplog.text
+    pd.testing.assert_frame_equal(first.drop(columns=["git_sha", "compile_s"]),
+                                  again.drop(columns=["git_sha", "compile_s"]))
+
+
+@pytest.mark.compiler
+@pytest.mark.slow
+def test_a_flipped_digit_in_xla_s_entry_is_compiled_again_by_the_advisor(tmp_path, monkeypatch, capsys,
+                                                                            caplog):
+    """XLA's row moved from 193 to 188 TFLOP/s, silently, when its entry's cycles lost a bit; now the
+    advisor's answer is the intact one, and it says which entry it compiled again."""
+    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
+    write_run(tmp_path / "results")
+    argv = ["512x512x512", "--results", str(tmp_path / "results"), "--json"]
+    assert cli.main(argv) == 0
+    first = pd.DataFrame(json.loads(capsys.readouterr().out))
+    entry = _flip_xla_cycles(tmp_path / "cache")
+    with caplog.at_level("WARNING"):  # the advisor's log, on stderr outside pytest
+        assert cli.main(argv) == 0
+    again = pd.DataFrame(json.loads(capsys.readouterr().out))
+    assert f"{entry} is corrupt (its content does not match its sha256" in caplog.text
+    timed = ["kernel", "bm", "bk", "bn", "model_device_ms", "model_device_ms_hi80"]
+    pd.testing.assert_frame_equal(first[timed], again[timed])
