@@ -236,6 +236,8 @@ BAD_CONFIGFILES = {  # content, and what the one line says after the file's name
     "latin1.yaml": (b"label: caf\xe9\n", ": not UTF-8 text: byte 0xE9 at byte offset 10 (line 1)"),
     "deep.yaml": (b"a: " + b"[" * 5000 + b"]" * 5000 + b"\n", ":1:"),
     "missing.yaml": (None, ": cannot be read: No such file or directory"),
+    # found by the fuzz tests: PyYAML's reader error spans two lines
+    "nul.yaml": (b"\x00", ": not valid YAML: control characters are not allowed (character 0)"),
 }
 
 

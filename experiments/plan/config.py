@@ -312,8 +312,10 @@ def load_yaml(path, kind: str = "config file") -> dict:
         mark = e.problem_mark or e.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ConfigError(f"{where}: {e.problem or e.context}") from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow (NUL, other controls)
+        raise ConfigError(f"{path}: not valid YAML: {e.reason} (character {e.position})") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        raise ConfigError(f"{path}: not valid YAML: {str(e).strip().splitlines()[0]}") from None
     if loaded is None:  # as Snakemake refuses one, but naming it
         raise ConfigError(f"{path}: empty; a {kind} holds a mapping of keys")
     if not isinstance(loaded, dict):
