@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tpu_matmul_repro.analysis import model_columns
+from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis.aggregate import (
     check_unique,
     combine,
@@ -460,14 +461,12 @@ def test_a_band_read_back_is_refused_in_one_line_or_within_what_a_fit_gives(tmp_
     assert 1 <= model.band.n <= published_points()
 
 
-@given(constant=st.sampled_from(["profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds",
-                                 "float32_factor", "overlapped_step_cycles"]),
+@given(constant=st.sampled_from(tm.PARAMS),
        value=st.floats(allow_nan=True, allow_infinity=True))
 def test_a_constant_read_back_is_refused_in_one_line_or_within_the_fit_s_bounds(tmp_path, constant, value):
     from test_advise import write_run
 
     from tpu_matmul_repro.advise.model import ResultsError, from_results
-    from tpu_matmul_repro.analysis import timing_model as tm
 
     write_run(tmp_path / "results", constants={constant: value})
     try:
