@@ -25,7 +25,9 @@ except ModuleNotFoundError as e:
     ) from None
 
 # Read strictly first (file and line of a YAML error, a key given twice, aliases and nesting bounded),
-# then as Snakemake does; and the environment the jobs read (docs/reliability.md).
+# then as Snakemake does; and the environment the jobs read (docs/reliability.md). The default profile
+# has read each --configfile so already, before Snakemake's command line did (profiles/default); this
+# read covers a run without that profile.
 try:
     source_date_epoch()
     for _path in ["config/config.yaml", *workflow.config_settings.configfiles]:
