@@ -233,3 +233,25 @@ def test_real_compiles_of_two_public_rows(public, run, tmp_path, monkeypatch):
     assert once <= pallas.vmem_bytes <= 2 * once
     scores, _ = pv.score(run, estimates, rows)
     assert scores.model_seconds.notna().all() and (scores.model_seconds > 0).all()
+
+
+@pytest.mark.slow
+def test_the_default_run_scores_them_and_the_config_key_turns_it_off(tmp_path):
+    """One compile job per generation and the scores in the default run; none with the key off."""
+    import re
+
+    from test_workflow import make_workdir, snakemake
+
+    workdir = make_workdir(tmp_path)
+
+    def planned(*args) -> dict:
+        result = snakemake(workdir, "--dry-run", *args)
+        assert result.returncode == 0, result.stdout + result.stderr
+        stats = result.stdout.split("Job stats:")[-1]
+        return {rule: int(n) for rule, n in re.findall(r"^(\w+)\s+(\d+)$", stats, flags=re.M)}
+
+    generations = set(pv.compile_jobs(load(), timeout_s=1, toolchain="current"))
+    on = planned()
+    assert on["public_compiles"] == len(generations) == 3 and on["public_scores"] == 1
+    off = planned("--config", "validation={public_measurements: false}")
+    assert "public_compiles" not in off and "public_scores" not in off and off["summaries"] == 1
