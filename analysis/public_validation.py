@@ -128,9 +128,6 @@ def modelled_estimates(estimates: pd.DataFrame, run: pd.DataFrame, fits: dict, b
     below a smaller problem's of the same aspect is flagged as the pipeline flags it (the envelope)."""
     xla = run[(run.source == "estimate") & ~is_pallas(run.kernel) & run.target.isin(set(estimates.target))]
     both = pd.concat([estimates.assign(_public=True), xla.assign(_public=False)], ignore_index=True)
-    # a Pallas row's missing cycles as NaN, not pd.NA (an integer column's gap), which the model's
-    # features cannot take as a number
-    both["est_cycles"] = both.est_cycles.astype(float)
     out = model_columns.modelled(both, fits, band)
     return out[out._public.eq(True)].drop(columns="_public").reset_index(drop=True)
 
