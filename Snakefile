@@ -75,6 +75,7 @@ include: "rules/compile_study.smk"
 include: "rules/toolchains.smk"
 include: "rules/measure.smk"
 include: "rules/aggregate.smk"
+include: "rules/validation.smk"
 
 
 # Optional studies, one folder each (studies/README.md), before the figures and the report that they add
@@ -99,6 +100,7 @@ rule all:
         "results/best_vs_xla.csv",
         "results/timing_model.csv",
         "results/claims.csv",
+        PUBLIC_FILES,
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=LANGUAGES, ext=["html", "pdf"]),
         ADVICE_FILES,
