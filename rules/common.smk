@@ -232,9 +232,14 @@ if config["validation"]["public_measurements"]:
     except PublicDataError as e:
         raise WorkflowError(str(e)) from None
     if not missing_fit(PLAN, PUBLISHED):
-        PUBLIC_JOBS = public_validation.compile_jobs(
-            _public,
-            timeout_s=config["compile_study"]["timeout_s"],
-            toolchain=toolchain_plan.primary(config),
-        )
+        # the generations this run models: the generations study scores every one
+        PUBLIC_JOBS = {
+            generation: job
+            for generation, job in public_validation.compile_jobs(
+                _public,
+                timeout_s=config["compile_study"]["timeout_s"],
+                toolchain=toolchain_plan.primary(config),
+            ).items()
+            if generation in TARGETS
+        }
     PUBLIC_FILES = ["results/public_scores.csv", "results/public/fidelity.csv"]
