@@ -212,9 +212,6 @@ def main(argv=None) -> int:
             say(f"advise: stopped by {signal.Signals(e.signum).name}; its compile workers are stopped, the "
                 "compile cache keeps what finished")
             return 128 + e.signum
-        except BrokenPipeError:
-            quiet_stdout()
-            return 141
 
 
 def say(line: str) -> None:
@@ -262,15 +259,19 @@ def answer(argv) -> int:
     except AdviceError as e:
         say(f"advise: {e}")
         return 2
-    if args.csv:
-        pd.concat(parts, ignore_index=True).to_csv(sys.stdout, index=False)
-    elif args.json:
-        print(table.as_json(pd.concat(parts, ignore_index=True)))
-    elif layout:
-        print("\n\n".join(model_texts(layout, asked, parts)))
-    else:
-        print("\n\n".join(texts))
-    sys.stdout.flush()  # here, where a closed stdout is caught, not at exit
+    try:
+        if args.csv:
+            pd.concat(parts, ignore_index=True).to_csv(sys.stdout, index=False)
+        elif args.json:
+            print(table.as_json(pd.concat(parts, ignore_index=True)))
+        elif layout:
+            print("\n\n".join(model_texts(layout, asked, parts)))
+        else:
+            print("\n\n".join(texts))
+        sys.stdout.flush()  # here, where a closed stdout is caught, not at exit
+    except BrokenPipeError:  # its reader has gone (`advise ... | head -1`): nothing more to say
+        quiet_stdout()
+        return 141
     return 0
 
 

@@ -46,7 +46,8 @@ class Reporter:
         self._changed = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="advise-progress", daemon=True)
+        # not a daemon: one cut off at exit in the middle of a line aborts the interpreter
+        self._thread = threading.Thread(target=self._run, name="advise-progress")
         self._compiles0 = dict(cache.TOTALS)
 
     def __enter__(self):

@@ -126,10 +126,14 @@ class Workers:
 
         busy = self.pairs[:max(1, len(parts))]
         with concurrent.futures.ThreadPoolExecutor(len(busy)) as pool:
+            serving = [pool.submit(serve, pair) for pair in busy]
             try:
-                list(pool.map(serve, busy))  # re-raises a pair's exception
+                for future in serving:
+                    future.result()  # re-raises a pair's exception
             except BaseException:  # Ctrl-C, SIGTERM or an error: the other threads must not go on
                 self.halt()
+                while concurrent.futures.wait(serving, timeout=0.2).not_done:
+                    self.halt()  # a thread may have started a worker since
                 raise
         return frame([row for part in done for row in part], self.versions)
 
