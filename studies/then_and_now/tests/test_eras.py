@@ -42,7 +42,8 @@ def test_no_changed_verdict_is_said_from_the_data():
 
 def test_a_changed_verdict_is_named():
     sentence = changes_to_today(table("ok"), "current", lambda m: m)
-    assert "changed on 1 of the 2 configurations" in sentence and "float32 at 2048: fits, now out of VMEM" in sentence
+    assert "changed on 1 of the 2 configurations" in sentence
+    assert "float32 at 2048: fits, now out of VMEM" in sentence
 
 
 def test_two_eras_have_no_sentence_on_an_era_between():
