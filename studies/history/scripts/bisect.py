@@ -22,6 +22,7 @@ with logged(snakemake.log[0]) as log:
                 cases.setdefault(case, experiment)
     with open(snakemake.log[0], "a") as worker_stderr:
         compiler = ReleaseCompiler(listed, snakemake.config, settings, stderr=worker_stderr)
-        vmem, first = run_history(compiler, [(e, c) for c, e in cases.items()], log)
+        vmem, first, after = run_history(compiler, [(e, c) for c, e in cases.items()], log)
     write_csv_atomic(vmem, snakemake.output.vmem)
     write_csv_atomic(first, snakemake.output.first_change)
+    write_csv_atomic(after, snakemake.output.after_change)
