@@ -105,6 +105,10 @@ def changes_to_today(table: pd.DataFrame | None, primary: str | None, gettext) -
     names = dict(before=toolchain_name(before["toolchain"], gettext), then=before["libtpu"],
                  after=toolchain_name(after["toolchain"], gettext), now=after["libtpu"], n=found["n"],
                  bytes=found["bytes_differ"])
+    if found["changed"].empty and not found["bytes_differ"]:
+        return gettext(
+            "No VMEM verdict changed between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s): "
+            "the same verdict and the same VMEM bytes on all %(n)s configurations both compiled.") % names
     if found["changed"].empty:
         return gettext(
             "No VMEM verdict changed between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s): "
@@ -165,7 +169,8 @@ def context(inputs) -> dict:
     abstract, findings = first_page(table, inputs.primary, inputs.gettext, inputs.ngettext)
     names = sorted(n for n, (kind, _) in inputs.specs.items() if kind == "then_and_now")
     return dict(compared=compared, figures=inputs.figures(names), abstract=abstract, findings=findings,
-                changes=changes_to_today(table, inputs.primary, inputs.gettext),
+                changes=changes_to_today(table, inputs.primary, inputs.gettext)
+                if len(toolchain_agreement(table, inputs.primary)) > 2 else None,  # an era between
                 appendix=compared is not None,
                 mechanism=mechanism_text.sentences(*mechanism_text.read(), inputs.gettext))
 

@@ -49,3 +49,10 @@ def test_a_changed_verdict_is_named():
 def test_two_eras_have_no_sentence_on_an_era_between():
     two = table("ok").drop(columns=[c for c in table("ok").columns if c.startswith("mid2026_")])
     assert len(first_page(two, "current", lambda m: m)[0]) == 2  # today's and the post's agreement, no more
+
+
+def test_the_same_verdicts_and_bytes_are_said_as_such():
+    same = table("vmem_oom")
+    same["current_vmem_bytes"] = same["mid2026_vmem_bytes"]
+    assert changes_to_today(same, "current", lambda m: m).endswith(
+        "the same verdict and the same VMEM bytes on all 2 configurations both compiled.")
