@@ -9,7 +9,6 @@ import pandas as pd
 
 from tpu_matmul_repro.analysis import intervals, validation
 from tpu_matmul_repro.analysis.runs import latest_labels
-from tpu_matmul_repro.analysis.summaries import MODEL_ONLY
 from tpu_matmul_repro.analysis.timing_model import (
     CONFIG,
     COST_MODEL,
@@ -161,12 +160,10 @@ def modelled(df: pd.DataFrame, all_fits: dict, band: intervals.Band | None) -> p
     if "est_cycles" not in out or out.est_cycles.isna().all():
         intervals.add_columns(out, None)
         return out
-    ok = (out.source == "estimate") & (out.status == "ok")
+    ok = (out.source == "estimate") & (out.status == "ok") & out.target.isin(list(CHIPS))
     spread, calibrated = pd.Series(0.0, index=out.index), pd.Series(False, index=out.index)
-    _model(out, ok & out.est_cycles.notna(), all_fits, spread, calibrated)
-    # Pallas estimates that compiled (a VMEM verdict) but have no cycles: the model-only estimate
-    bare = ok & out.est_cycles.isna() & is_pallas(out.kernel) & out.target.isin(list(CHIPS))
-    _model(out, bare, all_fits, spread, calibrated, model_only=True)
+    # XLA's rows need its cost model's cycles; a Pallas row needs only its compile (the model's inputs)
+    _model(out, ok & (out.est_cycles.notna() | is_pallas(out.kernel)), all_fits, spread, calibrated)
     work = flop_count(out.m.astype(float), out.k.astype(float), out.n.astype(float))
     out["model_device_tflops"] = tflops(work, out.model_device_seconds)
     out["model_post_tflops"] = tflops(work, out.model_post_seconds)
@@ -182,10 +179,9 @@ def out_of_sample(rows: pd.DataFrame, all_fits: dict, published_dtypes: set) -> 
     return names.where((rows.target == POST_CHIP) & rows.dtype.isin(published_dtypes), "")
 
 
-def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, spread: pd.Series, calibrated: pd.Series,
-           model_only: bool = False) -> None:
-    """The modelled times of the `rows` of each target from its chosen fit; `model_only`: without the
-    compiler's cycles (est_cycles taken as 0: the chip's peak and bandwidth alone), and labelled so.
+def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, spread: pd.Series,
+           calibrated: pd.Series) -> None:
+    """The modelled times of the `rows` of each target from its chosen fit.
 
     v5e rows of the post's figures take the refit without their figure (out_of_sample); the others
     the chosen fit. `spread` gets, per row, the largest |ln| by which a leave-one-experiment-out refit
@@ -199,8 +195,8 @@ def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, spread: pd.Series
         if name is None:
             continue
         mine = out[rows & (out.target == target)]
-        # model-only: no cycles; a flagged XLA dip: the envelope's cycles; else the row's own
-        cycles = [0.0] * len(mine) if model_only else envelope.reindex(mine.index).tolist()
+        # a flagged XLA dip: the envelope's cycles; else the row's own
+        cycles = envelope.reindex(mine.index).tolist()
         feats = [features(r, cycles=None if pd.isna(c) else c) for r, c in zip(mine.itertuples(), cycles,
                                                                                strict=True)]
         names = out_of_sample(mine, all_fits, published) if name == PUBLISHED else pd.Series("", mine.index)
@@ -210,13 +206,13 @@ def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, spread: pd.Series
         call = np.array([all_fits[n][0].constants.call_seconds for n in names])
         out.loc[mine.index, "model_device_seconds"] = device
         out.loc[mine.index, "model_post_seconds"] = device + call
-        out.loc[mine.index, "model_fit"] = [f"{n}, {MODEL_ONLY}" if model_only else n for n in names]
+        out.loc[mine.index, "model_fit"] = list(names)
         if name == PUBLISHED and refits:
             moved = np.array([[abs(np.log(device_seconds(f, fit.constants) / d)) for fit in refits.values()]
                               for f, d in zip(feats, device, strict=True)])
             spread[mine.index] = moved.max(axis=1)
         search = mine.search.eq(True) if "search" in mine else False
-        calibrated[mine.index] = names.map(is_refit) & ~search & (not model_only)
+        calibrated[mine.index] = names.map(is_refit) & ~search
 
 
 def _measured_ratios(out: pd.DataFrame, spread: pd.Series, calibrated: pd.Series) -> None:

@@ -1,54 +1,21 @@
 """A timing model of how the Pallas TPU pipeline runs a grid, fitted to the post's published numbers.
 
-libtpu's estimate (`seconds` in the table) is device time, and its static profile neither waits for
-DMAs nor knows what the host adds. The post timed one blocked call at a time (`timeit`, dispatch
-included). This model turns the compiler's numbers into both:
+The compiler decides what fits and how it is buffered; a pipeline roofline with fitted per-step costs
+gives the time (docs/timing-model.md, which also holds the ablation that chose these inputs):
 
     Pallas grid of S steps (step s: window bytes W_s, prologue P, epilogue E):
-      c        = max(float32_factor (float32 only) * FLOPs per step / peak,
-                     profile_scale * est_cycles / S / clock)
-      core     = c + overlapped_step_cycles / clock
+      core     = float32_factor (float32 only) * FLOPs per step / peak + overlapped_step_cycles / clock
       step s   = max(core, (1 - x) W_s / bw)  +  x W_s / bw
       device   = P / bw  +  sum_s step s  +  S * step_cycles / clock  +  E / bw
       bw       = bandwidth_fraction * the chip's HBM bandwidth
-      W_s      = bytes step s+1 copies in (prefetched during step s)
-                 + the output block step s-1 wrote back (written during step s)
-      x        = the share of the blocks' bytes the compiler gave no second buffer (single_buffered):
-                 their copies wait for the step that reads the buffer, so they add to it
-      P, E     = step 0's inputs (nothing to overlap them with), the last output block
-    XLA's matmul (one fused op, its own loop inside): device = max(FLOPs / peak, est_cycles / clock,
-      its minimum HBM bytes / bw); where libtpu's cost model falls as the problem grows at one aspect
-      (flag_nonmonotonic), est_cycles are those of the best smaller problem's rate (envelope_cycles).
-      At precision=HIGHEST (kernel xla_highest) the same form: its extra bfloat16 passes are in the
-      compile's est_cycles, no factor of the fit's; no published number of it enters a fit
+      x        = the share of the blocks' bytes the compiler gave no second buffer (single_buffered)
+    XLA's matmul: device = max(FLOPs / peak, est_cycles / clock, its minimum HBM bytes / bw)
     as the post timed it: post = device + call_seconds
 
-x comes from the VMEM the compiler requested (vmem_bytes): one buffer per block plus, where the
-request holds them, the second ones (0 <= x <= 1; no request known: 0, the pipeline's double
-buffering). The post's runs are modelled with the VMEM the post's own compiler requested for the same
-configuration (post_vmem_bytes, from the toolchain named "post"): libtpu 0.0.5 gave the large float32
-blocks one buffer each (12.3 MiB for (1024, 1024, 1024), where today's compiler asks 24 MiB), so their
-copies did not overlap the dot. Without that compile the model assumes the post's run buffered as
-today's compile does.
-
-The bytes per step are counted with the pipeline's block-index-change rule
-(experiments/core/traffic.step_bytes). The constants are fitted by least squares on ln(time) against
-the post's published v5e numbers only (fit_published); no other published number enters the fit.
-Physically: compute is never faster than the peak (float32_factor >= 1), DMA never faster than the
-HBM bandwidth (bandwidth_fraction <= 1), and no constant is negative, so a modelled time is never
-faster than the chip allows. The form was chosen among others by its leave-one-experiment-out error
-(docs/timing-model.md).
-
-The constants, and why each is there (fitted values: results/timing_model.csv of a run, each with one
-standard error from the fit's Jacobian):
-    profile_scale       the chip spends less than libtpu's static profile charges per step outside the
-                        MXU (128-blocks: the profile charges ~0.5 us a step, the post measured ~0.4)
-    bandwidth_fraction  the share of the HBM bandwidth the pipeline's DMAs reach
-    step_cycles         a fixed cost per grid step that nothing overlaps (DMA issue and wait)
-    call_seconds        the host's cost of one blocked call (dispatch, wait): the post's timing method
-    float32_factor      a float32 dot's time relative to one bfloat16 MXU pass
-    overlapped_step_cycles  the core's own cost per step (loop control, semaphores), which the next
-                        step's copies overlap as they overlap the dot
+W_s is what step s+1 copies in plus the output block step s-1 wrote back (traffic.step_bytes). x comes
+from the VMEM the compiler requested; the post's points use the post's own compiler's request
+(post_vmem_bytes). The constants are fitted by least squares on ln(time) to the post's published v5e
+numbers only (fit_published), within physical ranges.
 """
 import dataclasses
 import functools
@@ -65,20 +32,24 @@ from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.kernels.spec import WHOLE
 
-PARAMS = ("profile_scale", "bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor",
-          "overlapped_step_cycles")
-UNITS = {"profile_scale": "", "bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s",
-         "float32_factor": "", "overlapped_step_cycles": "cycles"}
-# Plausible ranges, enforced by the fit: a scale of the static profile between a tenth and twice;
-# at most the whole HBM bandwidth; per-step costs up to 2000 cycles (1.3 us at 1.5 GHz); a
-# per-call host overhead up to 10 ms; a float32 dot between one and six bfloat16 MXU passes.
-LOWER = np.array([0.1, 0.05, 0.0, 0.0, 1.0, 0.0])
-UPPER = np.array([2.0, 1.0, 2000.0, 1e-2, 6.0, 2000.0])
+PARAMS = ("bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor", "overlapped_step_cycles")
+UNITS = {"bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s", "float32_factor": "",
+         "overlapped_step_cycles": "cycles"}
+# Plausible ranges, enforced by the fit: at most the whole HBM bandwidth; per-step costs up to 2000
+# cycles (1.3 us at 1.5 GHz); a per-call host overhead up to 10 ms; a float32 dot between one and six
+# bfloat16 MXU passes.
+LOWER = np.array([0.05, 0.0, 0.0, 1.0, 0.0])
+UPPER = np.array([1.0, 2000.0, 1e-2, 6.0, 2000.0])
 # Starting points of the fit (the model is piecewise smooth: several starts, the best one kept).
-SCALE = np.array([1.0, 1.0, 100.0, 1e-4, 1.0, 100.0])  # typical magnitudes: the fit works in units of these
-STARTS = (np.array([1.0, 0.8, 100.0, 1e-4, 2.0, 50.0]), np.array([0.7, 0.56, 70.0, 7e-5, 1.4, 35.0]),
-          np.array([1.3, 0.99, 130.0, 1.3e-4, 2.6, 65.0]), np.array([0.4, 0.32, 40.0, 4e-5, 1.0, 20.0]),
-          np.array([2.0, 1.0, 200.0, 2e-4, 4.0, 100.0]))
+SCALE = np.array([1.0, 100.0, 1e-4, 1.0, 100.0])  # typical magnitudes: the fit works in units of these
+STARTS = (np.array([0.8, 100.0, 1e-4, 2.0, 50.0]), np.array([0.56, 70.0, 7e-5, 1.4, 35.0]),
+          np.array([0.99, 130.0, 1.3e-4, 2.6, 65.0]), np.array([0.32, 40.0, 4e-5, 1.0, 20.0]),
+          np.array([1.0, 200.0, 2e-4, 4.0, 100.0]))
+# libtpu's static-profile cycles of a Pallas kernel, scaled, as a lower bound of a step's compute. Not
+# part of the model (the ablation shows they do not lower its out-of-sample error); analysis/ablation.py
+# fits it as an extra constant, with its range and start.
+PROFILE_SCALE = "profile_scale"
+EXTRA = {PROFILE_SCALE: (0.1, 2.0, 1.0)}
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 CONFIG = ["kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 # An XLA estimate is flagged when its TFLOP/s falls more than this below that of a smaller size
@@ -92,12 +63,12 @@ class TooFewPoints(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Constants:
-    profile_scale: float
     bandwidth_fraction: float
     step_cycles: float
     call_seconds: float
     float32_factor: float
-    overlapped_step_cycles: float = 0.0  # absent from constants written before it existed
+    overlapped_step_cycles: float
+    profile_scale: float = 0.0  # only in the ablation's variants (EXTRA)
 
     @classmethod
     def of(cls, x) -> "Constants":
@@ -209,8 +180,9 @@ def device_seconds(f: Features, k: Constants) -> float:
     bw = k.bandwidth_fraction * f.hbm_bytes_per_s
     if f.xla:
         return max(f.flops / f.peak_flops, f.est_cycles / f.clock_hz, f.min_bytes / bw)
-    mxu = (k.float32_factor if f.float32 else 1.0) * f.flops / f.steps / f.peak_flops
-    compute = max(mxu, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
+    compute = (k.float32_factor if f.float32 else 1.0) * f.flops / f.steps / f.peak_flops
+    if k.profile_scale:
+        compute = max(compute, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
     core = compute + k.overlapped_step_cycles / f.clock_hz
     copies = f.window_bytes / bw
     x = f.single_buffered  # copies without a second buffer wait for the step; the others overlap it
@@ -298,7 +270,8 @@ def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
     """One ok estimate per (experiment, configuration) of a target: the default VMEM limit's, else
     the smallest raised limit that compiled (today's compiler asks slightly more VMEM than the post's
     did for some configurations; the kernel and its cycles are the same)."""
-    est = df[(df.source == "estimate") & (df.target == target) & (df.status == "ok") & df.est_cycles.notna()]
+    cycles = df.est_cycles.notna() | is_pallas(df.kernel)  # the model uses XLA's cycles, not a kernel's
+    est = df[(df.source == "estimate") & (df.target == target) & (df.status == "ok") & cycles]
     est = est[~est.search.eq(True)].copy()
     est["_raised"] = est.raised_limit.eq(True)
     est = est.sort_values(["_raised", "vmem_limit_bytes"], kind="stable")
@@ -361,22 +334,29 @@ class Fit:
     at_bound: tuple  # names of constants at a bound of their range (their error is then not meaningful)
 
 
-def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=None) -> Fit:
+def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=None,
+         fixed: dict | None = None, extra: dict | None = None) -> Fit:
     """Least squares on ln(time): `post` compares device + call_seconds (the post's timing), else
-    device time alone (call_seconds then fixed at `fixed_call`)."""
-    free = [p for p in PARAMS if post or p != "call_seconds"]
-    if len(feats) < len(free) + 2:
-        raise TooFewPoints(f"{len(feats)} points cannot fit {len(free)} constants ({', '.join(free)}): "
-                           f"need at least {len(free) + 2}")
-    index = [PARAMS.index(p) for p in free]
-    scale = SCALE[index]
+    device time alone (call_seconds then fixed at `fixed_call`). `fixed`: constants held at a value;
+    `extra`: constants beyond the model's, {name: (lower, upper, start)} (EXTRA)."""
+    fixed = dict(fixed or {})
+    if not post:
+        fixed["call_seconds"] = fixed_call or 0.0
+    extra = extra or {}
+    names = [p for p in PARAMS if p not in fixed] + list(extra)
+    if len(feats) < len(names) + 2:
+        raise TooFewPoints(f"{len(feats)} points cannot fit {len(names)} constants ({', '.join(names)}): "
+                           f"need at least {len(names) + 2}")
+    index = [PARAMS.index(p) for p in names if p in PARAMS]
+    lower = np.concatenate([LOWER[index], [lo for lo, _, _ in extra.values()]])
+    upper = np.concatenate([UPPER[index], [hi for _, hi, _ in extra.values()]])
+    scale = np.concatenate([SCALE[index], np.ones(len(extra))])
+    starts = [np.concatenate([s[index], [start for _, _, start in extra.values()]]) for s in STARTS]
     target = np.log(np.asarray(seconds, dtype=float))
 
     def full(z):
-        x = np.zeros(len(PARAMS))
-        x[PARAMS.index("call_seconds")] = fixed_call or 0.0
-        x[index] = z * scale
-        return Constants.of(x)
+        fitted = dict(zip(names, z * scale, strict=True))
+        return Constants(**{**dict.fromkeys(PARAMS, 0.0), **fixed, **fitted})
 
     def residuals(z):
         k = full(z)
@@ -384,27 +364,29 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
         return np.log(model) - target
 
     best = None
-    for start in STARTS:
-        result = least_squares(residuals, start[index] / scale, x_scale="jac", diff_step=1e-4,
-                               bounds=(LOWER[index] / scale, UPPER[index] / scale))
+    for start in starts:
+        start = np.clip(start, lower, upper)
+        result = least_squares(residuals, start / scale, x_scale="jac", diff_step=1e-4,
+                               bounds=(lower / scale, upper / scale))
         if best is None or result.cost < best.cost:
             best = result
     r, jac = best.fun, best.jac
-    dof = max(1, len(r) - len(free))
+    dof = max(1, len(r) - len(names))
     cov = np.linalg.pinv(jac.T @ jac) * float(r @ r) / dof
-    errors = np.zeros(len(PARAMS))
-    errors[index] = np.sqrt(np.clip(np.diag(cov), 0, None)) * scale
-    z = best.x
-    at_bound = tuple(p for p, v, lo, hi in zip(free, z * scale, LOWER[index], UPPER[index], strict=True)
+    errors = dict(zip(names, np.sqrt(np.clip(np.diag(cov), 0, None)) * scale, strict=True))
+    values = best.x * scale
+    at_bound = tuple(p for p, v, lo, hi in zip(names, values, lower, upper, strict=True)
                      if np.isclose(v, lo, rtol=1e-3, atol=1e-9) or np.isclose(v, hi, rtol=1e-3))
-    return Fit(full(z), Constants.of(errors), len(feats), float(np.sqrt(np.mean(r**2))), at_bound)
+    std = Constants(**{**dict.fromkeys(PARAMS, 0.0), **dict.fromkeys(fixed, 0.0), **errors})
+    return Fit(full(best.x), std, len(feats), float(np.sqrt(np.mean(r**2))), at_bound)
 
 
-def fit_published(points: pd.DataFrame) -> Fit:
-    """The constants from published points (reference_points(df) with source published)."""
+def fit_published(points: pd.DataFrame, **form) -> Fit:
+    """The constants from published points (reference_points(df) with source published); `form`:
+    _fit's `fixed` and `extra`, for the ablation's variants."""
     points = points[points.in_fit]
     feats = [features(r) for r in points.itertuples()]
-    return _fit(feats, points.ref_seconds.to_numpy(), post=True)
+    return _fit(feats, points.ref_seconds.to_numpy(), post=True, **form)
 
 
 def fit_measured(points: pd.DataFrame) -> Fit:

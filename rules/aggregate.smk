@@ -92,6 +92,12 @@ rule summaries:
             category="Tables",
             labels={"table": "best_vs_xla.csv"},
         ),
+        ablation=report(
+            "results/model_ablation.csv",
+            caption="../report/captions/model_ablation.rst",
+            category="Tables",
+            labels={"table": "model_ablation.csv"},
+        ),
     log:
         "logs/aggregate/summaries.log",
     conda:

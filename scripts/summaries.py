@@ -1,5 +1,5 @@
-"""Snakemake script: the timing model's fidelity to the post (cross-validated), its constants, and
-the best Pallas configuration against XLA."""
+"""Snakemake script: the timing model's fidelity to the post (cross-validated), its constants, the
+ablation of its inputs, and the best Pallas configuration against XLA."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
 from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
@@ -9,7 +9,7 @@ from tpu_matmul_repro.experiments.core.runtime import logged
 def make(log) -> None:
     import pandas as pd
 
-    from tpu_matmul_repro.analysis import model_columns, timing_model, validation
+    from tpu_matmul_repro.analysis import ablation, model_columns, timing_model, validation
     from tpu_matmul_repro.analysis.runs import read_results
     from tpu_matmul_repro.analysis.summaries import best_vs_xla
     from tpu_matmul_repro.analysis.toolchains import primary_rows
@@ -25,12 +25,18 @@ def make(log) -> None:
         log.warning("timing model not fitted: %s", e)
         agreement = pd.DataFrame([dict(target=POST_CHIP, compared_with="published", note=f"not fitted: {e}")])
     constants = model_columns.constants_table(model_columns.fits(df))
+    points, _ = timing_model.reference_points(df, source="published", target=POST_CHIP)
+    try:
+        inputs = ablation.ablation_table(points)
+    except timing_model.TooFewPoints as e:
+        inputs = pd.DataFrame([dict(variant=ablation.DEFAULT, note=f"not fitted: {e}")])
     best = best_vs_xla(df)
     log.info("fidelity:\n%s\nconstants:\n%s\nbest vs xla:\n%s", agreement.to_string(), constants.to_string(),
              best.to_string())
     write_csv_atomic(agreement, snakemake.output.fidelity)
     write_csv_atomic(constants, snakemake.output.constants)
     write_csv_atomic(best, snakemake.output.best_vs_xla)
+    write_csv_atomic(inputs, snakemake.output.ablation)
 
 
 with logged(snakemake.log[0]) as log:

@@ -16,7 +16,7 @@ from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
 from tpu_matmul_repro.experiments.core.units import MiB, flops
 
 VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
-TRUE = tm.Constants(profile_scale=0.85, bandwidth_fraction=0.8, step_cycles=150.0, call_seconds=1e-4,
+TRUE = tm.Constants(bandwidth_fraction=0.8, step_cycles=150.0, call_seconds=1e-4,
                     float32_factor=2.0, overlapped_step_cycles=120.0)
 V5E = chip("v5e")
 CONFIGS = (  # (experiment, kernel, dtype, blocks, sizes)

@@ -166,6 +166,11 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
         bound = beyond_physical_vmem(job.target, case)
         if bound:
             result, cycles, method, vmem_method = bound, None, "", "block_bound"
+        elif not job.static_profile:  # the model's inputs: a plain compile at full size gives them all
+            result, vmem_method = compiler.compile(case, limit), "compiled"
+            ok = result["status"] == "ok"
+            cycles = result["est_cycles"] if ok and not case.facts.pallas else None
+            method = "" if not ok else NO_STATIC_PROFILE if case.facts.pallas else "xla_cost_model"
         elif case.facts.grid == BLOCKS and (small_grid(case) or not options):
             result, cycles, method, vmem_method = probed(case, limit)
         elif case.facts.grid == BLOCKS and extrapolate.never_prefetched(case, job.target):

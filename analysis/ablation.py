@@ -1,0 +1,146 @@
+"""Which inputs carry the timing model: the model fitted with and without each, scored out of sample.
+
+Each variant changes one input of the model (a constant held at its neutral value, a compiler number
+taken away, or one added) and is scored by leave one experiment out on the post's points, as the
+model is (validation.cross_validate). An input stays in the model only if taking it out raises the
+median held-out error at size >= 2048 or at 8192 by at least MARGIN; an input outside the model
+enters only if it lowers one of them by MARGIN without raising any scope by as much (earns_place).
+"""
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import validation
+from tpu_matmul_repro.kernels import is_pallas
+
+# A median |ln| difference smaller than this (half a per cent) is within the reading error of the
+# post's figures (about 2 % of an axis) and the fit's own noise: it does not decide.
+MARGIN = 0.005
+SCOPES = {"all": None, "size >= 2048": 2048, "size 8192": 8192}
+DEFAULT = "the model"
+
+
+def _no_xla_cycles(points: pd.DataFrame) -> pd.DataFrame:
+    xla = ~is_pallas(points.kernel)
+    return points.assign(est_cycles=points.est_cycles.where(~xla, 0.0),
+                         model_cycles=points.model_cycles.where(~xla, np.nan))
+
+
+def _no_request(points: pd.DataFrame) -> pd.DataFrame:
+    return points.assign(model_vmem_bytes=np.nan, vmem_bytes=np.nan)
+
+
+def _todays_request(points: pd.DataFrame) -> pd.DataFrame:
+    return points.assign(model_vmem_bytes=np.nan)
+
+
+def _same(points: pd.DataFrame) -> pd.DataFrame:
+    return points
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    name: str
+    model_input: str  # the input this variant concerns
+    change: str  # "default", "without" (an input of the model taken out) or "with" (one added)
+    fixed: tuple = ()  # (constant, value) pairs held fixed
+    extra: tuple = ()  # (constant, (lower, upper, start)) pairs fitted beyond the model's
+    points: Callable = _same
+    needs_pallas_cycles: bool = False
+
+
+PALLAS_CYCLES = "libtpu's static-profile cycles of the Pallas kernels"
+VARIANTS = (
+    Variant(DEFAULT, "", "default"),
+    Variant("with Pallas cycles, profile_scale in [0.1, 2]", PALLAS_CYCLES, "with",
+            extra=((tm.PROFILE_SCALE, (0.1, 2.0, 1.0)),), needs_pallas_cycles=True),
+    Variant("with Pallas cycles, profile_scale in [0, 2]", PALLAS_CYCLES, "with",
+            extra=((tm.PROFILE_SCALE, (0.0, 2.0, 1.0)),), needs_pallas_cycles=True),
+    Variant("with Pallas cycles trusted, profile_scale in [0.9, 1.1]", PALLAS_CYCLES, "with",
+            extra=((tm.PROFILE_SCALE, (0.9, 1.1, 1.0)),), needs_pallas_cycles=True),
+    Variant("without XLA's cost-model cycles", "XLA's cost-model cycles", "without", points=_no_xla_cycles),
+    Variant("without the VMEM request (every block double-buffered)",
+            "the compiler's VMEM request (buffering)", "without", points=_no_request),
+    Variant("without the post's toolchain's request (today's request for the post's points)",
+            "the post's toolchain's VMEM request for the post's points", "without", points=_todays_request),
+    Variant("without step_cycles", "step_cycles (per-step cost, not overlapped)", "without",
+            fixed=(("step_cycles", 0.0),)),
+    Variant("without overlapped_step_cycles", "overlapped_step_cycles (per-step cost, overlapped)", "without",
+            fixed=(("overlapped_step_cycles", 0.0),)),
+    Variant("without call_seconds", "call_seconds (dispatch of one blocked call)", "without",
+            fixed=(("call_seconds", 0.0),)),
+    Variant("without float32_factor (1)", "float32_factor", "without", fixed=(("float32_factor", 1.0),)),
+    Variant("without bandwidth_fraction (1)", "bandwidth_fraction", "without",
+            fixed=(("bandwidth_fraction", 1.0),)),
+)
+
+
+def _fit_of(variant: Variant):
+    def fit(points):
+        return tm.fit_published(points, fixed=dict(variant.fixed), extra=dict(variant.extra))
+    return fit
+
+
+def score(points: pd.DataFrame, variant: Variant) -> dict:
+    """One variant's held-out medians (all, >= 2048, 8192, per figure), in-sample rms, coverage."""
+    points = variant.points(points)
+    fit = _fit_of(variant)
+    full = fit(points)
+    predicted = validation.cross_validate(points, "experiment", fit).model_post_seconds
+    error = np.abs(np.log(predicted / points.ref_seconds))
+    row = {}
+    for scope, size in SCOPES.items():
+        mine = error if size is None else error[points.m >= size] if size < 8192 else error[points.m == size]
+        row[f"loeo {scope}"] = float(mine.median())
+        row[f"n {scope}"] = int(mine.notna().sum())
+    for figure in sorted(points.experiment.unique()):
+        row[f"loeo {figure}"] = float(error[points.experiment == figure].median())
+    inside = validation.interval_checks(points, predicted)
+    row["coverage80 all"] = float(inside.coverage80.mean()) if inside is not None else np.nan
+    row["in-sample rms"] = full.rms_log_error
+    fitted = [p for p in (*tm.PARAMS, *dict(variant.extra)) if p not in dict(variant.fixed)]
+    row["constants"] = "; ".join(f"{p}={getattr(full.constants, p):.4g}" for p in fitted)
+    row["at_bound"] = ", ".join(full.at_bound)
+    return row
+
+
+def has_pallas_cycles(points: pd.DataFrame) -> bool:
+    pallas = is_pallas(points.kernel)
+    return bool(pallas.any() and points.est_cycles[pallas].notna().all())
+
+
+def ablation_table(points: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant (VARIANTS), with its scores, the change against the model per scope
+    (positive: the variant's error is higher) and whether the input earns its place."""
+    rows = []
+    for variant in VARIANTS:
+        row = dict(variant=variant.name, model_input=variant.model_input, change=variant.change)
+        if variant.needs_pallas_cycles and not has_pallas_cycles(points):
+            row["note"] = ("not computed: this run made no static-profile compile "
+                           "(the pallas_cycles study adds them)")
+        else:
+            row |= score(points, variant)
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    base = table.iloc[0]
+    for scope in SCOPES:
+        table[f"delta {scope}"] = table[f"loeo {scope}"] - base[f"loeo {scope}"]
+    table["earns_place"] = [earns_place(r) for r in table.to_dict("records")]
+    return table
+
+
+def earns_place(row: dict) -> object:
+    """For an input of the model: taking it out raises the error at >= 2048 or 8192 by MARGIN. For an
+    input outside it: adding it lowers one of them by MARGIN and raises no scope by as much."""
+    deltas = {scope: float(row.get(f"delta {scope}", np.nan)) for scope in SCOPES}
+    large = [deltas["size >= 2048"], deltas["size 8192"]]
+    if row["change"] == "without":
+        return bool(np.nanmax(large) >= MARGIN) if not np.all(np.isnan(large)) else pd.NA
+    if row["change"] == "with":
+        if np.all(np.isnan(large)):
+            return pd.NA
+        return bool(np.nanmin(large) <= -MARGIN and np.nanmax(list(deltas.values())) < MARGIN)
+    return pd.NA
