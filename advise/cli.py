@@ -69,13 +69,14 @@ def presets() -> list[str]:
 
 
 def compiler_for(target: str, config: dict) -> dict:
-    """The compiler of `target`: the pipeline's own, or the toolchain serving it (7x: libtpu52),
-    whose environment is built with pip on first use (experiments/compile_study/toolchain_env.py)."""
+    """The compiler of `target`: the pipeline's own, or a toolchain the config has serve it, whose
+    environment is built with pip on first use (experiments/compile_study/toolchain_env.py)."""
     from tpu_matmul_repro.experiments.plan import toolchains
 
     served = toolchains.served(config)
     if target not in served:
-        return dict(toolchain=toolchains.primary(config), static_profile=True)
+        primary = toolchains.primary(config)
+        return dict(toolchain=primary, static_profile=toolchains.parse(config)[primary].static_profile)
     from tpu_matmul_repro.experiments.compile_study import toolchain_env
 
     tc = toolchains.parse(config)[served[target]]

@@ -7,7 +7,7 @@ gives the time (docs/timing-model.md, which also holds the ablation that chose t
       core     = float32_factor (float32 only) * FLOPs per step / peak + overlapped_step_cycles / clock
       step s   = max(core, (1 - x) W_s / bw)  +  x W_s / bw
       device   = P / bw  +  sum_s step s  +  S * step_cycles / clock  +  E / bw
-      bw       = bandwidth_fraction * the chip's HBM bandwidth
+      bw       = the chip's HBM bandwidth
       x        = the share of the blocks' bytes the compiler gave no second buffer (single_buffered)
     XLA's matmul: device = max(FLOPs / peak, est_cycles / clock, its minimum HBM bytes / bw)
     as the post timed it: post = device + call_seconds
@@ -19,6 +19,7 @@ numbers only (fit_published), within physical ranges.
 """
 import dataclasses
 import functools
+import itertools
 
 import numpy as np
 import pandas as pd
@@ -32,24 +33,25 @@ from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.kernels.spec import WHOLE
 
-PARAMS = ("bandwidth_fraction", "step_cycles", "call_seconds", "float32_factor", "overlapped_step_cycles")
-UNITS = {"bandwidth_fraction": "", "step_cycles": "cycles", "call_seconds": "s", "float32_factor": "",
+PARAMS = ("step_cycles", "call_seconds", "float32_factor", "overlapped_step_cycles")
+UNITS = {"step_cycles": "cycles", "call_seconds": "s", "float32_factor": "",
          "overlapped_step_cycles": "cycles"}
-# Plausible ranges, enforced by the fit: at most the whole HBM bandwidth; per-step costs up to 2000
-# cycles (1.3 us at 1.5 GHz); a per-call host overhead up to 10 ms; a float32 dot between one and six
-# bfloat16 MXU passes.
-LOWER = np.array([0.05, 0.0, 0.0, 1.0, 0.0])
-UPPER = np.array([1.0, 2000.0, 1e-2, 6.0, 2000.0])
+# Plausible ranges, enforced by the fit: per-step costs up to 2000 cycles (1.3 us at 1.5 GHz); a
+# per-call host overhead up to 10 ms; a float32 dot between one and six bfloat16 MXU passes.
+LOWER = np.array([0.0, 0.0, 1.0, 0.0])
+UPPER = np.array([2000.0, 1e-2, 6.0, 2000.0])
 # Starting points of the fit (the model is piecewise smooth: several starts, the best one kept).
-SCALE = np.array([1.0, 100.0, 1e-4, 1.0, 100.0])  # typical magnitudes: the fit works in units of these
-STARTS = (np.array([0.8, 100.0, 1e-4, 2.0, 50.0]), np.array([0.56, 70.0, 7e-5, 1.4, 35.0]),
-          np.array([0.99, 130.0, 1.3e-4, 2.6, 65.0]), np.array([0.32, 40.0, 4e-5, 1.0, 20.0]),
-          np.array([1.0, 200.0, 2e-4, 4.0, 100.0]))
-# libtpu's static-profile cycles of a Pallas kernel, scaled, as a lower bound of a step's compute. Not
-# part of the model (the ablation shows they do not lower its out-of-sample error); analysis/ablation.py
-# fits it as an extra constant, with its range and start.
+SCALE = np.array([100.0, 1e-4, 1.0, 100.0])  # typical magnitudes: the fit works in units of these
+STARTS = (np.array([100.0, 1e-4, 2.0, 50.0]), np.array([70.0, 7e-5, 1.4, 35.0]),
+          np.array([130.0, 1.3e-4, 2.6, 65.0]), np.array([40.0, 4e-5, 1.0, 20.0]),
+          np.array([200.0, 2e-4, 4.0, 100.0]))
+# Constants the model holds at a neutral value, because the ablation (analysis/ablation.py) shows that
+# fitting them does not lower its out-of-sample error; it fits them as extras: {name: (lower, upper,
+# starts)}. bandwidth_fraction: the pipeline's DMAs reach the chip's HBM bandwidth. profile_scale:
+# libtpu's static-profile cycles of a Pallas kernel, scaled, as a lower bound of a step's compute.
 PROFILE_SCALE = "profile_scale"
-EXTRA = {PROFILE_SCALE: (0.1, 2.0, 1.0)}
+BANDWIDTH_FRACTION = "bandwidth_fraction"
+EXTRA = {BANDWIDTH_FRACTION: (0.05, 1.0, (1.0, 0.8, 0.5)), PROFILE_SCALE: (0.0, 2.0, (0.0, 0.5, 1.0))}
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 CONFIG = ["kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 # An XLA estimate is flagged when its TFLOP/s falls more than this below that of a smaller size
@@ -63,12 +65,12 @@ class TooFewPoints(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Constants:
-    bandwidth_fraction: float
     step_cycles: float
     call_seconds: float
     float32_factor: float
     overlapped_step_cycles: float
-    profile_scale: float = 0.0  # only in the ablation's variants (EXTRA)
+    bandwidth_fraction: float = 1.0  # held (EXTRA)
+    profile_scale: float = 0.0  # held (EXTRA)
 
     @classmethod
     def of(cls, x) -> "Constants":
@@ -145,7 +147,7 @@ def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
     if cycles is None:  # reference points carry the cycles the model uses (model_cycles: the envelope)
         envelope = _get(row, "model_cycles") if "model_cycles" in _fields(row) else np.nan
         cycles = _get(row, "est_cycles") if pd.isna(envelope) else envelope
-    cycles = float(cycles)
+    cycles = np.nan if pd.isna(cycles) else float(cycles)  # a Pallas kernel's are not needed
     single = single_buffered(case, model_vmem(row) if vmem_bytes is None else vmem_bytes)
     key = (case, target, cycles, single)
     if key in _FEATURES:
@@ -338,7 +340,7 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
          fixed: dict | None = None, extra: dict | None = None) -> Fit:
     """Least squares on ln(time): `post` compares device + call_seconds (the post's timing), else
     device time alone (call_seconds then fixed at `fixed_call`). `fixed`: constants held at a value;
-    `extra`: constants beyond the model's, {name: (lower, upper, start)} (EXTRA)."""
+    `extra`: constants beyond the model's, {name: (lower, upper, starts)} (EXTRA)."""
     fixed = dict(fixed or {})
     if not post:
         fixed["call_seconds"] = fixed_call or 0.0
@@ -351,12 +353,13 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
     lower = np.concatenate([LOWER[index], [lo for lo, _, _ in extra.values()]])
     upper = np.concatenate([UPPER[index], [hi for _, hi, _ in extra.values()]])
     scale = np.concatenate([SCALE[index], np.ones(len(extra))])
-    starts = [np.concatenate([s[index], [start for _, _, start in extra.values()]]) for s in STARTS]
+    starts = [np.concatenate([s[index], e]) for s in STARTS
+              for e in itertools.product(*(starts for _, _, starts in extra.values()))]
     target = np.log(np.asarray(seconds, dtype=float))
 
     def full(z):
         fitted = dict(zip(names, z * scale, strict=True))
-        return Constants(**{**dict.fromkeys(PARAMS, 0.0), **fixed, **fitted})
+        return Constants(**{**dict.fromkeys(PARAMS, 0.0), **fixed, **fitted})  # others: held
 
     def residuals(z):
         k = full(z)
@@ -377,7 +380,8 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
     values = best.x * scale
     at_bound = tuple(p for p, v, lo, hi in zip(names, values, lower, upper, strict=True)
                      if np.isclose(v, lo, rtol=1e-3, atol=1e-9) or np.isclose(v, hi, rtol=1e-3))
-    std = Constants(**{**dict.fromkeys(PARAMS, 0.0), **dict.fromkeys(fixed, 0.0), **errors})
+    std = Constants(**{**dict.fromkeys(PARAMS, 0.0), **dict.fromkeys(fixed, 0.0),
+                       **dict.fromkeys(EXTRA, 0.0), **errors})
     return Fit(full(best.x), std, len(feats), float(np.sqrt(np.mean(r**2))), at_bound)
 
 

@@ -170,7 +170,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                  primary_toolchain: str | None = None, served: dict | None = None,
                  claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
                  constants: pd.DataFrame | None = None, best_vs_xla: pd.DataFrame | None = None,
-                 study_tables: dict | None = None,
+                 ablation: pd.DataFrame | None = None, study_tables: dict | None = None,
                  measured: pd.DataFrame | None = None, advice: dict | None = None) -> tuple[str, str]:
     """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
     language's PDF, every details element open), from one reading of the table. `figure_names`: the
@@ -202,7 +202,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     more = [(s, s.claims(inputs)) for s in sections.studies() if s.claims]  # under other toolchains
     more_claims = [table for _, table in more]
     model = tables.timing_model_section(rows, trans.gettext, claims=claims, fidelity=fidelity,
-                                        constants=constants, more_claims=more_claims)
+                                        constants=constants, ablation=ablation, more_claims=more_claims)
     # the files the claims section's rows come from: the core's, and each study's that added rows
     model["claims_files"] = trans.gettext(", ").join(["results/claims.csv"] + [
         f"results/{s.claims_table}.csv" for s, table in more if s.claims_table

@@ -10,6 +10,7 @@ import pygments.formatters
 import pygments.lexers
 from markupsafe import Markup
 
+from tpu_matmul_repro.analysis import ablation
 from tpu_matmul_repro.analysis.number_classes import CLASSES as CLASS_ORDER
 from tpu_matmul_repro.analysis.number_classes import class_names, number_class, speed_classes
 from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, estimate_methods
@@ -288,6 +289,7 @@ def timing_model(i: sections.Inputs) -> dict:
     df = i.rows
     return dict(fidelity_figures=i.figures(sorted(n for n in i.specs if n.startswith("fidelity_"))),
                 has_published=bool((df.source == "published").any()), min_rank_points=MIN_RANK_POINTS,
+                ablation_margin=ablation.MARGIN,
                 libtpu=next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?"))
 
 

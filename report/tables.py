@@ -362,7 +362,7 @@ def rule_rows(gettext) -> list[dict]:
 
 
 def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=None, constants=None,
-                         more_claims=()) -> dict:
+                         ablation=None, more_claims=()) -> dict:
     """The claims checked, the timing model's constants and its fidelity against the raw compiler's.
 
     Each part is read from its CSV when given, else computed from the table; a table that cannot support
@@ -407,4 +407,17 @@ def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=Non
                 fidelity=_fidelity_rows(fidelity, gettext) if "estimator" in fidelity else [],
                 constants=_constant_rows(constants, gettext) if len(constants) else [],
                 refits=refit_rows(constants, gettext),
+                ablation=ablation_rows(ablation, gettext) if ablation is not None and "loeo all" in ablation
+                else [],
                 left_out=gettext("; ").join(reasons))
+
+
+def ablation_rows(ablation: pd.DataFrame, gettext) -> list[dict]:
+    """results/model_ablation.csv as the report prints it: each variant's held-out medians and verdict."""
+    verdicts = {True: gettext("yes"), False: gettext("no")}
+    return [dict(variant=r["variant"], change=r["change"],
+                 scores=["–" if pd.isna(r[f"loeo {s}"]) else f"{r[f'loeo {s}']:.3f}"
+                         for s in ("all", "size >= 2048", "size 8192")],
+                 earns=verdicts.get(r["earns_place"], "–") if r["change"] != "default" else "–",
+                 note="" if pd.isna(r.get("note", np.nan)) else r["note"])
+            for r in ablation.to_dict("records")]

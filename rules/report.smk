@@ -10,6 +10,7 @@ rule report:
         claims="results/claims.csv",
         fidelity="results/fidelity.csv",
         constants="results/timing_model.csv",
+        ablation="results/model_ablation.csv",
         best_vs_xla="results/best_vs_xla.csv",
         advice=ADVICE_TABLES,
         advice_figures=ADVICE_PNGS,

@@ -41,7 +41,7 @@ def make(log) -> None:
     correctness = {"passed": int(checks.passed.sum()), "total": len(checks)}
     config_yaml = config_text(dict(snakemake.config))
     model = {name: read_csv(getattr(snakemake.input, name))
-             for name in ("claims", "fidelity", "constants", "best_vs_xla")}
+             for name in ("claims", "fidelity", "constants", "ablation", "best_vs_xla")}
     study_tables = {name: read_csv(getattr(snakemake.input, name)) for name in snakemake.params.study_tables}
     advice = {Path(path).stem: pd.read_csv(path) for path in snakemake.input.advice}
     figures_href = Path("..") / Path(snakemake.input.figures[0]).parent.name

@@ -68,10 +68,11 @@ def write_run(results, constants: dict | None = None, band: dict | None = None):
 
 @pytest.mark.parametrize("constants, band, message", [
     (dict(step_cycles=float("nan")), None,
-     "timing_model.csv: row 4, column value (published v5e, step_cycles): nan is not a finite number"),
-    (dict(profile_scale=-45613859.0), None,
-     "row 2, column value (published v5e, profile_scale): -4.56139e+07 is outside the fit's bounds [0.1, 2]"),
-    (dict(bandwidth_fraction=3.0), None, "bandwidth_fraction): 3 is outside the fit's bounds [0.05, 1]"),
+     "timing_model.csv: row 2, column value (published v5e, step_cycles): nan is not a finite number"),
+    (dict(overlapped_step_cycles=-45613859.0), None,
+     "row 5, column value (published v5e, overlapped_step_cycles): -4.56139e+07 is outside the fit's bounds "
+     "[0, 2000]"),
+    (dict(float32_factor=9.0), None, "float32_factor): 9 is outside the fit's bounds [1, 6]"),
     (dict(call_seconds=float("inf")), None, "call_seconds): inf is not a finite number"),
     (dict(float32_factor="two"), None, "float32_factor): 'two' is not a number"),
     (dict(float32_factor=None), None, "fit 'published v5e' has no row for constant float32_factor"),

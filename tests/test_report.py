@@ -426,7 +426,7 @@ def test_chinese_running_text_has_no_english(table):
 
     constants = pd.DataFrame([dict(fit="published v5e", constant=c, value=1.0, std_error=0.1, lower=0.0,
                                    upper=2.0, at_bound=False, n_points=61)
-                              for c in ("profile_scale", "float32_factor")])
+                              for c in ("step_cycles", "float32_factor")])
     zh = render(table, "zh", primary_toolchain="current", constants=constants, **result_files())
     zh = zh[zh.index("<body>"):zh.index('<section id="appendix-code">')]
     zh = re.sub(r"<(pre|code|style|a|title)\b.*?</\1>", " ", zh, flags=re.S)
@@ -532,8 +532,8 @@ def full_page(table):
     from tpu_matmul_repro.studies.then_and_now.analysis import then_and_now
 
     constants = pd.DataFrame([dict(fit="published v5e", constant=c, value=1.0, std_error=0.1, lower=0.0,
-                                   upper=2.0, at_bound=c == "profile_scale", n_points=61)  # "(at a bound)"
-                              for c in ("profile_scale", "float32_factor")])
+                                   upper=2.0, at_bound=c == "step_cycles", n_points=61)  # "(at a bound)"
+                              for c in ("step_cycles", "float32_factor")])
     pages = {}
 
     def made(lang):

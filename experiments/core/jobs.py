@@ -31,7 +31,7 @@ class Job:
     # compiled again at raised limits if they run out of VMEM
     raised_limits_mib: tuple = ()
     toolchain: str = "current"  # experiments/plan/toolchains.py; rows carry it
-    static_profile: bool = True  # False: the toolchain's libtpu has no static profile (no Pallas cycles)
+    static_profile: bool = False  # True: compile Pallas kernels with libtpu's static profile (cycles)
     # searched blocks dominated by ones out of VMEM: not compiled (dominated_result). Off unless the
     # config asks (compile_study.skip_dominated): the release history, whose cases are all "searched"
     # (no raised-limit retries), needs every requested size it compares.
@@ -94,7 +94,7 @@ class Toolchain:
     pins: tuple = ()  # ((package, version), ...), sorted; empty for the pipeline's own environment
     runs: str = "study"  # "study" (the compile study's sweeps) or "published" (the post's configurations)
     targets: tuple | None = None  # None: the config's targets
-    static_profile: bool = True  # False where libtpu has no static profile (no Pallas cycles)
+    static_profile: bool = False  # True: Pallas cycles from libtpu's static profile
     environment: tuple = ()  # ((variable, value), ...) set for its compile workers
     estimates_for: tuple = ()  # targets whose estimates come from this toolchain (plan/toolchains.py)
 

@@ -53,7 +53,7 @@ def parse(config: dict) -> dict[str, Toolchain]:
                                  "pins and runs: study, without targets (it runs the targets it is for)")
         out[name] = Toolchain(
             name=name, pins=tuple(sorted((spec.get("pins") or {}).items())), runs=runs, targets=targets,
-            static_profile=spec.get("static_profile", True),
+            static_profile=spec.get("static_profile", False),
             environment=tuple(sorted((spec.get("environment") or {}).items())), estimates_for=estimates_for)
     pipeline = [t.name for t in out.values() if t.pipeline]
     if len(pipeline) != 1:

@@ -1,0 +1,66 @@
+"""The ablation of the timing model's inputs: its rule, its record and the words about it."""
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tpu_matmul_repro.analysis import ablation
+from tpu_matmul_repro.analysis import timing_model as tm
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "docs" / "data" / "model_ablation.csv"
+DOCS = ROOT / "docs" / "timing-model.md"
+
+
+@pytest.fixture(scope="module")
+def record() -> pd.DataFrame:
+    return pd.read_csv(RECORD)
+
+
+def test_every_constant_of_the_model_has_a_variant_without_it():
+    taken_out = {name for v in ablation.VARIANTS if v.change == "without" for name, _ in v.fixed}
+    assert taken_out == set(tm.PARAMS)
+    added = {name for v in ablation.VARIANTS if v.change == "with" for name, _ in v.extra}
+    assert added == set(tm.EXTRA)
+
+
+def test_the_record_is_the_current_variants_and_rule(record):
+    assert list(record.variant) == [v.name for v in ablation.VARIANTS]
+    for scope in ablation.SCOPES:  # the deltas are against the model's row
+        against = record[f"loeo {scope}"] - record[f"loeo {scope}"].iloc[0]
+        assert (record[f"delta {scope}"] - against).abs().max() < 1e-12
+    assert [ablation.earns_place(r) for r in record.to_dict("records")][1:] == list(record.earns_place[1:])
+
+
+def test_every_input_the_model_keeps_earns_its_place_and_no_other_does(record):
+    """The model's inputs: each one taken out raises the held-out error from 2048 or at 8192 by the
+    margin; none of the inputs outside it lowers it so."""
+    without = record[record.change == "without"]
+    assert without.earns_place.astype(bool).all(), without[["variant", "earns_place"]]
+    raised = without[["delta size >= 2048", "delta size 8192"]].max(axis=1)
+    assert (raised >= ablation.MARGIN).all()
+    assert not record[record.change == "with"].earns_place.astype(bool).any()
+
+
+def test_the_docs_print_the_record(record):
+    text = DOCS.read_text()
+    block = re.search(r"<!-- ablation:start -->\n(.*?)\n<!-- ablation:end -->", text, re.S).group(1)
+    assert block == ablation.markdown(record)
+
+
+def test_the_docs_words_match_the_record(record):
+    """The sentences under the table: what they say of the Pallas cycles and bandwidth_fraction."""
+    text = " ".join(DOCS.read_text().split())
+    by = record.set_index("variant")
+    bandwidth = by.loc["with bandwidth_fraction, fitted in [0.05, 1]"]
+    assert f"raises it at 8192 by {bandwidth['delta size 8192']:.3f}" in text
+    assert bandwidth["delta all"] < 0 and bandwidth["delta size >= 2048"] < 0  # "lowers ... by less"
+    assert -ablation.MARGIN < bandwidth["delta size >= 2048"]
+    trusted = by.loc["with Pallas cycles trusted, profile_scale in [0.9, 1.1]"]
+    assert "every scope is twice as bad" in text
+    assert all(trusted[f"loeo {s}"] >= 1.9 * by.loc[ablation.DEFAULT, f"loeo {s}"] for s in ablation.SCOPES)
+    floor = by.loc["with Pallas cycles, profile_scale in [0.1, 2]"]
+    assert floor["delta size 8192"] > 0  # "make the 8192 error worse"
+    xla = by.loc["without XLA's cost-model cycles"]
+    assert f"cycles (by {xla['delta size >= 2048']:.3f} from 2048)" in text
