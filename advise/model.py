@@ -16,7 +16,9 @@ Where from, first found first:
    cross-validation as the pipeline makes them (model_columns.fits, intervals.band); then cached.
 """
 import dataclasses
+import functools
 import hashlib
+import io
 import json
 import logging
 import math
@@ -28,6 +30,7 @@ import pandas as pd
 from tpu_matmul_repro.advise.request import AdviceError
 from tpu_matmul_repro.analysis import intervals
 from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.experiments.core import integrity, reading
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
@@ -66,14 +69,16 @@ def _shown(path: Path) -> str:
 def _read(path: Path) -> pd.DataFrame | None:
     """The CSV at `path`, None when it holds nothing (a run that wrote an empty table)."""
     try:
-        df = pd.read_csv(path, keep_default_na=True)
+        text = reading.read_text(_shown(path), "results table")  # the same file, named as shown
+    except reading.ReadError as e:
+        raise ResultsError(str(e)) from None
+    try:
+        df = pd.read_csv(io.StringIO(text), keep_default_na=True)
     except pd.errors.EmptyDataError:
         return None
-    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as e:
+    except (pd.errors.ParserError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ResultsError(f"{_shown(path)}: not a readable CSV table ({first})") from None
-    except OSError as e:
-        raise ResultsError(f"{_shown(path)}: cannot be read ({e.strerror or e})") from None
     return None if df.empty and not len(df.columns) else df
 
 
@@ -148,13 +153,17 @@ def band_from(path: Path) -> intervals.Band | str:
     if overall.empty:
         return f"{_shown(path)} has no {intervals.VALIDATION!r} row: that run could not size the band"
     index = overall.index[0]
+    most = published_points()
     n = _number(path, df, index, "n", intervals.VALIDATION)
-    if not (math.isfinite(n) and n >= 1 and n.is_integer()):
+    if not (math.isfinite(n) and 1 <= n <= most and n.is_integer()):
         raise ResultsError(f"{_shown(path)}: row {index + 2}, column n: {n:g} is not a whole number of "
-                           "points from 1")
+                           f"points from 1 to {most}, the post's published points")
     widths = {}
     for row in [index, *rows.index[rows.scope.astype(str) == "size band"]]:
         points = _number(path, df, row, "n", intervals.VALIDATION)
+        if row != index and not (math.isfinite(points) and 0 <= points <= n and points.is_integer()):
+            raise ResultsError(f"{_shown(path)}: row {row + 2}, column n: {points:g} is not a whole number "
+                               f"of points from 0 to {n:g}, the band's")
         found = {}
         for level in intervals.LEVELS:
             column = f"halfwidth{intervals.suffix(level)}"
@@ -162,6 +171,10 @@ def band_from(path: Path) -> intervals.Band | str:
             if q < 0:
                 raise ResultsError(f"{_shown(path)}: row {row + 2}, column {column}: {q:g} is negative (a "
                                    "half-width in ln is |ln(modelled / published)|, never below 0)")
+            if intervals.MAX_HALFWIDTH < q < math.inf:
+                raise ResultsError(f"{_shown(path)}: row {row + 2}, column {column}: {q:g} is more than "
+                                   f"{intervals.MAX_HALFWIDTH:.4g} (ln 10, a factor of ten either way), the "
+                                   "widest band a fit of the post's points gives")
             if math.isnan(q) and row != index and points == 0:
                 continue  # a size band without points: the widest band's (below)
             if not math.isfinite(q):
@@ -193,6 +206,12 @@ def from_results(results: Path) -> tuple[Model | None, str]:
     return Model(constants, band, f"{_shown(constants_csv)} of a pipeline run", refits), ""
 
 
+@functools.cache
+def published_points() -> int:
+    """How many points the post published (data/published_v5e.csv): the most a band is sized on."""
+    return len(pd.read_csv(io.StringIO(reading.read_text(PUBLISHED, "results table")), comment="#"))
+
+
 def cache_key(versions: dict) -> str:
     what = dict(published=PUBLISHED.read_text(encoding="utf-8"), versions=versions,
                 code={path: (ROOT / path).read_text(encoding="utf-8") for path in CODE})
@@ -204,19 +223,24 @@ def cached(versions: dict) -> tuple[Model | None, Path | None]:
     if folder is None:
         return None, None
     path = folder / f"model-{cache_key(versions)}.json"
+    if not path.exists():
+        return None, path
     try:
-        entry = json.loads(path.read_text())
+        entry = integrity.unsealed(reading.read_text(path, "cache entry"))
         band = intervals.Band({float(k): float(v) for k, v in entry["halfwidth"].items()}, int(entry["n"]),
                               {size: {float(k): float(v) for k, v in widths.items()}
                                for size, widths in entry["by_size"].items()})
         constants = _checked(entry["constants"])
         refits = {figure: _checked(values) for figure, values in entry["refits"].items()}
         widths = [*band.halfwidth.values(), *(q for w in band.by_size.values() for q in w.values())]
-        if not all(math.isfinite(q) and q >= 0 for q in widths):
+        if not all(0 <= q <= intervals.MAX_HALFWIDTH for q in widths):
             raise ValueError("a half-width that no band has")
+        if not 1 <= band.n <= published_points():
+            raise ValueError(f"n={band.n}, not a count of the post's published points")
         source = f"fitted on the post's published {POST_CHIP} numbers; from the advisor's cache, {path.name}"
         return Model(constants, band, source, refits), path
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        log.warning("the advisor's cache: %s is damaged (%s); fitting the model again", path, e)
         return None, path
 
 
@@ -274,5 +298,5 @@ def load(config: dict, results: Path | None, versions: dict, *, fallback: bool =
                          by_size={size: {str(k): v for k, v in widths.items()}
                                   for size, widths in model.band.by_size.items()},
                          refits={figure: dataclasses.asdict(k) for figure, k in model.refits.items()})
-            write_text_atomic(json.dumps(entry, indent=1), path)
+            write_text_atomic(integrity.sealed(entry, indent=1), path)
     return dataclasses.replace(model, source=f"{model.source} ({why})")

@@ -41,6 +41,11 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.units import TERA, flops
 
+# The widest half-width in ln a run's band may have when it is read back (fidelity.csv, the advisor's
+# cache): a factor of ten either way. The timing model's bands are a few tenths (results/fidelity.csv);
+# one wider than this is not a band a fit of the post's points gives, and would print intervals such
+# as [4.9, 2.7e22] ms that say nothing.
+MAX_HALFWIDTH = math.log(10)
 HELD_OUT = "experiment"  # the cross-validation whose errors size the bands ...
 VALIDATION = "leave one experiment out"  # ... as fidelity.csv names it
 

@@ -1,5 +1,6 @@
-"""Snakemake script: the timing model's fidelity to the post (cross-validated), its constants, the
-ablation of its inputs, and the best Pallas configuration against XLA."""
+"""Snakemake script: the timing model's fidelity to the post (cross-validated) and to the public
+measurements (scored by rules/validation.smk), its constants, the ablation of its inputs, and the best
+Pallas configuration against XLA."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
 from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
@@ -18,12 +19,16 @@ def make(log) -> None:
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
     # each target's estimates from its own compiler (a study may compare the toolchains)
-    df = primary_rows(read_results(snakemake.input[0]), primary(snakemake.config), served(snakemake.config))
+    config = snakemake.config
+    df = primary_rows(read_results(snakemake.input.table), primary(config), served(config))
     try:
         agreement = validation.fidelity_table(df)
     except timing_model.TooFewPoints as e:  # a small config: say so in the table, go on
         log.warning("timing model not fitted: %s", e)
         agreement = pd.DataFrame([dict(target=POST_CHIP, compared_with="published", note=f"not fitted: {e}")])
+    # the public measurements' rows (compared_with "public") after the post's
+    public = [pd.read_csv(path) for path in snakemake.input.public]
+    agreement = pd.concat([agreement, *public], ignore_index=True)
     constants = model_columns.constants_table(model_columns.fits(df))
     points, _ = timing_model.reference_points(df, source="published", target=POST_CHIP)
     try:
