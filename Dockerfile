@@ -1,7 +1,7 @@
 # The image the Kubernetes profile (profiles/kubernetes) runs its jobs in: this repository's pinned
 # Python environment. Build and push it, then pass its name with --container-image:
 #   docker build -t REGISTRY/tpu-matmul-repro:TAG . && docker push REGISTRY/tpu-matmul-repro:TAG
-FROM python:3.11-slim-bookworm
+FROM python:3.12-slim-bookworm
 # Pango for WeasyPrint's PDF output; git for the commit recorded with every result.
 RUN apt-get update && apt-get install -y --no-install-recommends libpango-1.0-0 libpangoft2-1.0-0 git \
     && rm -rf /var/lib/apt/lists/*

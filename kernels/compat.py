@@ -1,8 +1,10 @@
 """The few Pallas TPU names that differ between the jax releases the project compiles with.
 
 The same kernels run under the project's own jax (requirements.txt) and under older toolchains
-(config `toolchains`, e.g. the post's jax 0.4.36 of December 2024). Only what differs lives here,
-each with the release that changed it, so a kernel reads as the post wrote it.
+(config `toolchains`: the post's jax 0.4.36 of December 2024, mid-2026's 0.10.2, today's 0.12.0.1).
+Only what differs lives here, each with the release that changed it, so a kernel reads as the post
+wrote it. Between 0.10.2 and 0.12.0.1 the Pallas TPU names the kernels use (`pltpu.CompilerParams`,
+`pltpu.VMEM`, `pltpu.InterpretParams`) did not change; jax's table of TPU generations moved.
 """
 import re
 
@@ -10,8 +12,8 @@ from jax.experimental.pallas import tpu as pltpu
 
 
 def compiler_params_class():
-    """Mosaic's compiler parameters: `pltpu.CompilerParams` in the project's jax (0.10.2, which no
-    longer has the old name), `pltpu.TPUCompilerParams` in jax 0.4.36 (which has only that one)."""
+    """Mosaic's compiler parameters: `pltpu.CompilerParams` in jax 0.10.2 and 0.12.0.1 (which no longer
+    have the old name), `pltpu.TPUCompilerParams` in jax 0.4.36 (which has only that one)."""
     cls = getattr(pltpu, "CompilerParams", None) or getattr(pltpu, "TPUCompilerParams", None)
     if cls is None:
         import jax
@@ -52,3 +54,14 @@ def use_mosaic_ir_version(version: int) -> bool:
         return False
     tpu_custom_call.get_ir_version = lambda ctx: version
     return True
+
+
+def tpu_info():
+    """jax's table of TPU generations (`ChipVersion`, `chip_version_from_device_kind`, per-chip figures):
+    `jax._src.tpu_info` in jax 0.12.0.1, where `jax._src.pallas.mosaic.tpu_info` is a forwarding shim
+    marked for removal; only the latter in jax 0.10.2 and before. Private to jax either way."""
+    try:
+        from jax._src import tpu_info as module
+    except ImportError:
+        from jax._src.pallas.mosaic import tpu_info as module
+    return module

@@ -75,7 +75,7 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
         mine_other = {o.toolchain: o for o in others[others.claim_id == r.claim_id].itertuples()}
         then = [dict(verdict=gettext(VERDICT_NAMES[mine_other[t].verdict]),
                      verdict_class=mine_other[t].verdict.replace(" ", "-")) if t in mine_other else None
-                for t in sorted(set(others.toolchain))]
+                for t in dict.fromkeys(others.toolchain)]
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
                          verdict_class=r.verdict.replace(" ", "-"),
                          evidence=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
@@ -95,8 +95,8 @@ def front_page(*, claims, fidelity, best, primary, gettext, sources=()) -> dict:
     other_toolchains = []
     if claims is not None and len(claims) and rows:
         first = claims[claims.toolchain == primary] if primary in set(claims.toolchain) else claims
-        other_toolchains = [toolchain_name(t, gettext)
-                            for t in sorted(set(claims.toolchain) - {first.toolchain.iloc[0]})]
+        other_toolchains = [toolchain_name(t, gettext)  # in the claims' order: the eras, oldest first
+                            for t in dict.fromkeys(claims.toolchain) if t != first.toolchain.iloc[0]]
     return dict(claims=rows, other_toolchains=other_toolchains, n_claims=sum(counts.values()),
                 holds=counts["holds"], differs=counts["differs"],
                 untested=counts["not tested"], inconclusive=counts.get("inconclusive", 0),

@@ -168,12 +168,14 @@ def measured_tables(measured: pd.DataFrame) -> dict:
                 max_rows=MAX_TABLE_ROWS, summarised=any(t["summary"] or t["more"] for t in tables))
 
 
-TOOLCHAIN_NAMES = {"current": N_("today's compiler"), "post": N_("the post's compiler")}
+TOOLCHAIN_NAMES = {"current": N_("today's compiler"), "mid2026": N_("the mid-2026 compiler"),
+                   "post": N_("the post's compiler")}
 
 
 def toolchain_name(name: str, gettext, *, standalone: bool = False) -> str:
-    """"today's compiler" for the config's `current`, "the post's compiler" for `post`; another of the
-    config's toolchains by its name, or as "toolchain <name>" where the name stands alone (a row's)."""
+    """"today's compiler" for the config's `current`, "the mid-2026 compiler" for `mid2026`, "the post's
+    compiler" for `post`; another of the config's toolchains by its name, or as "toolchain <name>" where
+    the name stands alone (a row's)."""
     if name in TOOLCHAIN_NAMES:
         return gettext(TOOLCHAIN_NAMES[name])
     return gettext("toolchain %(name)s") % {"name": name} if standalone else name

@@ -425,6 +425,22 @@ def test_every_tolerance_of_the_schema_has_a_maximum():
             assert node["properties"][dtype]["maximum"] == 1, (path, dtype)
 
 
+@pytest.mark.parametrize("where", ["targets", "advice", "toolchain"])
+def test_a_generation_the_libtpu_cannot_compile_is_refused_naming_it_and_the_libtpu(where):
+    """data/tpu_generations.csv (tools/tpu_generations.py): jax knows TPU 8i, the pinned libtpu refuses it."""
+    config = experiment_config.load_yaml(ROOT / "config" / "config.yaml")
+    if where == "targets":
+        config["targets"] = ["v5e", "8i"]
+    elif where == "advice":
+        config["advice"]["targets"] = ["8t"]
+    else:
+        config["toolchains"]["post"]["targets"] = ["8i"]
+    refusal = (r"^[a-z._\[\]0-9]+: '8[it]': libtpu \d+\.\d+\.\d+(\.\d+)? cannot compile for TPU 8[it] "
+               r"without a TPU \(.*Invalid TPU external name")
+    with pytest.raises(experiment_config.ConfigError, match=refusal):
+        experiment_config.checked(config)
+
+
 @pytest.mark.parametrize("shape, targets, refused", [
     ([8192, 4096, 128256], None, ""),  # Llama 3's output layer: once refused here, answered by `advise`
     ([1, 1, 4_000_000_000], None, ""),  # 16 GB in bfloat16: within v5e's 17.2 GB

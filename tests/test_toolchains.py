@@ -118,15 +118,17 @@ def test_bad_toolchains_name_key_and_value(config, toolchains_section, message):
         plan.validate(config)
 
 
-def test_default_config_plans_the_post_s_configurations(config):
+def test_default_config_plans_the_post_s_configurations_in_each_older_era(config):
     parsed = toolchains.parse(config)
     assert toolchains.primary(config) == "current" and parsed["post"].requirements()[:3] == [
         "jax==0.4.36", "jaxlib==0.4.36", "libtpu==0.0.5"]
+    assert parsed["mid2026"].requirements()[:3] == ["jax==0.10.2", "jaxlib==0.10.2", "libtpu==0.0.42.1"]
     jobs = plan_jobs.toolchain_jobs(config, PUBLISHED)
-    assert {key[:2] for key in jobs} == {("post", "v5e")}
+    assert {key[:2] for key in jobs} == {("post", "v5e"), ("mid2026", "v5e")}
     published = pd.read_csv(PUBLISHED, comment="#")
-    pallas = [c for job in jobs.values() for c in job.cases if c.kernel != "xla"]
-    assert len(pallas) == len(published[published.kernel != "xla"]) == 53
+    for era in ("post", "mid2026"):
+        pallas = [c for (t, *_), job in jobs.items() if t == era for c in job.cases if c.kernel != "xla"]
+        assert len(pallas) == len(published[published.kernel != "xla"]) == 53
     # the post's own configurations: no block search, no raised limits, no static profile
     assert all(job.cases == job.raise_limits_for and not job.raised_limits_mib and not job.static_profile
                for job in jobs.values())

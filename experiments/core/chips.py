@@ -1,7 +1,8 @@
 """TPU generations the compile study targets: topology names and public chip figures, with sources.
 
 Sources:
-  [tpu_info] jax/_src/pallas/mosaic/tpu_info.py in jax 0.10.2 (per-TensorCore peak ops/s, HBM
+  [tpu_info] jax/_src/pallas/mosaic/tpu_info.py in jax 0.10.2 (jax/_src/tpu_info.py in 0.12.0.1, the same
+             figures for these five; per-TensorCore peak ops/s, HBM
              bandwidth, VMEM capacity, MXU count and size).
   [book]     "How to Scale Your Model", TPU chapter (jax-ml/scaling-book): chip peak FLOP/s, HBM
              bandwidth.
@@ -84,10 +85,12 @@ def chip_version(device_kind: str):
     None for a kind jax does not know. It is private to jax (pinned in requirements.txt), so a jax
     without it falls back to this project's own names."""
     try:
-        from jax._src.pallas.mosaic.tpu_info import chip_version_from_device_kind
-    except ImportError:
+        from tpu_matmul_repro.kernels.compat import tpu_info
+
+        lookup = tpu_info().chip_version_from_device_kind
+    except (ImportError, AttributeError):
         return None
-    return chip_version_from_device_kind(device_kind)
+    return lookup(device_kind)
 
 
 def target_for_device_kind(device_kind: str) -> str:

@@ -70,6 +70,7 @@ def checked(config: dict) -> dict:
     check_bounded(config)
     config = normalised(config)
     check_finite(config)
+    check_generations(config)
     check_schema(config)
     config = with_defaults(config)
     check_advice(config)
@@ -211,6 +212,55 @@ def _whole_number(checker, instance) -> bool:
 Validator = jsonschema.validators.extend(
     jsonschema.Draft202012Validator,
     type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _whole_number))
+
+
+# Every TPU generation jax knows, tried without a TPU with the pipeline's libtpu (tools/tpu_generations.py).
+GENERATIONS = ROOT / "data" / "tpu_generations.csv"
+
+
+def target_places(config: dict):
+    """(key, target) for every target the config names: targets, advice, searches and toolchains."""
+    def listed(key, value):
+        return [(f"{key}[{i}]", t) for i, t in enumerate(value)] if isinstance(value, list) else []
+
+    places = listed("targets", config.get("targets"))
+    advice = config.get("advice")
+    places += listed("advice.targets", advice.get("targets")) if isinstance(advice, dict) else []
+    experiments = (config.get("compile_study") or {}).get("experiments") if isinstance(
+        config.get("compile_study"), dict) else None
+    for name, spec in (experiments or {}).items() if isinstance(experiments, dict) else ():
+        search = spec.get("search") if isinstance(spec, dict) else None
+        if isinstance(search, dict):
+            places += listed(f"compile_study.experiments.{name}.search.targets", search.get("targets"))
+    toolchains = config.get("toolchains")
+    for name, spec in (toolchains or {}).items() if isinstance(toolchains, dict) else ():
+        for key in ("targets", "estimates_for"):
+            places += listed(f"toolchains.{name}.{key}", spec.get(key) if isinstance(spec, dict) else None)
+    return places
+
+
+@functools.cache
+def _generations(_mtime_ns: int) -> dict:
+    import csv
+
+    with open(GENERATIONS, newline="") as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        return {row["generation"]: row for row in rows}
+
+
+def check_generations(config: dict) -> None:
+    """ConfigError in one line for a target that the pipeline's libtpu cannot compile for without a TPU,
+    as data/tpu_generations.csv records it (TPU 8i and 8t of jax's table, with libtpu 0.0.50.1)."""
+    try:
+        known = _generations(GENERATIONS.stat().st_mtime_ns)
+    except OSError:
+        return
+    for key, target in target_places(config):
+        row = known.get(str(target))
+        if row and row["compiles"] != "true":
+            why = row["error"].split(";")[0]
+            raise ConfigError(f"{key}: {target!r}: libtpu {row['libtpu']} cannot compile for TPU {target} "
+                              f"without a TPU ({why}; data/tpu_generations.csv, tools/tpu_generations.py)")
 
 
 def check_schema(config: dict) -> None:

@@ -19,6 +19,7 @@ rule history_bisect:
     output:
         vmem="results/history/vmem_by_release.csv",
         first_change="results/history/first_change.csv",
+        after_change="results/history/after_change.csv",
     log:
         "logs/history/bisect.log",
     conda:
@@ -60,6 +61,7 @@ rule history:
     input:
         "results/history/vmem_by_release.csv",
         "results/history/first_change.csv",
+        "results/history/after_change.csv",
         "results/figures/history_vmem.png",
 
 

@@ -8,6 +8,8 @@ toolchain and today's.
 2. Bisect the release list for each of them (studies/history/bisect.py). A release probed for one
    configuration compiles all of them, so every probed release has every configuration's figure, and
    a second bisection that follows the same path builds no new environment.
+3. Compile every configuration at the newest release a bisection named and at the last release: any
+   VMEM verdict that changed again after it (`after_change`), which the endpoints alone can hide.
 
 The bisection runs sequentially in one Snakemake job: which release comes next depends on the answers
 so far, which a Snakemake DAG (fixed before the run) cannot express without one checkpoint per step.
@@ -49,7 +51,7 @@ def changed(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], log) -> li
 
 
 def run_history(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], log):
-    """(vmem_by_release, first_change) tables; see the module's docstring."""
+    """(vmem_by_release, first_change, after_change) tables; see the module's docstring."""
     targets = changed(compiler, cases, log)
     findings = {}
     for experiment, case in targets:
@@ -62,7 +64,38 @@ def run_history(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], log):
         log.info("%s: first changed in %s (probed %d releases)%s", label(experiment, case),
                  compiler.releases[f.first_changed].describe() if f.first_changed is not None else "-",
                  len(f.probed), f"; {f.note}" if f.note else "")
-    return vmem_table(compiler, targets, findings), first_change_table(compiler.releases, targets, findings)
+    return (vmem_table(compiler, targets, findings), first_change_table(compiler.releases, targets, findings),
+            after_change(compiler, cases, findings, log))
+
+
+def after_change(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], findings: dict[Case, Finding],
+                 log) -> pd.DataFrame:
+    """Every configuration at the newest release that first changed one of them (the doubling of 0.8.1,
+    as bisected) and at the last release: whether its VMEM verdict, or its bytes, changed again since.
+    The bisection sees only what differs between the endpoints; this sees a later change of any of them.
+    Without a first change it compares the first release with the last."""
+    since = max((f.first_changed for f in findings.values() if f.first_changed is not None), default=0)
+    last = len(compiler.releases) - 1
+    compiler.compile(since, cases)
+    compiler.compile(last, cases)
+    rows = []
+    for experiment, case in cases:
+        before, after = compiler.answer(since, case), compiler.answer(last, case)
+        rows.append(dict(
+            **case_columns(experiment, case), **release_columns(compiler.releases[since], "since_"),
+            since_status=before.status, since_vmem_bytes=before.vmem_bytes,
+            **release_columns(compiler.releases[last], "last_"), last_status=after.status,
+            last_vmem_bytes=after.vmem_bytes,
+            verdict_changed=before.usable and after.usable and before.status != after.status,
+            bytes_changed=before.usable and after.usable and before.vmem_bytes != after.vmem_bytes))
+    table = pd.DataFrame(rows)
+    changed = table[table.verdict_changed]
+    log.info("after %s: %d of %d configurations changed VMEM verdict by %s%s; %d changed bytes",
+             compiler.releases[since].describe(), len(changed), len(table),
+             compiler.releases[last].describe(),
+             "".join(f"; {r.label}: {r.since_status} -> {r.last_status}" for r in changed.itertuples()),
+             int(table.bytes_changed.sum()))
+    return table
 
 
 def release_columns(release: Release, prefix: str = "") -> dict:

@@ -99,3 +99,15 @@ def claims_then(df: pd.DataFrame, primary: str | None) -> pd.DataFrame:
     parts = [claims_table(primary_rows(df, other), other, only=FEASIBILITY_CLAIMS)
              for other in toolchains_of(df, primary) if other != primary]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def verdict_changes(table: pd.DataFrame, before: str, after: str) -> dict:
+    """Between two toolchains of then_and_now.csv (`before` the older): the configurations both compiled
+    to a verdict (ok or out of VMEM), those whose verdict differs (their rows), and how many ask a
+    different number of VMEM bytes."""
+    status_before, status_after = table[f"{before}_status"], table[f"{after}_status"]
+    both = table[status_before.isin(["ok", "vmem_oom"]) & status_after.isin(["ok", "vmem_oom"])]
+    changed = both[both[f"{before}_status"] != both[f"{after}_status"]]
+    bytes_differ = both[f"{before}_vmem_bytes"] != both[f"{after}_vmem_bytes"]
+    return dict(before=before, after=after, n=len(both), changed=changed.reset_index(drop=True),
+                bytes_differ=int(bytes_differ.sum()))

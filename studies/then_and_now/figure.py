@@ -111,10 +111,11 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
 
 register("then_and_now", Entry(
     plot_then_and_now,
-    caption=N_("VMEM that the post's configurations need on %(target)s under each toolchain (the compiler "
-               "of the post's time and today's), against the default scoped-VMEM limit: the configurations "
-               "on which a toolchain disagrees with the post, drawn; the others, on which every toolchain "
-               "agrees, counted above the bars; estimated by each toolchain's libtpu without a TPU."),
+    caption=N_("VMEM that the post's configurations need on %(target)s under each toolchain of the config, "
+               "one per era (the post's, then newer ones up to today's), against the default scoped-VMEM "
+               "limit: the configurations on which a toolchain disagrees with the post, drawn; the others, "
+               "on which every toolchain agrees, counted above the bars; estimated by each toolchain's "
+               "libtpu without a TPU."),
     alt=N_("Horizontal bars, one row per configuration of the post on which some toolchain disagrees with "
            "the post's verdict, one bar per toolchain: filled where it compiles at the default limit, "
            "hatched where it runs out of VMEM, edged in vermilion where it disagrees, on a linear axis from "

@@ -24,6 +24,7 @@ from tpu_matmul_repro.studies.then_and_now.analysis import (
     missing_reason,
     then_and_now,
     toolchains_in,
+    verdict_changes,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -87,9 +88,47 @@ def toolchain_agreement(table: pd.DataFrame | None, primary: str | None) -> list
     post's configurations: how many it compiled and how many of those agree with the post's verdict."""
     if table is None or table.empty:
         return []
-    names = toolchains_in(table)
-    names = sorted(n for n in names if n != primary) + [n for n in names if n == primary]
+    names = toolchains_in(table)  # the eras in order (analysis.toolchains.toolchains_of)
+    names = [n for n in names if n != primary] + [n for n in names if n == primary]
     return [a for a in (agreement(table, name) for name in names) if a["n"]]
+
+
+def changes_to_today(table: pd.DataFrame | None, primary: str | None, gettext) -> str | None:
+    """One sentence, from then_and_now.csv: which of the post's configurations changed VMEM verdict
+    between the era just before today's (the newest other toolchain) and today's, or that none did;
+    None with fewer than two toolchains that compiled them."""
+    eras = toolchain_agreement(table, primary)
+    if len(eras) < 2 or eras[-1]["toolchain"] != primary:
+        return None
+    before, after = eras[-2], eras[-1]
+    found = verdict_changes(table, before["toolchain"], after["toolchain"])
+    names = dict(before=toolchain_name(before["toolchain"], gettext), then=before["libtpu"],
+                 after=toolchain_name(after["toolchain"], gettext), now=after["libtpu"], n=found["n"],
+                 bytes=found["bytes_differ"])
+    if found["changed"].empty and not found["bytes_differ"]:
+        return gettext(
+            "No VMEM verdict changed between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s): "
+            "the same verdict and the same VMEM bytes on all %(n)s configurations both compiled.") % names
+    if found["changed"].empty:
+        return gettext(
+            "No VMEM verdict changed between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s): "
+            "the same on all %(n)s configurations both compiled, %(bytes)s of them with a different number "
+            "of VMEM bytes.") % names
+    was, now = f"{before['toolchain']}_status", f"{after['toolchain']}_status"
+    changed = "; ".join(
+        gettext("%(config)s %(dtype)s at %(size)s: %(was)s, now %(now)s") % dict(
+            config=config_cell(r), dtype=r.dtype, size=int(r.m), was=verdict_name(getattr(r, was), gettext),
+            now=verdict_name(getattr(r, now), gettext))
+        for r in found["changed"].itertuples())
+    return gettext(
+        "Between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s) the VMEM verdict changed on "
+        "%(changed)s of the %(n)s configurations both compiled: %(which)s.") % dict(
+        names, changed=len(found["changed"]), which=changed)
+
+
+def verdict_name(status: str, gettext) -> str:
+    """"fits" for ok, "out of VMEM" for vmem_oom."""
+    return gettext("fits") if status == "ok" else gettext("out of VMEM")
 
 
 def first_page(table: pd.DataFrame | None, primary: str | None, gettext,
@@ -108,6 +147,8 @@ def first_page(table: pd.DataFrame | None, primary: str | None, gettext,
         if then["agree"] == then["n"] and now["agree"] < now["n"]:
             abstract.append(gettext("The configurations that no longer fit changed with the compiler, not "
                                     "with the kernels."))
+        if len(agreement_rows) > 2:  # an era between the post's and today's
+            abstract.append(changes_to_today(table, primary, gettext))
     findings = []
     for a in agreement_rows:
         label = toolchain_name(a["toolchain"], gettext)
@@ -128,6 +169,8 @@ def context(inputs) -> dict:
     abstract, findings = first_page(table, inputs.primary, inputs.gettext, inputs.ngettext)
     names = sorted(n for n, (kind, _) in inputs.specs.items() if kind == "then_and_now")
     return dict(compared=compared, figures=inputs.figures(names), abstract=abstract, findings=findings,
+                changes=changes_to_today(table, inputs.primary, inputs.gettext)
+                if len(toolchain_agreement(table, inputs.primary)) > 2 else None,  # an era between
                 appendix=compared is not None,
                 mechanism=mechanism_text.sentences(*mechanism_text.read(), inputs.gettext))
 

@@ -7,7 +7,8 @@ Needs the package index (pip's own configuration): `pip index versions` lists th
 libtpu releases for this Python and platform, and `pip download --no-deps jax==X` fetches each jax
 wheel (about 2 MB) for its METADATA, its build date and, where it records one, its git commit. The
 history study (../rules.smk) reads the file and needs no network to plan. Defaults: the `post`
-toolchain's jax pin and requirements.txt's jax.
+toolchain's jax pin and the newest jax on the index (a release newer than requirements.txt's whose
+[tpu] extra pins a libtpu the index lacks is listed, not installable: the history stops before it).
 """
 import argparse
 import datetime
@@ -17,6 +18,8 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from packaging.version import Version
 
 from tpu_matmul_repro.experiments.plan.config import load_yaml
 from tpu_matmul_repro.studies.history import releases
@@ -48,11 +51,10 @@ def wheel_facts(wheel: Path) -> tuple[str, str, str]:
         return z.read(meta).decode(), date, commit.group(1) if commit else ""
 
 
-def defaults() -> tuple[str, str]:
+def defaults() -> tuple[str, str | None]:
+    """The post toolchain's jax, and None: the newest jax on the index."""
     config = load_yaml(ROOT / "config" / "config.yaml")
-    first = config["toolchains"]["post"]["pins"]["jax"]
-    last = re.search(r"^jax==(\S+)", (ROOT / "requirements.txt").read_text(), re.MULTILINE).group(1)
-    return first, last
+    return config["toolchains"]["post"]["pins"]["jax"], None
 
 
 def main() -> None:
@@ -63,9 +65,11 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE.parent / "data" / "releases.csv"))
     args = parser.parse_args()
     on_index = {p: set(index_versions(p)) for p in ("jaxlib", "libtpu")}
+    jax_versions = index_versions("jax")
+    args.last = args.last or max(jax_versions, key=Version)
     found = []
     with tempfile.TemporaryDirectory() as tmp:
-        for version in releases.between(index_versions("jax"), args.first, args.last):
+        for version in releases.between(jax_versions, args.first, args.last):
             pip("download", "--no-deps", "--only-binary=:all:", "--quiet", "-d", tmp, f"jax=={version}")
             metadata, date, commit = wheel_facts(next(Path(tmp).glob(f"jax-{version}-*.whl")))
             release = releases.release_from_metadata(version, metadata, on_index=on_index, jax_date=date,
