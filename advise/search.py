@@ -76,9 +76,10 @@ def lower_bound(case: Case, target: str, k: tm.Constants) -> float:
 # libtpu versions whose compiles of a block grid with more than one step along every axis always asked
 # at least two buffers of each block (the Pallas pipeline's double buffering) plus v5's accumulator:
 # every such compile in the compile cache, 562 of 0.0.42.1 (v5e, v6e; v3 and v5, bfloat16, float32,
-# int8) and 28 of 0.0.52 (7x), asked 1.00 times that or more. Not so for older ones: 0.0.5 to 0.0.30
-# gave large float32 blocks one buffer, so for them only the blocks' own buffers bound the VMEM.
-DOUBLE_BUFFERED_LIBTPU = ("0.0.42.1", "0.0.52")
+# int8) and 28 of 0.0.52 (7x), asked 1.00 times that or more; 0.0.50.1 asks the same bytes as 0.0.42.1
+# for every configuration of the post (results/then_and_now.csv's eras). Not so for older ones: 0.0.5
+# to 0.0.30 gave large float32 blocks one buffer, so for them only the blocks' own buffers bound the VMEM.
+DOUBLE_BUFFERED_LIBTPU = ("0.0.42.1", "0.0.50.1", "0.0.52")
 DOUBLE_BUFFER_BOUND = "double_buffer_bound"  # vmem_method of a candidate out of VMEM by that bound
 
 
