@@ -59,7 +59,8 @@ rule aggregate:
         checked=[f"results/carried/{Path(p).stem}.checked" for p in IMPORTED]
         + ([UNIQUE_MARK] if IMPORTED else []),
     output:
-        "results/matmul.parquet",
+        table="results/matmul.parquet",
+        model="results/timing_model.json",
     log:
         "logs/aggregate/matmul.log",
     conda:
@@ -72,7 +73,8 @@ rule aggregate:
 
 rule summaries:
     input:
-        "results/matmul.parquet",
+        table="results/matmul.parquet",
+        model="results/timing_model.json",
     output:
         fidelity=report(
             "results/fidelity.csv",
@@ -110,7 +112,8 @@ rule summaries:
 
 rule claims:
     input:
-        "results/matmul.parquet",
+        table="results/matmul.parquet",
+        model="results/timing_model.json",
     output:
         report(
             "results/claims.csv",
