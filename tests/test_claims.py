@@ -167,7 +167,7 @@ def test_page_one_tables_and_figures_print_one_value_per_configuration(table, ro
     table = table.assign(vmem_bytes=table.vmem_bytes.mask(oom & table.vmem_bytes.isna(), 20 * MiB))
     page = entities.unescape(build.render_html(
         table, lang="en", config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
-        correctness={"passed": 1, "total": 1}))
+        correctness={"passed": 1, "total": 1}, claims=rows.reset_index()))
     front = page[page.index('id="abstract"'):page.index('<nav id="contents">')]
     for experiment, dtype, ours in (("v5", "bfloat16", v["bf16"]), ("v4", "float32", v["f32"])):
         shown = f"{ours:.1f}"
