@@ -551,7 +551,7 @@ def test_one_configuration_gets_one_number_in_the_cli_the_advice_and_the_table(t
             if in_advice.empty:  # a block the advisor pruned: no number there to compare
                 assert in_cli.empty
                 continue
-            # to the 6 significant digits of the constants in timing_model.csv, which the advisor reads
+            # the constants of the run's timing_model.json, which the advisor reads
             assert in_advice.model_device_ms.iloc[0] == pytest.approx(r.model_device_seconds * 1e3, rel=1e-5)
             assert in_cli.model_device_ms.iloc[0] == pytest.approx(r.model_device_seconds * 1e3, rel=1e-5)
             assert in_cli.model_device_ms_hi80.iloc[0] == pytest.approx(r.model_device_seconds_hi80 * 1e3,
