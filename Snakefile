@@ -25,7 +25,9 @@ except ModuleNotFoundError as e:
     ) from None
 
 # Read strictly first (file and line of a YAML error, a key given twice, aliases and nesting bounded),
-# then as Snakemake does; and the environment the jobs read (docs/reliability.md).
+# then as Snakemake does; and the environment the jobs read (docs/reliability.md). The default profile
+# has read each --configfile so already, before Snakemake's command line did (profiles/default); this
+# read covers a run without that profile.
 try:
     source_date_epoch()
     for _path in ["config/config.yaml", *workflow.config_settings.configfiles]:
@@ -73,6 +75,7 @@ include: "rules/compile_study.smk"
 include: "rules/toolchains.smk"
 include: "rules/measure.smk"
 include: "rules/aggregate.smk"
+include: "rules/validation.smk"
 
 
 # Optional studies, one folder each (studies/README.md), before the figures and the report that they add
@@ -98,6 +101,7 @@ rule all:
         "results/best_vs_xla.csv",
         "results/timing_model.csv",
         "results/claims.csv",
+        PUBLIC_FILES,
         expand("results/figures/{name}.png", name=FIGURES),
         expand("results/report/report.{lang}.{ext}", lang=LANGUAGES, ext=["html", "pdf"]),
         ADVICE_FILES,

@@ -112,7 +112,11 @@ def checked_config(path: Path) -> dict:
     from tpu_matmul_repro.experiments.plan.config import ConfigError, checked, load_yaml
 
     try:
-        return checked(load_yaml(path))
+        loaded = load_yaml(path)
+    except ConfigError as e:  # its message names the file
+        raise AdviceError(f"--config {e}") from None
+    try:
+        return checked(loaded)
     except ConfigError as e:
         raise AdviceError(f"--config {path}: {str(e).splitlines()[0]}") from None
 

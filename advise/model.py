@@ -14,19 +14,23 @@ Where from, first found first:
    pipeline's own function (fitted_model.fit_model); then cached.
 """
 import dataclasses
+import functools
 import hashlib
+import io
 import json
 import logging
 import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from tpu_matmul_repro.advise.request import AdviceError
 from tpu_matmul_repro.analysis import intervals
 from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis.fitted_model import PUBLISHED as FIT
 from tpu_matmul_repro.analysis.fitted_model import FittedModel, ModelFileError, fit_model
+from tpu_matmul_repro.experiments.core import integrity, reading
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
@@ -70,7 +74,9 @@ def _model_of(fitted: FittedModel, source: str) -> tuple[Model | None, str]:
 
 
 def from_results(results: Path) -> tuple[Model | None, str]:
-    """The run's model, or None and why not; ResultsError for a file there that no run wrote."""
+    """The run's model, or None and why not; ResultsError for a file there that no run wrote (beyond
+    FittedModel.read's checks: a band sized on more points than the post published, or wider than any
+    fit of them gives)."""
     path = Path(results) / "timing_model.json"
     if not path.exists():
         return None, f"no {_shown(path)}"
@@ -78,7 +84,25 @@ def from_results(results: Path) -> tuple[Model | None, str]:
         fitted = FittedModel.read(path)
     except ModelFileError as e:
         raise ResultsError(str(e).replace(str(path), _shown(path), 1)) from None
+    band = fitted.band
+    if band is not None:
+        if band.n > published_points():
+            raise ResultsError(f"{_shown(path)}: band.n: {band.n} is more than the post's "
+                               f"{published_points()} published points")
+        for size, widths in {"halfwidth": band.halfwidth, **band.by_size}.items():
+            for level, q in widths.items():
+                if intervals.MAX_HALFWIDTH < q < math.inf:
+                    raise ResultsError(
+                        f"{_shown(path)}: band {size} {level}: {q:g} is more than "
+                        f"{intervals.MAX_HALFWIDTH:.4g} (ln 10, a factor of ten either way), the widest band "
+                        "a fit of the post's points gives")
     return _model_of(fitted, f"{_shown(path)} of a pipeline run")
+
+
+@functools.cache
+def published_points() -> int:
+    """How many points the post published (data/published_v5e.csv): the most a band is sized on."""
+    return len(pd.read_csv(io.StringIO(reading.read_text(PUBLISHED, "results table")), comment="#"))
 
 
 def cache_key(versions: dict) -> str:
@@ -92,19 +116,24 @@ def cached(versions: dict) -> tuple[Model | None, Path | None]:
     if folder is None:
         return None, None
     path = folder / f"model-{cache_key(versions)}.json"
+    if not path.exists():
+        return None, path
     try:
-        entry = json.loads(path.read_text())
+        entry = integrity.unsealed(reading.read_text(path, "cache entry"))
         band = intervals.Band({float(k): float(v) for k, v in entry["halfwidth"].items()}, int(entry["n"]),
                               {size: {float(k): float(v) for k, v in widths.items()}
                                for size, widths in entry["by_size"].items()})
         constants = _checked(entry["constants"])
         refits = {figure: _checked(values) for figure, values in entry["refits"].items()}
         widths = [*band.halfwidth.values(), *(q for w in band.by_size.values() for q in w.values())]
-        if not all(math.isfinite(q) and q >= 0 for q in widths):
+        if not all(0 <= q <= intervals.MAX_HALFWIDTH for q in widths):
             raise ValueError("a half-width that no band has")
+        if not 1 <= band.n <= published_points():
+            raise ValueError(f"n={band.n}, not a count of the post's published points")
         source = f"fitted on the post's published {POST_CHIP} numbers; from the advisor's cache, {path.name}"
         return Model(constants, band, source, refits), path
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        log.warning("the advisor's cache: %s is damaged (%s); fitting the model again", path, e)
         return None, path
 
 
@@ -157,5 +186,5 @@ def load(config: dict, results: Path | None, versions: dict, *, fallback: bool =
                          by_size={size: {str(k): v for k, v in widths.items()}
                                   for size, widths in model.band.by_size.items()},
                          refits={figure: dataclasses.asdict(k) for figure, k in model.refits.items()})
-            write_text_atomic(json.dumps(entry, indent=1), path)
+            write_text_atomic(integrity.sealed(entry, indent=1), path)
     return dataclasses.replace(model, source=f"{model.source} ({why})")

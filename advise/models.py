@@ -85,7 +85,7 @@ def from_file(path: Path, tokens: int | None) -> Layout:
     from tpu_matmul_repro.experiments.plan.config import ConfigError, load_yaml
 
     try:
-        entry = load_yaml(path)
+        entry = load_yaml(path, kind="shapes file")
     except ConfigError as e:
         raise AdviceError(f"--shapes-file {e}") from None
     return layout(entry, tokens, f"--shapes-file {path}", Path(path).stem)

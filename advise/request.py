@@ -5,17 +5,13 @@ import math
 import re
 
 from tpu_matmul_repro.experiments.core.chips import CHIPS, chip
-from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE
+from tpu_matmul_repro.experiments.core.traffic import HBM_BYTES, ITEMSIZE, hbm_problem  # noqa: F401
+from tpu_matmul_repro.experiments.core.traffic import matmul_bytes as operand_bytes  # noqa: F401
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.kernels import DECLARED
 from tpu_matmul_repro.kernels.spec import BLOCKS
 
 GiB = 1024 * MiB
-# HBM per compile target device (a v4/v5p device is a two-core chip, a 7x device one of a chip's two
-# cores), from hbm_capacity_bytes in jax/_src/pallas/mosaic/tpu_info.py of jax 0.10.2: the operands
-# and the output of one matmul must fit in it.
-HBM_BYTES = {"v4": 34_400_000_000, "v5e": 17_200_000_000, "v5p": 103_000_000_000,
-             "v6e": 34_400_000_000, "7x": 206_000_000_000 // 2}
 DIGITS = re.compile(r"[0-9]+")  # ASCII digits only: str.isdigit() also takes '²' and '٣'
 SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(MiB|GiB|KiB|M|G|K|B)?", re.IGNORECASE)
 UNITS = {"b": 1, "k": 1024, "kib": 1024, "m": MiB, "mib": MiB, "g": GiB, "gib": GiB}
@@ -53,21 +49,13 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return shape
 
 
-def operand_bytes(shape, dtype: str) -> int:
-    """HBM bytes of A, B and C of one matmul (int8 inputs give their int32 accumulator, as v5 and XLA
-    return it)."""
-    m, k, n = shape
-    out = 4 if dtype == "int8" else ITEMSIZE[dtype]
-    return (m * k + k * n) * ITEMSIZE[dtype] + m * n * out
-
-
 def check_fits_hbm(shape, dtype: str, target: str) -> None:
-    """A matmul whose operands and output do not fit in the target's HBM cannot run on it at all."""
-    need, have = operand_bytes(shape, dtype), HBM_BYTES[target]
-    if need > have:
+    """A matmul whose operands and output do not fit in the target's HBM cannot run on it at all (the
+    one bound on a shape: the config's advice.shapes has it too, experiments/plan/config.py)."""
+    why = hbm_problem(shape, dtype, target)
+    if why:
         m, k, n = shape
-        raise AdviceError(f"shape {m}x{k}x{n}: its {dtype} operands and output need {need / GiB:.1f} GiB, "
-                          f"more than {target}'s {have / GiB:.1f} GiB of HBM")
+        raise AdviceError(f"shape {m}x{k}x{n}: {why}")
 
 
 def parse_vmem_limit(text: str) -> int:

@@ -121,7 +121,7 @@ def ablation_table(points: pd.DataFrame) -> pd.DataFrame:
         row = dict(variant=variant.name, model_input=variant.model_input, change=variant.change)
         if variant.needs_pallas_cycles and not has_pallas_cycles(points):
             row["note"] = ("not computed: this run made no static-profile compile "
-                           "(the pallas_cycles study adds them)")
+                           "(a toolchain with static_profile: true adds them)")
         else:
             row |= score(points, variant)
         rows.append(row)
@@ -170,5 +170,7 @@ if __name__ == "__main__":  # python -m tpu_matmul_repro.analysis.ablation resul
     rows = primary_rows(read_results(sys.argv[1]), "current")  # the pipeline's own compiler's estimates
     table = ablation_table(tm.reference_points(rows, source="published")[0])
     if len(sys.argv) > 2:
-        table.to_csv(sys.argv[2], index=False)
+        from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+
+        write_csv_atomic(table, sys.argv[2])
     print(markdown(table))

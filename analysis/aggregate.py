@@ -8,6 +8,7 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 import pandas as pd
 
 from tpu_matmul_repro.analysis.toolchains import primary_rows
+from tpu_matmul_repro.experiments.core import reading
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import (
     COLUMNS,
@@ -51,6 +52,10 @@ def load_measured(paths) -> pd.DataFrame:
     """
     frames = []
     for path in paths:
+        try:
+            reading.check_file(path, "carried file")
+        except reading.ReadError as e:
+            raise DataError(str(e)) from None
         df = pd.read_parquet(path)
         missing = {"source", "target", "samples_s", "wall_samples_s"} - set(df.columns)
         if missing or not (df.source == "measured").all():

@@ -6,7 +6,6 @@ file and predicts with its constants; only the ablation (analysis/ablation.py) f
 import dataclasses
 import json
 import math
-from pathlib import Path
 
 import pandas as pd
 
@@ -82,12 +81,14 @@ class FittedModel:
     @classmethod
     def read(cls, path) -> "FittedModel":
         """The file a run wrote; ModelFileError in one line for one that no run wrote."""
-        try:
-            entry = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as e:
-            raise ModelFileError(f"{path}: cannot be read ({e.strerror or e})") from None
-        except (ValueError, UnicodeDecodeError) as e:
-            raise ModelFileError(f"{path}: not a JSON file ({e})") from None
+        from tpu_matmul_repro.experiments.core import reading
+
+        try:  # bounded: a results file of any size or kind is one line, not a hang or a crash
+            entry = json.loads(reading.read_text(path, "results table"))
+        except reading.ReadError as e:
+            raise ModelFileError(str(e)) from None
+        except (ValueError, RecursionError) as e:
+            raise ModelFileError(f"{path}: not a JSON file ({str(e).splitlines()[0]})") from None
         where = _Where(path)
         fits = {name: (_fit_of(where, f"fits.{name}", value),
                        where.text(value.get("fitted_on"), f"fits.{name}.fitted_on"))

@@ -40,6 +40,11 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.units import TERA, flops
 
+# The widest half-width in ln a run's band may have when it is read back (timing_model.json, the
+# advisor's cache): a factor of ten either way. The timing model's bands are a few tenths
+# (results/fidelity.csv); one wider than this is not a band a fit of the post's points gives, and would
+# print intervals such as [4.9, 2.7e22] ms that say nothing.
+MAX_HALFWIDTH = math.log(10)
 VALIDATION = "leave one experiment out"  # the cross-validation whose errors size the bands (fidelity.csv)
 
 

@@ -233,7 +233,9 @@ def interval_scores(checked: pd.DataFrame | None, index, band: str | None = None
 
 def headline(table: pd.DataFrame) -> dict:
     """The benchmark numbers: per estimator and validation, overall and from 2048 up, Spearman, and the
-    worst experiment's median."""
+    worst experiment's median; of the post's numbers only (fidelity.csv also scores other references)."""
+    if "compared_with" in table:
+        table = table[table.compared_with.fillna("published") == "published"]
     out = {}
     for (estimator, validation), part in table.groupby(["estimator", "validation"], sort=False):
         if part.n.max() == 0:  # not validated (too few points): nothing to headline

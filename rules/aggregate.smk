@@ -75,6 +75,8 @@ rule summaries:
     input:
         table="results/matmul.parquet",
         model="results/timing_model.json",
+        # the public measurements' scope rows (rules/validation.smk), where the config scores them
+        public=PUBLIC_FILES[1:],
     output:
         fidelity=report(
             "results/fidelity.csv",

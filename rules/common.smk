@@ -212,3 +212,34 @@ def batch_work(key):
 def toolchain_work(toolchain):
     """A toolchain's compile work, all its jobs: its environment's priority."""
     return sum(batch_work(key) for key in TOOLCHAIN_BATCHES if key[0] == toolchain)
+
+
+# Public TPU matmul measurements (data/public_measurements.csv): the timing model is scored on them,
+# never fitted (analysis/public_validation.py). A bad file stops the run here, in one line. A run whose
+# model will have nothing to fit (advise/pipeline.missing_fit) compiles nothing for them: its scores
+# say why each row is not modelled.
+from tpu_matmul_repro.advise.pipeline import missing_fit
+from tpu_matmul_repro.analysis import public_validation
+from tpu_matmul_repro.analysis.public_measurements import PublicDataError
+from tpu_matmul_repro.analysis.public_measurements import load as load_public
+
+PUBLIC_DATA = local(os.path.relpath(REPO / "data" / "public_measurements.csv"))
+PUBLIC_JOBS = {}  # generation -> its compile Job
+PUBLIC_FILES = []  # what `all` builds for them
+if config["validation"]["public_measurements"]:
+    try:
+        _public = load_public(PUBLIC_DATA)
+    except PublicDataError as e:
+        raise WorkflowError(str(e)) from None
+    if not missing_fit(PLAN, PUBLISHED):
+        # the generations this run models: the generations study scores every one
+        PUBLIC_JOBS = {
+            generation: job
+            for generation, job in public_validation.compile_jobs(
+                _public,
+                timeout_s=config["compile_study"]["timeout_s"],
+                toolchain=toolchain_plan.primary(config),
+            ).items()
+            if generation in TARGETS
+        }
+    PUBLIC_FILES = ["results/public_scores.csv", "results/public/fidelity.csv"]

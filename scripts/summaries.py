@@ -1,6 +1,6 @@
-"""Snakemake script: the timing model's fidelity to the post (cross-validated) and its constants, from
-the run's fits (results/timing_model.json), the ablation of its inputs, and the best Pallas configuration
-against XLA."""
+"""Snakemake script: the timing model's fidelity to the post (cross-validated) and to the public
+measurements (scored by rules/validation.smk), and its constants, from the run's fits
+(results/timing_model.json); the ablation of its inputs, and the best Pallas configuration against XLA."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
 from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
@@ -28,6 +28,9 @@ def make(log) -> None:
     except timing_model.TooFewPoints as e:  # a small config: say so in the table, go on
         log.warning("timing model not fitted: %s", e)
         agreement = pd.DataFrame([dict(target=POST_CHIP, compared_with="published", note=f"not fitted: {e}")])
+    # the public measurements' rows (compared_with "public") after the post's
+    public = [pd.read_csv(path) for path in snakemake.input.public]
+    agreement = pd.concat([agreement, *public], ignore_index=True)
     constants = constants_table(model)
     points, _ = timing_model.reference_points(df, source="published", target=POST_CHIP)
     try:  # the one other place that fits: each variant of the model, by design

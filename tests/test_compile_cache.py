@@ -1,5 +1,8 @@
-"""The compile cache as a cache: an entry is trusted only if it is sound for its key, a writer never
-disturbs another's, and a cache that cannot be written leaves the run going, uncached (issue 29)."""
+"""The compile cache as a cache: an entry is trusted only if it is sound for its key and its content
+matches its digest, a writer never disturbs another's, and a cache that cannot be written leaves the run
+going, uncached (issue 29)."""
+import copy
+import dataclasses
 import json
 import logging
 import multiprocessing
@@ -7,6 +10,7 @@ import multiprocessing
 import pytest
 
 from tpu_matmul_repro.experiments.compile_study.cache import CompileCache
+from tpu_matmul_repro.experiments.core import integrity
 from tpu_matmul_repro.experiments.core.cases import Case
 
 CASE = Case("v5", "bfloat16", 2048, 2048, 2048, 512, 1024, 1024)
@@ -17,6 +21,19 @@ SOUND = dict(status="ok", vmem_bytes=9 << 20, oom_limit_bytes=None, est_cycles=4
 
 def cache(root) -> CompileCache:
     return CompileCache(root, dict(target="v5e", profile=True, versions={}, code="test"))
+
+
+def entry_of(c: CompileCache, result: dict, case=CASE) -> dict:
+    """An entry as put() writes it, before it is sealed."""
+    return copy.deepcopy(dict(key=c.key(case, None), context=c.context, case=dataclasses.asdict(case),
+                              vmem_limit_bytes=None, compiler_options=None, result=result))
+
+
+def write_entry(c: CompileCache, text: str, case=CASE):
+    path = c._path(c.key(case, None))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
 
 
 def test_a_sound_entry_comes_back(tmp_path):
@@ -57,10 +74,7 @@ def test_an_entry_that_cannot_be_right_is_recomputed(tmp_path, change, why, capl
     """Well-formed JSON with impossible values: once trusted (a crash in the XLA job, negative bytes in
     the table, 240 TFLOP/s for v5e), now a miss whose warning says why."""
     c = cache(tmp_path)
-    path = c._path(c.key(CASE, None))
-    path.parent.mkdir(parents=True)
-    entry = dict(key=c.key(CASE, None), result=SOUND | change)
-    path.write_text(json.dumps(entry))
+    write_entry(c, integrity.sealed(entry_of(c, SOUND | change)))  # its digest intact: the values are wrong
     with caplog.at_level(logging.WARNING):
         assert c.get(CASE, None) is None
     assert c.corrupt == 1 and why in caplog.text and caplog.text.count("compiling again") == 1
@@ -123,3 +137,64 @@ def test_concurrent_writers_of_one_entry_do_not_disturb_each_other(tmp_path):
     assert failures == [0, 0, 0, 0]
     assert cache(tmp_path).get(CASE, None) == SOUND
     assert not list(tmp_path.rglob("*.tmp"))  # every writer renamed its own file into place
+
+
+def test_a_flipped_digit_that_passes_the_physics_is_caught_by_the_digest(tmp_path, caplog):
+    """est_cycles 400000 read as 600000: a whole, positive count above the peak's bound, valid JSON, the
+    same key. Before entries carried a digest it was trusted, and published."""
+    c = cache(tmp_path)
+    c.put(CASE, None, SOUND)
+    path = c._path(c.key(CASE, None))
+    text = path.read_text()
+    assert text.count('"est_cycles": 400000') == 1
+    path.write_text(text.replace('"est_cycles": 400000', '"est_cycles": 600000'))
+    with caplog.at_level(logging.WARNING):
+        assert c.get(CASE, None) is None
+    assert c.corrupt == 1 and caplog.text.count(str(path)) == 1 and "does not match its sha256" in caplog.text
+    c.put(CASE, None, SOUND)  # compiled again: the entry is rewritten whole
+    assert c.get(CASE, None) == SOUND
+
+
+@pytest.mark.parametrize("edit", [
+    lambda e: e["case"].update(m=4096),  # the inputs of its key changed, its key and digest not
+    lambda e: e["context"].update(target="v6e"),
+    lambda e: e.update(vmem_limit_bytes=32 << 20),
+])
+def test_an_entry_whose_inputs_are_not_this_compile_s_is_a_miss(tmp_path, edit, caplog):
+    c = cache(tmp_path)
+    entry = entry_of(c, SOUND)
+    edit(entry)
+    write_entry(c, integrity.sealed(entry))
+    with caplog.at_level(logging.WARNING):
+        assert c.get(CASE, None) is None
+    assert "its inputs are not this compile's" in caplog.text
+
+
+def test_entries_without_a_digest_are_compiled_again_and_said_once(tmp_path, caplog):
+    """An earlier version's entries (no digest) are misses: compiled again and rewritten sealed, with
+    one warning for the cache, not one for each of its hundreds of entries."""
+    c = cache(tmp_path)
+    other = Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024)
+    for case in (CASE, other):
+        write_entry(c, json.dumps(entry_of(c, SOUND, case), sort_keys=True), case)
+    with caplog.at_level(logging.WARNING):
+        assert c.get(CASE, None) is None and c.get(other, None) is None
+    assert caplog.text.count("without a digest") == 1 and c.corrupt == 0 and c.misses == 2
+    c.put(CASE, None, SOUND)
+    assert integrity.DIGEST in json.loads(c._path(c.key(CASE, None)).read_text())
+    assert c.get(CASE, None) == SOUND
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda p: p.write_text(" " * (2 << 20)), "more than the 1 MiB a cache entry may hold"),
+    (lambda p: __import__("os").mkfifo(p), "a FIFO (named pipe), not a cache entry"),
+    (lambda p: p.write_bytes(b'{"key": "caf\xe9"}'), "not UTF-8 text: byte 0xE9 at byte offset 12"),
+])
+def test_an_entry_that_is_not_a_small_text_file_is_a_miss(tmp_path, make, why, caplog):
+    c = cache(tmp_path)
+    path = c._path(c.key(CASE, None))
+    path.parent.mkdir(parents=True)
+    make(path)
+    with caplog.at_level(logging.WARNING):
+        assert c.get(CASE, None) is None  # a FIFO read without a writer would have waited forever
+    assert why in caplog.text and c.corrupt == 1

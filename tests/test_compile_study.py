@@ -322,7 +322,7 @@ class RecordingCompiler:
 def test_7x_blocks_are_profiled_as_their_full_size_is_prefetched(libtpu, m, vmem_method, cycles_method):
     case = Case("v5", "bfloat16", m, 16384, 14336, 512, 4096, 512)
     assert extrapolate.never_prefetched(case, "7x") == (m == 8192)
-    job = Job("7x", "advice", (case,), timeout_s=1, profile_max_steps=16)
+    job = Job("7x", "advice", (case,), timeout_s=1, profile_max_steps=16, static_profile=True)
     plain = RecordingCompiler(False, prefetch_below=32 * 2**20)
     profiled = RecordingCompiler(True, prefetch_below=32 * 2**20)
     (row,) = job_rows(job, plain, profiled, Progress(1, logging.getLogger("test")), libtpu)

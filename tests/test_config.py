@@ -423,3 +423,33 @@ def test_every_tolerance_of_the_schema_has_a_maximum():
     for path, node in found:
         for dtype in ("float32", "bfloat16"):
             assert node["properties"][dtype]["maximum"] == 1, (path, dtype)
+
+
+@pytest.mark.parametrize("shape, targets, refused", [
+    ([8192, 4096, 128256], None, ""),  # Llama 3's output layer: once refused here, answered by `advise`
+    ([1, 1, 4_000_000_000], None, ""),  # 16 GB in bfloat16: within v5e's 17.2 GB
+    ([1048576, 1048576, 128], None, "advice.shapes[0]: [1048576, 1048576, 128]: its bfloat16 operands and "
+                                    "output need 2048.5 GiB, more than v5e's 16.0 GiB of HBM"),
+    ([131072, 65536, 4096], ["v5p"], ""),
+    ([131072, 65536, 4096], ["v5p", "v5e"], "more than v5e's 16.0 GiB of HBM"),
+])
+def test_advice_shapes_take_every_shape_the_advisor_takes_and_no_other(config, shape, targets, refused):
+    """One bound, the advisor's (its operands and output fit each target's HBM), from one place."""
+    from tpu_matmul_repro.advise.request import AdviceError, check_fits_hbm, parse_shape
+
+    config["advice"] = dict(shapes=[shape], **({"targets": targets} if targets else {}))
+    advised = targets or [t for t in config["targets"] if t != "v4"]
+    advisor_refuses = []
+    for target in advised:
+        try:
+            check_fits_hbm(parse_shape("x".join(map(str, shape))), "bfloat16", target)
+        except AdviceError as e:
+            advisor_refuses.append(str(e))
+    if not refused:
+        assert not advisor_refuses
+        experiment_config.checked(config)
+        return
+    assert advisor_refuses
+    with pytest.raises(experiment_config.ConfigError) as e:
+        experiment_config.checked(config)
+    assert refused in str(e.value) and "\n" not in str(e.value)

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tpu_matmul_repro.analysis import model_columns
+from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis.aggregate import (
     check_unique,
     combine,
@@ -409,3 +410,104 @@ def test_nesting_is_refused_in_one_line_beyond_the_bound(depth, kind):
     message = str(e.value)
     assert "\n" not in message and message.startswith("invalid config: measure")
     assert ("nested deeper than" in message) == (depth + 1 > MAX_DEPTH), (depth, message[:200])
+
+
+# The readers of what the project is given or keeps (experiments/core/reading.py and the checks after
+# it): any bytes as a config or shapes file, any values in a run's fidelity.csv and timing_model.csv,
+# any one byte changed in a compile cache entry.
+
+@given(data=st.binary(max_size=300) | st.text(max_size=200).map(lambda t: t.encode("utf-8")),
+       kind=st.sampled_from(["config file", "shapes file"]))
+def test_any_bytes_as_a_config_or_shapes_file_are_a_mapping_or_one_line_naming_the_file(tmp_path, data, kind):
+    from tpu_matmul_repro.experiments.plan.config import load_yaml
+
+    path = tmp_path / "given.yaml"
+    path.write_bytes(data)
+    try:
+        loaded = load_yaml(path, kind)
+    except ConfigError as e:
+        message = str(e)
+        assert message.startswith(str(path)) and "\n" not in message, message
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            assert f"byte 0x{data[bad.start]:02X} at byte offset {bad.start} " in message, message
+        return
+    assert isinstance(loaded, dict)
+
+
+HALFWIDTHS = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
+    [50.0, 60.0, -0.1, 0.0, 2.302585, 2.31, 1e300, "wide", ""])
+
+
+@given(q80=HALFWIDTHS, q95=HALFWIDTHS, n=st.integers(-5, 10_000) | st.floats() | st.just("many"))
+def test_a_band_read_back_is_refused_in_one_line_or_within_what_a_fit_gives(tmp_path, q80, q95, n):
+    from test_advise import write_run
+
+    from tpu_matmul_repro.advise.model import ResultsError, from_results, published_points
+    from tpu_matmul_repro.analysis.intervals import MAX_HALFWIDTH
+
+    write_run(tmp_path / "results", band={"0.8": q80, "0.95": q95, "n": n})
+    try:
+        model, why = from_results(tmp_path / "results")
+    except ResultsError as e:
+        assert "timing_model.json: " in str(e) and "\n" not in str(e), str(e)
+        return
+    if model is None:  # a run that could not size the band (too few points): the advisor's own fit
+        assert why
+        return
+    widths = [*model.band.halfwidth.values()]
+    assert all(0 <= q <= MAX_HALFWIDTH for q in widths), widths
+    assert 1 <= model.band.n <= published_points()
+
+
+@given(constant=st.sampled_from(tm.PARAMS),
+       value=st.floats(allow_nan=True, allow_infinity=True))
+def test_a_constant_read_back_is_refused_in_one_line_or_within_the_fit_s_bounds(tmp_path, constant, value):
+    from test_advise import write_run
+
+    from tpu_matmul_repro.advise.model import ResultsError, from_results
+
+    write_run(tmp_path / "results", constants={constant: value})
+    try:
+        model, _ = from_results(tmp_path / "results")
+    except ResultsError as e:
+        assert "timing_model.json: " in str(e) and "\n" not in str(e), str(e)
+        return
+    vector = model.constants.vector()
+    assert np.all(np.isfinite(vector)) and np.all(tm.LOWER <= vector) and np.all(vector <= tm.UPPER)
+
+
+@given(data=st.binary(max_size=400))
+def test_any_bytes_as_a_results_table_are_one_line_or_a_fallback(tmp_path, data):
+    from test_advise import write_run
+
+    from tpu_matmul_repro.advise.model import ResultsError, from_results
+
+    write_run(tmp_path / "results")
+    (tmp_path / "results" / "timing_model.json").write_bytes(data)
+    try:
+        model, why = from_results(tmp_path / "results")
+    except ResultsError as e:
+        assert "\n" not in str(e), str(e)
+        return
+    assert model is not None or why
+
+
+@given(position=st.integers(0, 10_000), byte=st.integers(0, 255))
+def test_one_changed_byte_in_a_compile_entry_is_a_miss_or_the_same_result(tmp_path, position, byte):
+    """Never a different result: a change of layout (a space) may read back the same entry, any change of
+    a value is a miss."""
+    from tpu_matmul_repro.experiments.compile_study.cache import CompileCache
+    from tpu_matmul_repro.experiments.core.cases import Case
+
+    case = Case("v5", "bfloat16", 2048, 2048, 2048, 512, 1024, 1024)
+    result = dict(status="ok", vmem_bytes=9 << 20, oom_limit_bytes=None, est_cycles=400_000, error="",
+                  compile_s=1.5, prefetched=0)
+    cache = CompileCache(tmp_path / "cache", dict(target="v5e", profile=True, versions={}, code="fuzz"))
+    cache.put(case, None, result)
+    (path,) = (tmp_path / "cache").rglob("*.json")
+    data = bytearray(path.read_bytes())
+    data[position % len(data)] = byte
+    path.write_bytes(bytes(data))
+    assert cache.get(case, None) in (None, result)

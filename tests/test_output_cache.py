@@ -81,6 +81,49 @@ def test_a_corrupt_entry_is_made_again_and_replaced(job):
     assert "run 2" in job.run()[0] and len(job.runs) == 2  # the replaced entry is sound
 
 
+def _manifest(job) -> Path:
+    (manifest,) = (job.tmp / "cache" / "outputs").rglob("manifest.json")
+    return manifest
+
+
+@pytest.mark.parametrize("damage, why", [
+    # one digit of an output changed (a figure's number, a row of a table): its file's sha256 differs
+    (lambda entry: (entry / "0").write_text((entry / "0").read_text().replace("run 1", "run 7")),
+     "file 0 (f.png) does not match its sha256"),
+    # one digit of the manifest changed: the manifest's own digest differs
+    (lambda entry: (entry / "manifest.json").write_text(
+        (entry / "manifest.json").read_text().replace('"f.pdf"', '"f.pdg"')),
+     "its content does not match its sha256"),
+    (lambda entry: (entry / "manifest.json").write_text("[1, 2]"), "a JSON list, not an entry"),
+    (lambda entry: (entry / "manifest.json").write_bytes(b"\xff"),
+     "not UTF-8 text: byte 0xFF at byte offset 0"),
+])
+def test_a_changed_entry_is_a_miss_with_one_warning_naming_it(job, damage, why, caplog):
+    job.run()
+    entry = _manifest(job).parent
+    damage(entry)
+    with caplog.at_level(logging.WARNING):
+        assert "run 2" in job.run()[0] and len(job.runs) == 2
+    assert caplog.text.count("output cache: entry") == 1 and str(entry) in caplog.text and why in caplog.text
+    assert "run 2" in job.run()[0] and len(job.runs) == 2  # stored again, sound
+
+
+def test_an_entry_without_a_digest_is_made_again_and_stored_with_one(job, caplog):
+    """A manifest written before manifests carried their own digest: its files' sha256 alone no longer
+    vouch for it; the job runs once more and its entry is stored sealed."""
+    import json
+
+    job.run()
+    manifest = _manifest(job)
+    old = json.loads(manifest.read_text())
+    del old["sha256"]
+    manifest.write_text(json.dumps(old))
+    with caplog.at_level(logging.WARNING):
+        assert "run 2" in job.run()[0]
+    assert "has no digest" in caplog.text
+    assert "sha256" in json.loads(_manifest(job).read_text()) and "run 2" in job.run()[0]
+
+
 def test_disabled_cache_always_runs_and_stores_nothing(job, monkeypatch):
     monkeypatch.setenv(CACHE_VARIABLE, "off")
     job.run(), job.run()

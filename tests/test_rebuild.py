@@ -20,8 +20,8 @@ def finished_run(tiny_run, tmp_path):
     return copy_run(tiny_run, tmp_path / "repo")
 
 
-TABLE_ONWARDS = {"aggregate", "summaries", "claims", "then_and_now", "then_and_now_claims", "figures",
-                 "gallery", "report"}
+TABLE_ONWARDS = {"aggregate", "public_scores", "summaries", "claims", "then_and_now", "then_and_now_claims",
+                 "figures", "gallery", "report"}
 STUDY_ONWARDS = {"compile_study_job", "compile_study_target", *TABLE_ONWARDS}
 
 

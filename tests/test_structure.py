@@ -196,7 +196,7 @@ def test_an_overlay_only_widens_what_the_core_draws():
     keys = set(yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())["properties"])
     overlays = [p for p in sorted((ROOT / "studies").iterdir())
                 if (p / "README.md").exists() and not (p / "__init__.py").exists()]
-    assert [p.name for p in overlays] == ["generations", "search"]
+    assert [p.name for p in overlays] == ["generations", "pallas_profile", "search"]
     for folder in overlays:
         assert sorted(f.name for f in folder.iterdir()) == ["README.md", "config.yaml"], folder
         overlay = set(load_yaml(folder / "config.yaml"))

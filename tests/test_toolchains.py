@@ -138,8 +138,8 @@ def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_expe
     """toolchains.batches: the post's configurations (runs: published) compile as one Snakemake job per
     target, its jobs in the plan's order; a toolchain that runs the study (libtpu52 for 7x) keeps one
     job per (experiment, dtype), as parallel as the pipeline's own."""
-    overlay = ROOT / "studies" / "generations" / "config.yaml"
-    generations = plan.validate(experiment_config.load_with_overlays(overlay))
+    overlays = [ROOT / "studies" / name / "config.yaml" for name in ("generations", "pallas_profile")]
+    generations = plan.validate(experiment_config.load_with_overlays(*overlays))
     parsed = toolchains.parse(generations)
     jobs = plan_jobs.toolchain_jobs(generations, PUBLISHED)
     batches = plan_jobs.toolchain_batches(jobs, parsed)

@@ -103,6 +103,7 @@ BAD_CONFIGS = [  # (key, bad value, what the error must say)
      "compile_study.experiments.v5.blocks: [] should be non-empty"),
     ("compile_study.experiments", {}, "compile_study.experiments: {} should be non-empty"),
     ("measure.samples", 2, "measure.samples: 2 is less than the minimum of 5"),
+    ("validation.public_measurements", 3, "validation.public_measurements: 3 is not of type 'boolean'"),
 ]
 
 

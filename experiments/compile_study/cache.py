@@ -6,11 +6,15 @@ kernel (the compile worker, worker.py, and every module it imports: the kernels,
 parsing code), the case and the VMEM limit. The key is the sha256 of exactly those, so a second
 checkout, an edit outside that code (the cache, the process and planning code), or a rerun after an
 interruption reuses every compile it can, while an edit of a kernel or of a parser misses. Entries
-are JSON files written atomically, each writer through a temporary file of its own; one that does not
-read back as a complete, physically possible entry for its own key (`problem`: whole, positive bytes
-and cycles, VMEM within the chip's, an out-of-VMEM verdict above its limit, no estimate faster than
-the chip's peak) is recomputed, with one warning saying why, and overwritten, never trusted; so is a
-folder in an entry's place. A cache that cannot be written (a read-only mount, a full disk) is
+are JSON files written atomically, each writer through a temporary file of its own, each with the
+sha256 of its own content, its inputs included (experiments/core/integrity.py). One that does not read
+back as a file of at most a cache entry's size (experiments/core/reading.py) holding a complete,
+physically possible entry for its own key and inputs whose content matches its digest (`problem`:
+whole, positive bytes and cycles, VMEM within the chip's, an out-of-VMEM verdict above its limit, no
+estimate faster than the chip's peak; a changed digit that passes these does not pass the digest) is
+recomputed, with one warning naming it and saying why, and overwritten, never trusted; so is a folder
+in an entry's place. An entry written before entries carried a digest is compiled again and rewritten
+(said once per cache). A cache that cannot be written (a read-only mount, a full disk) is
 said once in the log, and the run goes on compiling uncached.
 
 Where: $TPU_MATMUL_REPRO_CACHE if set ("off" disables the cache), else
@@ -27,6 +31,7 @@ import shutil
 import threading
 from pathlib import Path
 
+from tpu_matmul_repro.experiments.core import integrity, reading
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 from tpu_matmul_repro.experiments.core.chips import CHIPS
 from tpu_matmul_repro.experiments.core.units import MiB, flops
@@ -40,6 +45,7 @@ CACHEABLE = ("ok", "vmem_oom", "compile_error")
 
 
 _unwritable = set()  # cache folders this process could not write to: said once, then not tried again
+_unsealed_said = set()  # cache folders whose entries without a digest this process has said it recompiles
 # every lookup of this process, all caches together (the advisor's log counts its compiles with it;
 # its jobs may run in threads), and the results not kept for not being deterministic or sound ("unkept":
 # a job that used one keeps its outputs out of the output cache, experiments/core/output_cache.py)
@@ -89,14 +95,27 @@ class CompileCache:
                 self.misses += 1
                 _tally("misses")
                 return None
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            result = entry.get("result") if isinstance(entry, dict) else None
+            entry = integrity.unsealed(reading.read_text(path, "cache entry"))
+            result = entry.get("result")
             if not isinstance(result, dict) or entry.get("key") != key:  # a list, a number, another key
                 raise ValueError("not an entry of this key")
+            inputs = dict(context=self.context, case=dataclasses.asdict(case),
+                          vmem_limit_bytes=vmem_limit_bytes, compiler_options=options)
+            if _canonical({k: entry.get(k) for k in inputs}) != _canonical(inputs):
+                raise ValueError("its inputs are not this compile's")
             why = problem(result, case, self.context.get("target"))
             if why:
                 raise ValueError(why)
-        except (OSError, ValueError, KeyError, TypeError) as e:  # IsADirectoryError, bad JSON, ...
+        except integrity.Unsealed as e:  # an earlier version's entry: compiled again, said once
+            if self.root not in _unsealed_said:
+                _unsealed_said.add(self.root)
+                log.warning("compile cache: entries without a digest (%s, the first) were written before "
+                            "entries carried one; each is compiled again and rewritten with one", path)
+            log.info("compile cache: %s: %s; compiling again", path, e)
+            self.misses += 1
+            _tally("misses")
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as e:  # a folder, bad JSON, a changed value, ...
             log.warning("compile cache: %s is corrupt (%s); compiling again", path, e)
             self.corrupt += 1
             self.misses += 1
@@ -125,7 +144,7 @@ class CompileCache:
         try:
             if path.is_dir() and not path.is_symlink():  # a folder in the entry's place: replaced
                 shutil.rmtree(path, ignore_errors=True)
-            write_text_atomic(json.dumps(entry, sort_keys=True), path, shared=True)
+            write_text_atomic(integrity.sealed(entry), path, shared=True)
         except OSError as e:  # read-only, full, not ours: the compile's result stands without the cache
             _unwritable.add(self.root)
             log.warning("compile cache: cannot write to %s (%s); this run compiles without caching",
@@ -134,6 +153,10 @@ class CompileCache:
     def summary(self) -> str:
         return f"{self.hits} from the cache, {self.misses} compiled" + (
             f" ({self.corrupt} corrupt entries recomputed)" if self.corrupt else "")
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def _whole(value, least: int = 1) -> bool:

@@ -5,8 +5,9 @@ its input files (by content), its params (the code digest of its script's import
 the workflow's config and the installed packages. The key is the sha256 of exactly those, so a run
 after `results/` was deleted, or in a second checkout, copies each such output back instead of
 drawing, typesetting or interpreting it again (experiments/compile_study/cache.py does the same for
-single compiles). An entry is a folder of the output files and a manifest with their sha256; one whose
-files do not match the manifest is made again and overwritten, never trusted.
+single compiles). An entry is a folder of the output files and a manifest with their sha256, itself
+sealed with the sha256 of its own content (experiments/core/integrity.py); one whose manifest or files
+do not match is made again and overwritten, never trusted, with one warning naming the entry.
 
 Where: $TPU_MATMUL_REPRO_CACHE/outputs when that variable is set ("off" disables this cache and the
 compile cache alike), else $XDG_CACHE_HOME/tpu-matmul-repro/outputs (~/.cache/... by default). Nothing
@@ -22,6 +23,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
+from tpu_matmul_repro.experiments.core import integrity, reading
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 
 log = logging.getLogger(__name__)
@@ -98,15 +100,25 @@ class OutputCache:
         from tpu_matmul_repro.experiments.core.tables import write_atomic
 
         entry = self._entry(key)
+        manifest_path = entry / "manifest.json"
+        if not manifest_path.exists():
+            return False
         try:
-            manifest = json.loads((entry / "manifest.json").read_text(encoding="utf-8"))
+            manifest = integrity.unsealed(reading.read_text(manifest_path, "cache entry"))
             files = manifest["files"]
-            if manifest["key"] != key or len(files) != len(outputs):
-                return False
+            if manifest["key"] != key:
+                raise ValueError(f"its key is {str(manifest['key'])[:16]}, not this job's")
+            if len(files) != len(outputs):
+                raise ValueError(f"{len(files)} files, not the job's {len(outputs)}")
             for i, f in enumerate(files):
                 if file_digest(entry / str(i)) != f["sha256"]:
-                    return False
-        except (OSError, ValueError, KeyError, TypeError):
+                    raise ValueError(f"file {i} ({f['name']}) does not match its sha256")
+        except integrity.Unsealed:  # an earlier version's entry: made again, stored sealed
+            log.warning("output cache: entry %s has no digest (written before entries carried one); "
+                        "running the job", entry)
+            return False
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            log.warning("output cache: entry %s is damaged (%s); running the job", entry, e)
             return False
         try:
             for i, out in enumerate(outputs):
@@ -132,7 +144,7 @@ class OutputCache:
             for i, out in enumerate(outputs):
                 shutil.copyfile(out, staging / str(i))
                 files.append(dict(name=Path(out).name, sha256=file_digest(staging / str(i))))
-            (staging / "manifest.json").write_text(json.dumps(dict(key=key, files=files), indent=1),
+            (staging / "manifest.json").write_text(integrity.sealed(dict(key=key, files=files), indent=1),
                                                    encoding="utf-8")
             if entry.exists():  # a corrupt entry, or one another job just wrote: replace it
                 shutil.rmtree(entry, ignore_errors=True)

@@ -10,7 +10,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.core import consistency
+from tpu_matmul_repro.experiments.core import consistency, reading
 from tpu_matmul_repro.experiments.core.runtime import UserError
 
 
@@ -236,7 +236,8 @@ def check_measured(path, *, min_samples: int, max_rows: int, tolerance: dict) ->
     """A carried measurement file, read and checked before it joins the table; raises DataError.
 
     Every column a later step reads is checked, so that the aggregate cannot fail on a file that passed:
-    it is a parquet file of at most `max_rows` rows; every required column is there; each column holds
+    it is a regular file of at most a carried file's size (experiments/core/reading.py), a parquet
+    file of at most `max_rows` rows; every required column is there; each column holds
     its type (text, whole numbers, numbers, flags, lists of seconds); source is "measured"; kernel, dtype
     and status are known; target, experiment and run_label are names, timestamps ISO 8601; sizes are
     positive and blocks divide them; counts, quantities and errors are finite and not negative; the row
@@ -249,6 +250,10 @@ def check_measured(path, *, min_samples: int, max_rows: int, tolerance: dict) ->
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    try:
+        reading.check_file(path, "carried file")
+    except reading.ReadError as e:
+        raise DataError(str(e)) from None
     try:
         rows = pq.ParquetFile(path).metadata.num_rows
         if rows > max_rows:

@@ -14,6 +14,32 @@ from tpu_matmul_repro.kernels.spec import WHOLE
 ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 1}
 
 
+def matmul_bytes(shape, dtype: str) -> int:
+    """HBM bytes of A, B and C of one matmul (m, k, n) (int8 inputs give their int32 accumulator, as v5
+    and XLA return it)."""
+    m, k, n = shape
+    out = 4 if dtype == "int8" else ITEMSIZE[dtype]
+    return (m * k + k * n) * ITEMSIZE[dtype] + m * n * out
+
+
+# HBM per compile target device (a v4/v5p device is a two-core chip, a 7x device one of a chip's two
+# cores), from hbm_capacity_bytes in jax/_src/pallas/mosaic/tpu_info.py of jax 0.10.2: the operands
+# and the output of one matmul must fit in it.
+HBM_BYTES = {"v4": 34_400_000_000, "v5e": 17_200_000_000, "v5p": 103_000_000_000,
+             "v6e": 34_400_000_000, "7x": 206_000_000_000 // 2}
+
+
+def hbm_problem(shape, dtype: str, target: str) -> str:
+    """Why a matmul of `shape` cannot run on `target` at all ("" if it can): its operands and output
+    must fit in the device's HBM. The one bound on a shape the advisor takes, and the config's
+    advice.shapes."""
+    need, have = matmul_bytes(shape, dtype), HBM_BYTES[target]
+    if need <= have:
+        return ""
+    return (f"its {dtype} operands and output need {need / 2**30:.1f} GiB, more than {target}'s "
+            f"{have / 2**30:.1f} GiB of HBM")
+
+
 def out_itemsize(case: Case) -> int:
     """int8 inputs (v5 and XLA only) produce their int32 accumulator; floats keep their dtype."""
     return 4 if case.dtype == "int8" else ITEMSIZE[case.dtype]

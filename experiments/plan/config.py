@@ -5,11 +5,13 @@ Every error names the config key and the offending value, and is raised before a
 import copy
 import functools
 import math
+import sys
 from pathlib import Path
 
 import jsonschema
 import yaml
 
+from tpu_matmul_repro.experiments.core import reading
 from tpu_matmul_repro.kernels import DECLARED
 from tpu_matmul_repro.kernels.spec import BLOCKS
 
@@ -69,7 +71,24 @@ def checked(config: dict) -> dict:
     config = normalised(config)
     check_finite(config)
     check_schema(config)
-    return with_defaults(config)
+    config = with_defaults(config)
+    check_advice(config)
+    return config
+
+
+def check_advice(config: dict) -> None:
+    """ConfigError at the first of advice.shapes whose operands and output do not fit the HBM of one
+    of the targets advised for: the advisor's own bound (traffic.hbm_problem), so the config takes every
+    shape `advise` takes and no other."""
+    from tpu_matmul_repro.experiments.core.traffic import hbm_problem
+
+    section = config["advice"]
+    targets = section.get("targets") or [t for t in config["targets"] if t != "v4"]
+    for i, shape in enumerate(section["shapes"]):
+        for target in targets:
+            why = hbm_problem(shape, section["dtype"], target)
+            if why:
+                raise ConfigError(f"invalid config: advice.shapes[{i}]: {list(shape)}: {why}")
 
 
 def normalised(config: dict) -> dict:
@@ -269,12 +288,17 @@ def _bounded(node, path: Path) -> None:
             stack.extend((c, False) for c in children(n) if id(c) not in size)
 
 
-def load_yaml(path) -> dict:
-    """A config file's contents; ConfigError with the file and line of a syntax error, a duplicate key,
-    or a document too large or too deep (_bounded), which is refused before it is built."""
+def load_yaml(path, kind: str = "config file") -> dict:
+    """A config file's contents; ConfigError naming the file: one that is not a regular file, larger
+    than its kind's limit or not UTF-8 (experiments/core/reading.py), the line and column of a syntax
+    error, a duplicate key, or a document too large or too deep (_bounded), refused before it is built."""
     path = Path(path)
     try:
-        loader = _StrictLoader(path.read_text(encoding="utf-8"))
+        text = reading.read_text(path, kind)
+    except reading.ReadError as e:
+        raise ConfigError(str(e)) from None
+    try:
+        loader = _StrictLoader(text)
         try:
             node = loader.get_single_node()
             if node is not None:
@@ -288,14 +312,14 @@ def load_yaml(path) -> dict:
         mark = e.problem_mark or e.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise ConfigError(f"{where}: {e.problem or e.context}") from None
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow (NUL, other controls)
+        raise ConfigError(f"{path}: not valid YAML: {e.reason} (character {e.position})") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot be read: {e.strerror}") from None
+        raise ConfigError(f"{path}: not valid YAML: {str(e).strip().splitlines()[0]}") from None
     if loaded is None:  # as Snakemake refuses one, but naming it
-        raise ConfigError(f"{path}: empty; a config file holds a mapping of keys")
+        raise ConfigError(f"{path}: empty; a {kind} holds a mapping of keys")
     if not isinstance(loaded, dict):
-        raise ConfigError(f"{path}: a config file holds a mapping of keys, not a {type(loaded).__name__}")
+        raise ConfigError(f"{path}: a {kind} holds a mapping of keys, not a {type(loaded).__name__}")
     return loaded
 
 
@@ -309,3 +333,36 @@ def load_with_overlays(*paths) -> dict:
         update_config(config, load_yaml(path))
     return config
 
+
+
+CONFIGFILE_OPTIONS = ("--configfile", "--configfiles")  # Snakemake's spellings; each takes one or more paths
+
+
+def configfiles_of(argv) -> list[str]:
+    """The paths a Snakemake command line gives `--configfile`/`--configfiles` (each option takes the
+    words up to the next option; `--configfile=PATH` too)."""
+    paths, taking = [], False
+    for word in argv:
+        name, equals, value = word.partition("=")
+        if name in CONFIGFILE_OPTIONS:
+            taking = not equals
+            paths += [value] if equals else []
+        elif word.startswith("-"):
+            taking = False
+        elif taking:
+            paths.append(word)
+    return paths
+
+
+def check_configfiles(argv) -> None:
+    """Refuse, in one line naming it, the first `--configfile` of a Snakemake command line that is
+    missing, not a regular file, too large, not UTF-8, not YAML (file:line:col), empty, not a mapping,
+    or too large or deep once its aliases are expanded (load_yaml). Run from the workflow's default
+    profile (profiles/default/config.yaml), which Snakemake reads before it reads these files itself:
+    its own messages name no file, or are tracebacks."""
+    for path in configfiles_of(argv):
+        try:
+            load_yaml(path)
+        except ConfigError as e:
+            print(f"--configfile {e}", file=sys.stderr)
+            raise SystemExit(1) from None

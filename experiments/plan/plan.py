@@ -6,6 +6,7 @@ run does. Device detection stays outside (it probes the machine): its answer com
 import dataclasses
 from pathlib import Path
 
+from tpu_matmul_repro.experiments.core import reading
 from tpu_matmul_repro.experiments.core.chips import CHIPS
 from tpu_matmul_repro.experiments.core.jobs import Device
 from tpu_matmul_repro.experiments.plan import config as plan_config
@@ -71,6 +72,7 @@ def known_targets(devices, imported_paths) -> list[str]:
     names = [d.name for d in devices]
     for path in imported_paths:
         try:
+            reading.check_file(path, "carried file")  # a FIFO would block the plan, /dev/zero fill memory
             names += list(pd.read_parquet(path, columns=["target"]).target.unique())
         except Exception:  # noqa: BLE001  unreadable or without targets: its check job says why (rules/aggregate.smk)
             continue

@@ -1,0 +1,42 @@
+"""Cache entries that prove their integrity: a JSON entry written with the sha256 of its own content.
+
+A flipped bit that leaves valid JSON and a plausible number (a cycle count of 5940 read as 7940) passes
+every check of the value itself; the digest does not. The digest is over the entry as parsed and written
+again canonically (sorted keys, no spaces), so it checks the values, not their layout: what changes a
+value read back changes the digest. An entry's inputs (its key's parts) are part of its content, so
+they are covered too.
+"""
+import hashlib
+import json
+
+DIGEST = "sha256"  # the field that holds the digest of the rest of the entry
+
+
+class Unsealed(ValueError):
+    """An entry written before entries carried a digest."""
+
+
+def _digest(entry: dict) -> str:
+    canonical = json.dumps(entry, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def sealed(entry: dict, indent: int | None = None) -> str:
+    """`entry` as JSON text with the digest of its content in the field DIGEST."""
+    if DIGEST in entry:
+        raise ValueError(f"an entry's own field {DIGEST!r} would be overwritten by its digest")
+    return json.dumps({**entry, DIGEST: _digest(entry)}, sort_keys=True, indent=indent)
+
+
+def unsealed(text: str) -> dict:
+    """The entry in `text` without its digest; ValueError if it is not a JSON object or its content does
+    not match its digest, Unsealed (a ValueError) if it carries none."""
+    entry = json.loads(text)
+    if not isinstance(entry, dict):
+        raise ValueError(f"a JSON {type(entry).__name__}, not an entry")
+    if DIGEST not in entry:
+        raise Unsealed(f"no {DIGEST} of its content: written before entries carried one")
+    content = {k: v for k, v in entry.items() if k != DIGEST}
+    if entry[DIGEST] != _digest(content):
+        raise ValueError(f"its content does not match its {DIGEST}: changed since it was written")
+    return content

@@ -1,0 +1,47 @@
+# The timing model scored on public TPU matmul measurements, never fitted on them
+# (analysis/public_validation.py): each generation's cases compiled as the compile study's are (the same
+# script, its compile cache), then scored against the run's model. Their scope rows join fidelity.csv
+# (rules/aggregate.smk: summaries).
+
+
+rule public_compiles:
+    output:
+        "results/public/estimates/{generation}.parquet",
+    log:
+        "logs/public/estimates/{generation}.log",
+    wildcard_constraints:
+        generation="|".join(PUBLIC_JOBS) or "(?!)",  # none: a regex that matches nothing
+    priority: lambda wc: 1 + expected_work(PUBLIC_JOBS[wc.generation])
+    conda:
+        "../environment.yml"
+    resources:
+        mem_mb=4000,
+    params:
+        job=lambda wc: settings(PUBLIC_JOBS[wc.generation]),
+        code=code("scripts/compile_study_job.py"),
+    script:
+        "../scripts/compile_study_job.py"
+
+
+rule public_scores:
+    input:
+        table="results/matmul.parquet",
+        model="results/timing_model.json",
+        public=PUBLIC_DATA,
+        estimates=expand("results/public/estimates/{generation}.parquet", generation=PUBLIC_JOBS),
+    output:
+        scores=report(
+            "results/public_scores.csv",
+            caption="../report/captions/public_scores.rst",
+            category="Tables",
+            labels={"table": "public_scores.csv"},
+        ),
+        fidelity="results/public/fidelity.csv",
+    log:
+        "logs/public/scores.log",
+    conda:
+        "../environment.yml"
+    params:
+        code=code("scripts/public_scores.py"),
+    script:
+        "../scripts/public_scores.py"
