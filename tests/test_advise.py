@@ -100,7 +100,7 @@ def test_a_results_file_outside_the_pipeline_s_bounds_is_refused_at_the_door(
 
 @pytest.mark.parametrize("damage, message", [
     (lambda r: (r / "timing_model.json").write_bytes(b"\x00\xff\xfe garbage\n\x01,\x02\n\xff"),
-     "timing_model.json: not a JSON file"),
+     "timing_model.json: not UTF-8 text: byte 0xFF"),
     (lambda r: (r / "timing_model.json").write_text("[1, 2]"),
      "timing_model.json: (top level): [1, 2] is not an object"),
     (lambda r: (r / "timing_model.json").write_text('{"fits": {"published v5e": 3}}'),

@@ -1,5 +1,5 @@
 """One fit per run: the aggregate fits the timing model and its refits once (results/timing_model.json);
-the scripts after it (summaries, claims, figures, gallery) read that file and fit nothing, the
+the scripts after it (summaries, public scores, claims, figures) read that file and fit nothing, the
 ablation's variants aside. The scripts run here in-process, as Snakemake runs them, on the synthetic
 table of tests/test_timing_model.py, with every call of the fit counted."""
 import runpy
@@ -78,11 +78,15 @@ def test_a_run_fits_the_model_once_and_every_later_job_reads_it(tmp_path, monkey
         "the aggregate: the fit, and its refits without each of the post's figures and each size"
     made = len(fits)
     inputs = dict(table=str(table_path), model=str(model_path))
-    run_script("summaries", Job("summaries", config, inputs, dict(
+    run_script("summaries", Job("summaries", config, dict(inputs, public=[]), dict(
         fidelity=str(results / "fidelity.csv"), constants=str(results / "timing_model.csv"),
         best_vs_xla=str(results / "best_vs_xla.csv"), ablation=str(results / "model_ablation.csv"),
         log=tmp_path / "s.log")))
     assert exempt and exempt[0] > 0  # the ablation ran, and fitted
+    public = dict(inputs, public=str(ROOT / "data" / "public_measurements.csv"), estimates=[])
+    run_script("public_scores", Job("public_scores", config, public, dict(
+        scores=str(results / "public_scores.csv"), fidelity=str(results / "public_fidelity.csv"),
+        log=tmp_path / "p.log")))
     run_script("claims", Job("claims", config, inputs, dict(claims=str(results / "claims.csv"),
                                                             log=tmp_path / "c.log")))
     figures = results / "figures"
