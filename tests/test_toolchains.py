@@ -334,5 +334,5 @@ def test_the_study_s_claims_add_a_key_findings_column_per_other_toolchain(table)
         assert cell is None or cell["verdict_class"] == verdicts[claim_id].replace(" ", "-")
     assert REGISTRY["then-and-now"].claims is section.claims
     html = build.render_html(combined, lang="en", config_yaml="", targets=["v5e"], figure_names=[],
-                             correctness={"passed": 1, "total": 1}, primary_toolchain="current")
+                             correctness={"passed": 1, "total": 1}, primary_toolchain="current", claims=core)
     assert html.count('<td class="then"') == len(CLAIMS)  # one cell a claim, "–" where not checked
