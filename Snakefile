@@ -96,6 +96,7 @@ rule all:
     input:
         "results/correctness.parquet",
         "results/matmul.parquet",
+        "results/timing_model.json",
         "results/fidelity.csv",
         "results/best_vs_xla.csv",
         "results/timing_model.csv",

@@ -2,18 +2,16 @@
 the half-widths of its prediction intervals (analysis/intervals.py).
 
 Where from, first found first:
-1. a pipeline run's results/timing_model.csv (fit "published v5e") and results/fidelity.csv (the
-   leave-one-experiment-out half-widths). Both are checked at the door as the pipeline would write
-   them: the columns, each of the five constants once, a finite value inside the fit's bounds, a
-   positive whole n and non-negative half-widths; a file that breaks one is refused in one line
-   naming the file, the row, the column and the value. A run that fitted nothing (an empty file, no
-   "published v5e" rows, no band) is not refused: the advisor goes on to 2 and says why in its header;
+1. a pipeline run's results/timing_model.json (analysis/fitted_model.py: the run's one fit, its refits
+   without each of the post's figures and the band), checked at the door: a file no run wrote is
+   refused in one line naming the file, the key and the value. A run that fitted nothing (no
+   "published v5e" fit, no band) is not refused: the advisor goes on to 2 and says why in its header;
    the pipeline's own advice job never does (the model it ranks with is the run's own);
 2. the advisor's own cache (<cache>/advise/model-<key>.json), keyed by the published numbers, the
    compiler's versions and the modelling code;
 3. fitted here: the post's published configurations compiled for v5e through the planner's jobs
-   (experiments/plan/jobs.published_jobs, the compile cache makes this one-off), the fit and its
-   cross-validation as the pipeline makes them (model_columns.fits, intervals.band); then cached.
+   (experiments/plan/jobs.published_jobs, the compile cache makes this one-off), fitted by the
+   pipeline's own function (fitted_model.fit_model); then cached.
 """
 import dataclasses
 import functools
@@ -30,6 +28,8 @@ import pandas as pd
 from tpu_matmul_repro.advise.request import AdviceError
 from tpu_matmul_repro.analysis import intervals
 from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.fitted_model import PUBLISHED as FIT
+from tpu_matmul_repro.analysis.fitted_model import FittedModel, ModelFileError, fit_model
 from tpu_matmul_repro.experiments.core import integrity, reading
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
@@ -37,16 +37,9 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "data" / "published_v5e.csv"
-FIT = f"published {POST_CHIP}"  # model_columns.PUBLISHED
-WITHOUT = " without "  # a refit's name: "published v5e without v4" (model_columns.without)
-CODE = ("analysis/timing_model.py", "analysis/intervals.py",
+CODE = ("analysis/timing_model.py", "analysis/intervals.py", "analysis/fitted_model.py",
         "analysis/validation.py", "analysis/model_columns.py",
         "experiments/core/traffic.py", "experiments/core/chips.py", "advise/model.py")
-CONSTANT_COLUMNS = ("fit", "constant", "value")
-BAND_COLUMNS = ("validation", "scope", "group", "n",
-                *(f"halfwidth{intervals.suffix(level)}" for level in intervals.LEVELS))
-
-
 class ResultsError(AdviceError):
     """A results/ file that is there but cannot be a pipeline's: one line naming file, row, column, value."""
 
@@ -66,144 +59,44 @@ def _shown(path: Path) -> str:
         else str(path)
 
 
-def _read(path: Path) -> pd.DataFrame | None:
-    """The CSV at `path`, None when it holds nothing (a run that wrote an empty table)."""
-    try:
-        text = reading.read_text(_shown(path), "results table")  # the same file, named as shown
-    except reading.ReadError as e:
-        raise ResultsError(str(e)) from None
-    try:
-        df = pd.read_csv(io.StringIO(text), keep_default_na=True)
-    except pd.errors.EmptyDataError:
-        return None
-    except (pd.errors.ParserError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ResultsError(f"{_shown(path)}: not a readable CSV table ({first})") from None
-    return None if df.empty and not len(df.columns) else df
-
-
-def _require(path: Path, df: pd.DataFrame, columns) -> None:
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise ResultsError(f"{_shown(path)}: no column {missing[0]!r} (a timing model's table has "
-                           f"{', '.join(columns)})")
-
-
-def _number(path: Path, df: pd.DataFrame, index, column: str, what: str) -> float:
-    """The value at (index, column) as a float; ResultsError naming it if it is not a number."""
-    raw = df.at[index, column]
-    value = pd.to_numeric(pd.Series([raw]), errors="coerce").iloc[0]
-    if pd.isna(value) and not pd.isna(raw):
-        raise ResultsError(f"{_shown(path)}: row {index + 2}, column {column} ({what}): {raw!r} is not a "
-                           "number")
-    return float(value)
-
-
-def constants_from(path: Path) -> tuple[tm.Constants, dict] | str:
-    """The published fit's constants and its refits' ({figure: constants}) from a run's
-    timing_model.csv, or why the run has none."""
-    df = _read(path)
-    if df is None or df.empty:
-        return f"{_shown(path)} is empty: that run fitted no timing model"
-    _require(path, df, CONSTANT_COLUMNS)
-    fits = df.fit.astype(str)
-    if not (fits == FIT).any():
-        return f"{_shown(path)} has no {FIT!r} fit: that run had too few of the post's configurations to fit"
-    found = {}
-    for name in dict.fromkeys(fits[(fits == FIT) | fits.str.startswith(FIT + WITHOUT)]):
-        found[name] = _constants(path, df, df[fits == name], name)
-    return found.pop(FIT), {name.removeprefix(FIT + WITHOUT): k for name, k in found.items()}
-
-
-def _constants(path: Path, df: pd.DataFrame, mine: pd.DataFrame, fit: str) -> tm.Constants:
-    """One fit's five constants, each once, each finite and inside the fit's bounds."""
-    values = {}
-    for index, row in mine.iterrows():
-        name = row.constant
-        if name not in tm.PARAMS:
-            raise ResultsError(f"{_shown(path)}: row {index + 2}, column constant: {name!r} is not one of "
-                               f"the model's constants ({', '.join(tm.PARAMS)})")
-        if name in values:
-            raise ResultsError(f"{_shown(path)}: row {index + 2}: constant {name} of fit {fit!r} appears "
-                               "twice")
-        value = _number(path, df, index, "value", f"{fit}, {name}")
-        lo, hi = tm.LOWER[tm.PARAMS.index(name)], tm.UPPER[tm.PARAMS.index(name)]
-        if not math.isfinite(value):
-            raise ResultsError(f"{_shown(path)}: row {index + 2}, column value ({fit}, {name}): {value} is "
-                               "not a finite number")
-        if not lo <= value <= hi:
-            raise ResultsError(f"{_shown(path)}: row {index + 2}, column value ({fit}, {name}): {value:g} is "
-                               f"outside the fit's bounds [{lo:g}, {hi:g}]")
-        values[name] = value
-    missing = [p for p in tm.PARAMS if p not in values]
-    if missing:
-        raise ResultsError(f"{_shown(path)}: fit {fit!r} has no row for constant {missing[0]}")
-    return tm.Constants(**values)
-
-
-def band_from(path: Path) -> intervals.Band | str:
-    """The leave-one-experiment-out band from a run's fidelity.csv (its size bands' half-widths
-    beside the overall one: intervals.Band.from_fidelity), or why the run has none."""
-    df = _read(path)
-    if df is None or df.empty:
-        return f"{_shown(path)} is empty: that run did not validate a fit"
-    _require(path, df, BAND_COLUMNS)
-    rows = df[df.validation.astype(str) == intervals.VALIDATION]
-    overall = rows[rows.scope.astype(str) == "all"]
-    if overall.empty:
-        return f"{_shown(path)} has no {intervals.VALIDATION!r} row: that run could not size the band"
-    index = overall.index[0]
-    most = published_points()
-    n = _number(path, df, index, "n", intervals.VALIDATION)
-    if not (math.isfinite(n) and 1 <= n <= most and n.is_integer()):
-        raise ResultsError(f"{_shown(path)}: row {index + 2}, column n: {n:g} is not a whole number of "
-                           f"points from 1 to {most}, the post's published points")
-    widths = {}
-    for row in [index, *rows.index[rows.scope.astype(str) == "size band"]]:
-        points = _number(path, df, row, "n", intervals.VALIDATION)
-        if row != index and not (math.isfinite(points) and 0 <= points <= n and points.is_integer()):
-            raise ResultsError(f"{_shown(path)}: row {row + 2}, column n: {points:g} is not a whole number "
-                               f"of points from 0 to {n:g}, the band's")
-        found = {}
-        for level in intervals.LEVELS:
-            column = f"halfwidth{intervals.suffix(level)}"
-            q = _number(path, df, row, column, intervals.VALIDATION)
-            if q < 0:
-                raise ResultsError(f"{_shown(path)}: row {row + 2}, column {column}: {q:g} is negative (a "
-                                   "half-width in ln is |ln(modelled / published)|, never below 0)")
-            if intervals.MAX_HALFWIDTH < q < math.inf:
-                raise ResultsError(f"{_shown(path)}: row {row + 2}, column {column}: {q:g} is more than "
-                                   f"{intervals.MAX_HALFWIDTH:.4g} (ln 10, a factor of ten either way), the "
-                                   "widest band a fit of the post's points gives")
-            if math.isnan(q) and row != index and points == 0:
-                continue  # a size band without points: the widest band's (below)
-            if not math.isfinite(q):
-                return f"{_shown(path)}: the run's {column} (row {row + 2}) is {q}: too few points for it"
-            found[level] = q
-        widths[row] = found
-    overall = widths.pop(index)
-    # a size band without points takes the widest band's half-width, the overall one (one rule:
-    # intervals.empty_bands_widest)
-    by_size = intervals.empty_bands_widest(
-        {str(df.at[row, "group"]): {level: found.get(level, math.nan) for level in intervals.LEVELS}
-         for row, found in widths.items()}, overall)
-    return intervals.Band(overall, int(n), by_size)
+def _model_of(fitted: FittedModel, source: str) -> tuple[Model | None, str]:
+    """The advisor's Model of a run's fits, or None and why the run has none."""
+    if fitted.published is None:
+        return None, f"{source} has no {FIT!r} fit: that run had too few of the post's configurations to fit"
+    band = fitted.band
+    if band is None:
+        return None, f"{source} has no band: that run could not cross-validate its fit"
+    widths = [*band.halfwidth.values(), *(q for w in band.by_size.values() for q in w.values())]
+    if not all(math.isfinite(q) for q in widths):
+        return None, f"{source}: the run's band is infinite at a level: too few points for it"
+    refits = {figure: fit.constants for figure, fit in fitted.refits().items()}
+    return Model(fitted.published.constants, band, source, refits), ""
 
 
 def from_results(results: Path) -> tuple[Model | None, str]:
-    """The run's model, or None and why not; ResultsError for a file there that is wrong."""
-    results = Path(results)
-    constants_csv, fidelity_csv = results / "timing_model.csv", results / "fidelity.csv"
-    for path in (constants_csv, fidelity_csv):
-        if not path.exists():
-            return None, f"no {_shown(path)}"
-    fits = constants_from(constants_csv)  # both files are checked before either is used
-    band = band_from(fidelity_csv)
-    for found in (fits, band):
-        if isinstance(found, str):
-            return None, found
-    constants, refits = fits
-    return Model(constants, band, f"{_shown(constants_csv)} of a pipeline run", refits), ""
+    """The run's model, or None and why not; ResultsError for a file there that no run wrote (beyond
+    FittedModel.read's checks: a band sized on more points than the post published, or wider than any
+    fit of them gives)."""
+    path = Path(results) / "timing_model.json"
+    if not path.exists():
+        return None, f"no {_shown(path)}"
+    try:
+        fitted = FittedModel.read(path)
+    except ModelFileError as e:
+        raise ResultsError(str(e).replace(str(path), _shown(path), 1)) from None
+    band = fitted.band
+    if band is not None:
+        if band.n > published_points():
+            raise ResultsError(f"{_shown(path)}: band.n: {band.n} is more than the post's "
+                               f"{published_points()} published points")
+        for size, widths in {"halfwidth": band.halfwidth, **band.by_size}.items():
+            for level, q in widths.items():
+                if intervals.MAX_HALFWIDTH < q < math.inf:
+                    raise ResultsError(
+                        f"{_shown(path)}: band {size} {level}: {q:g} is more than "
+                        f"{intervals.MAX_HALFWIDTH:.4g} (ln 10, a factor of ten either way), the widest band "
+                        "a fit of the post's points gives")
+    return _model_of(fitted, f"{_shown(path)} of a pipeline run")
 
 
 @functools.cache
@@ -255,8 +148,7 @@ def _checked(values: dict) -> tm.Constants:
 
 def fitted(config: dict) -> Model:
     """Compile the post's configurations for v5e (the planner's jobs), fit the model on the published
-    numbers and size the band, with the pipeline's own functions."""
-    from tpu_matmul_repro.analysis import model_columns
+    numbers and size the band, with the pipeline's own function."""
     from tpu_matmul_repro.analysis.aggregate import combine, load_published
     from tpu_matmul_repro.experiments.compile_study.study import run_jobs
     from tpu_matmul_repro.experiments.plan.jobs import published_jobs
@@ -264,17 +156,13 @@ def fitted(config: dict) -> Model:
     jobs = list(published_jobs(config, PUBLISHED).values())
     log.info("fitting the timing model: compiling the post's %d configurations for %s",
              sum(len(j.cases) for j in jobs), POST_CHIP)
-    df = combine([run_jobs(jobs)], load_published(PUBLISHED))
-    fits = model_columns.fits(df)
-    band = intervals.band(df)
-    if FIT not in fits or band is None:
+    fitted = fit_model(combine([run_jobs(jobs)], load_published(PUBLISHED)))
+    n = fitted.published.n_points if fitted.published else 0
+    model, _ = _model_of(fitted, f"fitted here on {n} of the post's published {POST_CHIP} points")
+    if model is None:
         raise AdviceError("the post's published configurations did not compile into enough points to fit "
                           "the timing model (see the compile log with -v)")
-    fit = fits[FIT][0]
-    refits = {name.removeprefix(FIT + WITHOUT): f.constants for name, (f, _) in fits.items()
-              if name.startswith(FIT + WITHOUT)}
-    return Model(fit.constants, band,
-                 f"fitted here on {fit.n_points} of the post's published {POST_CHIP} points", refits)
+    return model
 
 
 def fits_here(results: Path | None, versions: dict) -> bool:

@@ -9,16 +9,18 @@ post's own blocks at each size can be scored, and only those with an estimate (t
 them at the default or a raised limit); the advisor's own candidates go further. The raw compiler's
 pick (libtpu's estimate alone) is scored beside it.
 
-`python -m tpu_matmul_repro.advise.regret results/matmul.parquet` prints the table of a run.
+`python -m tpu_matmul_repro.advise.regret results/matmul.parquet` prints the table of a run (its fits:
+results/timing_model.json beside the table).
 """
 import math
 import sys
+from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis import validation
+from tpu_matmul_repro.analysis.fitted_model import FittedModel
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 LEVEL = 0.8
@@ -31,12 +33,13 @@ def sweeps(points: pd.DataFrame) -> pd.DataFrame:
     return pallas[counts > 1]
 
 
-def regret(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per (figure, size) of a block sweep: the model's pick by a fit without that figure, the
-    compiler's pick, the post's best, their regrets and the tie set's worst regret."""
+def regret(df: pd.DataFrame, model) -> pd.DataFrame:
+    """One row per (figure, size) of a block sweep: the model's pick by the run's refit without that
+    figure (`model`, a FittedModel), the compiler's pick, the post's best, their regrets and the tie
+    set's worst regret. The advisor ranks by device time."""
     points, _ = tm.reference_points(df, source="published", target=POST_CHIP)
-    predicted = validation.cross_validate(points, "experiment")
-    device = predicted.model_post_seconds - _call_seconds(points, predicted)
+    predicted = model.held_out(points)
+    device = predicted.model_device_seconds
     errors = validation.held_out_errors(points.loc[predicted.index], predicted.model_post_seconds)
     rows = []
     swept = sweeps(points)
@@ -64,15 +67,6 @@ def regret(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _call_seconds(points: pd.DataFrame, predicted: pd.DataFrame) -> pd.Series:
-    """Each point's call_seconds, from the fit of its fold (validation.folds, as cross_validate fits
-    them), so that device time = post-method time - call_seconds: the advisor ranks by device time."""
-    out = pd.Series(np.nan, index=predicted.index)
-    for _, train, test in validation.folds(points, "experiment"):
-        out.loc[test] = tm.fit_published(points.loc[train]).constants.call_seconds
-    return out
-
-
 def summary(table: pd.DataFrame) -> dict:
     return dict(sizes=len(table), model_zero=int((table.model_regret == 0).sum()),
                 model_median=float(table.model_regret.median()), model_max=float(table.model_regret.max()),
@@ -84,7 +78,8 @@ def summary(table: pd.DataFrame) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    table = regret(pd.read_parquet(argv[0] if argv else "results/matmul.parquet"))
+    path = Path(argv[0] if argv else "results/matmul.parquet")
+    table = regret(pd.read_parquet(path), FittedModel.read(path.parent / "timing_model.json"))
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     s = summary(table)

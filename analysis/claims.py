@@ -29,7 +29,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.analysis import intervals, validation
 from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis.number_classes import CLASS_NAMES, number_class
 from tpu_matmul_repro.analysis.runs import latest_runs
@@ -43,7 +42,7 @@ TARGET = POST_CHIP
 ABOUT = 0.2  # "about" a number: within |ln(ours / claimed)| <= 0.2 (a factor of 1.22)
 NEAR = 0.9  # "nearly matches": at least 90 % of XLA's TFLOP/s
 LEVEL = 0.8  # the prediction interval a modelled speed's verdict is decided with
-TOOLCHAIN = "current"  # the libtpu of this run (another helper may add older toolchains)
+TOOLCHAIN = "current"  # the pipeline's own toolchain
 
 CLAIMS = {
     "v1_fails_above_1024": N_("v1 (whole arrays in VMEM) fails above 1024"),
@@ -189,11 +188,12 @@ def _blocks(hit: pd.DataFrame, blocks) -> pd.DataFrame:
     return hit[(hit.bm == blocks[0]) & (hit.bk == blocks[1]) & (hit.bn == blocks[2])]
 
 
-class Speeds:
-    """TFLOP/s of a configuration timed as the post did: measured where this run measured it, else the
-    timing model out of sample, with the half-width of its 80 % band."""
+class Evidence:
+    """The speeds a claim is decided on, timed as the post did: this run's measurements where it made
+    them, else the run's timing model (`model`, fitted once: analysis/fitted_model.py) predicting each of
+    the post's points by the refit that left its figure out, with the half-width of its 80 % band."""
 
-    def __init__(self, df: pd.DataFrame):
+    def __init__(self, df: pd.DataFrame, model):
         measured = df[(df.source == "measured") & (df.target == TARGET) & (df.status == "ok")]
         self.measured = measured.dropna(subset=["wall_seconds"])
         self.predicted, self.libtpu, self.band = None, None, None
@@ -202,13 +202,10 @@ class Speeds:
             versions = est.libtpu_version.dropna()
             self.libtpu = str(versions.iloc[0]) if len(versions) else "?"
         points, _ = tm.reference_points(df) if "est_cycles" in df else (pd.DataFrame(), {})
-        if len(points):
-            try:
-                self.predicted = validation.cross_validate(points, "experiment")
-            except tm.TooFewPoints:
-                self.predicted = None
+        if len(points) and model is not None:
+            self.predicted = model.held_out(points)
         if self.predicted is not None:
-            self.band = intervals.band(df)
+            self.band = model.band
 
     def _measured(self, dtype, kernel, size, blocks=None) -> pd.DataFrame:
         m = self.measured
@@ -318,33 +315,33 @@ def _missing(claim, what):
                 values=dict(what=what))
 
 
-def _speed_claim(speeds, configs, measured, margin, band, post_margin, test, reason, values, **extra):
+def _speed_claim(evidence, configs, measured, margin, band, post_margin, test, reason, values, **extra):
     """The row of a speed claim: its verdict by `decided`, the note saying how, and every number."""
     verdict, note = decided(margin, band, post_margin)
     values = dict(values, margin=float(margin), band=float(band), post_margin=float(post_margin),
                   band_factor=float(np.exp(band)), test=test, **RULE_VALUES)
     notes = [note]
     if not measured:
-        values.update(speeds.limits(configs))
+        values.update(evidence.limits(configs))
         notes.append("limits")
-    return dict(source=speeds.source(measured), verdict=verdict,
+    return dict(source=evidence.source(measured), verdict=verdict,
                 reason_id=reason + ("_measured" if measured and f"{reason}_measured" in REASONS else ""),
                 note_id=" ".join(notes), values=values, **extra)
 
 
-def _v3_about_10(df, speeds, claim, size=8192, claimed=10.0):
+def _v3_about_10(df, evidence, claim, size=8192, claimed=10.0):
     blocks = (128, 128, 128)
     configs = [("(128, 128, 128)", "v3", "float32", "v3", size, blocks)]
-    measured = speeds.covered(configs)
+    measured = evidence.covered(configs)
     post = _published(df, "v3", "float32", "v3", size, blocks)
-    ours = speeds.get("v3", "float32", "v3", size, blocks, measured=measured)
+    ours = evidence.get("v3", "float32", "v3", size, blocks, measured=measured)
     if post is None or ours is None:
         return _missing(claim, "TFLOP/s for v3's 128-blocks at 8192")
-    q = 0.0 if measured else speeds.halfwidth(size)
+    q = 0.0 if measured else evidence.halfwidth(size)
     margin, post_margin = ABOUT - abs(np.log(ours / claimed)), ABOUT - abs(np.log(post / claimed))
     test = "measured_vs_claim" if measured else "model_vs_claim"
     return _speed_claim(
-        speeds, configs, measured, margin, q, post_margin, test, "about",
+        evidence, configs, measured, margin, q, post_margin, test, "about",
         dict(ours=ours, size=size, post=post, claimed=f"{claimed:g}", lo=ours * np.exp(-q),
              hi=ours * np.exp(q), low=claimed * np.exp(-ABOUT), high=claimed * np.exp(ABOUT)),
         post_value=f"{post:.1f} TFLOP/s", this_value=f"{ours:.1f} TFLOP/s")
@@ -357,12 +354,12 @@ def _fmt(b) -> str:
     return f"({b[0]}, {b[1]}, {b[2]})"
 
 
-def _v4_best(df, speeds, claim, size=8192, claimed=(512, 512, 512)):
+def _v4_best(df, evidence, claim, size=8192, claimed=(512, 512, 512)):
     configs = [(_fmt(b), "v4", "float32", "v3", size, b) for b in POST_V4]
     post = {b: _published(df, "v4", "float32", "v3", size, b) for b in POST_V4}
     post = {b: v for b, v in post.items() if v is not None}
-    measured = speeds.covered([c for c in configs if c[-1] in post])
-    ours = {b: speeds.get("v4", "float32", "v3", size, b, measured=measured) for b in POST_V4}
+    measured = evidence.covered([c for c in configs if c[-1] in post])
+    ours = {b: evidence.get("v4", "float32", "v3", size, b, measured=measured) for b in POST_V4}
     ours = {b: v for b, v in ours.items() if v is not None}
     rivals = [b for b in ours if b != claimed]
     if claimed not in ours or claimed not in post or not rivals or len(post) < 2:
@@ -370,11 +367,11 @@ def _v4_best(df, speeds, claim, size=8192, claimed=(512, 512, 512)):
     rival = max(rivals, key=ours.get)  # the claimed blocks against the fastest other ones
     post_best = max(post, key=post.get)
     post_rival = max((b for b in post if b != claimed), key=post.get)
-    q = 0.0 if measured else speeds.halfwidth(size)  # one figure: both from one refit
+    q = 0.0 if measured else evidence.halfwidth(size)  # one figure: both from one refit
     ratio = ours[claimed] / ours[rival]
     best = max(ours, key=ours.get)
     return _speed_claim(
-        speeds, [c for c in configs if c[-1] in (claimed, rival)], measured, float(np.log(ratio)), q,
+        evidence, [c for c in configs if c[-1] in (claimed, rival)], measured, float(np.log(ratio)), q,
         float(np.log(post[claimed] / post[post_rival])),
         "measured_vs_measured" if measured else "model_vs_model", "best",
         dict(size=size, claimed=_fmt(claimed), claimed_tflops=ours[claimed], rival=_fmt(rival),
@@ -385,21 +382,21 @@ def _v4_best(df, speeds, claim, size=8192, claimed=(512, 512, 512)):
         this_value=f"{_fmt(best)}: {ours[best]:.1f} TFLOP/s")
 
 
-def _v5_vs_xla(df, speeds, claim, size=8192):
+def _v5_vs_xla(df, evidence, claim, size=8192):
     blocks = (512, 1024, 1024)
     kernel_config = ("v5 (512, 1024, 1024)", "v5", "bfloat16", "v5", size, blocks)
     xla_config = ("XLA", "v5", "bfloat16", "xla", size, None)
     post = _published(df, "v5", "bfloat16", "v5", size, blocks)
     post_xla = _published(df, "v5", "bfloat16", "xla", size)
-    measured = speeds.covered([kernel_config, xla_config])
-    ours = speeds.get("v5", "bfloat16", "v5", size, blocks, measured=measured)
+    measured = evidence.covered([kernel_config, xla_config])
+    ours = evidence.get("v5", "bfloat16", "v5", size, blocks, measured=measured)
     if post is None or post_xla is None or ours is None:
         return _missing(claim, "v5 and XLA TFLOP/s at 8192")
     xla_est = df[(df.source == "estimate") & (df.target == TARGET) & ~is_pallas(df.kernel)
                  & (df.dtype == "bfloat16") & (df.m == size)]
     flagged = "estimate_nonmonotonic" in xla_est and bool(xla_est.estimate_nonmonotonic.eq(True).any())
-    own_xla = speeds.get("v5", "bfloat16", "xla", size, measured=measured)
-    q = 0.0 if measured else speeds.halfwidth(size)
+    own_xla = evidence.get("v5", "bfloat16", "xla", size, measured=measured)
+    q = 0.0 if measured else evidence.halfwidth(size)
     if measured:
         xla, xla_is, test, compared = own_xla, "measured", "measured_vs_measured", [kernel_config, xla_config]
     elif flagged or own_xla is None:  # the post's measured XLA: like for like with a post-method estimate
@@ -409,29 +406,29 @@ def _v5_vs_xla(df, speeds, claim, size=8192):
     frac = ours / xla
     margin, post_margin = float(np.log(frac / NEAR)), float(np.log(post / post_xla / NEAR))
     return _speed_claim(
-        speeds, compared, measured, margin, q, post_margin, test, "near",
+        evidence, compared, measured, margin, q, post_margin, test, "near",
         dict(ours=ours, size=size, pct=100 * frac, xla=xla, xla_is=xla_is, pct_lo=100 * frac * np.exp(-q),
              pct_hi=100 * frac * np.exp(q), post_pct=100 * post / post_xla),
         post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
         this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)")
 
 
-def _bf16_beats_f32(df, speeds, claim, size=8192, blocks=(512, 512, 512)):
+def _bf16_beats_f32(df, evidence, claim, size=8192, blocks=(512, 512, 512)):
     label = _fmt(blocks)
     configs = [(f"bfloat16 {label}", "v5", "bfloat16", "v5", size, blocks),
                (f"float32 {label}", "v4", "float32", "v3", size, blocks)]
-    measured = speeds.covered(configs)
+    measured = evidence.covered(configs)
     post_b, post_f = (_published(df, "v5", "bfloat16", "v5", size, blocks),
                       _published(df, "v4", "float32", "v3", size, blocks))
-    ours_b, ours_f = (speeds.get("v5", "bfloat16", "v5", size, blocks, measured=measured),
-                      speeds.get("v4", "float32", "v3", size, blocks, measured=measured))
+    ours_b, ours_f = (evidence.get("v5", "bfloat16", "v5", size, blocks, measured=measured),
+                      evidence.get("v4", "float32", "v3", size, blocks, measured=measured))
     if None in (post_b, post_f, ours_b, ours_f):
         return _missing(claim, "bfloat16 and float32 TFLOP/s with (512, 512, 512) blocks at 8192")
     # two figures, two refits: their errors add as independent ones
-    q = 0.0 if measured else float(np.hypot(speeds.halfwidth(size), speeds.halfwidth(size)))
+    q = 0.0 if measured else float(np.hypot(evidence.halfwidth(size), evidence.halfwidth(size)))
     ratio = ours_b / ours_f
     return _speed_claim(
-        speeds, configs, measured, float(np.log(ratio)), q, float(np.log(post_b / post_f)),
+        evidence, configs, measured, float(np.log(ratio)), q, float(np.log(post_b / post_f)),
         "measured_vs_measured" if measured else "model_vs_model", "beats",
         dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f, ratio=ratio,
              ratio_lo=ratio * np.exp(-q), ratio_hi=ratio * np.exp(q), post_bf16=post_b, post_f32=post_f),
@@ -475,19 +472,20 @@ def rule_text(kind: str, gettext=lambda m: m) -> str:
 FEASIBILITY_CLAIMS = ("v1_fails_above_1024", "v2_up_to_2048", "v5_1024_fails_from_2048")
 
 
-def claims_table(df: pd.DataFrame, toolchain: str = TOOLCHAIN, only=None) -> pd.DataFrame:
+def claims_table(df: pd.DataFrame, model, toolchain: str = TOOLCHAIN, only=None) -> pd.DataFrame:
     """One row per claim of the post (CLAIMS), checked against the table's estimates of `toolchain`
-    (the caller passes that toolchain's rows); `only`: the claim ids to check (default: all).
+    (the caller passes that toolchain's rows) and the run's timing model (`model`, a FittedModel; None
+    for claims about what compiles only); `only`: the claim ids to check (default: all).
     Measurements: each target's latest run, the one the figures draw and the claims name."""
     df = latest_runs(df)
-    speeds = Speeds(df) if only is None or set(only) - set(FEASIBILITY_CLAIMS) else None
+    evidence = Evidence(df, model) if only is None or set(only) - set(FEASIBILITY_CLAIMS) else None
     checks = {
         "v1_fails_above_1024": lambda c: _feasibility(df, c, "v1", "float32", "v1"),
         "v2_up_to_2048": lambda c: _feasibility(df, c, "v2", "float32", "v2"),
-        "v3_128_about_10": lambda c: _v3_about_10(df, speeds, c),
-        "v4_best_512": lambda c: _v4_best(df, speeds, c),
-        "v5_matches_xla": lambda c: _v5_vs_xla(df, speeds, c),
-        "bf16_beats_f32": lambda c: _bf16_beats_f32(df, speeds, c),
+        "v3_128_about_10": lambda c: _v3_about_10(df, evidence, c),
+        "v4_best_512": lambda c: _v4_best(df, evidence, c),
+        "v5_matches_xla": lambda c: _v5_vs_xla(df, evidence, c),
+        "bf16_beats_f32": lambda c: _bf16_beats_f32(df, evidence, c),
         "v5_1024_fails_from_2048": lambda c: _feasibility(df, c, "v5", "bfloat16", "v5", (1024, 1024, 1024)),
     }
     rows = []

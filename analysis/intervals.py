@@ -26,7 +26,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis import validation
 from tpu_matmul_repro.analysis.summaries import model_only
 from tpu_matmul_repro.analysis.validation import (  # noqa: F401  (re-exported)
@@ -41,20 +40,12 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.units import TERA, flops
 
-# The widest half-width in ln a run's band may have when it is read back (fidelity.csv, the advisor's
-# cache): a factor of ten either way. The timing model's bands are a few tenths (results/fidelity.csv);
-# one wider than this is not a band a fit of the post's points gives, and would print intervals such
-# as [4.9, 2.7e22] ms that say nothing.
+# The widest half-width in ln a run's band may have when it is read back (timing_model.json, the
+# advisor's cache): a factor of ten either way. The timing model's bands are a few tenths
+# (results/fidelity.csv); one wider than this is not a band a fit of the post's points gives, and would
+# print intervals such as [4.9, 2.7e22] ms that say nothing.
 MAX_HALFWIDTH = math.log(10)
-HELD_OUT = "experiment"  # the cross-validation whose errors size the bands ...
-VALIDATION = "leave one experiment out"  # ... as fidelity.csv names it
-
-
-def held_out_errors(points: pd.DataFrame) -> pd.DataFrame:
-    """|ln(modelled / published)| of each point from a fit without its figure, with its fold and
-    size band."""
-    predicted = validation.cross_validate(points, HELD_OUT)
-    return validation.held_out_errors(points.loc[predicted.index], predicted.model_post_seconds)
+VALIDATION = "leave one experiment out"  # the cross-validation whose errors size the bands (fidelity.csv)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,22 +63,6 @@ class Band:
     def for_size(self, m, k, n) -> dict:
         """level -> half-width for a problem of m x k x n."""
         return self.by_size.get(size_band(m, k, n), self.halfwidth) if self.by_size else self.halfwidth
-
-    @classmethod
-    def from_fidelity(cls, fidelity: pd.DataFrame) -> "Band | None":
-        """The band a pipeline run sized, read back from its fidelity.csv (None if it has none)."""
-        rows = fidelity[fidelity.validation == VALIDATION] if "validation" in fidelity else fidelity[:0]
-        columns = [f"halfwidth{suffix(level)}" for level in LEVELS]
-        if rows.empty or not set(columns) <= set(rows.columns):
-            return None
-        overall = rows[rows.scope == "all"]
-        if overall.empty or overall[columns].isna().any(axis=None):
-            return None
-        overall = overall.iloc[0]
-        widest = {level: float(overall[c]) for level, c in zip(LEVELS, columns, strict=True)}
-        by_size = {r.group: {level: float(getattr(r, c)) for level, c in zip(LEVELS, columns, strict=True)}
-                   for r in rows[rows.scope == "size band"].itertuples()}
-        return cls(widest, int(overall.n), empty_bands_widest(by_size, widest))
 
     def describe(self, target: str, fit: str, model_only: bool = False, size: str | None = None,
                  calibrated: bool = True) -> str:
@@ -110,23 +85,9 @@ class Band:
         return text
 
 
-def empty_bands_widest(by_size: dict, widest: dict) -> dict:
-    """{size band: {level: half-width}} with the rule `band` sizes them by (validation.band_scales): a
-    band without held-out points takes the widest band's half-widths, never NaN and never narrower
-    than the data allow. For bands read back from a fidelity.csv that left such a band empty (NaN)."""
-    return {name: {level: widest[level] if pd.isna(q) else q for level, q in widths.items()}
-            for name, widths in by_size.items()}
-
-
-def band(df: pd.DataFrame) -> Band | None:
-    """The band of the published v5e fit, or None where the table cannot cross-validate it."""
-    points, _ = tm.reference_points(df, source="published", target=POST_CHIP)
-    if len(points) == 0:
-        return None
-    try:
-        errors = held_out_errors(points)
-    except tm.TooFewPoints:
-        return None
+def band_of(errors: pd.DataFrame) -> Band:
+    """The band sized by held-out errors (validation.held_out_errors: error, fold, band), per size band
+    and, for a row of unknown size, the widest."""
     by_size = {}
     for level in LEVELS:
         for name, q in validation.conditional_halfwidths(errors, level).items():

@@ -1,106 +1,26 @@
-"""The table's modelled columns and the fits behind them (the model: analysis/timing_model.py).
-
-The default run fits the post's published v5e numbers; a TPU run is re-fitted from its own
-measurements. Every estimate row gets both modelled times and names its fit; measured rows get the
-modelled times of their configuration and their ratios to them.
+"""The table's modelled columns, from the run's fits (analysis/fitted_model.py; the model:
+analysis/timing_model.py). Every estimate row gets both modelled times and names its fit; measured rows
+get the modelled times of their configuration and their ratios to them.
 """
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.analysis import intervals, validation
-from tpu_matmul_repro.analysis.runs import latest_labels
+from tpu_matmul_repro.analysis import intervals
+from tpu_matmul_repro.analysis.fitted_model import PUBLISHED, FittedModel, fit_model, is_refit, without
 from tpu_matmul_repro.analysis.timing_model import (
     CONFIG,
     COST_MODEL,
-    LOWER,
     MONOTONE_ENVELOPE,
-    PARAMS,
-    UNITS,
-    UPPER,
-    Fit,
-    TooFewPoints,
     device_seconds,
     envelope_cycles,
     features,
-    fit_measured,
-    fit_published,
     flag_nonmonotonic,
     post_vmem_bytes,
-    reference_points,
 )
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.experiments.core.units import tflops
 from tpu_matmul_repro.kernels import is_pallas
-
-
-def published_fit(df: pd.DataFrame) -> tuple["Fit | None", pd.DataFrame]:
-    """The fit on every published point of the post's chip (None for a small config: no modelled
-    columns, fidelity.csv says why), and those points."""
-    points, _ = reference_points(df, source="published", target=POST_CHIP)
-    if not len(points):
-        return None, points
-    try:
-        return fit_published(points), points
-    except TooFewPoints:
-        return None, points
-
-
-def fits(df: pd.DataFrame) -> dict[str, tuple[Fit, str]]:
-    """Every fit the table allows: {name: (fit, what it was fitted on)}.
-
-    "published v5e": the post's numbers, fitted on every point; "published v5e without <figure>": refitted
-    without one of the post's figures (leave one experiment out: the out-of-sample model of that
-    figure's rows, and the refits whose spread widens the other rows' bands). "measured <target> <run>": a TPU
-    run's own measurements: each target's latest run (the one its figures draw), if it has enough
-    points. Older runs are not fitted: a file of hundreds of runs would cost a fit each, and only the
-    latest one models the table.
-    """
-    out = {}
-    fit, points = published_fit(df)
-    if fit is not None:
-        out[PUBLISHED] = (fit, "published")
-    if PUBLISHED in out:  # the refits without each figure: its rows' out-of-sample model
-        try:
-            for experiment, (fit, _) in validation.fold_fits(points, "experiment").items():
-                out[without(experiment)] = (fit, "published")
-        except TooFewPoints:  # a fold too small to fit: every row keeps the fit on every point
-            pass
-    latest = latest_labels(df[df.source == "measured"]).sort_values(["target", "run_label"])
-    for target, label in latest.itertuples(index=False):
-        if target not in CHIPS:
-            continue
-        points, _ = reference_points(df, source="measured", target=target, run_label=label)
-        try:
-            out[f"measured {target} {label}"] = (fit_measured(points), "measured")
-        except TooFewPoints:
-            continue
-    return out
-
-
-def constants_table(all_fits: dict) -> pd.DataFrame:
-    """One row per fit and constant: value, standard error, unit, range, points, at a bound."""
-    rows = []
-    for name, (fit, source) in all_fits.items():
-        for p, lo, hi in zip(PARAMS, LOWER, UPPER, strict=True):
-            rows.append(dict(fit=name, fitted_on=source, constant=p, value=getattr(fit.constants, p),
-                             std_error=getattr(fit.std_errors, p), unit=UNITS[p], lower=lo, upper=hi,
-                             at_bound=p in fit.at_bound, n_points=fit.n_points,
-                             rms_log_error=fit.rms_log_error))
-    return pd.DataFrame(rows)
-
-
-PUBLISHED = f"published {POST_CHIP}"
-WITHOUT = " without "
-
-
-def without(experiment: str) -> str:
-    """The name of the fit that left one of the post's figures out."""
-    return f"{PUBLISHED}{WITHOUT}{experiment}"
-
-
-def is_refit(name: str) -> bool:
-    return name.startswith(PUBLISHED + WITHOUT)
 
 
 def choose_fit(all_fits: dict, target: str):
@@ -113,8 +33,8 @@ def choose_fit(all_fits: dict, target: str):
 
 
 def apply(df: pd.DataFrame, toolchain: str | None = None,
-          served: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The table with its modelled columns, and the constants table.
+          served: dict | None = None) -> tuple[pd.DataFrame, FittedModel]:
+    """The table with its modelled columns, and the run's fits (fit_model: the only fit of a run).
 
     With `toolchain`, only that toolchain's estimates (and those of the compilers `served` names for
     some targets, and the published and measured rows) are fitted and modelled; other toolchains' rows
@@ -132,14 +52,16 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
         from tpu_matmul_repro.analysis.toolchains import primary_rows
 
         mine = primary_rows(df, toolchain, served)
-        with_model, constants = apply(mine)
+        with_model, model = apply(mine)
         rest = df.drop(index=mine.index).assign(estimate_nonmonotonic=False, model_fit="",
                                                 xla_estimate_method="", model_interval="")
-        return pd.concat([with_model, rest]).loc[df.index].reindex(columns=with_model.columns), constants
-    has_cycles = "est_cycles" in df and df.est_cycles.notna().any()
-    all_fits = fits(df) if has_cycles else {}
-    band = intervals.band(df) if PUBLISHED in all_fits else None
-    return modelled(df, all_fits, band), constants_table(all_fits)
+        return pd.concat([with_model, rest]).loc[df.index].reindex(columns=with_model.columns), model
+    if "est_cycles" not in df:
+        return modelled(df, {}, None), FittedModel({})
+    model = fit_model(df)
+    if df.est_cycles.isna().all():  # no compiler cycles: no modelled columns (fidelity.csv has the fit)
+        return modelled(df, {}, None), model
+    return modelled(df, model.fits, model.band if PUBLISHED in model.fits else None), model
 
 
 def modelled(df: pd.DataFrame, all_fits: dict, band: intervals.Band | None) -> pd.DataFrame:

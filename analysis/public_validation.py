@@ -15,6 +15,7 @@ import pandas as pd
 
 from tpu_matmul_repro.analysis import intervals, model_columns, validation
 from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.fitted_model import PUBLISHED, is_refit
 from tpu_matmul_repro.analysis.public_measurements import load
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, generation_order
@@ -104,16 +105,15 @@ def compile_estimates(job: Job, compiler=None, log=None) -> pd.DataFrame:
     return frame(study.job_rows(job, compiler, compiler, progress), study.job_versions(None))
 
 
-def default_fits(run: pd.DataFrame) -> tuple[dict, "intervals.Band | None", str]:
+def default_fits(run: pd.DataFrame, model) -> tuple[dict, "intervals.Band | None", str]:
     """The run's fit on the post's published v5e numbers and its refits without each figure (the
-    pipeline's default model; measured fits are not used), the band it sizes, and why there is no fit
-    ("" when there is one)."""
-    fits = {name: value for name, value in model_columns.fits(run).items()
-            if name == model_columns.PUBLISHED or model_columns.is_refit(name)}
-    if model_columns.PUBLISHED not in fits:
+    pipeline's default model, from the run's fits `model`; measured fits are not used), its band, and
+    why there is no fit ("" when there is one)."""
+    fits = {name: value for name, value in model.fits.items() if name == PUBLISHED or is_refit(name)}
+    if PUBLISHED not in fits:
         points, _ = tm.reference_points(run, source="published", target=POST_CHIP)
         return {}, None, f"not fitted: {len(points)} published points pair with this run's estimates"
-    return fits, intervals.band(run), ""
+    return fits, model.band, ""
 
 
 def _key(df: pd.DataFrame) -> list:
@@ -132,12 +132,13 @@ def modelled_estimates(estimates: pd.DataFrame, run: pd.DataFrame, fits: dict, b
     return out[out._public.eq(True)].drop(columns="_public").reset_index(drop=True)
 
 
-def scores_table(table: pd.DataFrame, estimates: pd.DataFrame, run: pd.DataFrame) -> pd.DataFrame:
+def scores_table(table: pd.DataFrame, estimates: pd.DataFrame, run: pd.DataFrame, model) -> pd.DataFrame:
     """One row per public row: its measurement, the model's prediction and band, its error, or why it
     is not modelled (skip_reason). `estimates`: the public cases' compiles (compile_estimates);
-    `run`: the pipeline run's table (the fit and the band come from it)."""
+    `run`: the pipeline run's table; `model`: its fits (a FittedModel)."""
     plan = planned(table)
-    fits, band, why = default_fits(run) if len(run) else ({}, None, "not fitted: the run has no table")
+    fits, band, why = (default_fits(run, model) if len(run)
+                       else ({}, None, "not fitted: the run has no table"))
     model = modelled_estimates(estimates, run, fits, band) if fits and len(estimates) else estimates.iloc[:0]
     by_case = dict(zip(_key(model), model.to_dict("records"), strict=True)) if len(model) else {}
     rows = []
@@ -240,9 +241,9 @@ FIDELITY_COLUMNS = ["target", "compared_with", "estimator", "validation", "scope
                     "halfwidth95", "coverage95", "note", "n_left_out", "left_out"]
 
 
-def score(run: pd.DataFrame, estimates: pd.DataFrame, table: pd.DataFrame | None = None):
-    """(scores, fidelity rows) of the public table against the run's model."""
+def score(run: pd.DataFrame, estimates: pd.DataFrame, model, table: pd.DataFrame | None = None):
+    """(scores, fidelity rows) of the public table against the run's model (`model`: its fits)."""
     table = load() if table is None else table
-    scores = scores_table(table, estimates, run)
+    scores = scores_table(table, estimates, run, model)
     return scores, fidelity_rows(scores)
 

@@ -152,29 +152,32 @@ def groups(points: pd.DataFrame):
         yield "size", str(size), points.index[points.m == size]
 
 
-def fidelity_table(df: pd.DataFrame, target: str = POST_CHIP) -> pd.DataFrame:
-    """The model (in-sample and both cross-validations) and the raw compiler against the post.
+def fidelity_table(df: pd.DataFrame, model, target: str = POST_CHIP) -> pd.DataFrame:
+    """The model (in-sample and both cross-validations, from the run's fits: `model`, a
+    fitted_model.FittedModel) and the raw compiler against the post.
 
     Every row states n (points scored) and the reference rows left out (of the scores, or of the
-    fits only), by reason. Raises
-    TooFewPoints when the published points cannot support a fit (fewer than 6).
+    fits only), by reason. Raises TooFewPoints when the published points gave no fit (fewer than 6).
     """
     points, left_out = tm.reference_points(df, source="published", target=target)
     if len(points) == 0:
         return pd.DataFrame()
+    if model.published is None:
+        raise tm.TooFewPoints(model.unfitted or "no fit of the published points")
     left = "; ".join(f"{reason}: {n}" for reason, n in left_out.items())
-    full = tm.fit_published(points)
     predictions = {
         ("compiler", "none (libtpu's estimate)"): points.seconds,
-        ("model", "in-sample (fitted on every point)"): tm.predict(points, full.constants).model_post_seconds,
+        ("model", "in-sample (fitted on every point)"):
+            tm.predict(points, model.published.constants).model_post_seconds,
     }
     notes = {}
     for name, column in SCHEMES.items():
-        try:
-            predictions[("model", name)] = cross_validate(points, column).model_post_seconds
-        except tm.TooFewPoints as e:  # a small run: this validation cannot be made; the table says why
+        predicted = model.held_out(points, column)
+        if predicted is None:  # a small run: this validation cannot be made; the table says why
             predictions[("model", name)] = pd.Series(np.nan, index=points.index)
-            notes[("model", name)] = f"not validated: {e}"
+            notes[("model", name)] = f"not validated: {model.not_validated.get(name, 'no refits')}"
+        else:
+            predictions[("model", name)] = predicted.model_post_seconds
     bands = interval_checks(points, predictions[("model", "leave one experiment out")])
     rows = []
     for (estimator, validation), predicted in predictions.items():

@@ -35,53 +35,17 @@ def flagged(rows: pd.DataFrame) -> pd.Series:
     return (rows.source == "estimate") & rows.estimate_nonmonotonic.eq(True)
 
 
-_FOLDS = {}  # digest of reference points -> their leave-one-figure-out predictions (cross_validated)
-_POINTS = {}  # (target, digest of a table) -> the digest of its reference points
-
-
-def _digest(df: pd.DataFrame, index: bool = False) -> str:
-    import hashlib
-
-    try:
-        hashed = pd.util.hash_pandas_object(df, index=index)
-    except TypeError:  # lists in a cell (a measurement's raw samples): by their text
-        hashed = pd.util.hash_pandas_object(df.astype(str), index=index)
-    return hashlib.sha256(repr(tuple(df.columns)).encode() + hashed.to_numpy().tobytes()).hexdigest()
-
-
-def cross_validated(points: pd.DataFrame) -> pd.DataFrame | None:
-    """validation.cross_validate(points, "experiment"), None with too few points; once per set of
-    points (by content and index: the predictions are aligned with the points' index) in a process,
-    which draws and describes one run's figures in both languages."""
+def out_of_sample(df: pd.DataFrame, model, experiment: str, dtype: str, target: str) -> dict | None:
+    """The scores (analysis/validation.scores) of this figure's points predicted by the run's refits
+    (`model`, a FittedModel) that left the post's figure out, as results/fidelity.csv has them; None
+    where there are none."""
     from tpu_matmul_repro.analysis import timing_model as tm
     from tpu_matmul_repro.analysis import validation
 
-    key = _digest(points, index=True)
-    if key not in _FOLDS:
-        try:
-            _FOLDS[key] = validation.cross_validate(points, "experiment") if len(points) else None
-        except tm.TooFewPoints:
-            _FOLDS[key] = None
-    return _FOLDS[key]
-
-
-def out_of_sample(df: pd.DataFrame, experiment: str, dtype: str, target: str) -> dict | None:
-    """The scores (analysis/validation.scores) of this figure's points predicted by fits
-    that left the post's figure out, as results/fidelity.csv has them; None where there are none."""
-    from tpu_matmul_repro.analysis import timing_model as tm
-    from tpu_matmul_repro.analysis import validation
-
-    if "est_cycles" not in df or not ((df.source == "published") & (df.target == target)).any():
+    published = (df.source == "published") & (df.target == target)
+    if model is None or "est_cycles" not in df or not published.any():
         return None
-    # By content: each figure, in each language, describes itself from a table of its own making
-    # (a few tables, one set of reference points), and the cross-validation refits the model once per
-    # figure of the post left out.
-    table = (target, _digest(df))
-    if table not in _POINTS:
-        points, _ = tm.reference_points(df, target=target)
-        _POINTS[table] = _digest(points, index=True)
-        cross_validated(points)
-    folds = _FOLDS[_POINTS[table]]
+    folds = model.held_out(tm.reference_points(df, target=target)[0])
     if folds is None:
         return None
     mine = folds[(folds.experiment == experiment) & (folds.dtype == dtype)]
@@ -109,21 +73,12 @@ def versions(rows: pd.DataFrame, column: str = "libtpu_version") -> list[str]:
     return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
 
 
-def float32_factor(df: pd.DataFrame) -> float | None:
-    """The fitted float32_factor of the timing model behind the table's modelled columns (the post's
-    fit), or None where the table cannot support one."""
-    from tpu_matmul_repro.analysis import model_columns
-
-    fit, _ = model_columns.published_fit(df)  # the refits the table also makes are not needed here
-    return float(fit.constants.float32_factor) if fit is not None else None
-
-
-def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.DataFrame, dict]]:
+def fidelity_panels(df: pd.DataFrame, model, target: str) -> list[tuple[str, str, pd.DataFrame, dict]]:
     """(reference source, estimator, points, scores) per panel of the fidelity figure: the points
     results/fidelity.csv scores at sizes from 2048 up (analysis/validation.py: one point
     per configuration the post plotted in each of its figures, so XLA's baseline counts once per
     figure), with y the estimator's TFLOP/s: libtpu's raw estimate, and against the post also the
-    timing model predicted by a fit that left the point's figure out."""
+    timing model predicted by the run's refit (`model`, a FittedModel) that left the point's figure out."""
     from tpu_matmul_repro.analysis import timing_model as tm
     from tpu_matmul_repro.analysis import validation
 
@@ -137,7 +92,7 @@ def fidelity_panels(df: pd.DataFrame, target: str) -> list[tuple[str, str, pd.Da
             continue
         work = flops(points.m.astype(float), points.k.astype(float), points.n.astype(float))
         predictions = [("compiler", points.seconds)]
-        folds = cross_validated(points) if other == "published" else None
+        folds = model.held_out(points) if other == "published" and model is not None else None
         if folds is not None:
             predictions.append(("model", folds.model_post_seconds))
         large = points.m >= validation.LARGE

@@ -44,17 +44,17 @@ def _start_worker(table, log_path, studies) -> None:
     _df = _read(table)
 
 
-def _draw(df, name: str, spec: tuple, directory: str, primary, served) -> list[Path]:
+def _draw(df, name: str, spec: tuple, directory: str, primary, served, model) -> list[Path]:
     kind, args = spec
     with warnings.catch_warnings():
         # A missing glyph would print boxes in a published figure: make it an error.
         warnings.filterwarnings("error", message=".*[Gg]lyph.*missing.*")
         return render(_df if df is None else df, name, kind, args, Path(directory), primary=primary,
-                      served=served)
+                      served=served, model=model)
 
 
 def render_all(table, specs: dict, directory, *, primary=None, served=None, processes: int = 1,
-               log_path=None, studies=()) -> list[Path]:
+               log_path=None, studies=(), model=None) -> list[Path]:
     """Draw every figure of `specs` (name -> (kind, arguments), figures/specs.py:figure_specs) from the
     table at `table` into `directory`, in `processes` processes; returns the paths written, in the
     order of `specs`. `log_path`: where the worker processes' stderr goes (the job's log)."""
@@ -62,7 +62,7 @@ def render_all(table, specs: dict, directory, *, primary=None, served=None, proc
         raise ValueError(f"{processes=} must be at least 1")
     load_studies(studies)
     names = list(specs)
-    args = (str(directory), primary, served)
+    args = (str(directory), primary, served, model)
     if processes == 1 or len(names) < 2:
         df = _read(table)
         return [p for name in names for p in _draw(df, name, specs[name], *args)]

@@ -44,6 +44,7 @@ class Entry:
     alt: str
     # Drawn from every toolchain's estimates; the others each target's own compiler's (primary_rows).
     every_toolchain: bool = False
+    uses_model: bool = False  # its drawing function takes the run's fits (model=, a FittedModel)
 
 
 CATALOG = {
@@ -66,7 +67,7 @@ CATALOG = {
                "out of VMEM, hollow squares fit a raised limit; a dash-dot line marks the default limit."),
     ),
     "roofline": Entry(
-        plots.plot_roofline,
+        plots.plot_roofline, uses_model=True,
         caption=N_("Roofline on %(target)s: the throughput of every configuration that compiles, against "
                    "its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under the compute "
                    "peak and the HBM bandwidth; %(sources)s."),
@@ -83,7 +84,7 @@ CATALOG = {
                "of VMEM, blank cells have no configuration (neither the post's nor the search's)."),
     ),
     "fidelity": Entry(
-        plots.plot_fidelity,
+        plots.plot_fidelity, uses_model=True,
         caption=N_("libtpu's raw estimate and the timing model out of sample (each of the post's figures "
                    "predicted by a fit that left it out) against %(others)s on %(target)s: the points "
                    "results/fidelity.csv scores at sizes from 2048 up (one per configuration in each of "
@@ -198,9 +199,10 @@ def drawn_table(df: pd.DataFrame, kind: str, primary: str | None = None,
 
 
 def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, primary: str | None = None,
-             served: dict | None = None) -> dict:
+             served: dict | None = None, model=None) -> dict:
     """Caption and alt text of one figure in one language, filled in from the rows it is drawn from
-    (`primary`, `served`: as for render; a table already cut to them needs neither)."""
+    (`primary`, `served`: as for render; a table already cut to them needs neither) and the run's
+    fits (`model`: how far off the curves are out of sample; None: not said)."""
     df = drawn_table(df, kind, primary, served)
     rows = figure_rows(df, kind, args)
     drawn = post_configs(rows) if kind == "experiment" else rows
@@ -230,7 +232,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
     caption = translate(lang, entry.caption, **fields)
     notes = figure_notes(df, kind, args, lang)
     if kind == "experiment" and experiment_modelled(rows):  # the curves: how far off, left out of the fit
-        score = views.out_of_sample(df, args["experiment"], args["dtype"], args["target"])
+        score = views.out_of_sample(df, model, args["experiment"], args["dtype"], args["target"])
         if score:
             notes.insert(0, text(lang, "caption_out_of_sample", score=text(
                 lang, "out_of_sample", n=score["n"], pct=100 * (np.exp(score["median_abs_log_ratio"]) - 1))))
@@ -254,10 +256,11 @@ def figure_notes(df: pd.DataFrame, kind: str, args: dict, lang: str) -> list[str
     return []
 
 
-def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, title: str) -> dict:
+def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, title: str,
+               model=None) -> dict:
     """What a figure file says about itself: title, caption, sources, toolchain, commit, licence, URLs."""
     rows = figure_rows(latest_runs(df), kind, args)  # df: render's, already the drawn table
-    info = describe(df, name, kind, args, lang)
+    info = describe(df, name, kind, args, lang, model=model)
     toolchain = [f"{tool} {', '.join(_values(rows, f'{tool}_version'))}"
                  for tool in ("jax", "jaxlib", "libtpu") if _values(rows, f"{tool}_version")]
     c = citation()
@@ -286,18 +289,19 @@ def figure_title(fig) -> str:
 
 
 def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None,
-           served: dict | None = None) -> list[Path]:
+           served: dict | None = None, model=None) -> list[Path]:
     """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
     pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
-    for the targets another toolchain is `served` for; None: every row)."""
+    for the targets another toolchain is `served` for; None: every row; `model`: the run's fits)."""
     df = drawn_table(df, kind, primary, served)  # one measured curve per configuration: the latest run
+    drawn = dict(args, model=model) if CATALOG[kind].uses_model else args
     paths, narrow = [], []
     for lang in LANGUAGES:
         use_style(lang)
-        fig = CATALOG[kind].draw(df, lang=lang, **args)
-        info = provenance(df, name, kind, args, lang, figure_title(fig))
+        fig = CATALOG[kind].draw(df, lang=lang, **drawn)
+        info = provenance(df, name, kind, args, lang, figure_title(fig), model)
         paths += save(fig, stem(directory, name, lang), info)
         if kind in NARROW_KINDS:  # the phone's variant: the same rows and words, a PNG only
-            fig = CATALOG[kind].draw(df, lang=lang, narrow=True, **args)
+            fig = CATALOG[kind].draw(df, lang=lang, narrow=True, **drawn)
             narrow += save(fig, narrow_stem(directory, name, lang), info, formats=("png",))
     return paths + narrow  # every language's files, then the phone's variants

@@ -19,7 +19,6 @@ from tpu_matmul_repro.analysis.views import (
     experiment_rows,
     fidelity_panels,
     flagged,
-    float32_factor,
     modelled,
     versions,
 )
@@ -421,13 +420,13 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     return fig
 
 
-def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
+def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False, model=None):
     """Arithmetic intensity against modelled (else estimated) throughput under the target's compute and
     HBM roofs, one panel per data type (int8 in TOP/s on its own axis), one colour and marker per
     experiment; the legend and the notes in a strip of their own under the panels (`narrow`: the
     phone's variant, the panels stacked)."""
     rows, device, notes = roofline_view(df, target, lang)
-    factor = float32_factor(df) if device else None
+    factor = model.float32_factor() if device and model is not None else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
     panels = max(1, len(dtypes))
@@ -574,11 +573,11 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
     return fig
 
 
-def plot_fidelity(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
+def plot_fidelity(df: pd.DataFrame, target: str, lang: str, narrow: bool = False, model=None):
     """The post's (or measured) TFLOP/s against libtpu's raw estimate and the timing model out of
     sample, log-log, with y = x and the scores of results/fidelity.csv for the same points (`narrow`:
     the phone's variant, the panels stacked)."""
-    panels = fidelity_panels(df, target)
+    panels = fidelity_panels(df, model, target)
     count = max(1, len(panels))
     if narrow:
         fig, axes = plt.subplots(count, 1, figsize=(NARROW_INCHES, 3.6 * count + 0.4), squeeze=False)

@@ -119,8 +119,8 @@ class Figures:
     from the figure catalog and a line to cite it by."""
 
     def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str,
-                 advice: dict | None = None):
-        self.df, self.specs, self.lang, self.gettext = df, specs, lang, gettext
+                 advice: dict | None = None, model=None):
+        self.df, self.specs, self.lang, self.gettext, self.model = df, specs, lang, gettext, model
         self.href, self.commit, self.count = figures_href, commit, 0
         self.advice = advice or {}  # {shape: the advisor's table}, its figures' captions
         # numbers from the report's order of every figure, which the gallery uses too; a figure whose
@@ -138,7 +138,7 @@ class Figures:
             info = advice_figure.describe(self.advice[args["shape"]], args["shape"], self.lang)
             href, base = str(Path(self.href).parent / "advice"), args["shape"]
         else:
-            info = describe(self.df, name, kind, args, self.lang)
+            info = describe(self.df, name, kind, args, self.lang, model=self.model)
         c = citation()
         where = f" {c.repository}" if c.repository else ""
         values = {"authors": c.authors, "year": c.year, "name": name, "title": c.title, "version": c.version,
@@ -171,14 +171,16 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                  claims: pd.DataFrame | None = None, fidelity: pd.DataFrame | None = None,
                  constants: pd.DataFrame | None = None, best_vs_xla: pd.DataFrame | None = None,
                  ablation: pd.DataFrame | None = None, study_tables: dict | None = None,
-                 measured: pd.DataFrame | None = None, advice: dict | None = None) -> tuple[str, str]:
+                 measured: pd.DataFrame | None = None, advice: dict | None = None,
+                 timing_model=None) -> tuple[str, str]:
     """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
     language's PDF, every details element open), from one reading of the table. `figure_names`: the
     run's figures, as {name: (kind, args)} (figures.specs.figure_specs) or names. claims, fidelity,
-    constants and best_vs_xla are the results/*.csv of those names; each is computed from `df` when
-    not given; `study_tables`: {name: results/<name>.csv} for the loaded studies' sections
-    (report/sections.py), which likewise compute what is not given. `measured`: every measured row
-    (analysis.runs.read_measured) where `df` holds each target's latest run only; by
+    constants and best_vs_xla are the results/*.csv of those names (the first three: none in the report
+    when not given; best_vs_xla computed from `df`); `timing_model`: the run's fits
+    (results/timing_model.json, the figures' captions); `study_tables`: {name: results/<name>.csv} for
+    the loaded studies' sections (report/sections.py), which compute what is not given. `measured`:
+    every measured row (analysis.runs.read_measured) where `df` holds each target's latest run only; by
     default `df`'s. `advice`: {shape: the advisor's
     table} (results/advice/<shape>.csv), for the "beyond the post" section."""
     from tpu_matmul_repro.analysis.summaries import best_vs_xla as best_table
@@ -195,13 +197,14 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     inputs = sections.Inputs(
         df=df, tables={name: study_tables.get(name) for s in sections.studies() for name in s.tables},
         primary=primary_toolchain, gettext=trans.gettext, ngettext=trans.ngettext, translations=trans,
-        figures=Figures(rows, specs, lang, trans.gettext, figures_href, commit, advice).many, specs=specs,
+        figures=Figures(rows, specs, lang, trans.gettext, figures_href, commit, advice, timing_model).many,
+        specs=specs,
         rows=rows, lang=lang, targets=tuple(targets), measured=measured, advice=advice,
         best_vs_xla=best_table(rows) if best_vs_xla is None else best_vs_xla,
         correctness=correctness, config_yaml=config_yaml, figures_href=figures_href, commit=commit)
     more = [(s, s.claims(inputs)) for s in sections.studies() if s.claims]  # under other toolchains
     more_claims = [table for _, table in more]
-    model = tables.timing_model_section(rows, trans.gettext, claims=claims, fidelity=fidelity,
+    model = tables.timing_model_section(trans.gettext, claims=claims, fidelity=fidelity,
                                         constants=constants, ablation=ablation, more_claims=more_claims)
     # the files the claims section's rows come from: the core's, and each study's that added rows
     model["claims_files"] = trans.gettext(", ").join(["results/claims.csv"] + [

@@ -125,9 +125,10 @@ def card_source(name: str, kind: str, args: dict, lang: str) -> tuple[str, str]:
 
 
 def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | None = None,
-         served: dict | None = None, advice: dict | None = None) -> str:
+         served: dict | None = None, advice: dict | None = None, model=None) -> str:
     """One gallery page: a card per figure, numbered and ordered as the report numbers them, each
-    described from the rows it is drawn from (`primary`, `served`: the run's, as the figures had);
+    described from the rows it is drawn from (`primary`, `served`: the run's, as the figures had) and the
+    run's fits (`model`);
     `advice`: {shape: the advisor's table} (results/advice/<shape>.csv), whose figures get cards too."""
     from tpu_matmul_repro.report.build import report_order
 
@@ -145,7 +146,7 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | N
         if kind == "advice":
             info = advice_figure.describe(advice[args["shape"]], args["shape"], lang)
         else:
-            info = describe(df, name, kind, args, lang, primary=primary, served=served)
+            info = describe(df, name, kind, args, lang, primary=primary, served=served, model=model)
         title = figure_title(Path(directory) / f"{href}.png")
         snip = snippets(name, lang, title, info, commit, src=f"{base}.png")  # the file, saved beside a post
         files = " · ".join(f'<a href="{href}.{fmt}">{base}.{fmt}</a>' for fmt in FORMATS)
@@ -196,14 +197,15 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | N
 
 
 def pages(df: pd.DataFrame, figures: dict, directory, primary: str | None = None,
-          served: dict | None = None, advice: dict | None = None) -> dict[str, str]:
+          served: dict | None = None, advice: dict | None = None, model=None) -> dict[str, str]:
     """{file name: HTML} for every language's gallery page of the figures in `directory`; the CJK font
     is embedded as a subset (as in the report), so the Chinese page reads right offline, anywhere."""
     from tpu_matmul_repro.figures.style import cjk_font_path
     from tpu_matmul_repro.report.build import embed_cjk_font
 
     return {("index.html" if lang == "en" else f"index.{lang}.html"):
-            embed_cjk_font(page(df, figures, lang, directory, primary, served, advice), cjk_font_path())
+            embed_cjk_font(page(df, figures, lang, directory, primary, served, advice, model),
+                           cjk_font_path())
             for lang in LANGUAGES}
 
 

@@ -272,9 +272,9 @@ def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
 
 
 def fit_name(fit: str, gettext) -> str:
-    """A fit's name (analysis/model_columns.fits) in words: "published v5e", "published v5e
+    """A fit's name (analysis/fitted_model.py) in words: "published v5e", "published v5e
     without <figure>" or "measured <target> <run>"."""
-    from tpu_matmul_repro.analysis.model_columns import PUBLISHED, WITHOUT, is_refit
+    from tpu_matmul_repro.analysis.fitted_model import PUBLISHED, WITHOUT, is_refit
 
     if fit == PUBLISHED:
         return gettext("the post's v5e numbers")
@@ -295,7 +295,7 @@ def _shown(constant: str) -> tuple[float, int]:
 def refit_rows(constants: pd.DataFrame, gettext) -> dict:
     """The leave-one-experiment-out refits' constants side by side: how far they move when one of the
     post's figures leaves the fit ({"figures": [...], "rows": [{constant, values}]})."""
-    from tpu_matmul_repro.analysis.model_columns import WITHOUT, is_refit
+    from tpu_matmul_repro.analysis.fitted_model import WITHOUT, is_refit
 
     refits = constants[constants.fit.map(is_refit)] if len(constants) else constants
     if refits.empty:
@@ -311,7 +311,7 @@ def refit_rows(constants: pd.DataFrame, gettext) -> dict:
 
 
 def _constant_rows(constants: pd.DataFrame, gettext) -> list[dict]:
-    from tpu_matmul_repro.analysis.model_columns import is_refit
+    from tpu_matmul_repro.analysis.fitted_model import is_refit
 
     rows = []
     for r in constants.itertuples():
@@ -361,32 +361,17 @@ def rule_rows(gettext) -> list[dict]:
     return rows + [dict(kind=gettext("Speed claims"), rule=rule_text("decision", gettext), claims=[])]
 
 
-def timing_model_section(df: pd.DataFrame, gettext, *, claims=None, fidelity=None, constants=None,
+def timing_model_section(gettext, *, claims=None, fidelity=None, constants=None,
                          ablation=None, more_claims=()) -> dict:
-    """The claims checked, the timing model's constants and its fidelity against the raw compiler's.
-
-    Each part is read from its CSV when given, else computed from the table; a table that cannot support
-    a fit (too few published points) yields no fidelity or constants, said so in the report. `more_claims`:
-    the studies' claims under other toolchains (report/sections.py: Section.claims), after the core's.
+    """The claims checked, the timing model's constants and its fidelity against the raw compiler's, from
+    the run's claims.csv, fidelity.csv and timing_model.csv (a part not given: none in the report; a run
+    too small to fit has empty ones). `more_claims`: the studies' claims under other toolchains
+    (report/sections.py: Section.claims), after the core's.
     """
-    from tpu_matmul_repro.analysis import claims as claims_module
-    from tpu_matmul_repro.analysis import model_columns, timing_model, validation
-
-    if claims is None:
-        claims = claims_module.claims_table(df)
+    claims, fidelity, constants = (pd.DataFrame() if t is None else t for t in (claims, fidelity, constants))
     more_claims = [c for c in more_claims if c is not None and len(c)]
     if more_claims:
         claims = pd.concat([claims, *more_claims], ignore_index=True)
-    if fidelity is None:
-        try:
-            fidelity = validation.fidelity_table(df)
-        except timing_model.TooFewPoints:
-            fidelity = pd.DataFrame()
-    if constants is None:
-        try:
-            constants = model_columns.constants_table(model_columns.fits(df))
-        except timing_model.TooFewPoints:
-            constants = pd.DataFrame()
     left_out = fidelity.left_out.iloc[0] if len(fidelity) and "left_out" in fidelity else ""
     reasons = []
     for part in ("" if pd.isna(left_out) else str(left_out)).split("; "):

@@ -10,8 +10,7 @@ if ADVICE:
 
 rule advice:
     input:
-        constants="results/timing_model.csv",
-        fidelity="results/fidelity.csv",
+        model="results/timing_model.json",
     output:
         table="results/advice/{shape}.csv",
         # the figure in every language and format (figures/advice.py)

@@ -59,7 +59,8 @@ rule aggregate:
         checked=[f"results/carried/{Path(p).stem}.checked" for p in IMPORTED]
         + ([UNIQUE_MARK] if IMPORTED else []),
     output:
-        "results/matmul.parquet",
+        table="results/matmul.parquet",
+        model="results/timing_model.json",
     log:
         "logs/aggregate/matmul.log",
     conda:
@@ -73,6 +74,7 @@ rule aggregate:
 rule summaries:
     input:
         table="results/matmul.parquet",
+        model="results/timing_model.json",
         # the public measurements' scope rows (rules/validation.smk), where the config scores them
         public=PUBLIC_FILES[1:],
     output:
@@ -112,7 +114,8 @@ rule summaries:
 
 rule claims:
     input:
-        "results/matmul.parquet",
+        table="results/matmul.parquet",
+        model="results/timing_model.json",
     output:
         report(
             "results/claims.csv",

@@ -3,7 +3,8 @@
 
 rule figures:
     input:
-        "results/matmul.parquet",
+        table="results/matmul.parquet",
+        model="results/timing_model.json",
     output:
         [reported(path) for path in FIGURE_FILES],
     log:
@@ -35,6 +36,7 @@ rule figures:
 rule gallery:
     input:
         table="results/matmul.parquet",
+        model="results/timing_model.json",
         figures=FIGURE_PNGS,
         # the advice figures are cards too, described from their tables (figures/advice.py)
         advice=ADVICE_TABLES,

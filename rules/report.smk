@@ -6,6 +6,7 @@ rule report:
     input:
         **REPORT_TABLES,
         table="results/matmul.parquet",
+        model="results/timing_model.json",
         correctness="results/correctness.parquet",
         claims="results/claims.csv",
         fidelity="results/fidelity.csv",

@@ -26,6 +26,7 @@ rule public_compiles:
 rule public_scores:
     input:
         table="results/matmul.parquet",
+        model="results/timing_model.json",
         public=PUBLIC_DATA,
         estimates=expand("results/public/estimates/{generation}.parquet", generation=PUBLIC_JOBS),
     output:

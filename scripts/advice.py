@@ -27,7 +27,7 @@ def make(log) -> bool:
     try:
         asked = checked([wanted["shape"]], wanted["dtype"], wanted["targets"], wanted["kernel"], limit)
         compilers = {t: compiler_for(t, snakemake.config) for t in asked.targets}
-        parts, texts = advice(asked, snakemake.config, compilers, Path(snakemake.input.constants).parent,
+        parts, texts = advice(asked, snakemake.config, compilers, Path(snakemake.input.model).parent,
                               fallback=False, log=log, workers=snakemake.threads)
     except AdviceError as e:
         raise UserError(f"advice {wanted['shape']}: {e}") from None

@@ -1,4 +1,5 @@
-"""Snakemake script: the tidy table results/matmul.parquet."""
+"""Snakemake script: the tidy table results/matmul.parquet and the run's one fit of the timing model,
+results/timing_model.json."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
 from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
@@ -15,6 +16,7 @@ def make(log) -> None:
         load_measured,
         load_published,
     )
+    from tpu_matmul_repro.analysis.fitted_model import constants_table
     from tpu_matmul_repro.analysis.runs import ROW_GROUP_ROWS
     from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
@@ -27,11 +29,12 @@ def make(log) -> None:
     df = combine(estimates, load_published(snakemake.input.published), measured, **compilers)
     check_unique(df)
     # the timing model's columns: device time and time as the post measured it (one blocked call)
-    df, constants = model_columns.apply(df, **compilers)
-    log.info("timing model constants:\n%s", constants.to_string())
+    df, model = model_columns.apply(df, **compilers)
+    log.info("timing model constants:\n%s", constants_table(model).to_string())
     log.info("%d rows; by source: %s", len(df), df.source.value_counts().to_dict())
     # in row groups, so the stages after this one read the rows they keep a group at a time
-    write_parquet_atomic(df, snakemake.output[0], row_group_size=ROW_GROUP_ROWS)
+    write_parquet_atomic(df, snakemake.output.table, row_group_size=ROW_GROUP_ROWS)
+    model.write(snakemake.output.model)  # every later stage reads these fits: none fits again
 
 
 with logged(snakemake.log[0]) as log:

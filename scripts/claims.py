@@ -7,15 +7,17 @@ from tpu_matmul_repro.experiments.core.runtime import logged
 
 def make(log) -> None:
     from tpu_matmul_repro.analysis.claims import claims_table
+    from tpu_matmul_repro.analysis.fitted_model import FittedModel
     from tpu_matmul_repro.analysis.runs import read_results
     from tpu_matmul_repro.analysis.toolchains import primary_rows
     from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
-    df = read_results(snakemake.input[0])  # each target's latest measured run, no raw samples
+    df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples
     mine = primary(snakemake.config)
     # under each target's own compiler (a study may check them under other toolchains too)
-    claims = claims_table(primary_rows(df, mine, served(snakemake.config)), mine)
+    model = FittedModel.read(snakemake.input.model)  # the run's fits, made once by the aggregate
+    claims = claims_table(primary_rows(df, mine, served(snakemake.config)), model, mine)
     log.info("claims:\n%s", claims[["claim_id", "verdict", "reason"]].to_string())
     write_csv_atomic(claims, snakemake.output[0])
 

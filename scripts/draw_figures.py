@@ -8,15 +8,16 @@ from tpu_matmul_repro.experiments.core.runtime import logged
 def make(log) -> None:
     from pathlib import Path
 
+    from tpu_matmul_repro.analysis.fitted_model import FittedModel
     from tpu_matmul_repro.experiments.core import codec
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
     from tpu_matmul_repro.figures.batch import render_all
 
     specs = codec.decode(snakemake.params.figures)
-    paths = render_all(snakemake.input[0], specs, Path(snakemake.output[0]).parent,
+    paths = render_all(snakemake.input.table, specs, Path(snakemake.output[0]).parent,
                        primary=primary(snakemake.config), served=served(snakemake.config),
                        processes=snakemake.threads, log_path=snakemake.log[0],
-                       studies=snakemake.config["studies"])
+                       studies=snakemake.config["studies"], model=FittedModel.read(snakemake.input.model))
     log.info("wrote %d figures in %d process(es): %d files", len(specs), snakemake.threads, len(paths))
 
 

@@ -11,6 +11,7 @@ def make(log) -> None:
 
     import pandas as pd
 
+    from tpu_matmul_repro.analysis.fitted_model import FittedModel
     from tpu_matmul_repro.analysis.runs import read_results
     from tpu_matmul_repro.experiments.core import codec
     from tpu_matmul_repro.experiments.core.tables import write_text_atomic
@@ -25,7 +26,8 @@ def make(log) -> None:
     # each figure described from the rows it was drawn from: the run's own toolchain per target
     advice = {Path(path).stem: pd.read_csv(path) for path in snakemake.input.advice}
     pages_html = pages(df, figures, figures_dir, primary=primary(snakemake.config),
-                       served=served(snakemake.config), advice=advice)
+                       served=served(snakemake.config), advice=advice,
+                       model=FittedModel.read(snakemake.input.model))
     for name, html in pages_html.items():
         write_text_atomic(html, figures_dir / name)
     results_dir = Path(snakemake.output.licence).parent

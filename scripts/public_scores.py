@@ -10,6 +10,7 @@ def make(log) -> None:
     import pandas as pd
 
     from tpu_matmul_repro.analysis import public_validation
+    from tpu_matmul_repro.analysis.fitted_model import FittedModel
     from tpu_matmul_repro.analysis.public_measurements import load
     from tpu_matmul_repro.analysis.runs import read_results
     from tpu_matmul_repro.analysis.toolchains import primary_rows
@@ -22,7 +23,8 @@ def make(log) -> None:
     paths = list(snakemake.input.estimates)
     estimates = (pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True) if paths
                  else pd.DataFrame(columns=COLUMNS))
-    scores, fidelity = public_validation.score(run, estimates, load(snakemake.input.public))
+    model = FittedModel.read(snakemake.input.model)  # the run's fits: never refitted here
+    scores, fidelity = public_validation.score(run, estimates, model, load(snakemake.input.public))
     log.info("public measurements: %d rows, %d modelled\n%s", len(scores), scores.model_seconds.notna().sum(),
              fidelity[fidelity.scope == "all"].to_string())
     write_csv_atomic(scores, snakemake.output.scores)

@@ -20,6 +20,7 @@ def make(log) -> None:
 
     import pandas as pd
 
+    from tpu_matmul_repro.analysis.fitted_model import FittedModel
     from tpu_matmul_repro.analysis.runs import read_measured, read_results
     from tpu_matmul_repro.experiments.core import codec
     from tpu_matmul_repro.experiments.core.tables import write_text_atomic
@@ -50,7 +51,7 @@ def make(log) -> None:
                   figure_names=codec.decode(snakemake.params.figures), correctness=correctness,
                   figures_href=str(figures_href), primary_toolchain=primary(snakemake.config),
                   served=served(snakemake.config), measured=measured, advice=advice,
-                  study_tables=study_tables, **model)
+                  study_tables=study_tables, timing_model=FittedModel.read(snakemake.input.model), **model)
     html, pdf_html = render_pages(df, **common)
     write_text_atomic(embed_cjk_font(html, cjk_font_path()), html_path)
     write_pdf(pdf_html, base_url=str(html_path.parent.resolve()) + "/",

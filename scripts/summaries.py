@@ -1,6 +1,6 @@
 """Snakemake script: the timing model's fidelity to the post (cross-validated) and to the public
-measurements (scored by rules/validation.smk), its constants, the ablation of its inputs, and the best
-Pallas configuration against XLA."""
+measurements (scored by rules/validation.smk), and its constants, from the run's fits
+(results/timing_model.json); the ablation of its inputs, and the best Pallas configuration against XLA."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
 from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
@@ -10,7 +10,8 @@ from tpu_matmul_repro.experiments.core.runtime import logged
 def make(log) -> None:
     import pandas as pd
 
-    from tpu_matmul_repro.analysis import ablation, model_columns, timing_model, validation
+    from tpu_matmul_repro.analysis import ablation, timing_model, validation
+    from tpu_matmul_repro.analysis.fitted_model import FittedModel, constants_table
     from tpu_matmul_repro.analysis.runs import read_results
     from tpu_matmul_repro.analysis.summaries import best_vs_xla
     from tpu_matmul_repro.analysis.toolchains import primary_rows
@@ -21,17 +22,18 @@ def make(log) -> None:
     # each target's estimates from its own compiler (a study may compare the toolchains)
     config = snakemake.config
     df = primary_rows(read_results(snakemake.input.table), primary(config), served(config))
+    model = FittedModel.read(snakemake.input.model)
     try:
-        agreement = validation.fidelity_table(df)
+        agreement = validation.fidelity_table(df, model)
     except timing_model.TooFewPoints as e:  # a small config: say so in the table, go on
         log.warning("timing model not fitted: %s", e)
         agreement = pd.DataFrame([dict(target=POST_CHIP, compared_with="published", note=f"not fitted: {e}")])
     # the public measurements' rows (compared_with "public") after the post's
     public = [pd.read_csv(path) for path in snakemake.input.public]
     agreement = pd.concat([agreement, *public], ignore_index=True)
-    constants = model_columns.constants_table(model_columns.fits(df))
+    constants = constants_table(model)
     points, _ = timing_model.reference_points(df, source="published", target=POST_CHIP)
-    try:
+    try:  # the one other place that fits: each variant of the model, by design
         inputs = ablation.ablation_table(points)
     except timing_model.TooFewPoints as e:
         inputs = pd.DataFrame([dict(variant=ablation.DEFAULT, note=f"not fitted: {e}")])

@@ -49,41 +49,47 @@ def test_a_bad_request_is_one_clear_line(argv, message, capsys, monkeypatch):
     assert len(err.splitlines()) == 1 and message in err, err
 
 
-def write_run(results, constants: dict | None = None, band: dict | None = None):
-    """A run's timing_model.csv and fidelity.csv as the pipeline writes them, with values replaced."""
-    import numpy as np
+def write_run(results, constants: dict | None = None, band: dict | None = None, fits: dict | None = None):
+    """A run's timing_model.json as the pipeline writes it, with values replaced (None: taken out)."""
+    import json
 
     from tpu_matmul_repro.analysis import timing_model as tm
+    from tpu_matmul_repro.analysis.fitted_model import FittedModel
 
     results.mkdir(exist_ok=True)
-    values = {p: getattr(TRUE, p) for p in tm.PARAMS} | (constants or {})
-    pd.DataFrame([dict(fit="published v5e", fitted_on="published", constant=p, value=v)
-                  for p, v in values.items() if v is not None]).to_csv(results / "timing_model.csv",
-                                                                       index=False)
-    row = dict(target="v5e", estimator="model", validation="leave one experiment out", scope="all",
-               group="all", n=61, halfwidth80=0.1366, halfwidth95=0.2037) | (band or {})
-    pd.DataFrame([row, dict(row, validation="leave one size out", halfwidth80=np.nan,
-                            halfwidth95=np.nan)]).to_csv(results / "fidelity.csv", index=False)
+    fit = tm.Fit(TRUE, TRUE, 61, 0.1, ())
+    FittedModel({"published v5e": (fit, "published")} | (fits or {}),
+                intervals.Band({0.8: 0.1366, 0.95: 0.2037}, 61)).write(results / "timing_model.json")
+    entry = json.loads((results / "timing_model.json").read_text())
+    for part, values in (("constants", constants), ("band", band)):
+        mine = entry["fits"]["published v5e"]["constants"] if part == "constants" else entry["band"]
+        for key, value in (values or {}).items():
+            inner = mine["halfwidth"] if key.startswith("0.") else mine
+            if value is None:
+                del inner[key]
+            else:
+                inner[key] = value
+    (results / "timing_model.json").write_text(json.dumps(entry))
 
 
 @pytest.mark.parametrize("constants, band, message", [
     (dict(step_cycles=float("nan")), None,
-     "timing_model.csv: row 2, column value (published v5e, step_cycles): nan is not a finite number"),
+     "timing_model.json: fits.published v5e.constants.step_cycles: nan is not a finite number"),
     (dict(overlapped_step_cycles=-45613859.0), None,
-     "row 5, column value (published v5e, overlapped_step_cycles): -4.56139e+07 is outside the fit's bounds "
-     "[0, 2000]"),
-    (dict(float32_factor=9.0), None, "float32_factor): 9 is outside the fit's bounds [1, 6]"),
-    (dict(call_seconds=float("inf")), None, "call_seconds): inf is not a finite number"),
-    (dict(float32_factor="two"), None, "float32_factor): 'two' is not a number"),
-    (dict(float32_factor=None), None, "fit 'published v5e' has no row for constant float32_factor"),
-    (None, dict(halfwidth80=-0.1), "fidelity.csv: row 2, column halfwidth80: -0.1 is negative"),
-    (None, dict(n=2.5), "fidelity.csv: row 2, column n: 2.5 is not a whole number of points"),
-    (None, dict(halfwidth95="wide"), "column halfwidth95 (leave one experiment out): 'wide' is not a number"),
+     "fits.published v5e.constants.overlapped_step_cycles: -45613859.0 is outside [0, 2000]"),
+    (dict(float32_factor=9.0), None, "float32_factor: 9.0 is outside [1, 6]"),
+    (dict(call_seconds=float("inf")), None, "call_seconds: inf is not a finite number"),
+    (dict(float32_factor="two"), None, "float32_factor: 'two' is not a number"),
+    (dict(float32_factor=None), None, "fits.published v5e.constants: [") ,
+    (dict(zeal=1.0), None, "fits.published v5e.constants: 'zeal' is not one of the model's constants"),
+    (None, {"0.8": -0.1}, "timing_model.json: band.halfwidth.0.8: -0.1 is outside [0, inf]"),
+    (None, dict(n=2.5), "timing_model.json: band.n: 2.5 is not a whole number of points"),
+    (None, {"0.95": "wide"}, "band.halfwidth.0.95: 'wide' is not a number"),
 ])
 def test_a_results_file_outside_the_pipeline_s_bounds_is_refused_at_the_door(
         tmp_path, capsys, monkeypatch, constants, band, message):
-    """NaN, negative or missing constants and a band that no run writes are refused in one line naming
-    the file, the row, the column and the value, before any compile (issue 39, item 5)."""
+    """NaN, out-of-range, unknown or missing constants and a band that no run writes are refused in
+    one line naming the file, the key and the value, before any compile."""
     monkeypatch.setattr(search, "search", lambda *a, **k: pytest.fail("work started"))
     monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
     write_run(tmp_path / "results", constants, band)
@@ -93,14 +99,12 @@ def test_a_results_file_outside_the_pipeline_s_bounds_is_refused_at_the_door(
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda r: (r / "timing_model.csv").write_bytes(b"\x00\xff\xfe garbage\n\x01,\x02\n\xff"),
-     "timing_model.csv"),
-    (lambda r: (r / "timing_model.csv").write_text("fit,constant\npublished v5e,step_cycles\n"),
-     "timing_model.csv: no column 'value'"),
-    (lambda r: pd.read_csv(r / "fidelity.csv").drop(columns="halfwidth80").to_csv(r / "fidelity.csv"),
-     "fidelity.csv: no column 'halfwidth80'"),
-    (lambda r: (r / "timing_model.csv").write_text("fit,constant,value\npublished v5e,zeal,1\n"),
-     "column constant: 'zeal' is not one of the model's constants"),
+    (lambda r: (r / "timing_model.json").write_bytes(b"\x00\xff\xfe garbage\n\x01,\x02\n\xff"),
+     "timing_model.json: not UTF-8 text: byte 0xFF"),
+    (lambda r: (r / "timing_model.json").write_text("[1, 2]"),
+     "timing_model.json: (top level): [1, 2] is not an object"),
+    (lambda r: (r / "timing_model.json").write_text('{"fits": {"published v5e": 3}}'),
+     "timing_model.json: fits.published v5e: 3 is not an object"),
 ])
 def test_a_corrupt_results_file_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch, damage, message):
     monkeypatch.setattr(cli, "compiler_for", lambda *a, **k: pytest.fail("work started"))
@@ -112,13 +116,13 @@ def test_a_corrupt_results_file_is_one_line_not_a_traceback(tmp_path, capsys, mo
 
 
 @pytest.mark.parametrize("damage, why", [
-    (lambda r: (r / "timing_model.csv").write_text("\n"), "timing_model.csv is empty: that run fitted no"),
-    (lambda r: (r / "timing_model.csv").write_text("fit,constant,value\n"), "timing_model.csv is empty"),
-    (lambda r: (r / "fidelity.csv").unlink(), "no "),
-    (lambda r: write_run(r, band=dict(halfwidth95=float("inf"))), "halfwidth95 (row 2) is inf: too few"),
+    (lambda r: (r / "timing_model.json").write_text("{}"),
+     "has no 'published v5e' fit: that run had too few"),
+    (lambda r: (r / "timing_model.json").unlink(), "no "),
+    (lambda r: write_run(r, band={"0.95": float("inf")}), "the run's band is infinite at a level: too few"),
 ])
 def test_a_run_without_a_fit_falls_back_to_the_advisor_s_own_and_says_why(tmp_path, monkeypatch, damage, why):
-    """An empty fit (issue 37, item 8) is not refused: the advisor's own fit, its header saying why;
+    """A run that fitted nothing is not refused: the advisor's own fit, its header saying why;
     the pipeline's advice job (fallback off) stops in one line instead."""
     import dataclasses
 
@@ -225,13 +229,8 @@ def test_the_model_is_read_from_a_pipeline_run_and_cached_by_its_inputs(tmp_path
     results = tmp_path / "results"
     results.mkdir()
     assert advisor_model.from_results(results)[0] is None  # nothing there: not a model
-    pd.DataFrame([dict(fit="published v5e", constant=p, value=getattr(TRUE, p)) for p in tm.PARAMS]
-                 + [dict(fit="measured v5e run1", constant=p, value=0.5) for p in tm.PARAMS]).to_csv(
-        results / "timing_model.csv", index=False)
-    pd.DataFrame([dict(validation="leave one experiment out", scope="all", group="all", n=61,
-                       halfwidth80=0.1366, halfwidth95=0.2037),
-                  dict(validation="leave one size out", scope="all", group="all", n=61,
-                       halfwidth80=None, halfwidth95=None)]).to_csv(results / "fidelity.csv", index=False)
+    measured = tm.Fit(tm.Constants(50.0, 1e-4, 2.0, 20.0), TRUE, 9, 0.1, ())
+    write_run(results, fits={"measured v5e run1": (measured, "measured")})
     found, _ = advisor_model.from_results(results)
     assert found.constants == TRUE  # the published fit's, never a measured one
     assert found.band.halfwidth == {0.8: 0.1366, 0.95: 0.2037} and found.band.n == 61
@@ -460,9 +459,10 @@ def test_regret_is_zero_where_the_model_ranks_as_the_post_and_counts_what_it_los
     from test_timing_model import synthetic_table
 
     from tpu_matmul_repro.advise import regret
+    from tpu_matmul_repro.analysis.fitted_model import fit_model
 
     df = synthetic_table()
-    exact = regret.regret(df)
+    exact = regret.regret(df, fit_model(df))
     assert set(exact.figure) == {"v4", "v5"} and (exact.model_regret.abs() < 1e-9).all()
     assert exact.post_best_in_tie_set.all()
     published = (df.source == "published") & (df.experiment == "v5") & (df.m == 4096)
@@ -471,7 +471,7 @@ def test_regret_is_zero_where_the_model_ranks_as_the_post_and_counts_what_it_los
     bm, bk, bn = (int(x) for x in pick.strip("()").split(","))
     chosen = df[published & (df.bm == bm) & (df.bk == bk) & (df.bn == bn)].index[0]
     df.loc[other, "tflops"] = df.loc[chosen, "tflops"] * 1.25  # the post's best is now (256,256,256)
-    moved = regret.regret(df).set_index(["figure", "size"])
+    moved = regret.regret(df, fit_model(df)).set_index(["figure", "size"])
     assert moved.loc[("v5", 4096), "post_best"] == "(256,256,256)"
     assert moved.loc[("v5", 4096), "model_regret"] == pytest.approx(0.25)
     assert (moved.drop(index=("v5", 4096)).model_regret.abs() < 1e-9).all()  # the other folds unmoved
@@ -552,7 +552,7 @@ def test_one_configuration_gets_one_number_in_the_cli_the_advice_and_the_table(t
             if in_advice.empty:  # a block the advisor pruned: no number there to compare
                 assert in_cli.empty
                 continue
-            # to the 6 significant digits of the constants in timing_model.csv, which the advisor reads
+            # the constants of the run's timing_model.json, which the advisor reads
             assert in_advice.model_device_ms.iloc[0] == pytest.approx(r.model_device_seconds * 1e3, rel=1e-5)
             assert in_cli.model_device_ms.iloc[0] == pytest.approx(r.model_device_seconds * 1e3, rel=1e-5)
             assert in_cli.model_device_ms_hi80.iloc[0] == pytest.approx(r.model_device_seconds_hi80 * 1e3,
@@ -563,26 +563,23 @@ def test_one_configuration_gets_one_number_in_the_cli_the_advice_and_the_table(t
     assert compared >= 3  # XLA at both shapes and at least one block
 
 
-@pytest.mark.slow
-def test_the_band_read_back_from_fidelity_csv_is_the_one_the_run_used(tmp_path):
-    """The advisor's band from a run's fidelity.csv equals intervals.band of the run's table, size
-    bands without points included (fidelity.csv leaves their half-widths empty; the run gave them the
-    widest band's)."""
+def test_the_advisor_reads_the_run_s_fits_as_the_run_made_them(tmp_path):
+    """The advisor's model from a run's timing_model.json: the published fit's constants, its refits
+    without each figure and the band, size bands without points included (the widest band's)."""
     from test_timing_model import synthetic_table
 
     from tpu_matmul_repro.advise import model as advisor_model
     from tpu_matmul_repro.analysis import validation
+    from tpu_matmul_repro.analysis.fitted_model import fit_model
 
     df = synthetic_table()
-    df = df[df.m < 4096]  # no point in the two larger size bands
-    path = tmp_path / "fidelity.csv"
-    validation.fidelity_table(df).to_csv(path, index=False)
-    read = advisor_model.band_from(path)
-    made = intervals.band(df)
-    assert set(read.by_size) == set(made.by_size) == set(validation.SIZE_BANDS)
-    for size, widths in made.by_size.items():
-        assert read.by_size[size] == pytest.approx(widths), size
-    assert read.halfwidth == pytest.approx(made.halfwidth) and read.n == made.n
+    made = fit_model(df[df.m < 4096])  # no point in the two larger size bands
+    made.write(tmp_path / "timing_model.json")
+    read, why = advisor_model.from_results(tmp_path)
+    assert why == "" and read.constants == made.published.constants
+    assert read.refits == {figure: fit.constants for figure, fit in made.refits().items()}
+    assert set(read.band.by_size) == set(made.band.by_size) == set(validation.SIZE_BANDS)
+    assert read.band == made.band
 
 
 def test_the_vmem_floor_doubles_the_blocks_only_where_libtpu_is_known_to():

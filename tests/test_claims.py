@@ -11,6 +11,7 @@ from test_timing_model import VERSIONS, synthetic_table
 
 from tpu_matmul_repro.analysis import claims
 from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.fitted_model import fit_model
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
 from tpu_matmul_repro.experiments.core.units import MiB
 
@@ -23,8 +24,13 @@ def table():
 
 
 @pytest.fixture(scope="module")
-def rows(table):
-    return claims.claims_table(table).set_index("claim_id")
+def model(table):
+    return fit_model(table)  # measured rows added below change no published point: the same fits
+
+
+@pytest.fixture(scope="module")
+def rows(table, model):
+    return claims.claims_table(table, model).set_index("claim_id")
 
 
 def rule(margin, band, post_margin):
@@ -126,18 +132,18 @@ def measured_rows(table, configs, label="tpu-vm"):
     return to_frame(out, VERSIONS)
 
 
-def test_a_partial_measurement_file_leaves_every_claim_it_does_not_cover(table, rows):
+def test_a_partial_measurement_file_leaves_every_claim_it_does_not_cover(table, rows, model):
     """Issue 39: a small v5e measurement file (XLA and v5 at sizes no claim is about) changes no claim;
     one that measures both configurations of "bf16 beats f32" at 8192 decides that claim alone."""
     partial = measured_rows(table, [("v5", "xla", "bfloat16", 1024, None),
                                     ("v5", "v5", "bfloat16", 1024, (512, 512, 512)),
                                     ("v5", "v5", "bfloat16", 2048, (512, 1024, 1024))])
-    after = claims.claims_table(pd.concat([table, partial], ignore_index=True)).set_index("claim_id")
+    after = claims.claims_table(pd.concat([table, partial], ignore_index=True), model).set_index("claim_id")
     for col in ("verdict", "source_kind", "reason", "this_value"):
         assert (after[col] == rows[col]).all(), col
     covering = measured_rows(table, [("v5", "v5", "bfloat16", 8192, (512, 512, 512)),
                                      ("v4", "v3", "float32", 8192, (512, 512, 512))])
-    after = claims.claims_table(pd.concat([table, covering], ignore_index=True)).set_index("claim_id")
+    after = claims.claims_table(pd.concat([table, covering], ignore_index=True), model).set_index("claim_id")
     assert after.loc["bf16_beats_f32", "source_kind"] == "measured"
     assert "measured" in after.loc["bf16_beats_f32", "reason"]
     others = after.index != "bf16_beats_f32"
@@ -161,7 +167,7 @@ def test_page_one_tables_and_figures_print_one_value_per_configuration(table, ro
     table = table.assign(vmem_bytes=table.vmem_bytes.mask(oom & table.vmem_bytes.isna(), 20 * MiB))
     page = entities.unescape(build.render_html(
         table, lang="en", config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
-        correctness={"passed": 1, "total": 1}))
+        correctness={"passed": 1, "total": 1}, claims=rows.reset_index()))
     front = page[page.index('id="abstract"'):page.index('<nav id="contents">')]
     for experiment, dtype, ours in (("v5", "bfloat16", v["bf16"]), ("v4", "float32", v["f32"])):
         shown = f"{ours:.1f}"
@@ -179,7 +185,7 @@ def test_page_one_tables_and_figures_print_one_value_per_configuration(table, ro
         assert point.model_fit.iloc[0] == f"published v5e without {experiment}"
 
 
-def test_a_compile_claim_is_decided_on_the_sizes_both_sides_tried(table):
+def test_a_compile_claim_is_decided_on_the_sizes_both_sides_tried(table, model):
     """The post's v2 fails from 4096; a run that compiled only up to 2048 cannot contradict that."""
     from test_timing_model import published_row
 
@@ -187,13 +193,13 @@ def test_a_compile_claim_is_decided_on_the_sizes_both_sides_tried(table):
 
     fails = to_frame([published_row("v2", Case("v2", "float32", 4096, 4096, 4096, 1024, 4096, 1024),
                                     status="failed")], {}).drop(columns=list(VERSIONS))
-    row = claims.claims_table(pd.concat([table, fails], ignore_index=True)).set_index("claim_id").loc[
+    row = claims.claims_table(pd.concat([table, fails], ignore_index=True), model).set_index("claim_id").loc[
         "v2_up_to_2048"]
     assert row.verdict == "holds" == claims.verdict_of(row), row.reason
     assert values(row)["post_fail"] == "–"  # 4096 is outside the sizes compared
 
 
-def test_the_source_column_names_the_class_of_the_claim_s_numbers(table, rows):
+def test_the_source_column_names_the_class_of_the_claim_s_numbers(table, rows, model):
     """claims.csv's source column (and the report's, in Chinese) begins with the class of the numbers the
     verdict used: a VMEM verdict is libtpu's estimate, a speed through the timing model is modelled, a
     measurement is measured (analysis/number_classes.py), never "estimated" for a modelled speed."""
@@ -201,7 +207,8 @@ def test_the_source_column_names_the_class_of_the_claim_s_numbers(table, rows):
 
     covering = measured_rows(table, [("v5", "v5", "bfloat16", 8192, (512, 512, 512)),
                                      ("v4", "v3", "float32", 8192, (512, 512, 512))])
-    measured = claims.claims_table(pd.concat([table, covering], ignore_index=True)).set_index("claim_id")
+    measured = claims.claims_table(pd.concat([table, covering], ignore_index=True), model)
+    measured = measured.set_index("claim_id")
     expected = {"compile": ("estimated: ", "估计值："), "model": ("modelled: ", "建模值："),
                 "measured": ("measured: ", "实测值：")}
     zh = translations("zh").gettext

@@ -447,11 +447,11 @@ def test_a_band_read_back_is_refused_in_one_line_or_within_what_a_fit_gives(tmp_
     from tpu_matmul_repro.advise.model import ResultsError, from_results, published_points
     from tpu_matmul_repro.analysis.intervals import MAX_HALFWIDTH
 
-    write_run(tmp_path / "results", band=dict(halfwidth80=q80, halfwidth95=q95, n=n))
+    write_run(tmp_path / "results", band={"0.8": q80, "0.95": q95, "n": n})
     try:
         model, why = from_results(tmp_path / "results")
     except ResultsError as e:
-        assert "fidelity.csv: " in str(e) and "\n" not in str(e), str(e)
+        assert "timing_model.json: " in str(e) and "\n" not in str(e), str(e)
         return
     if model is None:  # a run that could not size the band (too few points): the advisor's own fit
         assert why
@@ -472,7 +472,7 @@ def test_a_constant_read_back_is_refused_in_one_line_or_within_the_fit_s_bounds(
     try:
         model, _ = from_results(tmp_path / "results")
     except ResultsError as e:
-        assert "timing_model.csv: " in str(e) and "\n" not in str(e), str(e)
+        assert "timing_model.json: " in str(e) and "\n" not in str(e), str(e)
         return
     vector = model.constants.vector()
     assert np.all(np.isfinite(vector)) and np.all(tm.LOWER <= vector) and np.all(vector <= tm.UPPER)
@@ -485,7 +485,7 @@ def test_any_bytes_as_a_results_table_are_one_line_or_a_fallback(tmp_path, data)
     from tpu_matmul_repro.advise.model import ResultsError, from_results
 
     write_run(tmp_path / "results")
-    (tmp_path / "results" / "fidelity.csv").write_bytes(data)
+    (tmp_path / "results" / "timing_model.json").write_bytes(data)
     try:
         model, why = from_results(tmp_path / "results")
     except ResultsError as e:

@@ -7,6 +7,7 @@ from test_timing_model import synthetic_table
 
 from tpu_matmul_repro.analysis import claims, intervals, model_columns, validation
 from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis.fitted_model import FittedModel, fit_model
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 
 # the module's fitted table (noisy) made once: every test of this file on one worker
@@ -16,6 +17,11 @@ pytestmark = pytest.mark.xdist_group("intervals")
 @pytest.fixture(scope="module")
 def noisy():
     return synthetic_table(noise=0.1, seed=3)
+
+
+@pytest.fixture(scope="module")
+def fits(noisy):
+    return fit_model(noisy)
 
 
 def test_intervals_bracket_every_modelled_number(noisy):
@@ -62,8 +68,8 @@ def test_coverage_counts_held_out_points_only():
 
 
 @pytest.mark.slow
-def test_fidelity_table_checks_coverage_on_the_held_out_validation(noisy):
-    table = validation.fidelity_table(noisy)
+def test_fidelity_table_checks_coverage_on_the_held_out_validation(noisy, fits):
+    table = validation.fidelity_table(noisy, fits)
     loeo = table[table.validation == "leave one experiment out"]
     assert loeo.coverage80.between(0, 1).all() and loeo.coverage95.between(0, 1).all()
     assert (loeo.halfwidth95 >= loeo.halfwidth80).all()
@@ -117,7 +123,7 @@ def test_the_envelope_follows_aspect_for_non_square_problems():
 
 
 @pytest.mark.slow
-def test_a_claim_whose_difference_lies_inside_the_interval_is_inconclusive(noisy, monkeypatch):
+def test_a_claim_whose_difference_lies_inside_the_interval_is_inconclusive(noisy, fits, monkeypatch):
     """The issue's v4 case: (1024, 1024, 1024) 81.2 against (512, 512, 512) 75.1 TFLOP/s, an 8 % gap,
     inside an interval of x/1.16: inconclusive, not "differs"; the same gap outside x/1.02 differs."""
     speeds = {(1024, 1024, 1024): 81.2, (512, 512, 512): 75.1, (512, 1024, 1024): 70.0,
@@ -128,12 +134,12 @@ def test_a_claim_whose_difference_lies_inside_the_interval_is_inconclusive(noisy
     def fake(self, experiment, dtype, kernel, size, blocks=None, *, measured):
         return speeds.get(blocks) if experiment == "v4" else 100.0
 
-    monkeypatch.setattr(claims.Speeds, "get", fake)
+    monkeypatch.setattr(claims.Evidence, "get", fake)
     monkeypatch.setattr(claims, "_published", lambda df, experiment, dtype, kernel, size, blocks=None:
                         post.get(blocks) if experiment == "v4" else 100.0)
     for band, verdict in ((np.log(1.16), "inconclusive"), (np.log(1.02), "differs")):
-        monkeypatch.setattr(claims.Speeds, "halfwidth", lambda self, size, b=band: b)
-        row = claims.claims_table(noisy, only=["v4_best_512"]).iloc[0]
+        monkeypatch.setattr(claims.Evidence, "halfwidth", lambda self, size, b=band: b)
+        row = claims.claims_table(noisy, fits, only=["v4_best_512"]).iloc[0]
         assert row.verdict == verdict, row.reason
         note = "inconclusive_band" if verdict == "inconclusive" else "differs_band"
         assert row.note_id.split()[0] == note
@@ -159,25 +165,28 @@ def test_bands_are_conditioned_on_size():
     assert pooled[large].mean() < inside[large].mean()  # one band for all misses the large sizes
 
 
-def test_a_band_read_back_from_fidelity_csv_is_the_one_sized(noisy):
-    table = validation.fidelity_table(noisy)
-    b = intervals.band(noisy)
-    back = intervals.Band.from_fidelity(table)
-    assert back.n == b.n and set(back.by_size) == set(b.by_size)
+def test_the_band_written_with_the_fits_is_the_one_sized(noisy, fits, tmp_path):
+    """The band read back from timing_model.json is the one the run sized, and the one fidelity.csv
+    checks, size band by size band."""
+    fits.write(tmp_path / "timing_model.json")
+    back = FittedModel.read(tmp_path / "timing_model.json")
+    b = fits.band
+    assert back.band == b and back.fits == fits.fits and back.size_refits == fits.size_refits
+    table = validation.fidelity_table(noisy, back)
+    rows = table[(table.validation == intervals.VALIDATION) & (table.scope == "size band")].set_index("group")
     for name, widths in b.by_size.items():
-        for level, q in widths.items():
-            assert back.by_size[name][level] == pytest.approx(q)
+        assert rows.loc[name, "halfwidth80"] == pytest.approx(widths[0.8])
     assert b.for_size(8192, 8192, 8192) == b.by_size["8192 and above"]
     assert b.for_size(1024, 1024, 1024) == b.by_size["below 4096"]
 
 
-def test_a_size_band_without_points_takes_the_widest_band_in_fidelity_csv_and_read_back(noisy):
-    """One rule for an empty size band: intervals.band gives it the widest band's half-width
-    (validation.band_scales), fidelity.csv writes that width (not NaN) beside n = 0, and a Band read
-    back from it, or from a fidelity.csv that left the width NaN, has the same width."""
+def test_a_size_band_without_points_takes_the_widest_band(noisy):
+    """One rule for an empty size band: the band gives it the widest band's half-width
+    (validation.band_scales), and fidelity.csv writes that width (not NaN) beside n = 0."""
     no_4096 = noisy[~((noisy.source == "published") & (noisy.m == 4096))]
-    sized = intervals.band(no_4096)
-    table = validation.fidelity_table(no_4096)
+    model = fit_model(no_4096)
+    sized = model.band
+    table = validation.fidelity_table(no_4096, model)
     rows = table[(table.validation == intervals.VALIDATION) & (table.scope == "size band")].set_index("group")
     empty = rows.loc["4096 to 8191"]
     assert empty.n == 0 and np.isnan(empty.coverage80)
@@ -186,23 +195,17 @@ def test_a_size_band_without_points_takes_the_widest_band_in_fidelity_csv_and_re
         widest = max(rows[column])
         assert sized.by_size["4096 to 8191"][level] == pytest.approx(widest) == pytest.approx(empty[column])
         assert sized.halfwidth[level] == pytest.approx(widest)
-    for written in (table, table.assign(**{c: table[c].where(~((table.scope == "size band")
-                                                                & (table.group == "4096 to 8191")))
-                                           for c in ("halfwidth80", "halfwidth95")})):
-        back = intervals.Band.from_fidelity(written)
-        assert back.for_size(4096, 4096, 4096) == pytest.approx(sized.for_size(4096, 4096, 4096))
-        assert back.for_size(8192, 8192, 8192) == pytest.approx(sized.for_size(8192, 8192, 8192))
 
 
 @pytest.mark.slow
-def test_off_v5e_the_band_covers_the_refits_predictions(noisy):
+def test_off_v5e_the_band_covers_the_refits_predictions(noisy, fits):
     from tpu_matmul_repro.experiments.core.chips import chip
 
     v6e = noisy[noisy.source == "estimate"].assign(target="v6e", device_kind="TPU v6 lite")
     v6e["peak_tflops"] = v6e.dtype.map(lambda d: chip("v6e").peak_flops[d] / 1e12)
     table, _ = model_columns.apply(pd.concat([noisy, v6e], ignore_index=True))
     rows = table[(table.target == "v6e") & table.model_device_seconds.notna()]
-    refits = [fit for name, (fit, _) in model_columns.fits(table).items() if model_columns.is_refit(name)]
+    refits = list(fits.refits().values())  # v6e's rows add no published point: the same refits
     assert len(refits) == 5
     for r in rows.head(12).itertuples():
         for fit in refits:

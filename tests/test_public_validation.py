@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 from test_timing_model import synthetic_table
 
-from tpu_matmul_repro.analysis import intervals, model_columns, validation
 from tpu_matmul_repro.analysis import public_validation as pv
 from tpu_matmul_repro.analysis import timing_model as tm
+from tpu_matmul_repro.analysis import validation
+from tpu_matmul_repro.analysis.fitted_model import PUBLISHED, fit_model
 from tpu_matmul_repro.analysis.public_measurements import load
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, chip
@@ -67,9 +68,14 @@ def run():
 
 
 @pytest.fixture(scope="module")
-def scored(public, run, tmp_path_factory):
+def fits(run):
+    return fit_model(run)
+
+
+@pytest.fixture(scope="module")
+def scored(public, run, fits, tmp_path_factory):
     estimates, compilers = stand_in_estimates(public)
-    scores, fidelity = pv.score(run, estimates, public)
+    scores, fidelity = pv.score(run, estimates, fits, public)
     path = tmp_path_factory.mktemp("public") / "public_scores.csv"
     write_csv_atomic(scores, path)  # as the pipeline writes it
     return dict(scores=scores, fidelity=fidelity, written=pd.read_csv(path), estimates=estimates,
@@ -128,11 +134,10 @@ def test_each_case_is_compiled_once_and_no_row_is_a_block_search(scored):
     assert (est.experiment == pv.EXPERIMENT).all() and not est.search.any()
 
 
-def test_predictions_are_the_pipelines_model_of_the_rows_compile(scored, run):
+def test_predictions_are_the_pipelines_model_of_the_rows_compile(scored, run, fits):
     """Device time for profiler-timed rows, device time plus call_seconds for host-timed rows, from the
     fit on the published numbers; the band as intervals.add_columns applies it (spread included)."""
-    fits = model_columns.fits(run)
-    constants = fits[model_columns.PUBLISHED][0].constants
+    constants = fits.published.constants
     scores, est = scored["scores"], scored["estimates"]
     modelled = scores[scores.model_seconds.notna()]
     assert set(modelled.timing) == {pv.HOST, pv.DEVICE}
@@ -144,9 +149,9 @@ def test_predictions_are_the_pipelines_model_of_the_rows_compile(scored, run):
         device = tm.device_seconds(tm.features(row.astype(object).where(row.notna(), np.nan)), constants)
         expected = device + (constants.call_seconds if timing == pv.HOST else 0.0)
         assert r.model_seconds == pytest.approx(expected, rel=1e-9)
-        band = intervals.band(run).for_size(r.m, r.k, r.n)[0.8]
+        band = fits.band.for_size(r.m, r.k, r.n)[0.8]
         assert r.halfwidth80 >= band - 1e-12  # v5e's band for its size, widened by the refits' spread
-    assert (modelled.model_fit == model_columns.PUBLISHED).all()
+    assert (modelled.model_fit == PUBLISHED).all()
 
 
 def test_scores_recomputed_from_the_written_file(scored):
@@ -183,30 +188,28 @@ def test_scores_recomputed_from_the_written_file(scored):
     assert set(fidelity.compared_with) == {"public"} and set(fidelity.scope) == {pv.ALL, *dict(pv.SCOPES)}
 
 
-def test_the_public_rows_keep_fidelity_csvs_columns(scored, run):
-    published = validation.fidelity_table(run)
+def test_the_public_rows_keep_fidelity_csvs_columns(scored, run, fits):
+    published = validation.fidelity_table(run, fits)
     assert list(published.columns) == pv.FIDELITY_COLUMNS == list(scored["fidelity"].columns)
 
 
-def test_fidelity_readers_see_the_posts_rows_as_before(scored, run, tmp_path):
-    """headline (the report's fidelity table), the band read back (the advisor's) and the report's
-    band rows give the same with the public rows appended as without them."""
+def test_fidelity_readers_see_the_posts_rows_as_before(scored, run, fits, tmp_path):
+    """headline (the report's fidelity table) and the report's band rows give the same with the public
+    rows appended as without them."""
     from tpu_matmul_repro.report.tables import _fidelity_rows, band_rows
 
-    published = validation.fidelity_table(run)
+    published = validation.fidelity_table(run, fits)
     both = pd.concat([published, scored["fidelity"]], ignore_index=True)
     write_csv_atomic(both, tmp_path / "fidelity.csv")
     both = pd.read_csv(tmp_path / "fidelity.csv")
     assert validation.headline(both).keys() == validation.headline(published).keys()
-    assert intervals.Band.from_fidelity(both) == intervals.Band.from_fidelity(
-        pd.read_csv(tmp_path / "fidelity.csv").pipe(lambda t: t[t.compared_with == "published"]))
     assert _fidelity_rows(both, str) and len(band_rows(both, str)) == len(band_rows(published, str))
 
 
 def test_a_run_without_a_fit_scores_nothing_and_says_why(public, scored):
     small = synthetic_table()
     small = small[(small.source != "published") | (small.experiment == "v1")]
-    scores, fidelity = pv.score(small, scored["estimates"], public)
+    scores, fidelity = pv.score(small, scored["estimates"], fit_model(small), public)
     assert scores.model_seconds.isna().all()
     plan = pv.planned(public)
     assert scores.skip_reason[plan.case.notna().to_numpy()].str.startswith("not fitted").all()
@@ -214,7 +217,7 @@ def test_a_run_without_a_fit_scores_nothing_and_says_why(public, scored):
 
 
 @pytest.mark.compiler
-def test_real_compiles_of_two_public_rows(public, run, tmp_path, monkeypatch):
+def test_real_compiles_of_two_public_rows(public, run, fits, tmp_path, monkeypatch):
     """The JAX guide's (512, 1024, 1024) Pallas kernel and XLA's matmul at 1024 on v5e, compiled by
     libtpu: XLA gets cost-model cycles, the Pallas grid a VMEM request between one and two buffers of
     its blocks, and both rows a prediction."""
@@ -231,7 +234,7 @@ def test_real_compiles_of_two_public_rows(public, run, tmp_path, monkeypatch):
     case = Case("v5", "bfloat16", 1024, 1024, 1024, 512, 1024, 1024)
     once = min_vmem_bytes(case)
     assert once <= pallas.vmem_bytes <= 2 * once
-    scores, _ = pv.score(run, estimates, rows)
+    scores, _ = pv.score(run, estimates, fits, rows)
     assert scores.model_seconds.notna().all() and (scores.model_seconds > 0).all()
 
 

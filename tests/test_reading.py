@@ -84,46 +84,35 @@ def test_a_hostile_results_table_is_refused_in_one_line(tmp_path, capsys, monkey
     results = tmp_path / "results"
     write_run(results)
     path = hostile(tmp_path, what)
-    (results / "fidelity.csv").unlink()
-    (results / "fidelity.csv").symlink_to(path)
+    (results / "timing_model.json").unlink()
+    (results / "timing_model.json").symlink_to(path)
     assert cli.main(["1024x1024x1024", "--results", str(results)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "fidelity.csv: " in err, err
+    assert len(err.splitlines()) == 1 and "timing_model.json: " in err, err
     expected = WHY[what].format(kind="results table").split(": ", 1)[1].replace("1 MiB", "16 MiB")
     assert expected in err, err
 
 
 @pytest.mark.parametrize("band, message", [
     # once accepted: rank 1 printed as 5.156 [4.884-27171232342768135176192.000] ms
-    (dict(halfwidth80=50.0), "column halfwidth80: 50 is more than 2.303 (ln 10"),
-    (dict(halfwidth95=60.0), "column halfwidth95: 60 is more than 2.303"),
-    (dict(halfwidth95=2.31), "column halfwidth95: 2.31 is more than 2.303"),
-    (dict(n=10_000), "column n: 10000 is not a whole number of points from 1 to "),
-    (dict(n=0), "column n: 0 is not a whole number of points from 1"),
+    ({"0.8": 50.0}, "band halfwidth 0.8: 50 is more than 2.303 (ln 10"),
+    ({"0.95": 60.0}, "band halfwidth 0.95: 60 is more than 2.303"),
+    ({"0.95": 2.31}, "band halfwidth 0.95: 2.31 is more than 2.303"),
+    (dict(n=10_000), "band.n: 10000 is more than the post's "),
+    (dict(n=0), "band.n: 0 is outside [1, inf]"),
 ])
 def test_a_band_wider_than_any_fit_gives_is_refused_at_the_door(tmp_path, capsys, monkeypatch, band, message):
     refuses_before_work(monkeypatch)
     write_run(tmp_path / "results", band=band)
     assert cli.main(["1024x1024x1024", "--results", str(tmp_path / "results")]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "fidelity.csv: row 2, " + message in err, err
-
-
-def test_a_size_band_s_points_are_bounded_by_the_band_s(tmp_path, capsys, monkeypatch):
-    refuses_before_work(monkeypatch)
-    write_run(tmp_path / "results")
-    path = tmp_path / "results" / "fidelity.csv"
-    df = pd.read_csv(path)
-    size_band = dict(df.iloc[0], scope="size band", group="8192 and above", n=62)
-    pd.concat([df, pd.DataFrame([size_band])]).to_csv(path, index=False)
-    assert cli.main(["1024x1024x1024", "--results", str(tmp_path / "results")]) == 2
-    assert "row 4, column n: 62 is not a whole number of points from 0 to 61" in capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "timing_model.json: " + message in err, err
 
 
 def test_the_widest_band_a_run_may_write_is_read_back(tmp_path):
     """The bounds refuse only what no fit gives: the edge itself is read."""
-    write_run(tmp_path / "results", band=dict(halfwidth80=intervals.MAX_HALFWIDTH,
-                                              n=advisor_model.published_points()))
+    widest = {"0.8": intervals.MAX_HALFWIDTH, "n": advisor_model.published_points()}
+    write_run(tmp_path / "results", band=widest)
     model, why = advisor_model.from_results(tmp_path / "results")
     assert model is not None, why
     assert model.band.halfwidth[0.8] == pytest.approx(intervals.MAX_HALFWIDTH)

@@ -9,6 +9,7 @@ import pytest
 from tpu_matmul_repro.analysis import claims, model_columns, validation
 from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis.aggregate import combine
+from tpu_matmul_repro.analysis.fitted_model import constants_table, fit_model, without
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
@@ -172,7 +173,7 @@ def test_cross_validation_never_scores_a_point_in_its_own_fit(synthetic, monkeyp
 
 @pytest.mark.slow
 def test_fidelity_table_reports_cross_validated_errors(synthetic):
-    table = validation.fidelity_table(synthetic)
+    table = validation.fidelity_table(synthetic, fit_model(synthetic))
     overall = table[(table.scope == "all")].set_index(["estimator", "validation"]).median_abs_log_ratio
     assert overall[("model", "in-sample (fitted on every point)")] < 1e-3
     assert overall[("model", "leave one size out")] < 0.05  # noise-free: held-out points are predicted too
@@ -190,13 +191,13 @@ def test_too_few_points_is_a_clear_error(synthetic):
     with pytest.raises(tm.TooFewPoints, match="fold experiment=v3: 5 points cannot fit"):
         validation.cross_validate(tm.reference_points(few)[0], "experiment")
     # the fidelity table still reports what it can, and says which validation could not be made, and why
-    table = validation.fidelity_table(few)
+    table = validation.fidelity_table(few, fit_model(few))
     loeo = table[table.validation == "leave one experiment out"]
     assert (loeo.n == 0).all() and loeo.note.str.contains("fold experiment=v3: 5 points cannot fit").all()
     assert (table[table.estimator == "compiler"].n > 0).any()
     only_v1 = synthetic[~((synthetic.source == "published") & (synthetic.experiment != "v1"))]
     with pytest.raises(tm.TooFewPoints, match="points cannot fit 4 constants"):
-        validation.fidelity_table(only_v1)
+        validation.fidelity_table(only_v1, fit_model(only_v1))
 
 
 def test_xla_estimate_that_falls_with_size_is_flagged(synthetic):
@@ -226,7 +227,7 @@ def test_xla_estimate_that_falls_with_size_is_flagged(synthetic):
 
 @pytest.mark.slow
 def test_claims_table_from_a_fixture(synthetic):
-    table = claims.claims_table(synthetic).set_index("claim_id")
+    table = claims.claims_table(synthetic, fit_model(synthetic)).set_index("claim_id")
     assert list(table.index) == list(claims.CLAIMS)
     assert set(table.verdict) <= set(claims.VERDICTS)
     assert (table.toolchain == "current").all()
@@ -240,7 +241,8 @@ def test_claims_table_from_a_fixture(synthetic):
     assert table.loc["bf16_beats_f32"].verdict in ("holds", "differs")
     # without published rows for v2 the claim cannot be tested
     no_v2 = synthetic[~((synthetic.experiment == "v2") & (synthetic.source == "published"))]
-    assert claims.claims_table(no_v2).set_index("claim_id").loc["v2_up_to_2048"].verdict == "not tested"
+    checked = claims.claims_table(no_v2, fit_model(no_v2)).set_index("claim_id")
+    assert checked.loc["v2_up_to_2048"].verdict == "not tested"
 
 
 def blocks_of(row) -> dict:
@@ -262,7 +264,8 @@ def test_measured_run_refits_its_own_constants(synthetic):
                          timestamp="2026-11-30T10:00:00+00:00", raised_limit=False, search=False))
     measured = to_frame(rows, VERSIONS)
     df = pd.concat([synthetic, measured], ignore_index=True)
-    out, constants = model_columns.apply(df)
+    out, model = model_columns.apply(df)
+    constants = constants_table(model)
     fit = constants[constants.fit == "measured v5e vm1"].set_index("constant").value
     for name in tm.PARAMS:
         assert fit[name] == pytest.approx(getattr(own, name), rel=0.02), name
@@ -333,8 +336,9 @@ def test_only_each_targets_latest_run_is_fitted(synthetic):
                              wall_seconds=device + k.call_seconds, run_label=label, vmem_limit_bytes=16 * MiB,
                              timestamp=timestamp, raised_limit=False, search=False))
     df = pd.concat([synthetic, to_frame(rows, VERSIONS)], ignore_index=True)
-    out, constants = model_columns.apply(df)
-    assert sorted(set(constants.fit) - {model_columns.without(e) for e in "v1 v2 v3 v4 v5".split()}) == [
+    out, model = model_columns.apply(df)
+    constants = constants_table(model)
+    assert sorted(set(constants.fit) - {without(e) for e in "v1 v2 v3 v4 v5".split()}) == [
         "measured v5e new", "published v5e"]
     fit = constants[constants.fit == "measured v5e new"].set_index("constant").value
     assert fit["step_cycles"] == pytest.approx(80.0, rel=0.02)
@@ -402,7 +406,7 @@ def test_xla_highest_is_modelled_from_its_compile_and_never_fitted(synthetic, wi
     assert same.model_device_seconds.to_numpy() == pytest.approx(
         synthetic.model_device_seconds.to_numpy(), nan_ok=True)
     assert len(without) == len(same)
-    fit = model_columns.fits(with_highest)["published v5e"][0].constants
+    fit = fit_model(with_highest).published.constants
     for r in rows.itertuples():
         work = flops(r.m, r.k, r.n)
         expected = max(work / V5E.peak_flops["float32"], r.est_cycles / V5E.clock_hz,

@@ -308,6 +308,7 @@ def test_the_study_s_claims_add_a_key_findings_column_per_other_toolchain(table)
     (then_and_now_claims.csv) and hands them to the report through Section.claims: a column of the key
     findings each, and rows of the claims section; the core's claims.csv, alone, gives no such column."""
     from tpu_matmul_repro.analysis.claims import CLAIMS, FEASIBILITY_CLAIMS, claims_table
+    from tpu_matmul_repro.analysis.fitted_model import fit_model
     from tpu_matmul_repro.report import build, front
     from tpu_matmul_repro.report.sections import REGISTRY
     from tpu_matmul_repro.report.tables import toolchain_name
@@ -318,7 +319,8 @@ def test_the_study_s_claims_add_a_key_findings_column_per_other_toolchain(table)
     then = now.copy().assign(toolchain="post")
     then.loc[(then.kernel == "v5") & (then.bm == 1024) & (then.m == 2048), "status"] = "ok"
     combined = combine([now, then], table[table.source == "published"], toolchain="current")
-    core = claims_table(primary_rows(combined, "current"), "current")
+    rows = primary_rows(combined, "current")
+    core = claims_table(rows, fit_model(rows), "current")
     others = claims_then(combined, "current")
     assert set(others.toolchain) == {"post"} and list(others.claim_id) == list(FEASIBILITY_CLAIMS)
     assert front.front_page(claims=core, fidelity=None, best=None, primary="current",
@@ -334,5 +336,5 @@ def test_the_study_s_claims_add_a_key_findings_column_per_other_toolchain(table)
         assert cell is None or cell["verdict_class"] == verdicts[claim_id].replace(" ", "-")
     assert REGISTRY["then-and-now"].claims is section.claims
     html = build.render_html(combined, lang="en", config_yaml="", targets=["v5e"], figure_names=[],
-                             correctness={"passed": 1, "total": 1}, primary_toolchain="current")
+                             correctness={"passed": 1, "total": 1}, primary_toolchain="current", claims=core)
     assert html.count('<td class="then"') == len(CLAIMS)  # one cell a claim, "–" where not checked

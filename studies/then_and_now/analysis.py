@@ -96,7 +96,7 @@ def claims_then(df: pd.DataFrame, primary: str | None) -> pd.DataFrame:
     """The post's claims about what compiles, checked under each toolchain but `primary` (claims.csv's
     columns, the older toolchains first; empty with one toolchain): then_and_now_claims.csv, the key
     findings' column beside this run's verdict (section.py)."""
-    parts = [claims_table(primary_rows(df, other), other, only=FEASIBILITY_CLAIMS)
+    parts = [claims_table(primary_rows(df, other), None, other, only=FEASIBILITY_CLAIMS)
              for other in toolchains_of(df, primary) if other != primary]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
