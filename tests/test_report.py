@@ -388,10 +388,11 @@ def test_each_table_prints_the_column_of_the_figure_beside_it(table):
 def test_float32_gets_one_sentence_and_the_models_number():
     from tpu_matmul_repro.report.core_sections import float32_note
 
-    best = [dict(target="v5e", dtype="float32", size=4096, estimator="model", fraction_of_xla=0.45)]
+    best = [dict(target="v5e", dtype="float32", size=4096, estimator="model", fraction_of_xla=0.45,
+                 best_tflops=81.0, xla_tflops=180.0)]
     constants = pd.DataFrame([dict(constant="float32_factor", value=2.32)])
     note = float32_note(best, constants, lambda m: m)
-    assert "45 % of XLA at 4096" in note and "2.32" in note and "0.99" not in note
+    assert "81.0 TFLOP/s at 4096, 45 % of XLA's 180.0 (DEFAULT precision)" in note and "2.32" in note and "0.99" not in note
     assert float32_note(best, pd.DataFrame(), lambda m: m) == ""  # no fit: no sentence
 
 
