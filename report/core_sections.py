@@ -4,6 +4,7 @@ the keys its template reads (None: the section is left out of this report).
 """
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pygments
 import pygments.formatters
@@ -228,8 +229,8 @@ def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
         return ""
     r = max(rows, key=lambda b: b["size"])
     return gettext("float32: by the timing model's device time, the best Pallas blocks reach %(tflops).1f "
-                   "TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f (DEFAULT precision). The post's float32 Pallas times fit a dot %(factor).2f times one bfloat16 "
-                   "MXU pass (the fitted float32_factor, results/timing_model.csv); what slowed its large "
+                   "TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f (DEFAULT precision). The post's "
+                   "float32 Pallas times fit a dot %(factor).2f times one bfloat16 MXU pass (the fitted float32_factor, results/timing_model.csv); what slowed its large "
                    "float32 blocks was their DMAs: twice the bytes of bfloat16, and copies that waited for "
                    "the dot where the post's compiler gave a block a single buffer.") % {
         "pct": 100 * r["fraction_of_xla"], "size": r["size"], "factor": float(factor.value.iloc[0]),
@@ -304,9 +305,9 @@ def introduction(i: sections.Inputs) -> dict:
 
 def best(i: sections.Inputs) -> dict:
     rows = one_estimator(i.best_vs_xla)
-    return dict(best=tables.best_vs_xla_rows(rows),
+    post_rows = [r for r in rows if pd.notna(r.get("fraction_of_post_xla", np.nan))]
+    return dict(best=tables.best_vs_xla_rows(rows), post_rows=post_rows,
                 float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
-                precision_names={d: i.gettext(t) for d, t in tables.PRECISION_NAMES.items()},
                 estimator_names={"compiler": i.gettext("libtpu's estimate"),
                                  "model": i.gettext("timing model, device time"),
                                  "model_only": i.gettext("timing model only, no compiler cycles")})

@@ -201,23 +201,10 @@ CONSTANT_NAMES = {
     "float32_factor": N_("float32 dot time relative to one bfloat16 MXU pass"),
     "overlapped_step_cycles": N_("the core's own cost per grid step, overlapped by the DMAs (cycles)"),
 }
-# What each side of best-vs-XLA computes in (analysis/summaries.py: PALLAS_PRECISION): the Pallas dot
-# (a_ref[...] @ b_ref[...], no precision set: lowered as DEFAULT) and XLA's jnp.matmul at DEFAULT; the
-# like-for-like row's XLA at HIGHEST ("float32 HIGHEST").
-PRECISION_NAMES = {
-    "float32": N_("float32 operands; Pallas: no precision set, compiled as DEFAULT (one bfloat16 pass); "
-                  "XLA: DEFAULT"),
-    "float32 HIGHEST": N_("float32 operands; Pallas: DEFAULT; XLA: HIGHEST (full float32, several "
-                          "bfloat16 passes)"),
-    "bfloat16": N_("bfloat16 operands, float32 accumulation; DEFAULT precision"),
-    "int8": N_("int8 operands, int32 accumulation; DEFAULT precision"),
-}
-
-
 def best_vs_xla_rows(best: list[dict]) -> list[dict]:
     """The best-vs-XLA table's rows: each of best_vs_xla.csv's rows shown (build.one_estimator), and
     after a float32 row whose run compiled XLA at precision=HIGHEST, a row of the same best blocks
-    against it (`versus` "HIGHEST", `precision` the key of PRECISION_NAMES). The HIGHEST row has no
+    against it (`versus` "HIGHEST", labelled so in the table). The HIGHEST row has no
     post columns: the post published no HIGHEST number."""
     rows = []
     for r in best:
