@@ -64,9 +64,10 @@ def table_headers(html: str) -> list[list[str]]:
 
 
 def _found_nearby(text: str, header: str, window: int = 400) -> bool:
-    """`header`'s words in `text`, in order, each within `window` characters of the one before: a header
+    """`header`'s words (or characters) in `text`, in order, each within `window` characters of the one before: a header
     wrapped onto lines reads interleaved with its neighbours' words."""
-    parts = [_squash(w) for w in re.split(r"(?<=[\s/(])|(?=[(])", header)]
+    # a Latin word, or one CJK character (a Chinese header wraps between any two)
+    parts = [_squash(w) for w in re.findall(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff(]+", header)]
     parts = [p for p in parts if p]
     if not parts:
         return True
