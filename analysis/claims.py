@@ -411,7 +411,7 @@ def _v5_vs_xla(df, speeds, claim, size=8192):
     return _speed_claim(
         speeds, compared, measured, margin, q, post_margin, test, "near",
         dict(ours=ours, size=size, pct=100 * frac, xla=xla, xla_is=xla_is, pct_lo=100 * frac * np.exp(-q),
-             pct_hi=100 * frac * np.exp(q), post_pct=100 * post / post_xla),
+             pct_hi=100 * frac * np.exp(q), post=post, post_xla=post_xla, post_pct=100 * post / post_xla),
         post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
         this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)")
 

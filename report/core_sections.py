@@ -230,7 +230,8 @@ def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
     r = max(rows, key=lambda b: b["size"])
     return gettext("float32: by the timing model's device time, the best Pallas blocks reach %(tflops).1f "
                    "TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f (DEFAULT precision). The post's "
-                   "float32 Pallas times fit a dot %(factor).2f times one bfloat16 MXU pass (the fitted float32_factor, results/timing_model.csv); what slowed its large "
+                   "float32 Pallas times fit a dot %(factor).2f times one bfloat16 MXU pass (the fitted "
+                   "float32_factor, results/timing_model.csv); what slowed its large "
                    "float32 blocks was their DMAs: twice the bytes of bfloat16, and copies that waited for "
                    "the dot where the post's compiler gave a block a single buffer.") % {
         "pct": 100 * r["fraction_of_xla"], "size": r["size"], "factor": float(factor.value.iloc[0]),
@@ -285,7 +286,7 @@ def result_sources() -> list[str]:
 
 def first_page(i: sections.Inputs) -> dict:
     return front.front_page(claims=i.model["claims_table"], fidelity=i.model["fidelity_table"],
-                            best=i.best_vs_xla, primary=i.primary, gettext=i.gettext,
+                            primary=i.primary, gettext=i.gettext,
                             sources=result_sources())
 
 

@@ -64,8 +64,8 @@ def table_headers(html: str) -> list[list[str]]:
 
 
 def _found_nearby(text: str, header: str, window: int = 400) -> bool:
-    """`header`'s words (or characters) in `text`, in order, each within `window` characters of the one before: a header
-    wrapped onto lines reads interleaved with its neighbours' words."""
+    """`header`'s words (or characters) in `text`, in order, each within `window` characters of the one
+    before: a header wrapped onto lines reads interleaved with its neighbours' words."""
     # a Latin word, or one CJK character (a Chinese header wraps between any two)
     parts = [_squash(w) for w in re.findall(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff(]+", header)]
     parts = [p for p in parts if p]
@@ -92,17 +92,48 @@ def missing_columns(html: str, pdf) -> list[str]:
     return [h for table in table_headers(html) for h in table if not _found_nearby(text, h)]
 
 
+ABSTRACT_WORDS = 120
+FIRST_PAGE = {"en": ("Abstract", "The post's claim", "This run [80 % band]", "Verdict", "Test"),
+              "zh": ("摘要", "原文的论断", "本次结果 [80% 区间]", "判定", "检验方式")}
+
+
+def abstract_words(html: str) -> int:
+    """Words of the abstract's paragraph (English)."""
+    part = html[html.index('id="abstract"'):]
+    paragraph = re.search(r"<p>(.*?)</p>", part, flags=re.S)[1]
+    return len(entities.unescape(re.sub(r"<[^>]+>", "", paragraph)).split())
+
+
+def first_page_problems(html: str, pdf, lang: str) -> list[str]:
+    """Page 1 holds the abstract (at most ABSTRACT_WORDS words in English) and the findings table's
+    headers; page 2 opens with the contents."""
+    def page(n):
+        return subprocess.run(["pdftotext", "-f", str(n), "-l", str(n), str(pdf), "-"], capture_output=True,
+                              text=True, check=True).stdout
+
+    first, found = _squash(page(1)), []
+    found += [f"page 1 lacks {text!r}" for text in FIRST_PAGE[lang] if _squash(text) not in first]
+    if lang == "en" and abstract_words(html) > ABSTRACT_WORDS:
+        found.append(f"the abstract has {abstract_words(html)} words, more than {ABSTRACT_WORDS}")
+    second = page(2).split()
+    if not second or second[0] != {"en": "Contents", "zh": "目录"}[lang]:
+        found.append(f"page 2 opens with {' '.join(second[:3])!r}, not the contents")
+    return found
+
+
 def problems(html: str, pdf) -> list[str]:
     """Everything the printed report gets wrong by these checks, one line each."""
     found = []
     for image in image_placements(pdf):
         if image["ppi"] > MAX_PPI:
-            found.append(f"page {image['page']}: a figure placed at {image['ppi']:.0f} ppi (at most {MAX_PPI})")
+            found.append(f"page {image['page']}: a figure placed at {image['ppi']:.0f} ppi "
+                         f"(at most {MAX_PPI})")
         if image["width_mm"] < MIN_WIDTH_MM - 0.5 and image["width_px"] >= MIN_WIDTH_MM / 25.4 * 200:
-            found.append(f"page {image['page']}: a figure {image['width_mm']:.0f} mm wide (at least {MIN_WIDTH_MM})")
+            found.append(f"page {image['page']}: a figure {image['width_mm']:.0f} mm wide "
+                         f"(at least {MIN_WIDTH_MM})")
     for w in words_outside(pdf):
-        found.append(f"page {w['page']}: {w['text']!r} reaches x = {w['x1']:.0f} pt of a {w['page_width']:.0f} pt "
-                     "page, into the right margin")
+        found.append(f"page {w['page']}: {w['text']!r} reaches x = {w['x1']:.0f} pt of a "
+                     f"{w['page_width']:.0f} pt page, into the right margin")
     found += [f"a table's column {h!r} is not in the PDF" for h in missing_columns(html, pdf)]
     return found
 
@@ -120,7 +151,9 @@ def main(argv) -> int:
         if not path.is_file():
             print(f"{path}: no such file", file=sys.stderr)
             return 2
-    found = problems(html.read_text(), pdf)
+    text = html.read_text()
+    lang = "zh" if 'lang="zh' in text[:300] else "en"
+    found = problems(text, pdf) + first_page_problems(text, pdf, lang)
     for line in found:
         print(f"{pdf}: {line}")
     return 1 if found else 0

@@ -9,8 +9,9 @@ from test_report_numbers import with_8192
 from tpu_matmul_repro.figures.style import cjk_font_path
 from tpu_matmul_repro.report import build, print_check
 
-pytestmark = pytest.mark.skipif(not (shutil.which("pdfimages") and shutil.which("pdftotext")),
-                                reason="poppler-utils (pdfimages, pdftotext) not installed; .ci/run installs it")
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("pdfimages") and shutil.which("pdftotext")),
+    reason="poppler-utils (pdfimages, pdftotext) not installed; .ci/run installs it")
 # the figures' pixel sizes in a default run (200 dpi): a 6.4-inch experiment figure, a wide block search
 FIGURES = {"v1_float32_v5e": (1295, 1033), "search_v5_bfloat16_v5e": (1540, 788), "vmem_v5e": (1455, 927)}
 

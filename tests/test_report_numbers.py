@@ -31,7 +31,8 @@ def with_8192(table: pd.DataFrame, xla_8192: float, flagged: bool) -> pd.DataFra
              row("xla", "xla_highest", "float32", 8192, tflops=30.0)]
     new = to_frame(extra, VERSIONS)
     new["estimate_nonmonotonic"] = (new.kernel == "xla") & (new.m == 8192) & flagged
-    published = to_frame([row("xla", "xla", "float32", 8192, tflops=150.0, source="published", limit=None)], {})
+    published = to_frame([row("xla", "xla", "float32", 8192, tflops=150.0, source="published",
+                              limit=None)], {})
     published = pd.concat([table[table.source == "published"],
                            published.drop(columns=["jax_version", "libtpu_version", "git_sha"])])
     estimates = pd.concat([est, new], ignore_index=True)
@@ -43,7 +44,8 @@ def text_units(html: str) -> list[str]:
     """The page's sentences and table cells, each as a reader sees it."""
     html = re.sub(r"</t[dh]>", " ¶ ", html)  # a cell ends a unit
     text = visible_text(html)
-    return [u.strip() for part in text.split("¶") for u in re.split(r"(?<=\.)\s+(?=[A-Z])", part) if u.strip()]
+    sentences = (re.split(r"(?<=\.)\s+(?=[A-Z])", part) for part in text.split("¶"))
+    return [u.strip() for part in sentences for u in part if u.strip()]
 
 
 def check_fractions(html: str, default: set[float], highest: set[float]) -> int:
@@ -61,7 +63,8 @@ def check_fractions(html: str, default: set[float], highest: set[float]) -> int:
             pct, xla = float(m["pct"]), float(m["xla"])
             assert any(abs(100 * p / xla - pct) <= 0.51 for p in pallas), (unit, pallas)
             allowed = highest if "HIGHEST" in unit else default
-            assert any(abs(xla - v) < 0.051 for v in allowed), f"{xla} is not XLA at the stated precision: {unit!r}"
+            assert any(abs(xla - v) < 0.051 for v in allowed), \
+                f"{xla} is not XLA at the stated precision: {unit!r}"
             checked += 1
     return checked
 
