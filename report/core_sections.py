@@ -306,7 +306,8 @@ def introduction(i: sections.Inputs) -> dict:
 
 def best(i: sections.Inputs) -> dict:
     rows = one_estimator(i.best_vs_xla)
-    post_rows = [r for r in rows if pd.notna(r.get("fraction_of_post_xla", np.nan))]
+    post_rows = [r for r in rows if all(pd.notna(r.get(key, np.nan)) for key in (
+        "best_post_method_tflops", "post_xla_tflops", "fraction_of_post_xla"))]
     return dict(best=tables.best_vs_xla_rows(rows), post_rows=post_rows,
                 float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
                 estimator_names={"compiler": i.gettext("libtpu's estimate"),

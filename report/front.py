@@ -79,7 +79,7 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
     """One row per claim under the pipeline's compiler: the post's number, this run's with its band, the
     verdict (a compile claim's naming the compiler, with the verdict under any other toolchain a study
     checked it with, report/sections.py: Section.claims) and the test in a few words."""
-    from tpu_matmul_repro.analysis.claims import CLAIMS
+    from tpu_matmul_repro.analysis.claims import CLAIMS, KINDS
 
     if claims is None or claims.empty or "claim_id" not in claims:
         return []
@@ -88,10 +88,10 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
     others = claims[claims.toolchain != mine.toolchain.iloc[0]]
     rows = []
     for r in mine.itertuples():
-        values = json.loads(r.values)
+        values, kind = json.loads(r.values), KINDS[r.claim_id]
         verdicts = [(r.toolchain, r.verdict)] + [(o.toolchain, o.verdict) for o in others[
             others.claim_id == r.claim_id].sort_values("toolchain").itertuples()]
-        if r.kind == "compiles":
+        if kind == "compiles":
             verdict = gettext("; ").join(gettext(VERDICT_WITH) % {"verdict": gettext(VERDICT_NAMES[v]),
                                                                   "compiler": toolchain_name(t, gettext)}
                                          for t, v in verdicts)
@@ -100,9 +100,9 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
         tested = r.reason_id != "missing"
         rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=verdict,
                          verdict_class=r.verdict.replace(" ", "-"),
-                         post=cell(POST_CELLS, r.kind, values, gettext),
-                         this_run=cell(RUN_CELLS, r.kind, values, gettext) if tested else "–",
-                         test=cell(TEST_CELLS, r.kind, values, gettext),
+                         post=cell(POST_CELLS, kind, values, gettext),
+                         this_run=cell(RUN_CELLS, kind, values, gettext) if tested else "–",
+                         test=cell(TEST_CELLS, kind, values, gettext),
                          source=gettext(SOURCE_KINDS.get(r.source_kind, "none"))))
     return rows
 
