@@ -23,7 +23,7 @@ from tpu_matmul_repro.figures.cite import bibtex, citation, post_attribution
 from tpu_matmul_repro.figures.labels import experiment_description, join
 from tpu_matmul_repro.kernels import is_pallas, source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
-from tpu_matmul_repro.report import findings, front, sections, tables
+from tpu_matmul_repro.report import findings, front, reproduce, sections, tables
 from tpu_matmul_repro.report.advice import advice_section
 from tpu_matmul_repro.report.tables import toolchain_name
 
@@ -298,7 +298,12 @@ def abstract(i: sections.Inputs) -> dict:
 
 def introduction(i: sections.Inputs) -> dict:
     measured = i.rows[i.rows.source == "measured"] if i.measured is None else i.measured
-    return dict(provenance=tables.provenance(i.rows, measured),
+    provenance = tables.provenance(i.df, measured)
+    versions = reproduce.toolchain_versions(provenance)
+    return dict(provenance=[dict(p, toolchain_name=toolchain_name(p["toolchain"], i.gettext) if p["toolchain"]
+                                 else "–") for p in provenance],
+                versions=[dict(v, name=toolchain_name(v["toolchain"], i.gettext)) for v in versions],
+                record=reproduce.benchmark_record(), commands=reproduce.COMMANDS,
                 source_names={"estimate": i.gettext("estimated"), "measured": i.gettext("measured"),
                               "published": i.gettext("published")},
                 gallery_href=f"{i.figures_href}/index{'' if i.lang == 'en' else '.' + i.lang}.html")

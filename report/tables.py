@@ -60,19 +60,28 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
     return {"sizes": sizes, "rows": body, "published": not pub.empty, "modelled": modelled}
 
 
+# Release dates of the pinned jax a toolchain installs (PyPI), printed beside the post's date: the post's
+# era's toolchain is the oldest pip installs, released after the post.
+JAX_RELEASED = {"0.4.36": "2024-12-05"}
+
+
 def provenance(df: pd.DataFrame, measured: pd.DataFrame | None = None) -> list[dict]:
-    """One line per (source, target): how many rows, from which device or compiler versions. `measured`:
-    every measured row (where `df` holds only the latest runs), for the count."""
+    """One line per (source, toolchain, target): how many rows, from which device or compiler versions
+    (every toolchain's, the post's era's too). `measured`: every measured row (where `df` holds only
+    the latest runs), for the count."""
     counts = measured.groupby("target").size() if measured is not None else None
     out = []
-    for (source, target), group in df.groupby(["source", "target"], sort=False):
+    df = df.assign(toolchain=df.toolchain.fillna("")) if "toolchain" in df else df.assign(toolchain="")
+    for (source, toolchain, target), group in df.groupby(["source", "toolchain", "target"], sort=False):
         first = group.iloc[0]
         rows = len(group)
         if source == "measured" and counts is not None:
             rows = int(counts.get(target, rows))
-        out.append(dict(source=source, target=target, rows=rows,
+        jax = first.jax_version if pd.notna(first.jax_version) else ""
+        out.append(dict(source=source, toolchain=toolchain, target=target, rows=rows,
+                        released=JAX_RELEASED.get(jax, ""),
                         device_kind=first.device_kind if pd.notna(first.device_kind) else "",
-                        jax=first.jax_version if pd.notna(first.jax_version) else "",
+                        jax=jax,
                         libtpu=first.libtpu_version if pd.notna(first.libtpu_version) else "",
                         git_sha=first.git_sha if pd.notna(first.git_sha) else ""))
     return out
