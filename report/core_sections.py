@@ -303,10 +303,19 @@ def introduction(i: sections.Inputs) -> dict:
     return dict(provenance=[dict(p, toolchain_name=toolchain_name(p["toolchain"], i.gettext) if p["toolchain"]
                                  else "–") for p in provenance],
                 versions=[dict(v, name=toolchain_name(v["toolchain"], i.gettext)) for v in versions],
-                record=reproduce.benchmark_record(), commands=reproduce.COMMANDS,
+                record=verbatim(reproduce.benchmark_record(), ("machine", "cold")),
+                commands=reproduce.COMMANDS,
                 source_names={"estimate": i.gettext("estimated"), "measured": i.gettext("measured"),
                               "published": i.gettext("published")},
                 gallery_href=f"{i.figures_href}/index{'' if i.lang == 'en' else '.' + i.lang}.html")
+
+
+def verbatim(record: dict | None, keys) -> dict | None:
+    """`record` with the values of `keys` as code: quoted as the benchmark wrote them, in any language."""
+    if record is None:
+        return None
+    return record | {k: Markup("<code>{}</code>").format(record[k]) for k in keys} | {
+        "cores": Markup("<code>--cores 1</code>")}
 
 
 def best(i: sections.Inputs) -> dict:

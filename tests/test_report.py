@@ -438,7 +438,8 @@ def test_chinese_running_text_has_no_english(table):
         bfloat16 int8 int32 float64 NumPy Spearman n ok PDF SVG PNG BibTeX CC BY MIT Tian Shanquan MatMul
         Kernel v1 v2 v3
         v4 v5 v5e v6e TPU v5 lite Roofline FLOP bm bk bn M K N k A B C scoped Jacobian HIGHEST NaN Inf pip jit
-        cycles_method no_static_profile float32_factor x CPU https toolchains DEFAULT ln X Mosaic""".split())
+        cycles_method no_static_profile float32_factor x CPU https toolchains DEFAULT ln X Mosaic
+        Python Linux""".split())
     words = {w for w in re.findall(r"[A-Za-z][A-Za-z0-9'’]*", text)
              if w not in names and not re.fullmatch(r"v\d\w*|[0-9a-f]{3,}", w)}
     paths = set(re.findall(r"[\w./-]*[_./][\w./-]+", text))
