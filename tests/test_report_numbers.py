@@ -16,7 +16,8 @@ from tpu_matmul_repro.report.typography import visible_text, without_unit_spans
 FRACTION = re.compile(r"(?P<pct>\d+(?:\.\d+)?) % of (?:XLA's(?: estimated)?|the post's measured XLA,) "
                       r"(?P<xla>\d+\.\d)")
 STATES = re.compile(r"% of (?:the post's measured )?XLA")
-THRESHOLD = re.compile(r"at least \d+ % of XLA's TFLOP/s")  # a rule's threshold, not a result
+# a rule's threshold, not a result
+THRESHOLD = re.compile(r"at least \d+ % of XLA's TFLOP/s", flags=re.I)
 PALLAS = re.compile(r"(?P<tflops>\d+\.\d) TFLOP/s")
 
 
@@ -69,6 +70,25 @@ def check_fractions(html: str, default: set[float], highest: set[float]) -> int:
     return checked
 
 
+def check_best_table(html: str, default: set[float], highest: set[float]) -> int:
+    """Every row of the best-vs-XLA table: its fraction is its TFLOP/s over its XLA, and that XLA is at
+    DEFAULT precision unless the row says HIGHEST (in its XLA cell, and "vs HIGHEST" beside the
+    fraction). Returns how many fractions were checked."""
+    table = html[html.index('<table class="best">'):].split("</table>")[0]
+    checked = 0
+    for line in re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>")[1], flags=re.S):
+        cells = [visible_text(c).strip() for c in re.findall(r"<td>(.*?)</td>", line, flags=re.S)]
+        tflops, xla, fraction = float(cells[-3]), cells[-2], cells[-1]
+        says_highest = xla.startswith("HIGHEST")
+        assert says_highest == fraction.endswith("vs HIGHEST"), cells
+        xla_value = float(re.search(r"\d+\.\d", xla)[0])
+        assert any(abs(xla_value - v) < 0.051 for v in (highest if says_highest else default)), cells
+        if fraction != "–":
+            assert float(fraction.split()[0]) == pytest.approx(tflops / xla_value, abs=0.006), cells
+            checked += 1
+    return checked
+
+
 def xla_numbers(df: pd.DataFrame, kernel: str) -> set[float]:
     rows = df[(df.kernel == kernel) & (df.status == "ok")]
     return {round(float(v), 1) for v in rows.tflops.dropna()}
@@ -81,7 +101,9 @@ def test_every_fraction_of_xla_divides_by_xla_at_default_precision(table, flagge
     html = without_unit_spans(build.render_html(
         df, lang="en", config_yaml="targets: [v5e]\n", targets=["v5e"], figure_names=set(),
         correctness={"passed": 1, "total": 1}))
-    assert check_fractions(html, xla_numbers(df, "xla"), xla_numbers(df, "xla_highest")) >= 2
+    default, highest = xla_numbers(df, "xla"), xla_numbers(df, "xla_highest")
+    assert check_fractions(html, default, highest) >= 2
+    assert check_best_table(html, default, highest) >= 1
     text = visible_text(html)
     v3 = "6.7 % of the post's measured XLA, 150.0" if flagged else "5.9 % of XLA's estimated 170.0"
     v4 = "53 % of the post's measured XLA, 150.0" if flagged else "47 % of XLA's estimated 170.0"
