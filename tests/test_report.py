@@ -634,6 +634,9 @@ def test_a_number_keeps_its_unit_on_its_line():
             '<span class="nb">16 MiB</span>; <span class="nb">80%</span></p>') in kept
     assert kept.startswith("<title>75.1 TFLOP/s</title>") and kept.endswith("<pre>x = 16 MiB</pre>")
     assert without_unit_spans(kept) == html
+    tuple_html = "<p>最优分块 (512, 1024, 1024) 与 (1024, 512)</p>"
+    assert keep_units(tuple_html) == ('<p>最优分块 <span class="nb">(512, 1024, 1024)</span> 与 '
+                                      '<span class="nb">(1024, 512)</span></p>')
     css = (build.TEMPLATES / "style.css").read_text()
     assert re.search(r"\.nb \{ white-space: nowrap; \}", css)
 
