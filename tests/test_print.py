@@ -42,8 +42,14 @@ def test_the_printed_report_has_readable_figures_and_no_clipped_table(table, tmp
     assert len(placed) == len(FIGURES)
     assert all(120 <= p["width_mm"] and p["ppi"] <= print_check.MAX_PPI for p in placed), placed
     assert print_check.problems(html, pdf) == []
+    assert print_check.first_page_problems(html, pdf, lang) == []  # page 1: abstract and findings table
     headers = [h for t in print_check.table_headers(html) for h in t]
     assert "Fraction of XLA" in headers or lang == "zh"
+
+
+def test_the_first_page_check_counts_the_abstract_s_words():
+    html = '<section id="abstract"><p>' + "word " * 121 + "</p></section>"
+    assert print_check.abstract_words(html) == 121 > print_check.ABSTRACT_WORDS
 
 
 def test_the_check_finds_a_word_past_the_page_and_a_column_cut_off(monkeypatch):

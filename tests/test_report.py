@@ -128,7 +128,7 @@ def test_first_page_states_the_result_files(table):
     en = first_page(render(table, "en", primary_toolchain="current", **result_files()))
     assert "Of the post's 2 claims, 1 holds and 1 differs." in en  # each count with its plural
     # the timing model out of sample (leave one experiment out, scope all): 0.0701 is exp(0.0701) - 1 = 7 %
-    assert "the timing model errs by a median 7 % (61 points)" in en
+    assert "The model's out-of-sample error: a median 7 % (61 points)." in en
     assert ("gives the post's VMEM verdict for 1 of 2 of its configurations; the post's own (libtpu 0.0.5) "
             "for 2 of 2") in en
     assert "changed with the compiler, not with the kernels" in en
