@@ -7,6 +7,7 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 """
 import pandas as pd
 
+from tpu_matmul_repro.analysis.summaries import HIGHEST_KERNEL
 from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core import reading
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
@@ -131,7 +132,15 @@ def combine(estimates: list[pd.DataFrame], published: pd.DataFrame | None,
     for col in INT_COLUMNS:
         df[col] = df[col].astype("Int64")
     df["toolchain"] = df["toolchain"].fillna("")  # published rows come from no toolchain
+    est = df.source == "estimate"
+    df.loc[est, "precision"] = df.loc[est, "kernel"].map(estimate_precision)
     return sort_rows(df)
+
+
+def estimate_precision(kernel: str) -> str:
+    """The precision an estimate's dot is compiled at: HIGHEST for XLA's full-float32 variant, DEFAULT
+    for every other kernel (no Pallas dot and no jnp.matmul of the post sets one)."""
+    return "HIGHEST" if kernel == HIGHEST_KERNEL else "DEFAULT"
 
 
 def sort_rows(df: pd.DataFrame) -> pd.DataFrame:

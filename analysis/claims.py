@@ -16,11 +16,14 @@ measurement never removes the verdict of a claim it does not cover.
 
 Speed rules compare a margin m (ln: > 0 where the claim holds at this run's number) with the half-width
 q of the timing model's 80 % band (conditional on size, analysis/intervals.py; a ratio of
-two modelled speeds of one figure gets one q, of two figures sqrt(qa^2 + qb^2); measurements q = 0):
-  holds         m >= 0 and the post's own numbers satisfy the claim;
+two modelled speeds of one figure gets one q, of two figures sqrt(qa^2 + qb^2); measurements q = 0).
+The post's own margin p is read off its figures, each value to about READING_ERROR of its figure's
+axis: its error e (ln; of a ratio, sqrt(ea^2 + eb^2)) decides whether the post's numbers fail the
+claim (p < -e), support it (p >= e) or cannot tell (|p| < e):
+  holds         m >= 0 and the post's own numbers do not fail the claim;
   differs       m + q < 0 (the whole band fails the claim), or m < 0 and the post's numbers fail too;
   inconclusive  otherwise: m < 0 <= m + q (the band neither confirms nor excludes the claim), or this
-                run supports a claim the post's own numbers do not.
+                run supports a claim the post's own numbers fail.
 Reason texts are templates (English; locale/ has their translations) filled from `values`.
 """
 import json
@@ -43,6 +46,11 @@ ABOUT = 0.2  # "about" a number: within |ln(ours / claimed)| <= 0.2 (a factor of
 NEAR = 0.9  # "nearly matches": at least 90 % of XLA's TFLOP/s
 LEVEL = 0.8  # the prediction interval a modelled speed's verdict is decided with
 TOOLCHAIN = "current"  # the pipeline's own toolchain
+# The post's numbers are read off its figures by pixel position to about 2 % of the y axis's range
+# (data/published_v5e.csv); an axis spans its points from about 0 to their largest with matplotlib's
+# 5 % margins either side.
+READING_ERROR = 0.02
+AXIS_MARGINS = 1.1
 
 CLAIMS = {
     "v1_fails_above_1024": N_("v1 (whole arrays in VMEM) fails above 1024"),
@@ -76,12 +84,16 @@ RULES = {
                "post's own ratio against it."),
     "beats": N_("The first must be faster than the second (ratio > 1). Test: this run's ratio and its 80 %% "
                 "band against 1, and the post's own ratio against 1."),
-    "decision": N_("A speed claim holds where this run's number satisfies the rule and so do the post's "
-                   "own numbers; differs where this run's whole 80 %% band fails it (or this run's number "
-                   "and the post's both do); and is inconclusive otherwise: the band neither confirms nor "
-                   "excludes the claim, or only one side supports it. A measurement has no band here."),
+    "decision": N_("A speed claim holds where this run's number satisfies the rule and the post's own "
+                   "numbers do not fail it; differs where this run's whole 80 %% band fails it (or this "
+                   "run's number and the post's both do); and is inconclusive otherwise: the band neither "
+                   "confirms nor excludes the claim, or the post's numbers fail what this run supports. The "
+                   "post's numbers, read off its figures to about %(reading_pct).0f %% of each axis, fail or "
+                   "support a claim only by more than that reading error; within it they decide nothing. A "
+                   "measurement has no band here."),
 }
-RULE_VALUES = dict(about=ABOUT, about_factor=math.exp(ABOUT), near_pct=100 * NEAR)
+RULE_VALUES = dict(about=ABOUT, about_factor=math.exp(ABOUT), near_pct=100 * NEAR,
+                   reading_pct=100 * READING_ERROR)
 REASONS = {
     "feasible_same": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB limit, "
                         "as in the post."),
@@ -129,6 +141,9 @@ SOURCE_CLASSES = {"compile": number_class("estimate"), "model": number_class("es
 SOURCE_LINE = N_("%(class)s: %(how)s")
 NOTES = {
     "holds": N_("Holds: this run's number satisfies the rule (%(test)s), and so do the post's own."),
+    "holds_reading": N_("Holds: this run's number satisfies the rule (%(test)s); the post's own numbers are "
+                        "within their reading error (±%(post_error_pct).1f %%) of it, so they neither "
+                        "support nor fail the claim."),
     "differs_band": N_("Differs: this run's whole 80 %% band (x/%(band_factor).2f) fails the rule "
                        "(%(test)s)."),
     "differs_both": N_("Differs: this run's number fails the rule (%(test)s), and so do the post's own."),
@@ -136,8 +151,10 @@ NOTES = {
     "inconclusive_band": N_("Inconclusive: this run's number fails the rule (%(test)s), but its 80 %% band "
                             "(x/%(band_factor).2f) reaches the other side: it neither confirms nor excludes "
                             "the claim."),
+    "reading": N_("The post's own numbers are within their reading error (±%(post_error_pct).1f %%) of the "
+                  "rule's threshold: they neither support nor fail the claim."),
     "inconclusive_post": N_("Inconclusive: this run's number satisfies the rule (%(test)s), but the post's "
-                            "own numbers do not."),
+                            "own numbers fail it by more than their reading error."),
     "limits": N_("Scoped VMEM limit each compared configuration was compiled at: %(limits)s (the default is "
                  "%(default)s MiB; * marks a raised limit)."),
 }
@@ -149,17 +166,28 @@ TESTS = {"model_vs_claim": N_("the timing model against the claimed number, out 
          "compiler_vs_post": N_("the compiler's VMEM verdict against the post's"),
          "measured_vs_post": N_("this run's measured status against the post's")}
 VERDICTS = ("holds", "differs", "inconclusive", "not tested")
-EXACT = ("margin", "band", "post_margin")  # values a verdict is recomputed from (verdict_of)
+EXACT = ("margin", "band", "post_margin", "post_error")  # values a verdict is recomputed from (verdict_of)
 
 
-def decided(margin: float, band: float, post_margin: float = 1.0) -> tuple[str, str]:
+def decided(margin: float, band: float, post_margin: float = 1.0, post_error: float = 0.0) -> tuple[str, str]:
     """(verdict, note id) of a speed claim holding by `margin` (ln) at this run's number, with the
-    band's half-width `band` (ln; 0 for a measurement) and the post's own margin (the module docstring)."""
+    band's half-width `band` (ln; 0 for a measurement), the post's own margin and its reading error
+    (ln; the module docstring)."""
+    post_fails, post_unsure = post_margin < -post_error, abs(post_margin) < post_error
     if margin + band < 0:
         return "differs", "differs_measured" if band == 0 else "differs_band"
     if margin < 0:
-        return ("differs", "differs_both") if post_margin < 0 else ("inconclusive", "inconclusive_band")
-    return ("holds", "holds") if post_margin >= 0 else ("inconclusive", "inconclusive_post")
+        return ("differs", "differs_both") if post_fails else ("inconclusive", "inconclusive_band")
+    if post_fails:
+        return "inconclusive", "inconclusive_post"
+    return "holds", "holds_reading" if post_unsure else "holds"
+
+
+def reading_error(df: pd.DataFrame, experiment: str, value: float) -> float:
+    """The ln half-width of a value read off the post's figure of `experiment`: READING_ERROR of the
+    figure's axis (its largest published number with matplotlib's margins) over the value."""
+    shown = df[(df.source == "published") & (df.target == TARGET) & (df.experiment == experiment)].tflops
+    return READING_ERROR * AXIS_MARGINS * float(shown.max()) / value if shown.notna().any() else 0.0
 
 
 def verdict_of(row) -> str:
@@ -170,7 +198,7 @@ def verdict_of(row) -> str:
     if row["kind"] == "compiles":
         return "holds" if values["ok"] == values["post_ok"] and values["fail"] == values["post_fail"] \
             else "differs"
-    return decided(values["margin"], values["band"], values["post_margin"])[0]
+    return decided(values["margin"], values["band"], values["post_margin"], values.get("post_error", 0.0))[0]
 
 
 def _rows(df, experiment, dtype, kernel, blocks=None):
@@ -315,12 +343,16 @@ def _missing(claim, what):
                 values=dict(what=what))
 
 
-def _speed_claim(evidence, configs, measured, margin, band, post_margin, test, reason, values, **extra):
+def _speed_claim(evidence, configs, measured, margin, band, post_margin, test, reason, values, post_error=0.0,
+                 **extra):
     """The row of a speed claim: its verdict by `decided`, the note saying how, and every number."""
-    verdict, note = decided(margin, band, post_margin)
+    verdict, note = decided(margin, band, post_margin, post_error)
     values = dict(values, margin=float(margin), band=float(band), post_margin=float(post_margin),
+                  post_error=float(post_error), post_error_pct=100 * float(np.expm1(post_error)),
                   band_factor=float(np.exp(band)), test=test, **RULE_VALUES)
     notes = [note]
+    if note == "inconclusive_band" and abs(post_margin) < post_error:
+        notes.append("reading")
     if not measured:
         values.update(evidence.limits(configs))
         notes.append("limits")
@@ -344,6 +376,7 @@ def _v3_about_10(df, evidence, claim, size=8192, claimed=10.0):
         evidence, configs, measured, margin, q, post_margin, test, "about",
         dict(ours=ours, size=size, post=post, claimed=f"{claimed:g}", lo=ours * np.exp(-q),
              hi=ours * np.exp(q), low=claimed * np.exp(-ABOUT), high=claimed * np.exp(ABOUT)),
+        post_error=reading_error(df, "v3", post),
         post_value=f"{post:.1f} TFLOP/s", this_value=f"{ours:.1f} TFLOP/s")
 
 
@@ -378,6 +411,8 @@ def _v4_best(df, evidence, claim, size=8192, claimed=(512, 512, 512)):
              rival_tflops=ours[rival], ratio=ratio, ratio_lo=ratio * np.exp(-q), ratio_hi=ratio * np.exp(q),
              post_rival=_fmt(post_rival), post_rival_tflops=post[post_rival],
              post_claimed_tflops=post[claimed]),
+        post_error=float(np.hypot(reading_error(df, "v4", post[claimed]),
+                                  reading_error(df, "v4", post[post_rival]))),
         post_value=f"{_fmt(post_best)}: {post[post_best]:.1f} TFLOP/s",
         this_value=f"{_fmt(best)}: {ours[best]:.1f} TFLOP/s")
 
@@ -408,7 +443,8 @@ def _v5_vs_xla(df, evidence, claim, size=8192):
     return _speed_claim(
         evidence, compared, measured, margin, q, post_margin, test, "near",
         dict(ours=ours, size=size, pct=100 * frac, xla=xla, xla_is=xla_is, pct_lo=100 * frac * np.exp(-q),
-             pct_hi=100 * frac * np.exp(q), post_pct=100 * post / post_xla),
+             pct_hi=100 * frac * np.exp(q), post=post, post_xla=post_xla, post_pct=100 * post / post_xla),
+        post_error=float(np.hypot(reading_error(df, "v5", post), reading_error(df, "v5", post_xla))),
         post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
         this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)")
 
@@ -432,6 +468,7 @@ def _bf16_beats_f32(df, evidence, claim, size=8192, blocks=(512, 512, 512)):
         "measured_vs_measured" if measured else "model_vs_model", "beats",
         dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f, ratio=ratio,
              ratio_lo=ratio * np.exp(-q), ratio_hi=ratio * np.exp(q), post_bf16=post_b, post_f32=post_f),
+        post_error=float(np.hypot(reading_error(df, "v5", post_b), reading_error(df, "v4", post_f))),
         post_value=f"bf16 {post_b:.1f} vs f32 {post_f:.1f} TFLOP/s",
         this_value=f"bf16 {ours_b:.1f} vs f32 {ours_f:.1f} TFLOP/s")
 

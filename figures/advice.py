@@ -27,9 +27,6 @@ from tpu_matmul_repro.figures.style import save, use_style  # noqa: E402
 KIND = "advice"
 BEST_COLOR, TIE_COLOR, XLA_COLOR = "#000000", "#0072B2", "#888888"
 ROW_INCHES = 0.2  # per drawn block: its 8 pt label apart from the next
-# Printed (report/build.py): a row per tie makes it tall; at the third of a page other figures get,
-# its labels would print at 3 pt.
-PRINT_HEIGHT = "150mm"
 TEXT = {
     "title": N_("Blocks for %(shape)s (%(dtype)s, kernel %(kernel)s), modelled"),
     "panel": N_("%(target)s: %(ties)s tied with %(fastest)s; peak %(peak).0f TFLOP/s"),

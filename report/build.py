@@ -69,21 +69,6 @@ def config_text(config: dict) -> str:
                      default_flow_style=None, width=100)
 
 
-# The printed figure: its image and caption stay on one page (style.css), so the block is at most a
-# third of the page's height, and what it leaves blank when it moves to the next page is too. The
-# caption's lines are estimated from its length (a CJK character one em of 8 pt, a Latin one half).
-FIGURE_BLOCK_MM = (297 - 2 * 14) / 3 - 20  # less the margins, the caption's label and the line kept with it
-CAPTION_LINE_MM = 8 * 1.3 * 25.4 / 72
-CAPTION_WIDTH_EM = (210 - 2 * 13) / 25.4 * 72 / 8
-
-
-def print_height(caption: str) -> str:
-    """The printed image's largest height for a figure with this caption (CSS length)."""
-    ems = sum(1.0 if ord(ch) > 0x2E80 else 0.55 for ch in caption)
-    lines = int(ems // CAPTION_WIDTH_EM) + 1
-    return f"{max(40.0, min(85.0, FIGURE_BLOCK_MM - lines * CAPTION_LINE_MM)):.0f}mm"
-
-
 WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figures/plots.py)
 
 
@@ -152,8 +137,6 @@ class Figures:
                 "files": {fmt: f"{href}/{base}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
                 "caption": info["caption"], "cite": cite,
-                "print_height": advice_figure.PRINT_HEIGHT if kind == "advice"
-                else print_height(f"{info['caption']} {cite}"),
                 "bibtex": bibtex(f"tpu_matmul_repro_{name}", name, self.commit, note=info["caption"])}
 
     def many(self, names) -> list[dict]:

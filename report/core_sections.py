@@ -4,6 +4,7 @@ the keys its template reads (None: the section is left out of this report).
 """
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pygments
 import pygments.formatters
@@ -22,7 +23,7 @@ from tpu_matmul_repro.figures.cite import bibtex, citation, post_attribution
 from tpu_matmul_repro.figures.labels import experiment_description, join
 from tpu_matmul_repro.kernels import is_pallas, source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
-from tpu_matmul_repro.report import findings, front, sections, tables
+from tpu_matmul_repro.report import findings, front, reproduce, sections, tables
 from tpu_matmul_repro.report.advice import advice_section
 from tpu_matmul_repro.report.tables import toolchain_name
 
@@ -139,23 +140,23 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
         elif f.largest_ok is not None:
             out.append(gettext("On %(target)s, %(kernel)s compiles at every size up to %(ok)s.") % {
                 "target": target, "kernel": experiment, "ok": f.largest_ok})
-    if experiment == "v3" and s["v3_fraction_8192"] is not None:
+    if experiment == "v3" and s["v3_versus_8192"] is not None:
         message = (N_("On %(target)s, v3 with 128-blocks is modelled at %(tflops).1f TFLOP/s at 8192 as the "
-                      "post timed it, %(pct).0f %% of XLA modelled the same way.") if s["modelled"]
+                      "post timed it: %(versus)s") if s["modelled"]
                    else N_("On %(target)s, v3 with 128-blocks reaches an estimated %(tflops).1f TFLOP/s at "
-                           "8192, %(pct).0f %% of XLA's estimate."))
-        out.append(gettext(message) % {
-            "target": target, "tflops": s["v3_tflops_8192"], "pct": 100 * s["v3_fraction_8192"]})
+                           "8192: %(versus)s"))
+        out.append(gettext(message) % {"target": target, "tflops": s["v3_tflops_8192"],
+                                       "versus": versus_text(s["v3_versus_8192"], s["modelled"], gettext)})
     if experiment in ("v4", "v5"):
-        frac = s[f"{experiment}_post_best_fraction_8192"]
+        versus = s[f"{experiment}_post_best_versus_8192"]
         blocks = s[f"{experiment}_post_best_blocks"]
-        if frac is not None:
-            message = (N_("On %(target)s, the post's best block %(blocks)s is modelled at %(pct).0f %% of "
-                          "XLA at 8192, both as the post timed them.") if s["modelled"]
-                       else N_("On %(target)s, the post's best block %(blocks)s reaches %(pct).0f %% of "
-                               "XLA's estimate at 8192."))
-            out.append(gettext(message) % {
-                "target": target, "blocks": str(blocks), "pct": 100 * frac})
+        if versus is not None:
+            message = (N_("On %(target)s, the post's best blocks %(blocks)s are modelled at %(tflops).1f "
+                          "TFLOP/s at 8192 as the post timed them: %(versus)s") if s["modelled"]
+                       else N_("On %(target)s, the post's best blocks %(blocks)s reach an estimated "
+                               "%(tflops).1f TFLOP/s at 8192: %(versus)s"))
+            out.append(gettext(message) % {"target": target, "blocks": str(blocks), "tflops": versus.tflops,
+                                           "versus": versus_text(versus, s["modelled"], gettext)})
         f = s[f"{experiment}_1024_blocks"]
         if f is not None and f.first_failure is not None and f.need_mib is not None:
             out.append(gettext("On %(target)s, 1024-blocks run out of VMEM from %(fail)s on: they need "
@@ -166,19 +167,45 @@ def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
             if b["dtype"] == dtype and b["size"] == 8192:
                 if not pd.isna(b["fraction_of_xla"]):
                     out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
-                                       "%(bk)s, %(bn)s), at %(pct).0f %% of XLA by the timing model's device "
-                                       "time.") % {
+                                       "%(bk)s, %(bn)s), %(tflops).1f TFLOP/s by the timing model's device "
+                                       "time: %(pct).0f %% of XLA's %(xla).1f (DEFAULT precision), modelled "
+                                       "the same way.") % {
                         "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
+                        "tflops": b["best_tflops"], "xla": b["xla_tflops"],
                         "pct": 100 * b["fraction_of_xla"]})
                 elif not pd.isna(b.get("fraction_of_post_xla", float("nan"))):
                     out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
-                                       "%(bk)s, %(bn)s); timed as the post did, it is modelled at %(pct).0f "
-                                       "%% of the post's measured XLA (this run's XLA estimate at 8192 falls "
-                                       "with size, so no fraction of it is given).") % {
+                                       "%(bk)s, %(bn)s); timed as the post did, it is modelled at "
+                                       "%(tflops).1f TFLOP/s: %(pct).0f %% of the post's measured XLA, "
+                                       "%(xla).1f (DEFAULT "
+                                       "precision; this run's XLA estimate at 8192 falls with size, so no "
+                                       "fraction of it is given).") % {
                         "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
+                        "tflops": b["best_post_method_tflops"], "xla": b["post_xla_tflops"],
                         "pct": 100 * b["fraction_of_post_xla"]})
     return out
 
+
+
+# A fraction of XLA, by what it divides by: XLA at DEFAULT precision, the post's comparison, always
+VERSUS = {
+    ("run", True): N_("%(pct)s %% of XLA's %(xla).1f (DEFAULT precision, modelled the same way)."),
+    ("run", False): N_("%(pct)s %% of XLA's estimated %(xla).1f (DEFAULT precision)."),
+    "post": N_("%(pct)s %% of the post's measured XLA, %(xla).1f (DEFAULT precision; this run's XLA "
+               "estimate at that size falls with size, flagged)."),
+}
+
+
+def versus_text(versus: findings.Versus, modelled: bool, gettext) -> str:
+    """The clause giving a number as a fraction of XLA, with the XLA number it divides by."""
+    key = "post" if versus.basis == "post" else (versus.basis, modelled)
+    return gettext(VERSUS[key]) % {"pct": percent(versus.fraction), "xla": versus.xla}
+
+
+def percent(fraction: float) -> str:
+    """A fraction as a percentage: whole above 10 %, to a tenth below (7 % of XLA hides 6.5 against 7.4)."""
+    pct = 100 * fraction
+    return f"{pct:.0f}" if pct >= 9.95 else f"{pct:.1f}"
 
 
 def one_estimator(best: pd.DataFrame) -> list[dict]:
@@ -201,12 +228,14 @@ def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
     if not rows or factor is None or factor.empty:
         return ""
     r = max(rows, key=lambda b: b["size"])
-    return gettext("float32: by the timing model, the best Pallas blocks reach %(pct).0f %% of XLA at "
-                   "%(size)s. The post's float32 Pallas times fit a dot %(factor).2f times one bfloat16 "
-                   "MXU pass (the fitted float32_factor, results/timing_model.csv); what slowed its large "
+    return gettext("float32: by the timing model's device time, the best Pallas blocks reach %(tflops).1f "
+                   "TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f (DEFAULT precision). The post's "
+                   "float32 Pallas times fit a dot %(factor).2f times one bfloat16 MXU pass (the fitted "
+                   "float32_factor, results/timing_model.csv); what slowed its large "
                    "float32 blocks was their DMAs: twice the bytes of bfloat16, and copies that waited for "
                    "the dot where the post's compiler gave a block a single buffer.") % {
-        "pct": 100 * r["fraction_of_xla"], "size": r["size"], "factor": float(factor.value.iloc[0])}
+        "pct": 100 * r["fraction_of_xla"], "size": r["size"], "factor": float(factor.value.iloc[0]),
+        "tflops": r.get("best_tflops", float("nan")), "xla": r.get("xla_tflops", float("nan"))}
 
 
 
@@ -257,7 +286,7 @@ def result_sources() -> list[str]:
 
 def first_page(i: sections.Inputs) -> dict:
     return front.front_page(claims=i.model["claims_table"], fidelity=i.model["fidelity_table"],
-                            best=i.best_vs_xla, primary=i.primary, gettext=i.gettext,
+                            primary=i.primary, gettext=i.gettext,
                             sources=result_sources())
 
 
@@ -269,17 +298,32 @@ def abstract(i: sections.Inputs) -> dict:
 
 def introduction(i: sections.Inputs) -> dict:
     measured = i.rows[i.rows.source == "measured"] if i.measured is None else i.measured
-    return dict(provenance=tables.provenance(i.rows, measured),
+    provenance = tables.provenance(i.df, measured)
+    versions = reproduce.toolchain_versions(provenance)
+    return dict(provenance=[dict(p, toolchain_name=toolchain_name(p["toolchain"], i.gettext) if p["toolchain"]
+                                 else "–") for p in provenance],
+                versions=[dict(v, name=toolchain_name(v["toolchain"], i.gettext)) for v in versions],
+                record=verbatim(reproduce.benchmark_record(), ("machine", "cold")),
+                commands=reproduce.COMMANDS,
                 source_names={"estimate": i.gettext("estimated"), "measured": i.gettext("measured"),
                               "published": i.gettext("published")},
                 gallery_href=f"{i.figures_href}/index{'' if i.lang == 'en' else '.' + i.lang}.html")
 
 
+def verbatim(record: dict | None, keys) -> dict | None:
+    """`record` with the values of `keys` as code: quoted as the benchmark wrote them, in any language."""
+    if record is None:
+        return None
+    return record | {k: Markup("<code>{}</code>").format(record[k]) for k in keys} | {
+        "cores": Markup("<code>--cores 1</code>")}
+
+
 def best(i: sections.Inputs) -> dict:
     rows = one_estimator(i.best_vs_xla)
-    return dict(best=tables.best_vs_xla_rows(rows),
+    post_rows = [r for r in rows if all(pd.notna(r.get(key, np.nan)) for key in (
+        "best_post_method_tflops", "post_xla_tflops", "fraction_of_post_xla"))]
+    return dict(best=tables.best_vs_xla_rows(rows), post_rows=post_rows,
                 float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
-                precision_names={d: i.gettext(t) for d, t in tables.PRECISION_NAMES.items()},
                 estimator_names={"compiler": i.gettext("libtpu's estimate"),
                                  "model": i.gettext("timing model, device time"),
                                  "model_only": i.gettext("timing model only, no compiler cycles")})

@@ -10,10 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.core.cases import config_label
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
-from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report.tables import VERDICT_NAMES, toolchain_name
 
 # The out-of-sample score the abstract quotes: each of the post's figures predicted by a fit that
@@ -37,31 +34,52 @@ def fidelity_score(fidelity: pd.DataFrame, key: tuple, scope: str = "all") -> di
     return dict(n=int(r.n), mal=float(r.median_abs_log_ratio), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
 
 
-def best_at(best: pd.DataFrame | None, target: str = POST_CHIP) -> list[dict]:
-    """The best Pallas configuration against XLA per data type at the largest size, by the timing
-    model (device time, the estimator the report uses throughout)."""
-    if best is None or best.empty or "estimator" not in best:
-        return []
-    part = best[(best.target == target) & (best.estimator == "model")]
-    out = []
-    for dtype in DTYPES:
-        rows = part[part.dtype == dtype]
-        if rows.empty:
-            continue
-        r = rows.sort_values("size").iloc[-1].to_dict()  # a dict: a Series' .size is its length
-        fraction, post = r["fraction_of_xla"], r.get("fraction_of_post_xla", np.nan)
-        out.append(dict(dtype=dtype, size=int(r["size"]),
-                        blocks=config_label(r["kernel"], r["size"], r["bm"], r["bk"], r["bn"]),
-                        fraction=None if pd.isna(fraction) else float(fraction),
-                        post_fraction=None if pd.isna(post) else float(post), flagged=bool(r["xla_flagged"])))
-    return out
+# The findings table's cells, by kind of claim (analysis/claims.py KINDS), from a claims.csv row's values:
+# the post's numbers, this run's with its 80 % band where it has one, and the test in a few words.
+POST_CELLS = {
+    "compiles": N_("compiles up to %(post_ok)s, fails from %(post_fail)s"),
+    "about": N_("%(post).1f TFLOP/s"),
+    "best": N_("%(claimed)s %(post_claimed_tflops).1f against %(post_rival)s %(post_rival_tflops).1f "
+               "TFLOP/s"),
+    "near": N_("%(post).1f TFLOP/s, %(post_pct).0f %% of XLA's %(post_xla).1f"),
+    "beats": N_("bfloat16 %(post_bf16).1f against float32 %(post_f32).1f TFLOP/s"),
+}
+RUN_CELLS = {
+    "compiles": N_("compiles up to %(ok)s, fails from %(fail)s"),
+    "about": N_("%(ours).1f TFLOP/s [%(lo).1f–%(hi).1f]"),
+    "best": N_("%(claimed_tflops).1f against %(rival)s %(rival_tflops).1f TFLOP/s: ratio %(ratio).2f "
+               "[%(ratio_lo).2f–%(ratio_hi).2f]"),
+    "near": N_("%(ours).1f TFLOP/s, %(pct).0f %% of XLA's %(xla).1f [%(pct_lo).0f–%(pct_hi).0f %%]"),
+    "beats": N_("bfloat16 %(bf16).1f against float32 %(f32).1f TFLOP/s: ratio %(ratio).2f "
+                "[%(ratio_lo).2f–%(ratio_hi).2f]"),
+}
+TEST_CELLS = {
+    "compiles": N_("Largest size that compiles, first that fails, at the default VMEM limit."),
+    "about": N_("Within a factor %(about_factor).2f of the claimed number; the post's too."),
+    "best": N_("The claimed blocks faster than the fastest other; the post's too."),
+    "near": N_("At least %(near_pct).0f %% of XLA's TFLOP/s; the post's ratio too."),
+    "beats": N_("bfloat16 faster than float32 (ratio above 1); the post's too."),
+}
+VERDICT_WITH = N_("%(verdict)s with %(compiler)s")
+
+
+def cell(messages: dict, kind: str, values: dict, gettext) -> str:
+    """A findings-table cell of a claim's kind, filled from its values ("–" where they lack a number)."""
+    from tpu_matmul_repro.analysis.claims import RULE_VALUES
+
+    if kind not in messages:
+        return "–"
+    try:
+        return gettext(messages[kind]) % (RULE_VALUES | values)
+    except (KeyError, TypeError, ValueError):
+        return "–"
 
 
 def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> list[dict]:
-    """One row per claim under the pipeline's compiler, with the verdicts of any other toolchain beside
-    it (the rows a study adds, report/sections.py: Section.claims)."""
-    from tpu_matmul_repro.analysis.claims import CLAIMS, reason_text
-    from tpu_matmul_repro.report.tables import _text
+    """One row per claim under the pipeline's compiler: the post's number, this run's with its band, the
+    verdict (a compile claim's naming the compiler, with the verdict under any other toolchain a study
+    checked it with, report/sections.py: Section.claims) and the test in a few words."""
+    from tpu_matmul_repro.analysis.claims import CLAIMS, KINDS
 
     if claims is None or claims.empty or "claim_id" not in claims:
         return []
@@ -70,20 +88,27 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
     others = claims[claims.toolchain != mine.toolchain.iloc[0]]
     rows = []
     for r in mine.itertuples():
-        values = json.loads(r.values)
-        # one cell per other toolchain, "–" for a claim not checked under it
-        mine_other = {o.toolchain: o for o in others[others.claim_id == r.claim_id].itertuples()}
-        then = [dict(verdict=gettext(VERDICT_NAMES[mine_other[t].verdict]),
-                     verdict_class=mine_other[t].verdict.replace(" ", "-")) if t in mine_other else None
-                for t in dict.fromkeys(others.toolchain)]
-        rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
+        values, kind = json.loads(r.values), KINDS[r.claim_id]
+        # the other toolchains in the claims' order: the eras, oldest first
+        verdicts = [(r.toolchain, r.verdict)] + [(o.toolchain, o.verdict) for o in others[
+            others.claim_id == r.claim_id].itertuples()]
+        if kind == "compiles":
+            verdict = gettext("; ").join(gettext(VERDICT_WITH) % {"verdict": gettext(VERDICT_NAMES[v]),
+                                                                  "compiler": toolchain_name(t, gettext)}
+                                         for t, v in verdicts)
+        else:
+            verdict = gettext(VERDICT_NAMES[r.verdict])
+        tested = r.reason_id != "missing"
+        rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=verdict,
                          verdict_class=r.verdict.replace(" ", "-"),
-                         evidence=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
-                         source=gettext(SOURCE_KINDS.get(r.source_kind, "none")), then=then))
+                         post=cell(POST_CELLS, kind, values, gettext),
+                         this_run=cell(RUN_CELLS, kind, values, gettext) if tested else "–",
+                         test=cell(TEST_CELLS, kind, values, gettext),
+                         source=gettext(SOURCE_KINDS.get(r.source_kind, "none"))))
     return rows
 
 
-def front_page(*, claims, fidelity, best, primary, gettext, sources=()) -> dict:
+def front_page(*, claims, fidelity, primary, gettext, sources=()) -> dict:
     """Context for the abstract and the key findings box (`sources`: the results/ files it quotes)."""
     rows = claim_rows(claims, primary, gettext)
     counts = {v: 0 for v in VERDICT_NAMES}
@@ -92,16 +117,11 @@ def front_page(*, claims, fidelity, best, primary, gettext, sources=()) -> dict:
     if mine is not None and len(mine):
         for verdict in mine.drop_duplicates("claim_id").verdict:
             counts[verdict] = counts.get(verdict, 0) + 1
-    other_toolchains = []
-    if claims is not None and len(claims) and rows:
-        first = claims[claims.toolchain == primary] if primary in set(claims.toolchain) else claims
-        other_toolchains = [toolchain_name(t, gettext)  # in the claims' order: the eras, oldest first
-                            for t in dict.fromkeys(claims.toolchain) if t != first.toolchain.iloc[0]]
-    return dict(claims=rows, other_toolchains=other_toolchains, n_claims=sum(counts.values()),
+    return dict(claims=rows, n_claims=sum(counts.values()),
                 holds=counts["holds"], differs=counts["differs"],
                 untested=counts["not tested"], inconclusive=counts.get("inconclusive", 0),
                 model=fidelity_score(fidelity, OUT_OF_SAMPLE),
-                raw=fidelity_score(fidelity, RAW), best=best_at(best), sources=list(sources))
+                raw=fidelity_score(fidelity, RAW), sources=list(sources))
 
 
 def verdict_counts(front: dict, trans, lang: str) -> str:

@@ -60,19 +60,28 @@ def experiment_table(df: pd.DataFrame, experiment: str, dtype: str, target: str,
     return {"sizes": sizes, "rows": body, "published": not pub.empty, "modelled": modelled}
 
 
+# Release dates of the pinned jax a toolchain installs (PyPI), printed beside the post's date: the post's
+# era's toolchain is the oldest pip installs, released after the post.
+JAX_RELEASED = {"0.4.36": "2024-12-05"}
+
+
 def provenance(df: pd.DataFrame, measured: pd.DataFrame | None = None) -> list[dict]:
-    """One line per (source, target): how many rows, from which device or compiler versions. `measured`:
-    every measured row (where `df` holds only the latest runs), for the count."""
+    """One line per (source, toolchain, target): how many rows, from which device or compiler versions
+    (every toolchain's, the post's era's too). `measured`: every measured row (where `df` holds only
+    the latest runs), for the count."""
     counts = measured.groupby("target").size() if measured is not None else None
     out = []
-    for (source, target), group in df.groupby(["source", "target"], sort=False):
+    df = df.assign(toolchain=df.toolchain.fillna("")) if "toolchain" in df else df.assign(toolchain="")
+    for (source, toolchain, target), group in df.groupby(["source", "toolchain", "target"], sort=False):
         first = group.iloc[0]
         rows = len(group)
         if source == "measured" and counts is not None:
             rows = int(counts.get(target, rows))
-        out.append(dict(source=source, target=target, rows=rows,
+        jax = first.jax_version if pd.notna(first.jax_version) else ""
+        out.append(dict(source=source, toolchain=toolchain, target=target, rows=rows,
+                        released=JAX_RELEASED.get(jax, ""),
                         device_kind=first.device_kind if pd.notna(first.device_kind) else "",
-                        jax=first.jax_version if pd.notna(first.jax_version) else "",
+                        jax=jax,
                         libtpu=first.libtpu_version if pd.notna(first.libtpu_version) else "",
                         git_sha=first.git_sha if pd.notna(first.git_sha) else ""))
     return out
@@ -203,23 +212,10 @@ CONSTANT_NAMES = {
     "float32_factor": N_("float32 dot time relative to one bfloat16 MXU pass"),
     "overlapped_step_cycles": N_("the core's own cost per grid step, overlapped by the DMAs (cycles)"),
 }
-# What each side of best-vs-XLA computes in (analysis/summaries.py: PALLAS_PRECISION): the Pallas dot
-# (a_ref[...] @ b_ref[...], no precision set: lowered as DEFAULT) and XLA's jnp.matmul at DEFAULT; the
-# like-for-like row's XLA at HIGHEST ("float32 HIGHEST").
-PRECISION_NAMES = {
-    "float32": N_("float32 operands; Pallas: no precision set, compiled as DEFAULT (one bfloat16 pass); "
-                  "XLA: DEFAULT"),
-    "float32 HIGHEST": N_("float32 operands; Pallas: DEFAULT; XLA: HIGHEST (full float32, several "
-                          "bfloat16 passes)"),
-    "bfloat16": N_("bfloat16 operands, float32 accumulation; DEFAULT precision"),
-    "int8": N_("int8 operands, int32 accumulation; DEFAULT precision"),
-}
-
-
 def best_vs_xla_rows(best: list[dict]) -> list[dict]:
     """The best-vs-XLA table's rows: each of best_vs_xla.csv's rows shown (build.one_estimator), and
     after a float32 row whose run compiled XLA at precision=HIGHEST, a row of the same best blocks
-    against it (`versus` "HIGHEST", `precision` the key of PRECISION_NAMES). The HIGHEST row has no
+    against it (`versus` "HIGHEST", labelled so in the table). The HIGHEST row has no
     post columns: the post published no HIGHEST number."""
     rows = []
     for r in best:

@@ -2,7 +2,8 @@
 
 `punctuation_problems` is the rule a Chinese text is held to (tests/test_i18n.py checks every
 translation with it, tests/test_report.py the rendered page); `keep_units` is applied to the rendered
-page, so that no line break falls between a number and its unit ("75.1 TFLOP/ s", "80 / %").
+page, so that no line break falls between a number and its unit ("75.1 TFLOP/ s", "80 / %") or inside
+a tuple of numbers ("(512, / 512, 512)").
 """
 import html as entities
 import re
@@ -45,12 +46,15 @@ def punctuation_problems(text: str) -> list[str]:
 NUMBER = r"\d+(?:[.,]\d+)*"
 UNIT = re.compile(rf"(?<![\w.]){NUMBER}(?:\s?[–-]\s?{NUMBER})?\s?(?:%|TFLOP/s|TOP/s|MiB|GiB|GB/s|µs)"
                   r"(?![\w/])")
+# A tuple of numbers, a block or a shape ("(512, 1024, 1024)"), kept on one line too
+TUPLE = re.compile(rf"\({NUMBER}(?:, {NUMBER}){{1,3}}\)")
+KEPT = re.compile(f"{TUPLE.pattern}|{UNIT.pattern}")
 _SKIP = re.compile(r"<(pre|code|style|script|title|textarea)\b.*?</\1>", re.S | re.I)
 _TAG = re.compile(r"(<[^>]*>)")
 
 
 def _wrap(text: str) -> str:
-    return UNIT.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', text)
+    return KEPT.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', text)
 
 
 def message_problems(message: str) -> list[str]:

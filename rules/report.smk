@@ -51,6 +51,7 @@ rule report:
             "figures/*.mplstyle",
             "CITATION.cff",
             "data/extrapolation_check.csv",
+            "benchmarks/default_run.md",
             modules=study_modules("specs", "figure", "section"),
         ),
     script:

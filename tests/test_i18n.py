@@ -101,7 +101,7 @@ def test_every_translation_keeps_the_placeholders(study):
 
 
 def test_figure_text_is_filled_after_translation():
-    assert text("zh", "out_of_sample", pct=12.4, n=5) == "不参与拟合时，误差中位数为 12%（5 个点）"
+    assert text("zh", "out_of_sample", pct=12.4, n=5) == "样本外误差中位数为 12%（5 个点）"
     assert text("en", "blocks", blocks="(512, 1024, 256)") == "blocks (512, 1024, 256)"
     assert text("en", "interval_band").startswith("shaded: the timing model's 80 % prediction interval")
     assert text("zh", "limit_default", limit=16) == "默认 scoped VMEM 上限 16 MiB"
@@ -207,3 +207,16 @@ def test_the_punctuation_check_finds_latin_punctuation(text):
     "cycles_method = no_static_profile）", "达到 XLA 的 %(pct).0f%%。", "English only, no Chinese: a, b; c"])
 def test_the_punctuation_check_passes_code_and_numbers(text):
     assert not message_problems(text), message_problems(text)
+
+
+def repeated_clauses(text: str) -> list[str]:
+    """Clauses of a Chinese string that repeat the end of the clause before them ("未用 TPU。TPU。")."""
+    parts = [p.strip() for p in re.split(r"[。；，、：]", text)]
+    return [b for a, b in zip(parts, parts[1:], strict=False) if b and a.endswith(b)]
+
+
+def test_no_translation_repeats_a_clause_back_to_back():
+    problems = [(zh, repeated_clauses(zh)) for _, zh in zh_messages() if repeated_clauses(zh)]
+    assert not problems, problems[:5]
+    assert repeated_clauses("由 libtpu 的估计建模，未用 TPU。TPU。") == ["TPU"]
+    assert repeated_clauses("成立。不符。") == []

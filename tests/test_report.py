@@ -85,8 +85,8 @@ def result_files():
              values=json.dumps(dict(ok=1024, fail=2048, limit=16, libtpu="0.0.42.1", target="v5e"))),
         dict(blank, claim_id="v2_up_to_2048", toolchain="current", verdict="differs",
              reason_id="feasible_differs",
-             values=json.dumps(dict(ok=1024, fail=2048, limit=16, post_ok=2048, libtpu="0.0.42.1",
-                                    target="v5e"))),
+             values=json.dumps(dict(ok=1024, fail=2048, limit=16, post_ok=2048, post_fail=4096,
+                                    libtpu="0.0.42.1", target="v5e"))),
     ])
     # the study's claims under the post's toolchain (then_and_now_claims.csv)
     claims_then = pd.DataFrame([
@@ -123,21 +123,21 @@ def first_page(html: str) -> str:
 
 @pytest.mark.slow
 def test_first_page_states_the_result_files(table):
-    """The abstract and the key findings come from the four result files, claim by claim."""
+    """The abstract and the findings table come from the result files, claim by claim: the post's number,
+    this run's, the verdict (a compile claim's naming each compiler) and the test in a few words."""
     en = first_page(render(table, "en", primary_toolchain="current", **result_files()))
     assert "Of the post's 2 claims, 1 holds and 1 differs." in en  # each count with its plural
     # the timing model out of sample (leave one experiment out, scope all): 0.0701 is exp(0.0701) - 1 = 7 %
-    assert "off by a median of 7 % (61 points), where libtpu's raw estimate is off by 43 %" in en
-    assert "median absolute log error 0.07 over 61 points" in en
+    assert "The model's out-of-sample error: a median 7 % (61 points)." in en
     assert ("gives the post's VMEM verdict for 1 of 2 of its configurations; the post's own (libtpu 0.0.5) "
             "for 2 of 2") in en
     assert "changed with the compiler, not with the kernels" in en
-    # one estimator: the model's fraction, not libtpu's 0.5
-    assert "(512, 1024, 1024) at 93 % of XLA (timing model, device time)" in en and "50 %" not in en
-    # each claim with its verdict, its number and, for the post's compiler, that one's verdict
-    assert en.count('<td class="verdict') == 2
-    assert "Compiles up to 1024 and fails from 2048 at the default 16 MiB limit; the post: up to 2048." in en
-    assert "<th>The post's compiler</th>" in en and '<span class="verdict holds">holds</span></td>' in en
+    assert en.count('<td class="verdict') == 2 and "<table" in en and en.count("<table") == 1
+    assert "<td class=\"number\" data-label=\"The post:\">compiles up to 2048, fails from 4096</td>" in en
+    assert "compiles up to 1024, fails from 2048</td>" in en
+    assert "differs with today's compiler; holds with the post's compiler" in en
+    assert "holds with today's compiler</strong>" in en  # checked under one compiler only
+    assert "Largest size that compiles, first that fails, at the default VMEM limit." in en
     zh = first_page(render(table, "zh", primary_toolchain="current", **result_files()))
     assert "原文的 2 条论断中，1 条成立，1 条不符。" in zh and "原文当年的编译器" in zh
     assert "。 " not in zh.split("</p>")[0]  # Chinese sentences run on without a space
@@ -157,9 +157,9 @@ def test_a_study_s_section_is_placed_listed_and_quoted_on_the_first_page_only_wh
     assert with_study.index('<section id="timing-model">') < with_study.index('<section id="then-and-now">')
     assert '<a href="#then-and-now">' in with_study and "then_and_now.csv" in first_page(with_study)
     assert "gives the post&#39;s VMEM verdict for 1 of 2" in with_study
-    assert "<th>The post&#39;s compiler</th>" in with_study and '<td class="then"' in with_study
+    assert "holds with the post&#39;s compiler" in with_study
     for text in ('id="then-and-now"', 'href="#then-and-now"', "then_and_now", "VMEM verdict for",
-                 "<th>The post&#39;s compiler</th>", '<td class="then"'):
+                 "with the post&#39;s compiler"):
         assert text not in without, text
     assert "claims.csv, fidelity.csv, best_vs_xla.csv." in first_page(without)
     assert "</html>" in without
@@ -388,10 +388,12 @@ def test_each_table_prints_the_column_of_the_figure_beside_it(table):
 def test_float32_gets_one_sentence_and_the_models_number():
     from tpu_matmul_repro.report.core_sections import float32_note
 
-    best = [dict(target="v5e", dtype="float32", size=4096, estimator="model", fraction_of_xla=0.45)]
+    best = [dict(target="v5e", dtype="float32", size=4096, estimator="model", fraction_of_xla=0.45,
+                 best_tflops=81.0, xla_tflops=180.0)]
     constants = pd.DataFrame([dict(constant="float32_factor", value=2.32)])
     note = float32_note(best, constants, lambda m: m)
-    assert "45 % of XLA at 4096" in note and "2.32" in note and "0.99" not in note
+    assert "81.0 TFLOP/s at 4096, 45 % of XLA's 180.0 (DEFAULT precision)" in note
+    assert "2.32" in note and "0.99" not in note
     assert float32_note(best, pd.DataFrame(), lambda m: m) == ""  # no fit: no sentence
 
 
@@ -436,7 +438,8 @@ def test_chinese_running_text_has_no_english(table):
         bfloat16 int8 int32 float64 NumPy Spearman n ok PDF SVG PNG BibTeX CC BY MIT Tian Shanquan MatMul
         Kernel v1 v2 v3
         v4 v5 v5e v6e TPU v5 lite Roofline FLOP bm bk bn M K N k A B C scoped Jacobian HIGHEST NaN Inf pip jit
-        cycles_method no_static_profile float32_factor x CPU https toolchains DEFAULT ln X Mosaic""".split())
+        cycles_method no_static_profile float32_factor x CPU https toolchains DEFAULT ln X Mosaic
+        Python Linux""".split())
     words = {w for w in re.findall(r"[A-Za-z][A-Za-z0-9'’]*", text)
              if w not in names and not re.fullmatch(r"v\d\w*|[0-9a-f]{3,}", w)}
     paths = set(re.findall(r"[\w./-]*[_./][\w./-]+", text))
@@ -631,6 +634,9 @@ def test_a_number_keeps_its_unit_on_its_line():
             '<span class="nb">16 MiB</span>; <span class="nb">80%</span></p>') in kept
     assert kept.startswith("<title>75.1 TFLOP/s</title>") and kept.endswith("<pre>x = 16 MiB</pre>")
     assert without_unit_spans(kept) == html
+    tuple_html = "<p>最优分块 (512, 1024, 1024) 与 (1024, 512)</p>"
+    assert keep_units(tuple_html) == ('<p>最优分块 <span class="nb">(512, 1024, 1024)</span> 与 '
+                                      '<span class="nb">(1024, 512)</span></p>')
     css = (build.TEMPLATES / "style.css").read_text()
     assert re.search(r"\.nb \{ white-space: nowrap; \}", css)
 

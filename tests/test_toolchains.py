@@ -303,10 +303,12 @@ def test_the_compile_worker_imports_nothing_a_toolchain_lacks():
     assert result.returncode == 0, result.stderr[-2000:]
 
 
-def test_the_study_s_claims_add_a_key_findings_column_per_other_toolchain(table):
+def test_a_compile_claim_s_verdict_names_each_compiler_that_checked_it(table):
     """The then-and-now study checks the post's feasibility claims under the other toolchains
-    (then_and_now_claims.csv) and hands them to the report through Section.claims: a column of the key
-    findings each, and rows of the claims section; the core's claims.csv, alone, gives no such column."""
+    (then_and_now_claims.csv) and hands them to the report through Section.claims: each compile claim's
+    verdict in the findings table names today's compiler and the post's ("differs with today's compiler;
+    holds with the post's compiler"), and the claims section gets their rows; the core's claims.csv,
+    alone, names today's only."""
     from tpu_matmul_repro.analysis.claims import CLAIMS, FEASIBILITY_CLAIMS, claims_table
     from tpu_matmul_repro.analysis.fitted_model import fit_model
     from tpu_matmul_repro.report import build, front
@@ -323,18 +325,21 @@ def test_the_study_s_claims_add_a_key_findings_column_per_other_toolchain(table)
     core = claims_table(rows, fit_model(rows), "current")
     others = claims_then(combined, "current")
     assert set(others.toolchain) == {"post"} and list(others.claim_id) == list(FEASIBILITY_CLAIMS)
-    assert front.front_page(claims=core, fidelity=None, best=None, primary="current",
-                            gettext=str)["other_toolchains"] == []
-    page = front.front_page(claims=pd.concat([core, others], ignore_index=True), fidelity=None, best=None,
+    shown = {r["claim"]: r["verdict"] for r in front.front_page(claims=core, fidelity=None, primary="current",
+                                                                 gettext=str)["claims"]}
+    assert all(" with " not in shown[CLAIMS[c]] or c in FEASIBILITY_CLAIMS for c in CLAIMS)
+    page = front.front_page(claims=pd.concat([core, others], ignore_index=True), fidelity=None,
                             primary="current", gettext=str)
-    assert page["other_toolchains"] == [toolchain_name("post", str)]
     verdicts = dict(zip(others.claim_id, others.verdict, strict=True))
-    shown = {r["claim"]: r["then"][0] for r in page["claims"]}
-    for claim_id, text in CLAIMS.items():
-        cell = shown[text]
-        assert (cell is None) == (claim_id not in verdicts)
-        assert cell is None or cell["verdict_class"] == verdicts[claim_id].replace(" ", "-")
+    shown = {r["claim"]: r["verdict"] for r in page["claims"]}
+    for claim_id, text in CLAIMS.items():  # a compile claim's verdict names each compiler, in one cell
+        if claim_id in verdicts:
+            post = toolchain_name("post", str)
+            assert shown[text].endswith(f"{verdicts[claim_id]} with {post}"), shown[text]
+            assert shown[text].startswith(f"{core.set_index('claim_id').verdict[claim_id]} with today's")
+        else:
+            assert " with " not in shown[text]
     assert REGISTRY["then-and-now"].claims is section.claims
     html = build.render_html(combined, lang="en", config_yaml="", targets=["v5e"], figure_names=[],
                              correctness={"passed": 1, "total": 1}, primary_toolchain="current", claims=core)
-    assert html.count('<td class="then"') == len(CLAIMS)  # one cell a claim, "–" where not checked
+    assert html.count("with the post&#39;s compiler") == len(verdicts)

@@ -129,8 +129,9 @@ COLUMN_SPECS = (
            "HIGHEST reference (int8: exact)", bound="error"),
     Column("max_tile_error", "float", "", MEAS, "the largest per-tile error over 128x128 output tiles, "
            "relative to the scale of a correct product's rounding error", bound="error"),
-    Column("precision", "text", "", MEAS, "float32 rows: the arithmetic the error band implies (bf16, "
-           "bf16_3x, float32)", filled=True),
+    Column("precision", "text", "", _EST_MEAS, "estimates: the precision the dot is compiled at "
+           "(DEFAULT, or HIGHEST for xla_highest); measured float32 rows: the arithmetic the error band "
+           "implies (bf16, bf16_3x, float32)", filled=True),
     Column("timer", "text", "", MEAS, "where seconds comes from: profiler_device_events or "
            "batched_async_calls"),
     Column("calls_per_sample", "int", "", MEAS, "calls per batch of samples_s", least=1),
