@@ -147,8 +147,6 @@ def first_page(table: pd.DataFrame | None, primary: str | None, gettext,
         if then["agree"] == then["n"] and now["agree"] < now["n"]:
             abstract.append(gettext("The configurations that no longer fit changed with the compiler, not "
                                     "with the kernels."))
-        if len(agreement_rows) > 2:  # an era between the post's and today's
-            abstract.append(changes_to_today(table, primary, gettext))
     findings = []
     for a in agreement_rows:
         label = toolchain_name(a["toolchain"], gettext)
