@@ -577,7 +577,11 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     """The post's (or measured) TFLOP/s against libtpu's raw estimate and the timing model out of
     sample, log-log, with y = x and the scores of results/fidelity.csv for the same points (`narrow`:
     the phone's variant, the panels stacked)."""
-    panels = fidelity_panels(df, model, target)
+    # a panel draws the points its estimator has a number for (libtpu's raw estimate: XLA's only, where
+    # no toolchain profiles the Pallas kernels)
+    panels = [(other, estimator, points[points.y.notna()], score)
+              for other, estimator, points, score in fidelity_panels(df, model, target)]
+    panels = [panel for panel in panels if len(panel[2])]
     count = max(1, len(panels))
     if narrow:
         fig, axes = plt.subplots(count, 1, figsize=(NARROW_INCHES, 3.6 * count + 0.4), squeeze=False)

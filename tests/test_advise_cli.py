@@ -204,22 +204,21 @@ def test_ctrl_c_in_process_is_one_line_and_exit_130(user_folder, monkeypatch):
 
 # A compile worker that never answers: the hung compile of a real one, without jax.
 HUNG_WORKER = "#!/bin/sh\nexec sleep 600\n"
-DRIVER = """
-import signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's, not a background job's
-from tpu_matmul_repro.advise import cli
-cli.compiler_for = lambda target, config: dict(toolchain="hung", static_profile=True, python={worker!r},
-                                               versions=None)
-sys.exit(cli.main({argv!r}))
-"""
-STAND_IN_DRIVER = """
-import sys
-from advise_fakes import StandInCompiler
-from tpu_matmul_repro.advise import cli, workers
-workers.Compiler = StandInCompiler
-cli.compiler_for = lambda target, config: dict(toolchain="current", static_profile=True, versions=None)
-sys.exit(cli.main({argv!r}))
-"""
+# (lines joined, not one string literal: code_inputs reads import lines without parsing strings)
+DRIVER = "\n".join([
+    "import signal, sys",
+    "signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's, not a background job's",
+    "from tpu_matmul_repro.advise import cli",
+    "cli.compiler_for = lambda target, config: dict(toolchain='hung', static_profile=True, "
+    "python={worker!r}, versions=None)",
+    "sys.exit(cli.main({argv!r}))", ""])
+STAND_IN_DRIVER = "\n".join([
+    "import sys",
+    "from advise_fakes import StandInCompiler",
+    "from tpu_matmul_repro.advise import cli, workers",
+    "workers.Compiler = StandInCompiler",
+    "cli.compiler_for = lambda target, config: dict(toolchain='current', static_profile=True, versions=None)",
+    "sys.exit(cli.main({argv!r}))", ""])
 
 
 def children(pid: int) -> set[int]:

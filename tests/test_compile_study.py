@@ -152,7 +152,7 @@ def test_extrapolation_matches_full_profile_within_2_percent(compilers, target, 
 def test_run_job_rows_and_raised_limits():
     cases = (V1_1024, V1_1536, Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128))
     job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(24, 32, 48, 256),
-              timeout_s=300, profile_max_steps=64)
+              timeout_s=300, profile_max_steps=64, static_profile=True)
     df = run_job(job)
     # Only V1_1536 ran out (27.57 MiB requested): 24 MiB is below that, 256 MiB above v5e's VMEM; it
     # fits at 32 MiB, so its 48 MiB row is the 32 MiB compile's (not compiled again).
@@ -389,7 +389,7 @@ def test_run_job_derives_blocked_vmem_and_reuses_the_cache(tmp_path, monkeypatch
              Case("v5", "bfloat16", 4096, 4096, 4096, 1024, 1024, 1024),
              Case("xla", "bfloat16", 1024, 1024, 1024))
     job = Job("v5e", "v5", cases, raise_limits_for=cases[1:2], raised_limits_mib=(32,), timeout_s=300,
-              profile_max_steps=16)
+              profile_max_steps=16, static_profile=True)
     first = run_job(job)
     assert list(first.vmem_method) == ["representative", "representative", "representative", "compiled"]
     assert list(first.status) == ["ok", "vmem_oom", "ok", "ok"]  # (1024,1024,1024) fits at 32 MiB
@@ -437,7 +437,7 @@ def test_a_crashing_static_profiler_leaves_the_vmem_verdict_and_says_why():
     the profiler (each crash costs a worker restart)."""
     cases = (Case("v3", "float32", 1024, 1024, 1024, 256, 256, 256),
              Case("v5", "bfloat16", 2048, 2048, 2048, 512, 1024, 1024))
-    job = Job("v4", "v4", cases, timeout_s=300, profile_max_steps=16)
+    job = Job("v4", "v4", cases, timeout_s=300, profile_max_steps=16, static_profile=True)
     df = run_job(job)
     assert list(df.status) == ["ok", "ok"] and df.vmem_bytes.gt(0).all()
     assert list(df.cycles_method) == ["profiler_crashed", "profiler_crashed"]
@@ -498,7 +498,7 @@ def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_on
     fits = dataclasses.replace(oom, bk=512)
     cases = (*dominated, post, oom, fits)  # larger blocks first: the job sorts them
     job = Job("v5e", "v5", cases, raise_limits_for=(post,), raised_limits_mib=(), timeout_s=300,
-              profile_max_steps=16, skip_dominated=True)
+              profile_max_steps=16, skip_dominated=True, static_profile=True)
     df = run_job(job)
     probes = {extrapolate.representative(c) if extrapolate.grid_counts(c)[1] > 16 else c for c in dominated}
     assert compiled and not probes & set(compiled)
@@ -534,7 +534,8 @@ def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominate
     monkeypatch.setattr(tpu_compile.Compiler, "_compile", out_of_vmem)
     small = Case("v5", "bfloat16", 16384, 16384, 16384, 4096, 512, 4096)
     huge = dataclasses.replace(small, bm=8192, bn=8192)  # grids (4,4,32) and (2,2,32): no single steps
-    df = run_job(Job("v5e", "v5", (small, huge), timeout_s=300, profile_max_steps=16, skip_dominated=True))
+    df = run_job(Job("v5e", "v5", (small, huge), timeout_s=300, profile_max_steps=16, skip_dominated=True,
+                     static_profile=True))
     assert list(df.vmem_method) == ["representative", "block_bound"]
     assert df.vmem_bytes.iloc[1] > chip("v5e").vmem_bytes
 

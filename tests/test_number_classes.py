@@ -29,10 +29,10 @@ def test_the_classes_of_a_table_s_speeds(table):
 WORDS = {"en": {"estimate": "estimated", "modelled": "modelled"},
          "zh": {"estimate": "估计值", "modelled": "建模值"}}
 SENTENCES = {  # (where, the sentence with the class word cut out as (?P<word>...))
-    "en": [("abstract", r"Every speed this run gives is (?P<word>\w+): nothing was measured on a TPU\."),
+    "en": [("abstract", r"Nothing was measured on a TPU: every speed is (?P<word>\w+)\."),
            ("roofline", r"Every point is (?P<word>\w+)\."),
            ("introduction", r"every TPU TFLOP/s number below is (?P<word>[\w, ]+?)\.")],
-    "zh": [("abstract", r"本次运行给出的速度都是(?P<word>[^：]+)：没有一个是在 TPU 上实测的。"),
+    "zh": [("abstract", r"本次没有在 TPU 上实测任何数据：所有速度都是(?P<word>[^。]+)。"),
            ("roofline", r"图中的点都是(?P<word>[^。]+)。"),
            ("introduction", r"下文 TPU 的 TFLOP/s 数字都是(?P<word>[^。]+)。")],
 }

@@ -26,9 +26,13 @@ def printed(table, tmp_path, lang):
         Image.new("RGB", size, "white").save(figures / f"{name}{suffix}.png", dpi=(200, 200))
     report = tmp_path / "report"
     report.mkdir(exist_ok=True)
+    from tpu_matmul_repro.analysis.claims import claims_table
+    from tpu_matmul_repro.analysis.fitted_model import fit_model
+
     df = with_8192(table, 120.0, True)
+    claims = claims_table(df, fit_model(df), "current")  # the run's claims.csv: the findings table
     html = build.render_html(df, for_pdf=True, lang=lang, config_yaml="targets: [v5e]\n", targets=["v5e"],
-                             figure_names=set(FIGURES), correctness={"passed": 1, "total": 1})
+                             figure_names=set(FIGURES), correctness={"passed": 1, "total": 1}, claims=claims)
     pdf = report / f"report.{lang}.pdf"
     build.write_pdf(html, base_url=str(report) + "/", pdf_path=pdf, font_path=cjk_font_path())
     return html, pdf

@@ -95,7 +95,7 @@ def test_a_non_square_problem_through_the_compile_study():
 
     cases = (Case("v5", "bfloat16", 2048, 1024, 4096, 512, 512, 1024),
              Case("xla", "bfloat16", 2048, 1024, 4096))
-    df = run_job(Job("v5e", "layers", cases, timeout_s=300, profile_max_steps=16))
+    df = run_job(Job("v5e", "layers", cases, timeout_s=300, profile_max_steps=16, static_profile=True))
     assert (df.status == "ok").all(), df.error.tolist()
     pallas = df[df.kernel == "v5"].iloc[0]
     assert pallas.vmem_method == "representative" and pallas.cycles_method == "extrapolated"

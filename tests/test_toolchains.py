@@ -138,10 +138,12 @@ def test_default_config_plans_the_post_s_configurations_in_each_older_era(config
 
 def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_experiment():
     """toolchains.batches: the post's configurations (runs: published) compile as one Snakemake job per
-    target, its jobs in the plan's order; a toolchain that runs the study (libtpu52 for 7x) keeps one
+    target, its jobs in the plan's order; a toolchain that runs the study (one serving 7x, say) keeps one
     job per (experiment, dtype), as parallel as the pipeline's own."""
-    overlays = [ROOT / "studies" / name / "config.yaml" for name in ("generations", "pallas_profile")]
-    generations = plan.validate(experiment_config.load_with_overlays(*overlays))
+    config = experiment_config.load_with_overlays(ROOT / "studies" / "generations" / "config.yaml")
+    config["toolchains"]["libtpu52"] = {"pins": {"jax": "0.10.2", "jaxlib": "0.10.2", "libtpu": "0.0.52"},
+                                        "estimates_for": ["7x"]}
+    generations = plan.validate(config)
     parsed = toolchains.parse(generations)
     jobs = plan_jobs.toolchain_jobs(generations, PUBLISHED)
     batches = plan_jobs.toolchain_batches(jobs, parsed)

@@ -256,7 +256,7 @@ def test_figure_draws_probed_releases_only_in_both_languages(tmp_path):
             info = provenance(vmem, listed, lang, "title")
             paths = save(fig, tmp_path / f"history_vmem.{lang}", info)
         assert all(p.stat().st_size > 0 for p in paths)
-    assert "5 of 24" in provenance(vmem, listed, "en", "t")["caption"]
+    assert "5 of 30" in provenance(vmem, listed, "en", "t")["caption"]
 
 
 # --- the workflow ----------------------------------------------------------------------------------
