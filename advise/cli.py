@@ -229,9 +229,8 @@ def quiet_stdout() -> None:
 def answer(argv) -> int:
     try:
         args = arguments(argv)
-        # force: this call's stderr, not one an earlier call in the same process set up (and closed)
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
-                            format="%(asctime)s %(name)s: %(message)s", force=True)
+                            format="%(asctime)s %(name)s: %(message)s")
         for handler in logging.getLogger().handlers:  # the answer says it once, not each compile's log
             handler.addFilter(lambda record: BUDGET_SPENT not in record.getMessage())
         targets = args.targets or [POST_CHIP]

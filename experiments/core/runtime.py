@@ -56,6 +56,8 @@ def logged(log_path):
     this handle's own offset."""
     open(log_path, "w").close()
     last_word = []  # a full disk's message, for stderr when the log itself cannot take it
+    root = logging.getLogger()
+    before = (root.handlers[:], root.level)  # restored after: no handler outlives the file it writes to
     try:
         with open(log_path, "a") as log, contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             logging.basicConfig(stream=log, level=logging.INFO, force=True,
@@ -89,6 +91,12 @@ def logged(log_path):
         full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(log_path))
         print(last_word[0] if last_word else disk_full_message(full), file=sys.__stderr__)
         raise SystemExit(1) from None
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in before[0]:
+                root.removeHandler(handler)
+        root.handlers[:0] = [h for h in before[0] if h not in root.handlers]
+        root.setLevel(before[1])
 
 
 def record_interrupts() -> list:
