@@ -8,12 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from tpu_matmul_repro.analysis.summaries import (
-    MIN_RANK_POINTS,
-    default_limit,
-    model_only,
-    post_configs,
-)
+from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, default_limit, post_configs
 from tpu_matmul_repro.analysis.views import (
     banded,
     experiment_rows,
@@ -87,15 +82,14 @@ def capped(notes: list[str], lang: str, width: int = 92) -> str:
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
     """One line per configuration whose estimate compiled but has no number to draw, and why."""
     bare = rows[(rows.source == "estimate") & (rows.status == "ok") & rows.tflops.isna()]
-    bare = bare.assign(is_model_only=model_only(bare))
-    groups = {}  # (reason, has a model-only estimate) -> {configuration: sizes}
+    groups = {}  # reason -> {configuration: sizes}
     for r in bare.itertuples():
         reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS else "extrapolation_failed"
-        configs = groups.setdefault((reason, bool(r.is_model_only)), {})
+        configs = groups.setdefault(reason, {})
         configs.setdefault(config_label(r, lang), set()).add(int(r.m))
     lines = []
-    for (reason, has_model), configs in groups.items():
-        why = text(lang, f"reason_{reason}") + (text(lang, "reason_model_only") if has_model else "")
+    for reason, configs in groups.items():
+        why = text(lang, f"reason_{reason}")
         every = set().union(*configs.values())
         labels = [label if sizes == every else f"{label} @ {', '.join(str(s) for s in sorted(sizes))}"
                   for label, sizes in configs.items()]
@@ -633,7 +627,7 @@ def generation_view(df: pd.DataFrame, experiment: str, dtype: str) -> tuple[pd.D
     rows = default_limit(post_configs(df[(df.source == "estimate") & (df.experiment == experiment)
                                          & (df.dtype == dtype) & (df.status == "ok")]))
     rows, device = modelled(rows, "model_device_tflops")
-    return rows[rows.tflops.notna() | (model_only(rows) & device)], device
+    return rows[rows.tflops.notna()], device
 
 
 def best_points(pallas: pd.DataFrame) -> pd.DataFrame:
@@ -674,26 +668,16 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, n
         color = TARGET_COLORS.get(target, "#444444")
         xla = group[group.kernel == "xla"].sort_values("m")
         pallas = group[group.kernel != "xla"]
-        # A target whose Pallas rows have no compiler cycles (v4) gets the model-only estimate, drawn
-        # hollow and dotted: never in the style of an estimate from the compiler.
-        bare = pallas.tflops.isna() & model_only(pallas) & device
-        if bare.all() and len(pallas):
-            best = pallas.groupby("m").model_device_tflops.max()
-            ax.plot(best.index, best.values, color=color, linestyle=":", marker="o", markersize=5,
-                    markerfacecolor="white", label=text(lang, "best_pallas_model_only", target=target))
-        else:
-            best = best_points(pallas[~bare]).set_index("m").tflops
-            ax.plot(best.index, best.values, color=color, linestyle="--", marker="o", markersize=4,
-                    label=text(lang, "best_pallas", target=target))
+        best = best_points(pallas).set_index("m").tflops
+        ax.plot(best.index, best.values, color=color, linestyle="--", marker="o", markersize=4,
+                label=text(lang, "best_pallas", target=target))
         ax.plot(xla.m, xla.tflops, color=color, linestyle="--", marker="^", markersize=4, alpha=0.6,
                 linewidth=1, label=text(lang, "xla_target", target=target))
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     ax.legend(fontsize=LEGEND_SIZE, ncol=1 if narrow else 2)
-    if model_only(rows).any():  # below the figure: saving with bbox_inches="tight" takes it in
-        notes.append(text(lang, "generations_note"))
-    if notes:
+    if notes:  # below the figure: saving with bbox_inches="tight" takes it in
         fig.text(0.01, -0.01, capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 100),
                  fontsize=NOTE_SIZE, va="top")
     return fig

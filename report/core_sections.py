@@ -210,11 +210,11 @@ def percent(fraction: float) -> str:
 
 def one_estimator(best: pd.DataFrame) -> list[dict]:
     """best_vs_xla.csv's rows of one estimator per (target, dtype, size): the timing model's device
-    time, else its model-only estimate, else libtpu's raw estimate (a run without a fit). The raw
-    estimate beside the model's would be a second answer to one question (issue 26)."""
+    time, else libtpu's raw estimate (a run without a fit). The raw estimate beside the model's would
+    be a second answer to one question."""
     if best is None or best.empty:
         return []
-    rank = {"model": 0, "model_only": 1, "compiler": 2}
+    rank = {"model": 0, "compiler": 1}
     best = best.assign(_rank=best.estimator.map(rank).fillna(9))
     best = best.sort_values(["target", "dtype", "size", "_rank"])
     return best.drop_duplicates(["target", "dtype", "size"]).drop(columns="_rank").to_dict("records")
@@ -325,8 +325,7 @@ def best(i: sections.Inputs) -> dict:
     return dict(best=tables.best_vs_xla_rows(rows), post_rows=post_rows,
                 float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
                 estimator_names={"compiler": i.gettext("libtpu's estimate"),
-                                 "model": i.gettext("timing model, device time"),
-                                 "model_only": i.gettext("timing model only, no compiler cycles")})
+                                 "model": i.gettext("timing model, device time")})
 
 
 def timing_model(i: sections.Inputs) -> dict:
