@@ -22,11 +22,10 @@ import tpu_matmul_repro.advise.table as table
 import tpu_matmul_repro.advise.workers as compile_workers
 from tpu_matmul_repro.advise.progress import Reporter, Search
 from tpu_matmul_repro.advise.request import AdviceError
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP, advised_targets
 from tpu_matmul_repro.report.advice import BUDGET_SPENT
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ("v5e", "v6e", "v5p", "7x")  # v4: libtpu's static profiler crashes on it (no cycles)
 NO_RESULTS = "none"  # --results none: never read a run's model
 TIME_BUDGET_S = 180  # --time-budget's default: then the advisor answers with what it compiled
 DURATION = re.compile(r"([0-9]+)\s*(s|min)?")
@@ -61,7 +60,7 @@ def arguments(argv):
     p.add_argument("--tokens", help="tokens per batch: m of every projection of --model or --shapes-file")
     p.add_argument("--dtype", default="bfloat16", help="operand dtype (default bfloat16)")
     p.add_argument("--target", action="append", dest="targets", metavar="TARGET",
-                   help=f"TPU generation, one of {', '.join(TARGETS)}; repeat for several "
+                   help=f"TPU generation, one of {', '.join(advised_targets())}; repeat for several "
                    f"(default {POST_CHIP})")
     p.add_argument("--kernel", default="v5", help="blocked Pallas kernel (default v5: f32 accumulator)")
     p.add_argument("--vmem-limit", help="scoped-VMEM limit to rank at, whole MiB, e.g. 32MiB (default: each "
@@ -235,8 +234,8 @@ def answer(argv) -> int:
             handler.addFilter(lambda record: BUDGET_SPENT not in record.getMessage())
         targets = args.targets or [POST_CHIP]
         for target in targets:
-            if target not in TARGETS:
-                raise AdviceError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
+            if target not in advised_targets():
+                raise AdviceError(f"--target {target!r}: expected one of {', '.join(advised_targets())}")
         layout = layout_of(args)
         if not request.DIGITS.fullmatch(args.workers) or not 1 <= int(args.workers) <= 64:
             raise AdviceError(f"--workers {args.workers!r}: expected a whole number from 1 to 64")

@@ -13,7 +13,7 @@ from tpu_matmul_repro.advise.search import DOUBLE_BUFFER_BOUND, PRUNED, Found, l
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
-from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
+from tpu_matmul_repro.experiments.core.traffic import OUT_DTYPE, hbm_bytes
 from tpu_matmul_repro.experiments.core.units import MiB, flops
 from tpu_matmul_repro.kernels import DECLARED, is_pallas
 from tpu_matmul_repro.report.advice import LEVEL, blocks_label, budget_spent, padded, recommendation
@@ -266,7 +266,7 @@ def block_lines(r) -> list[str]:
 
 
 def xla_lines(r) -> list[str]:
-    out = ", preferred_element_type=jnp.int32" if r.dtype == "int8" else ""
+    out = f", preferred_element_type=jnp.{OUT_DTYPE[r.dtype]}" if OUT_DTYPE[r.dtype] != r.dtype else ""
     return [f"    c = jnp.matmul(a, b{out})  # XLA's own matmul: no Pallas kernel"]
 
 

@@ -18,6 +18,7 @@ from tpu_matmul_repro.analysis.runs import latest_runs
 from tpu_matmul_repro.analysis.summaries import post_configs
 from tpu_matmul_repro.analysis.toolchains import primary_rows
 from tpu_matmul_repro.experiments.core.i18n import N_, translate, translations
+from tpu_matmul_repro.experiments.core.units import unit_name
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation, post_attribution
 from tpu_matmul_repro.figures.labels import (
@@ -218,7 +219,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
         if "experiment" in args else "",
         sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
         libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
-        unit="TOP/s" if args.get("dtype") == "int8" else "TFLOP/s",
+        unit=unit_name(args.get("dtype")),
         sizes=(translate(lang, JOINS["range"], first=sizes[0], last=sizes[-1]) if len(sizes) > 1
                else str(sizes[0])) if sizes else "–",
         size_list=join(lang, "list", (str(s) for s in sizes)) or "–",

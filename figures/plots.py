@@ -18,9 +18,9 @@ from tpu_matmul_repro.analysis.views import (
     versions,
 )
 from tpu_matmul_repro.experiments.core import cases
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
+from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, generation_order
 from tpu_matmul_repro.experiments.core.schema import SOURCES
-from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops
+from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, unit_name
 from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
 from tpu_matmul_repro.kernels import is_pallas, kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
@@ -37,7 +37,6 @@ LIMIT_COLOR = "#333333"  # dark grey, dash-dot: in no series' palette
 # Okabe-Ito without its yellow (too pale on white for a thin line), plus Tol's wine.
 COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#882255", "#999999"]
 ROOF_MARKERS = ["o", "s", "^", "v", "P", "X", "*"]
-TARGET_COLORS = {"v4": "#999999", "v5e": "#0072B2", "v5p": "#009E73", "v6e": "#E69F00", "7x": "#CC79A7"}
 
 
 def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -505,10 +504,6 @@ def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFram
     return rows[~flagged(rows)], device, notes
 
 
-def unit_name(dtype: str) -> str:
-    return "TOP/s" if dtype == "int8" else "TFLOP/s"
-
-
 def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
                 narrow: bool = False):
     """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size (`narrow`: the
@@ -665,7 +660,7 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, n
         no_data(ax, lang)
         return fig
     for target, group in sorted(rows.groupby("target"), key=lambda kv: generation_order(kv[0])):
-        color = TARGET_COLORS.get(target, "#444444")
+        color = CHIPS[target].color if target in CHIPS else "#444444"
         xla = group[group.kernel == "xla"].sort_values("m")
         pallas = group[group.kernel != "xla"]
         best = best_points(pallas).set_index("m").tflops

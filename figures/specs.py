@@ -12,7 +12,8 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.plan.search import search_covers
 
 FORMATS = ("png", "svg", "pdf")
-LANGUAGES = ("en", "zh")
+LANGUAGE_NAMES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}  # code -> (HTML lang, name)
+LANGUAGES = tuple(LANGUAGE_NAMES)
 CORE_KINDS = ("experiment", "search", "vmem", "roofline", "fidelity", "generations")
 # Kinds drawn a second time for a phone (figures/plots.py NARROW_INCHES wide, the legend in one
 # column): <stem>.narrow.png, which the HTML report and the gallery show at narrow widths.

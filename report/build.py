@@ -36,7 +36,13 @@ from tpu_matmul_repro.figures.cite import (
     bibtex,
     citation,
 )
-from tpu_matmul_repro.figures.specs import NARROW_KINDS, STUDY_SPECS, advice_specs, figure_specs_of
+from tpu_matmul_repro.figures.specs import (
+    LANGUAGE_NAMES,
+    NARROW_KINDS,
+    STUDY_SPECS,
+    advice_specs,
+    figure_specs_of,
+)
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import core_sections, sections, tables  # core_sections: registers them
 from tpu_matmul_repro.report.typography import keep_units
@@ -44,7 +50,6 @@ from tpu_matmul_repro.report.typography import keep_units
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TEMPLATES = HERE / "templates"
-LANGUAGES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}
 
 
 def environment(lang: str) -> tuple[jinja2.Environment, Translations]:
@@ -198,7 +203,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     studies = {a for s in sections.studies() for a in (s.anchor, f"appendix-{s.anchor}")}
     other = "zh" if lang == "en" else "en"
     context = dict(
-        lang_tag=LANGUAGES[lang][0], other_name=LANGUAGES[other][1],
+        lang_tag=LANGUAGE_NAMES[lang][0], other_name=LANGUAGE_NAMES[other][1],
         # The project's own stylesheets, trusted as is; everything else is autoescaped.
         css=Markup("".join((folder / name).read_text() for folder, name in [(TEMPLATES, "style.css")] + [
             (s.templates, s.style) for s in sections.studies() if s.style])),

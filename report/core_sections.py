@@ -18,6 +18,7 @@ from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, estimate_method
 from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, glossary
+from tpu_matmul_repro.experiments.core.units import unit_name
 from tpu_matmul_repro.figures.catalog import model_column
 from tpu_matmul_repro.figures.cite import bibtex, citation, post_attribution
 from tpu_matmul_repro.figures.labels import experiment_description, join
@@ -105,7 +106,7 @@ def kernel_sections(df, summaries_by_target, gettext, figures, listings: dict) -
                 t = tables.experiment_table(df, experiment, dtype, target, gettext)
                 if t["rows"]:
                     values = {"experiment": experiment, "dtype": dtype, "target": target,
-                              "unit": "TOP/s" if dtype == "int8" else "TFLOP/s"}
+                              "unit": unit_name(dtype)}
                     if t["modelled"]:  # the figure beside it draws the same column
                         caption = MODELLED_CAPTIONS[t["published"]]
                     else:

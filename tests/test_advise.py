@@ -32,7 +32,7 @@ MODEL = Model(TRUE, BAND, "test constants")
     (["1024x1024x1024", "--vmem-limit", "-5MiB"], "--vmem-limit '-5MiB': expected a size"),
     (["1024x1024x1024", "--vmem-limit", "0"], "--vmem-limit '0': a limit of nothing: give a size"),
     (["1024x1024x1024", "--dtype", "float8"], "--dtype 'float8': kernel v5 takes one of"),
-    (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v6e, v5p, 7x"),
+    (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v5p, v6e, 7x"),
     (["1024x1024x1024", "--target", "v4"], "--target 'v4': expected one of"),
     (["1024x1024x1024", "--kernel", "v2"], "--kernel 'v2': expected a blocked kernel"),
     (["1024x1024x1024", "--bogus"], "unrecognized arguments: --bogus"),

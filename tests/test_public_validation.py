@@ -110,7 +110,7 @@ def test_kernels_map_to_the_projects_xla_and_v5(public):
 def test_out_dtypes_are_the_kernels(public):
     from tpu_matmul_repro.kernels.v5_accumulator import v5_out_dtype
 
-    assert {d: str(v5_out_dtype(d)) for d in pv.OUT_DTYPES} == pv.OUT_DTYPES
+    assert {d: str(v5_out_dtype(d)) for d in pv.OUT_DTYPE} == pv.OUT_DTYPE
 
 
 def test_a_generation_without_a_chip_is_skipped_with_the_reason(public):

@@ -34,8 +34,7 @@ from tpu_matmul_repro.experiments.core.jobs import (
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import frame
-from tpu_matmul_repro.experiments.core.traffic import flops
-from tpu_matmul_repro.experiments.core.units import tflops
+from tpu_matmul_repro.experiments.core.units import flops, tflops
 from tpu_matmul_repro.kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
@@ -114,7 +113,7 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
     if result["status"] == "ok" and cycles:
         row["compute_seconds"] = cycles / c.clock_hz
         row["seconds"] = max(row["compute_seconds"], row["hbm_seconds"])
-        row["tflops"] = tflops(flops(case), row["seconds"])
+        row["tflops"] = tflops(flops(case.m, case.k, case.n), row["seconds"])
     return row
 
 
