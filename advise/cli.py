@@ -313,7 +313,7 @@ def advise(shapes, *, dtype: str = "bfloat16", targets=(POST_CHIP,), kernel: str
 
 def baseline_cases(config: dict, target: str) -> tuple:
     """The config's XLA baseline cases (the planner's), which the XLA estimate's envelope compares with."""
-    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs
+    from tpu_matmul_repro.experiments.plan.job_lists import compile_jobs
 
     jobs = compile_jobs({**config, "targets": [target]})
     return tuple(c for key, job in jobs.items() if key[1] == "xla" for c in job.cases)
@@ -329,7 +329,7 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
     from the first search; `why_no_results`: the header's reason where `results` is None."""
     from tpu_matmul_repro.experiments.compile_study import cache
     from tpu_matmul_repro.experiments.core.provenance import provenance
-    from tpu_matmul_repro.experiments.plan.jobs import compile_settings
+    from tpu_matmul_repro.experiments.plan.job_lists import compile_settings
 
     log = log or logging.getLogger(__name__)
     versions = {k: v for k, v in provenance().items() if k.endswith("_version")}

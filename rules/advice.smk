@@ -13,7 +13,7 @@ rule advice:
         model="results/timing_model.json",
     output:
         table="results/advice/{shape}.csv",
-        # the figure in every language and format (figures/advice.py)
+        # the figure in every language and format (figures/advice_figure.py)
         figures=advice_figures("{shape}"),
     log:
         "logs/advice/{shape}.log",

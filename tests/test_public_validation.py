@@ -14,9 +14,9 @@ from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis import validation
 from tpu_matmul_repro.analysis.fitted_model import PUBLISHED, fit_model
 from tpu_matmul_repro.analysis.public_measurements import load
+from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, chip
-from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
 

@@ -186,12 +186,12 @@ def test_an_overlay_only_widens_what_the_core_draws():
     setting only the core's config keys (the schema's), never `studies`. What it widens the core draws
     for any config: the generations figures and section compare the config's targets whenever there are
     two or more (the default's v5e and v6e already), the search figures follow the searches it asks for.
-    So the figure kinds "generations" and "search" are the core's (figures/specs.py: CORE_KINDS); only
+    So the figure kinds "generations" and "search" are the core's (figures/figure_specs.py: CORE_KINDS); only
     the overlay's folder is its own, and the core names it nowhere (the test below)."""
     import yaml
 
     from tpu_matmul_repro.experiments.plan.config import load_yaml, with_defaults
-    from tpu_matmul_repro.figures.specs import CORE_KINDS, figure_specs
+    from tpu_matmul_repro.figures.figure_specs import CORE_KINDS, figure_specs
 
     keys = set(yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())["properties"])
     overlays = [p for p in sorted((ROOT / "studies").iterdir())

@@ -133,7 +133,7 @@ class CompileCache:
             return
         if self.root in _unwritable:
             return
-        from tpu_matmul_repro.experiments.core.tables import (
+        from tpu_matmul_repro.experiments.core.atomic_write import (
             write_text_atomic,  # here: compile workers have no pandas
         )
 

@@ -319,7 +319,7 @@ def dominated_result(case: Case, out_of_vmem) -> dict | None:
     The VMEM a block grid asks for grows with each block dimension (its pipelined buffers and the
     accumulator) and depends on which axes have a single step (those buffers are not double-buffered),
     not on the grid's extent. The same bk, because a block search is split into jobs by bk
-    (plan/jobs.compile_parts): the rows then do not depend on how it is split. Used for searched
+    (plan/job_lists.compile_parts): the rows then do not depend on how it is split. Used for searched
     configurations only: the post's own keep the compiler's requested bytes, which the report quotes and
     the raised limits are chosen from. vmem_bytes stays empty (the compiler was not asked);
     tests/test_compile_study.py compiles dominated configurations to check the verdict.

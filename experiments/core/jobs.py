@@ -57,14 +57,14 @@ class Device:
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """How to measure: from the config's `measure` section (defaults in config/schema.yaml only; see
-    experiments/plan/jobs.measure_settings)."""
+    experiments/plan/job_lists.measure_settings)."""
 
     warmup: int
     samples: int
     input_sets: int
     min_sample_s: float
     max_calls: int
-    # Largest per-tile error (experiments/measure/check.py) of a correct result. Measured bands on
+    # Largest per-tile error (experiments/measure/output_check.py) of a correct result. Measured bands on
     # random normal operands: one bf16 pass 2.4e-3, bf16 output rounding 1.7e-3; a wrong tile ~1.
     tolerance: tuple
     timeout_s: float  # per configuration (compile, check and timing), in its worker
