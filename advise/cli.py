@@ -15,10 +15,10 @@ import pandas as pd
 
 # submodules by name: the package's advise() imports this module
 import tpu_matmul_repro.advise.model as advisor_model
-import tpu_matmul_repro.advise.models as models
+import tpu_matmul_repro.advise.ranking as ranking
 import tpu_matmul_repro.advise.request as request
 import tpu_matmul_repro.advise.search as search
-import tpu_matmul_repro.advise.table as table
+import tpu_matmul_repro.advise.whole_models as whole_models
 import tpu_matmul_repro.advise.workers as compile_workers
 from tpu_matmul_repro.advise.progress import Reporter, Search
 from tpu_matmul_repro.advise.request import AdviceError
@@ -87,7 +87,7 @@ def arguments(argv):
 def presets() -> list[str]:
     from tpu_matmul_repro.experiments.plan.config import load_yaml
 
-    return list(load_yaml(models.PRESETS))
+    return list(load_yaml(whole_models.PRESETS))
 
 
 def compiler_for(target: str, config: dict) -> dict:
@@ -111,7 +111,7 @@ def compiler_for(target: str, config: dict) -> dict:
                 env=dict(tc.environment), versions=manifest["versions"])
 
 
-def layout_of(args) -> models.Layout | None:
+def layout_of(args) -> whole_models.Layout | None:
     """The --model or --shapes-file request, checked; None for plain shapes."""
     tokens = None
     if args.tokens is not None:
@@ -122,9 +122,9 @@ def layout_of(args) -> models.Layout | None:
     if len(given) > 1:
         raise AdviceError("give shapes, --model or --shapes-file, one of them")
     if args.model:
-        return models.preset(args.model, tokens)
+        return whole_models.preset(args.model, tokens)
     if args.shapes_file:
-        return models.from_file(args.shapes_file, tokens)
+        return whole_models.from_file(args.shapes_file, tokens)
     if tokens is not None:
         raise AdviceError("--tokens: only with --model or --shapes-file")
     return None
@@ -262,7 +262,7 @@ def answer(argv) -> int:
         if args.csv:
             pd.concat(parts, ignore_index=True).to_csv(sys.stdout, index=False)
         elif args.json:
-            print(table.as_json(pd.concat(parts, ignore_index=True)))
+            print(ranking.as_json(pd.concat(parts, ignore_index=True)))
         elif layout:
             print("\n\n".join(model_texts(layout, asked, parts)))
         else:
@@ -274,16 +274,17 @@ def answer(argv) -> int:
     return 0
 
 
-def model_texts(layout: models.Layout, asked: request.Request, parts: list[pd.DataFrame]) -> list[str]:
+def model_texts(layout: whole_models.Layout, asked: request.Request, parts: list[pd.DataFrame]) -> list[str]:
     from tpu_matmul_repro.experiments.core.chips import chip
 
     out = []
     for target in asked.targets:
         mine = {tuple(int(x) for x in (t.m.iloc[0], t.k.iloc[0], t.n.iloc[0])): t
                 for t in parts if len(t) and t.target.iloc[0] == target}
-        summary = models.totals(layout, mine)
+        summary = whole_models.totals(layout, mine)
         first = next(iter(mine.values()))
-        words = models.text(layout, target, chip(target).device_kind, asked.dtype, asked.kernel, summary)
+        words = whole_models.text(layout, target, chip(target).device_kind, asked.dtype, asked.kernel,
+                                  summary)
         pallas = pd.concat([t[t.kernel != "xla"] for t in mine.values()], ignore_index=True)
         lines = extrapolation_caveat(pallas, target, libtpu_of(pallas))
         caveat = "".join(f"\n{line}" for line in lines)
@@ -356,9 +357,9 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
             hits, misses = (cache.TOTALS[k] - before[k] for k in ("hits", "misses"))
             log.info("advice %s on %s: %d of %d compiles from the compile cache, %d compiled here",
                      "x".join(map(str, shape)), target, hits, hits + misses, misses)
-            ranked = table.ranked(found, fitted, target)
+            ranked = ranking.ranked(found, fitted, target)
             parts.append(ranked)
-            texts.append(table.text(ranked, header(ranked, found, shape, asked, target, fitted)))
+            texts.append(ranking.text(ranked, header(ranked, found, shape, asked, target, fitted)))
     if reporter:
         reporter.finish(summary(parts))
     return parts, texts
@@ -381,8 +382,8 @@ def searched(asked: request.Request, target: str, shape, compiler: dict, baselin
 
 def summary(parts: list[pd.DataFrame]) -> str:
     """The progress's last line: what the call compiled, and what it left."""
-    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=table.COLUMNS)
-    spent = int(table.budget_spent(rows).sum())
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=ranking.COLUMNS)
+    spent = int(ranking.budget_spent(rows).sum())
     pruned = int((rows.status == search.PRUNED).sum())
     words = [f"{len(parts)} search" + ("" if len(parts) == 1 else "es")]
     if pruned:

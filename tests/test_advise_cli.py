@@ -19,8 +19,9 @@ from advise_fakes import StandInCompiler
 from test_advise import MODEL, write_run
 from test_advise_cli_property import PROGRESS, call, stand_in
 
-from tpu_matmul_repro.advise import cli, search, table
+from tpu_matmul_repro.advise import cli, search
 from tpu_matmul_repro.advise import model as advisor_model
+from tpu_matmul_repro.advise import ranking as table
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
