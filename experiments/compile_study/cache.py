@@ -223,7 +223,7 @@ def for_target(target: str, profile: bool, versions: dict) -> CompileCache | Non
     return CompileCache(root, compile_context(target, profile, toolchain, compile_code_digest()))
 
 
-WORKER = Path("experiments") / "compile_study" / "worker.py"
+WORKER = Path("experiments") / "compile_study" / "compile_worker.py"
 
 
 def compile_code_digest(root: Path | None = None) -> str:
