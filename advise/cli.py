@@ -3,6 +3,7 @@
 import argparse
 import contextlib
 import logging
+import math
 import os
 import re
 import signal
@@ -359,7 +360,8 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
                      "x".join(map(str, shape)), target, hits, hits + misses, misses)
             ranked = table.ranked(found, fitted, target)
             parts.append(ranked)
-            texts.append(table.text(ranked, header(ranked, found, shape, asked, target, fitted)))
+            texts.append(table.text(ranked, header(ranked, found, shape, asked, target, fitted),
+                                    xla_losses(fitted, target)))
     if reporter:
         reporter.finish(summary(parts))
     return parts, texts
@@ -417,6 +419,7 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
     lines.append(f"Modelled, not measured: libtpu {libtpu}'s deviceless compile for {target} through "
                  f"the timing model ({fitted.source}).")
     lines += extrapolation_caveat(pallas, target, libtpu)
+    lines += public_lines(fitted, target)
     timed = ranked[ranked.model_device_ms.notna()]
     if len(timed):  # each row has its own (its size band, widened by the refits' spread): the first's
         lines.append(f"Intervals (of the first row): {timed.interval.iloc[0]}.")
@@ -424,6 +427,31 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
         lines.append("Non-square: the model was fitted on the post's square problems only (m = k = n); "
                      "its per-step costs carry over, but no published number checks it at this aspect.")
     return lines
+
+
+def public_lines(fitted, target: str) -> list[str]:
+    """The run's public scores of the target, where its results/ has them (advise/model.PublicScores)."""
+    p = fitted.public.get(target)
+    if p is None:
+        return []
+    floor = "; its band here is never narrower than their errors" if target != POST_CHIP else ""
+    return [f"On {target}, {p.n} public measurements ({p.path}, never fitted on): median error "
+            f"{100 * (math.exp(p.median_abs_log_ratio) - 1):.1f} %, 80 % coverage {p.coverage80:.2f} (the "
+            f"pipeline's band){floor}."]
+
+
+def xla_losses(fitted, target: str) -> str:
+    """How often the model's pick among measured configurations lost to a measured XLA on the target
+    (the run's public scores), as the recommendation says it; "" where the run has no scores."""
+    p = fitted.public.get(target)
+    if p is None:
+        return ""
+    if not p.pallas_picks_vs_xla:
+        return (f"Against public measurements on {target}: no shape there has a block measured beside XLA, "
+                "so no pick of the model's has been checked against a measured XLA.")
+    return (f"Against public measurements on {target}: where a block was measured beside XLA, the model's "
+            f"pick was a block that lost to the measured XLA at {p.losses_to_xla} of "
+            f"{p.pallas_picks_vs_xla} shapes.")
 
 
 def libtpu_of(rows: pd.DataFrame) -> str:
