@@ -17,9 +17,10 @@ itself was never measured, so its modelled time stands in for it.
 Accuracy: per generation, the modelled rows' median |ln(model / measured)|, their median signed ln
 (below 0: the model is optimistic) and the share inside their 80 % band.
 
-`python3 -m tpu_matmul_repro.analysis.public_regret [SCORES.csv] [--advice ADVICE.csv] [--docs PAGE.md]`
-prints the tables (markdown); with --docs it writes them between the page's markers and keeps the rows
-they come from in docs/data/ (public_scores.csv, public_advice.csv), from which the tests recompute them.
+`python3 -m tpu_matmul_repro.analysis.public_regret [SCORES.csv] [--advice ADVICE.csv] [--docs DIR]`
+prints the tables (markdown); with --docs it writes them between the markers of DIR/advisor.md, the
+sentence of the band's public floor between those of DIR/timing-model.md, and keeps the rows they come
+from in DIR/data/ (public_scores.csv, public_advice.csv), from which the tests recompute them.
 """
 import math
 import re
@@ -32,6 +33,8 @@ from tpu_matmul_repro.experiments.core.chips import generation_order
 
 GROUP = ["generation", "dtype", "m", "k", "n", "source", "timing"]
 MARKERS = ("<!-- public-regret:start -->", "<!-- public-regret:end -->")
+BAND_MARKERS = ("<!-- public-band:start -->", "<!-- public-band:end -->")
+PAGES = ("advisor.md", "timing-model.md")
 XLA = "XLA"
 
 
@@ -230,33 +233,56 @@ def markdown(scores: pd.DataFrame, advice: pd.DataFrame | None = None) -> str:
     return "\n".join(lines)
 
 
+def band_sentence(scores: pd.DataFrame) -> str:
+    """What the public errors make of the advisor's band off v5e, per generation (docs/timing-model.md)."""
+    from tpu_matmul_repro.analysis.intervals import public_halfwidths
+
+    summary = accuracy(scores).set_index("generation")
+    parts = []
+    for target, (n, widths) in public_halfwidths(scores).items():
+        floor = ", ".join(f"x/{math.exp(q):.2f} at {round(100 * level)} %" for level, q in widths.items()
+                          if math.isfinite(q))
+        parts.append(f"on {target}, {n} public measurements put it at {floor or 'no level (too few)'} "
+                     f"(inside the pipeline's 80 % band: {summary.at[target, 'coverage80']:.2f} of them)")
+    if not parts:
+        return "In the recorded scores no generation other than v5e has a modelled public measurement."
+    return "In the recorded scores (docs/data/public_scores.csv): " + "; ".join(parts) + "."
+
+
 RECORDS = ("public_scores.csv", "public_advice.csv")
 
 
-def write_docs(page: Path, text: str, scores: pd.DataFrame, advice: pd.DataFrame | None) -> None:
-    """Replace what lies between the page's markers with `text`; keep the rows it comes from in the
-    page's data/ folder."""
+def _replace(page: Path, markers: tuple, text: str) -> str:
     old = page.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(MARKERS[0]) + r"\n.*?\n" + re.escape(MARKERS[1]), re.S)
+    pattern = re.compile(re.escape(markers[0]) + r"\n.*?\n" + re.escape(markers[1]), re.S)
     if not pattern.search(old):
-        raise ScoresError(f"{page}: no {MARKERS[0]} ... {MARKERS[1]} markers")
-    data = page.parent / "data"
+        raise ScoresError(f"{page}: no {markers[0]} ... {markers[1]} markers")
+    return pattern.sub(lambda _: f"{markers[0]}\n{text}\n{markers[1]}", old)
+
+
+def write_docs(folder: Path, scores: pd.DataFrame, advice: pd.DataFrame | None) -> None:
+    """The tables into advisor.md, the band's sentence into timing-model.md (between their markers),
+    and the rows they come from into data/."""
+    advisor = _replace(folder / PAGES[0], MARKERS, markdown(scores, advice))
+    model = _replace(folder / PAGES[1], BAND_MARKERS, band_sentence(scores))
+    data = folder / "data"
     data.mkdir(exist_ok=True)
     scores[NEEDED].to_csv(data / RECORDS[0], index=False)
     if advice is not None:
         advice.to_csv(data / RECORDS[1], index=False)
-    page.write_text(pattern.sub(lambda _: f"{MARKERS[0]}\n{text}\n{MARKERS[1]}", old), encoding="utf-8")
+    (folder / PAGES[0]).write_text(advisor, encoding="utf-8")
+    (folder / PAGES[1]).write_text(model, encoding="utf-8")
 
 
-def in_docs(page: Path) -> str:
+def in_docs(page: Path, markers: tuple = MARKERS) -> str:
     """The text between the page's markers ("" where there are none)."""
-    found = re.search(re.escape(MARKERS[0]) + r"\n(.*?)\n" + re.escape(MARKERS[1]),
+    found = re.search(re.escape(markers[0]) + r"\n(.*?)\n" + re.escape(markers[1]),
                       page.read_text(encoding="utf-8"), re.S)
     return found.group(1) if found else ""
 
 
 USAGE = ("usage: python3 -m tpu_matmul_repro.analysis.public_regret [SCORES.csv] [--advice ADVICE.csv] "
-         "[--docs PAGE.md]")
+         "[--docs DIR]")
 
 
 def _option(args: list, name: str):
@@ -285,7 +311,7 @@ def main(argv=None) -> int:
         advice = read_advice(advice_path) if advice_path else None
         text = markdown(scores, advice)
         if docs is not None:
-            write_docs(Path(docs), text, scores, advice)
+            write_docs(Path(docs), scores, advice)
     except (ScoresError, OSError) as err:
         print(err, file=sys.stderr)
         return 2
