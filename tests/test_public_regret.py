@@ -184,3 +184,38 @@ def test_the_advisor_quotes_the_runs_public_scores(tmp_path):
     (tmp_path / "public_scores.csv").write_text("generation\nv6e\n")
     with pytest.raises(advisor_model.ResultsError, match="public_scores.csv: columns"):
         advisor_model.with_public(advisor_model.Model(None, band, "run"), tmp_path)
+
+
+def section_scores() -> pd.DataFrame:
+    rows = [row("xla", 1.0, 1.05, generation="v6e"), row("xla", 1.0, 0.9, generation="v6e", inside=False),
+            row("xla", 1.0, 0.95, generation="v6e", m=1000), row("xla", 1.0, 1.02)]
+    scores = pd.DataFrame(rows + [dict(row("xla", 1.0, 1.0, generation="7x"), model_seconds=np.nan,
+                                       log_ratio=np.nan, inside80=np.nan)])
+    return scores.assign(shape_class=["square", "square", "unaligned", "square", "square"])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_reports_public_section_says_what_the_scores_hold(lang):
+    """The section's sentences and table, rendered in both languages, against the scores."""
+    from types import SimpleNamespace
+
+    from tpu_matmul_repro.report import build, sections
+    from tpu_matmul_repro.report import public_scores as section
+
+    env, trans = build.environment(lang)
+    scores = section_scores()
+    context = section.context(SimpleNamespace(tables={"public_scores": scores}, gettext=trans.gettext))
+    entry = sections.entry(sections.REGISTRY["public-scores"], dict(context), trans.gettext)
+    html = " ".join(env.get_template(entry["body"]).render(section=entry, sep="").split())
+    v6e = scores[(scores.generation == "v6e")]
+    error = 100 * (math.exp(v6e.log_ratio.abs().median()) - 1)
+    bias = 100 * (math.exp(v6e.log_ratio.median()) - 1)
+    assert f"{error:.1f}" in html and f"{bias:+.1f}" in html and "67" in html  # 2 of 3 inside
+    words = {"en": ["5 rows from 1 sources", "4 of them are plain matmuls", "On v6e, 3 public measurements",
+                    "On v5e, 1 public measurements", "unaligned"],
+             "zh": ["来自 1 个来源，共 5 行", "其中 4 行", "v6e 上共 3 条公开测量", "未对齐", "方阵"]}[lang]
+    for w in words:
+        assert w in html, w
+    assert "7x" not in html  # no modelled row there
+    empty = scores.assign(model_seconds=np.nan)
+    assert section.context(SimpleNamespace(tables={"public_scores": empty}, gettext=trans.gettext)) is None
