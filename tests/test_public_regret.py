@@ -212,7 +212,7 @@ def test_the_reports_public_section_says_what_the_scores_hold(lang):
     bias = 100 * (math.exp(v6e.log_ratio.median()) - 1)
     assert f"{error:.1f}" in html and f"{bias:+.1f}" in html and "67" in html  # 2 of 3 inside
     words = {"en": ["5 rows from 1 sources", "4 of them are plain matmuls", "On v6e, 3 public measurements",
-                    "On v5e, 1 public measurements", "unaligned"],
+                    "On v5e, 1 public measurement: error", "unaligned"],
              "zh": ["来自 1 个来源，共 5 行", "其中 4 行", "v6e 上共 3 条公开测量", "未对齐", "方阵"]}[lang]
     for w in words:
         assert w in html, w
