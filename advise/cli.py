@@ -323,12 +323,13 @@ def baseline_cases(config: dict, target: str) -> tuple:
 
 def advice(asked: request.Request, config: dict, compilers: dict, results: Path | None, *,
            fallback: bool = True, log=None, workers: int = 1, reporter: Reporter | None = None,
-           budget_s: float | None = None, why_no_results: str = "--results none"):
+           budget_s: float | None = None, why_no_results: str = "--results none", public: bool = True):
     """The ranked table (one frame per target and shape) and its text, for a checked request; with
     fallback False (the pipeline), only the run's own model. `log`: where to say how many compiles came
     from the compile cache (default: this module's logger); `reporter`: the CLI's progress lines;
     `budget_s`: seconds of compiling after which nothing more is compiled (None: no limit), counted
-    from the first search; `why_no_results`: the header's reason where `results` is None."""
+    from the first search; `why_no_results`: the header's reason where `results` is None; `public`: use
+    the run's public scores (results/public_scores.csv) where it has them."""
     from tpu_matmul_repro.experiments.compile_study import cache
     from tpu_matmul_repro.experiments.core.provenance import provenance
     from tpu_matmul_repro.experiments.plan.jobs import compile_settings
@@ -337,7 +338,8 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
     versions = {k: v for k, v in provenance().items() if k.endswith("_version")}
     if reporter and advisor_model.fits_here(results, versions):
         reporter.fitting()
-    fitted = advisor_model.load(config, results, versions, fallback=fallback, absent=why_no_results)
+    fitted = advisor_model.load(config, results, versions, fallback=fallback, absent=why_no_results,
+                                public=public)
     settings = {k: v for k, v in compile_settings(config).items()
                 if k in ("timeout_s", "profile_max_steps", "skip_dominated")}
     deadline = None if budget_s is None else time.monotonic() + budget_s

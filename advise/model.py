@@ -112,7 +112,7 @@ def _model_of(fitted: FittedModel, source: str) -> tuple[Model | None, str]:
     return Model(fitted.published.constants, band, source, refits), ""
 
 
-def from_results(results: Path) -> tuple[Model | None, str]:
+def from_results(results: Path, public: bool = True) -> tuple[Model | None, str]:
     """The run's model, or None and why not; ResultsError for a file there that no run wrote (beyond
     FittedModel.read's checks: a band sized on more points than the post published, or wider than any
     fit of them gives)."""
@@ -136,7 +136,7 @@ def from_results(results: Path) -> tuple[Model | None, str]:
                         f"{intervals.MAX_HALFWIDTH:.4g} (ln 10, a factor of ten either way), the widest band "
                         "a fit of the post's points gives")
     model, why = _model_of(fitted, f"{_shown(path)} of a pipeline run")
-    return (with_public(model, results) if model else None), why
+    return (with_public(model, results) if model and public else model), why
 
 
 @functools.cache
@@ -213,13 +213,14 @@ def fits_here(results: Path | None, versions: dict) -> bool:
 
 
 def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True,
-         absent: str = "--results none") -> Model:
+         absent: str = "--results none", public: bool = True) -> Model:
     """The model: the run's (results/), else the cache's, else fitted here. With fallback False
     (the pipeline's advice job), only the run's own, and AdviceError in one line if it has none.
-    `absent`: why there is no run's model where `results` is None, as the header says it."""
+    `absent`: why there is no run's model where `results` is None, as the header says it; `public`: read
+    the run's results/public_scores.csv where it has one (the pipeline: where it is the job's input)."""
     why = absent
     if results is not None:
-        model, why = from_results(results)
+        model, why = from_results(results, public)
         if model:
             return model
     if not fallback:
