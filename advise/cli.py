@@ -451,9 +451,9 @@ def xla_losses(fitted, target: str) -> str:
     if not p.pallas_picks_vs_xla:
         return (f"Against public measurements on {target}: no shape there has a block measured beside XLA, "
                 "so no pick of the model's has been checked against a measured XLA.")
-    return (f"Against public measurements on {target}: where a block was measured beside XLA, the model's "
-            f"pick was a block that lost to the measured XLA at {p.losses_to_xla} of "
-            f"{p.pallas_picks_vs_xla} shapes.")
+    return (f"Against public measurements on {target}: of {p.shapes} shapes with several configurations "
+            f"measured, the model picked a block measured beside XLA at {p.pallas_picks_vs_xla}, and that "
+            f"block lost to the measured XLA at {p.losses_to_xla}.")
 
 
 def libtpu_of(rows: pd.DataFrame) -> str:

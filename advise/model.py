@@ -67,6 +67,7 @@ class PublicScores:
     n: int
     median_abs_log_ratio: float
     coverage80: float  # of the band before the public floor (the pipeline's)
+    shapes: int  # shapes where one source measured several configurations the model predicts
     pallas_picks_vs_xla: int  # shapes where the model picked a block among measured ones, XLA measured too
     losses_to_xla: int  # of those, where the measured XLA was faster
     path: str
@@ -87,7 +88,8 @@ def with_public(model: Model, results: Path) -> Model:
         raise ResultsError(str(e).replace(str(path), _shown(path), 1)) from None
     summary = public_regret.by_generation(scores)
     public = {r.generation: PublicScores(int(r.n), float(r.median_abs_log_ratio), float(r.coverage80),
-                                         int(r.pallas_picks_vs_xla), int(r.losses_to_xla), _shown(path))
+                                         int(r.shapes), int(r.pallas_picks_vs_xla), int(r.losses_to_xla),
+                                         _shown(path))
               for r in summary.itertuples()}
     band = dataclasses.replace(model.band, public=intervals.public_halfwidths(scores))
     return dataclasses.replace(model, band=band, public=public)

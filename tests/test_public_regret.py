@@ -178,7 +178,8 @@ def test_the_advisor_quotes_the_runs_public_scores(tmp_path):
     [line] = cli.public_lines(model, "v6e")
     assert "On v6e, 2 public measurements" in line and "80 % coverage 0.50" in line
     assert f"median error {100 * (math.exp(math.log(1.1) / 2) - 1):.1f} %" in line
-    assert "lost to the measured XLA at 1 of 1 shapes" in cli.xla_losses(model, "v5e")
+    assert ("of 1 shapes with several configurations measured, the model picked a block measured beside XLA "
+            "at 1, and that block lost to the measured XLA at 1.") in cli.xla_losses(model, "v5e")
     assert "no shape there has a block measured beside XLA" in cli.xla_losses(model, "v6e")
     assert cli.public_lines(advisor_model.Model(None, band, "run"), "v6e") == []
     (tmp_path / "public_scores.csv").write_text("generation\nv6e\n")
