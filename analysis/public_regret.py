@@ -124,7 +124,7 @@ def by_generation(scores: pd.DataFrame, table: pd.DataFrame | None = None) -> pd
     extra = []
     for g in out.generation:
         mine = table[table.generation == g]
-        vs = mine[mine.pallas_pick_vs_xla]
+        vs = mine[mine.pallas_pick_vs_xla.astype(bool)]
         extra.append(dict(shapes=len(mine), pick_is_best=int((mine.regret == 0).sum()),
                           median_regret=float(mine.regret.median()) if len(mine) else math.nan,
                           worst_regret=float(mine.regret.max()) if len(mine) else math.nan,
@@ -132,6 +132,7 @@ def by_generation(scores: pd.DataFrame, table: pd.DataFrame | None = None) -> pd
     return pd.concat([out, pd.DataFrame(extra, index=out.index)], axis=1)
 
 
+SEARCH = ["target", "dtype", "m", "k", "n"]
 ADVICE_NEEDED = ["target", "m", "k", "n", "dtype", "kernel", "rank", "bm", "bk", "bn", "model_device_ms",
                  "model_post_ms"]
 
@@ -143,10 +144,16 @@ def read_advice(path) -> pd.DataFrame:
         advice = pd.read_csv(path)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise ScoresError(f"{path}: cannot be read as a CSV: {err}") from None
-    missing = [c for c in ADVICE_NEEDED if c not in advice.columns]
+    if "cut" in advice.columns:  # a record of this function's own
+        return advice
+    missing = [c for c in [*ADVICE_NEEDED, "status", "note"] if c not in advice.columns]
     if missing:
         raise ScoresError(f"{path}: columns {missing} missing: not the output of advise --csv")
-    return advice[(advice["rank"] == 1) | (advice.kernel == "xla")][ADVICE_NEEDED].reset_index(drop=True)
+    # a search the time budget cut is not a whole answer: its pick is left out (advisor_picks)
+    spent = (advice.status == "timeout") & advice.note.fillna("").astype(str).str.contains("time budget")
+    cut = spent.groupby([advice[c] for c in SEARCH]).transform("any")
+    kept = (advice["rank"] == 1) | (advice.kernel == "xla")
+    return advice[kept][ADVICE_NEEDED].assign(cut=cut[kept].astype(bool)).reset_index(drop=True)
 
 
 def advisor_picks(scores: pd.DataFrame, advice: pd.DataFrame) -> pd.DataFrame:
@@ -156,8 +163,8 @@ def advisor_picks(scores: pd.DataFrame, advice: pd.DataFrame) -> pd.DataFrame:
     xla = scores[(scores.kernel == "xla") & scores.model_seconds.notna()]
     others = scores[scores.kernel != "xla"].groupby(["generation", "dtype", "m", "k", "n"]).size()
     rows = []
-    for (target, dtype, m, k, n), search in advice.groupby(["target", "dtype", "m", "k", "n"]):
-        if (target, dtype, m, k, n) in others.index:
+    for (target, dtype, m, k, n), search in advice.groupby(SEARCH):
+        if (target, dtype, m, k, n) in others.index or search.get("cut", pd.Series(False)).any():
             continue
         best = search[(search.kernel != "xla") & search.model_device_ms.notna()].sort_values("rank")
         by_xla = search[(search.kernel == "xla") & search.model_device_ms.notna()]
@@ -184,7 +191,7 @@ def picks_summary(picks: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (g, dtype), part in picks.groupby(["generation", "dtype"]):
         pallas = part[part.pick != XLA]
-        lost = pallas[pallas.loses_to_xla]
+        lost = pallas[pallas.loses_to_xla.astype(bool)]
         rows.append(dict(generation=g, dtype=dtype, rows=len(part), shapes=len(part[["m", "k", "n"]]
                                                                                .drop_duplicates()),
                          pallas_picks=len(pallas), losses=len(lost),
@@ -230,6 +237,10 @@ def markdown(scores: pd.DataFrame, advice: pd.DataFrame | None = None) -> str:
         for r in picks.itertuples():
             lines.append(f"| {r.generation} | {r.dtype} | {r.rows} | {r.shapes} | {r.pallas_picks} | "
                          f"{r.losses} | {_pct(r.median_loss)} |")
+        cut = advice[advice.cut].groupby(SEARCH).size() if "cut" in advice else []
+        if len(cut):
+            lines += ["", f"{len(cut)} searches that the advisor's time budget cut are left out: "
+                      f"{', '.join(f'{m}x{k}x{n} {d} on {t}' for t, d, m, k, n in cut.index)}."]
     return "\n".join(lines)
 
 

@@ -80,6 +80,21 @@ def test_a_block_pick_loses_where_xla_measured_faster_than_its_modelled_time():
     assert summary.median_loss == pytest.approx(1.0 / 0.9 - 1)
 
 
+def test_a_search_the_time_budget_cut_is_left_out(tmp_path):
+    scores = pd.DataFrame([row("xla", 0.9e-3, 1.05e-3, generation="v6e", timing="device"),
+                           row("xla", 0.9e-3, 1.05e-3, generation="v6e", timing="device", m=2048)])
+    advice = pd.concat([advice_rows(1.0, 1.1), advice_rows(1.0, 1.1, m=2048)], ignore_index=True)
+    advice = advice.assign(status="ok", note="")
+    cut = dict(advice.iloc[0], rank=np.nan, bm=256, status="timeout",
+               note="not compiled: the time budget ran out (--time-budget)")
+    pd.concat([advice, pd.DataFrame([cut])], ignore_index=True).to_csv(tmp_path / "a.csv", index=False)
+    read = pr.read_advice(tmp_path / "a.csv")
+    assert list(read.cut) == [True, True, False, False]
+    assert list(pr.advisor_picks(scores, read).m) == [2048]
+    assert "1 searches that the advisor's time budget cut are left out: 1024x1024x1024 bfloat16 on v6e" \
+        in pr.markdown(scores, read)
+
+
 def test_host_timed_rows_compare_the_picks_time_with_the_call():
     scores = pd.DataFrame([row("xla", 1.005e-3, 1.05e-3, generation="v6e", timing="host")])
     picks = pr.advisor_picks(scores, advice_rows(1.0, 1.1, call_ms=0.01))
