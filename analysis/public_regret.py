@@ -158,9 +158,11 @@ def read_advice(path) -> pd.DataFrame:
 
 def advisor_picks(scores: pd.DataFrame, advice: pd.DataFrame) -> pd.DataFrame:
     """One row per public XLA measurement at a shape the advice covers and where no other configuration
-    was measured: the advisor's pick there, its modelled time of the row's timing, and whether it
-    loses to the measured XLA."""
+    was measured: the advisor's pick there, its modelled time of the row's timing, whether it loses to
+    the measured XLA, and whether it would if the model erred on the block as on XLA (the median signed
+    error of the generation's and dtype's modelled XLA rows, `xla_bias`)."""
     xla = scores[(scores.kernel == "xla") & scores.model_seconds.notna()]
+    bias = xla.groupby(["generation", "dtype"]).log_ratio.median()
     others = scores[scores.kernel != "xla"].groupby(["generation", "dtype", "m", "k", "n"]).size()
     rows = []
     for (target, dtype, m, k, n), search in advice.groupby(SEARCH):
@@ -178,11 +180,15 @@ def advisor_picks(scores: pd.DataFrame, advice: pd.DataFrame) -> pd.DataFrame:
         for r in here.itertuples():
             time = "device" if r.timing == "device" else "post"
             modelled = float(pick[f"model_{time}_ms"]) / 1e3
+            as_xla = modelled * math.exp(-float(bias[(target, dtype)]))
             rows.append(dict(generation=target, dtype=dtype, m=m, k=k, n=n, source=r.source, timing=r.timing,
                              pick=label(pick), pick_seconds=modelled, xla_measured=float(r.measured_seconds),
-                             loses_to_xla=bool(not use_xla and r.measured_seconds < modelled)))
+                             loses_to_xla=bool(not use_xla and r.measured_seconds < modelled),
+                             xla_bias=float(bias[(target, dtype)]),
+                             loses_if_erred_as_xla=bool(not use_xla and r.measured_seconds < as_xla)))
     return pd.DataFrame(rows, columns=["generation", "dtype", "m", "k", "n", "source", "timing", "pick",
-                                       "pick_seconds", "xla_measured", "loses_to_xla"])
+                                       "pick_seconds", "xla_measured", "loses_to_xla", "xla_bias",
+                                       "loses_if_erred_as_xla"])
 
 
 def picks_summary(picks: pd.DataFrame) -> pd.DataFrame:
@@ -196,9 +202,11 @@ def picks_summary(picks: pd.DataFrame) -> pd.DataFrame:
                                                                                .drop_duplicates()),
                          pallas_picks=len(pallas), losses=len(lost),
                          median_loss=float((lost.pick_seconds / lost.xla_measured - 1).median())
-                         if len(lost) else math.nan))
+                         if len(lost) else math.nan,
+                         xla_bias=float(part.xla_bias.iloc[0]),
+                         losses_if_erred_as_xla=int(pallas.loses_if_erred_as_xla.astype(bool).sum())))
     out = pd.DataFrame(rows, columns=["generation", "dtype", "rows", "shapes", "pallas_picks", "losses",
-                                      "median_loss"])
+                                      "median_loss", "xla_bias", "losses_if_erred_as_xla"])
     return out.sort_values(["generation", "dtype"], key=lambda s: s.map(generation_order)
                            if s.name == "generation" else s).reset_index(drop=True)
 
@@ -233,10 +241,13 @@ def markdown(scores: pd.DataFrame, advice: pd.DataFrame | None = None) -> str:
     if advice is not None:
         picks = picks_summary(advisor_picks(scores, advice))
         lines += ["", "| generation | dtype | XLA measurements | shapes | advisor picks a block | its "
-                  "modelled time is longer than XLA's measured | median by how much |", "|" + "---|" * 7]
+                  "modelled time is longer than XLA's measured | median by how much | the model on XLA "
+                  "here (median) | block picks that lose if the model errs on them as on XLA |",
+                  "|" + "---|" * 9]
         for r in picks.itertuples():
             lines.append(f"| {r.generation} | {r.dtype} | {r.rows} | {r.shapes} | {r.pallas_picks} | "
-                         f"{r.losses} | {_pct(r.median_loss)} |")
+                         f"{r.losses} | {_pct(r.median_loss)} | {_pct(math.exp(r.xla_bias) - 1)} | "
+                         f"{r.losses_if_erred_as_xla} |")
         cut = advice[advice.cut].groupby(SEARCH).size() if "cut" in advice else []
         if len(cut):
             lines += ["", f"{len(cut)} searches that the advisor's time budget cut are left out: "
