@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from tpu_matmul_repro.experiments.core.chips import generation_order
+from tpu_matmul_repro.experiments.core.tables import write_atomic, write_text_atomic
 
 GROUP = ["generation", "dtype", "m", "k", "n", "source", "timing"]
 MARKERS = ("<!-- public-regret:start -->", "<!-- public-regret:end -->")
@@ -289,11 +290,12 @@ def write_docs(folder: Path, scores: pd.DataFrame, advice: pd.DataFrame | None) 
     model = _replace(folder / PAGES[1], BAND_MARKERS, band_sentence(scores))
     data = folder / "data"
     data.mkdir(exist_ok=True)
-    scores[NEEDED].to_csv(data / RECORDS[0], index=False)
+    # every digit kept: the tests recompute the pages' tables from these rows
+    write_atomic(data / RECORDS[0], lambda tmp: scores[NEEDED].to_csv(tmp, index=False))
     if advice is not None:
-        advice.to_csv(data / RECORDS[1], index=False)
-    (folder / PAGES[0]).write_text(advisor, encoding="utf-8")
-    (folder / PAGES[1]).write_text(model, encoding="utf-8")
+        write_atomic(data / RECORDS[1], lambda tmp: advice.to_csv(tmp, index=False))
+    write_text_atomic(advisor, folder / PAGES[0])
+    write_text_atomic(model, folder / PAGES[1])
 
 
 def in_docs(page: Path, markers: tuple = MARKERS) -> str:
