@@ -27,7 +27,7 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.report.advice import BUDGET_SPENT
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ("v5e", "v6e", "v5p", "7x")  # v4: libtpu's static profiler crashes on it (no cycles)
+TARGETS = ("v5e", "v6e", "v5p", "7x")
 NO_RESULTS = "none"  # --results none: never read a run's model
 TIME_BUDGET_S = 180  # --time-budget's default: then the advisor answers with what it compiled
 DURATION = re.compile(r"([0-9]+)\s*(s|min)?")
