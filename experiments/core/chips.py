@@ -43,7 +43,7 @@ class Chip:
     mxu_width: int
     hbm_bytes: int  # [hbm]: the operands and the output of one matmul must fit in it
     color: str  # the generation's colour in every figure (Okabe-Ito, colour-blind safe)
-    advised: bool = True  # whether the advisor offers it (v4: libtpu's static profiler crashes on it)
+    advised: bool = True  # whether the advisor offers it (advise --target, advice.targets)
 
 
 def _peaks(bf16: float, int8: float | None) -> dict:
