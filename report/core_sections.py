@@ -394,12 +394,20 @@ def advice(i: sections.Inputs) -> dict | None:
 
 def detail(i: sections.Inputs) -> dict:
     target = main_target(i.targets)
-    summaries = {target: findings.summary(i.rows, target)}
-    return dict(title=i.gettext(N_("Each experiment on %(target)s")) % {"target": target},
+    return dict(title=i.gettext(N_("VMEM and roofline on %(target)s")) % {"target": target},
                 main_target=target, raised=raised_limits(i),
-                kernels=kernel_sections(i.rows, summaries, i.gettext, i.figures, i.listings),
                 vmem_figures=i.figures([f"vmem_{target}"]),
                 roofline_figures=i.figures([f"roofline_{target}"]))
+
+
+def appendix_experiments(i: sections.Inputs) -> dict | None:
+    target = main_target(i.targets)
+    summaries = {target: findings.summary(i.rows, target)}
+    kernels = kernel_sections(i.rows, summaries, i.gettext, i.figures, i.listings)
+    if not kernels:
+        return None
+    return dict(title=i.gettext(N_("Each experiment on %(target)s")) % {"target": target},
+                main_target=target, kernels=kernels)
 
 
 def measurements(i: sections.Inputs) -> dict | None:
@@ -481,13 +489,14 @@ for anchor, title, body, context in (
         ("timing-model", N_("Why: the timing model"), "timing_model", timing_model),
         ("generations", N_("Other TPU generations"), "generations", other_generations),
         ("advice", N_("Beyond the post: blocks for real layer shapes"), "advice", advice),
-        ("detail", N_("Each experiment on %(target)s"), "detail", detail),
+        ("detail", N_("VMEM and roofline on %(target)s"), "detail", detail),
         ("measured", N_("Measurements"), "measured", measurements),
         ("methods", N_("Methods"), "methods", methods),
         ("cite", N_("How to cite"), "cite", cite)):
     sections.register(sections.Section(anchor, title, TEMPLATES, f"sections/{body}.j2", context, after=None))
 for anchor, title, body, context in (
         ("verdict-rules", N_("How verdicts are decided"), "verdict_rules", verdict_rules),
+        ("appendix-experiments", N_("Each experiment on %(target)s"), "experiments", appendix_experiments),
         ("appendix-targets", N_("Other targets: %(targets)s"), "targets", appendix_targets),
         ("appendix-generations", N_("Every experiment across TPU generations"), "generations",
          appendix_generations),
