@@ -41,9 +41,13 @@ LABELS = {
                                 "compiled)"),
     "failed_other": N_("✗ %(label)s: %(status)s"),
     "failed_published": N_("✗ %(label)s: failed in the post"),
+    "failed_today": N_("✗ %(label)s: today's compiler (libtpu %(libtpu)s) asks VMEM %(need).1f MiB > "
+                       "%(limit).0f MiB; the post ran it"),
     "title_experiment": N_("%(experiment)s, %(dtype)s on %(target)s: %(kinds)s"),
     "title_experiment_empty": N_("%(experiment)s, %(dtype)s on %(target)s"),
     "failed_key": N_("× at zero: failed (why: below)"),
+    "failed_key_caption": N_("× at zero: failed (why: below and in the caption)"),
+    "band_key": N_("shaded: 80 %% interval of the timing model"),
     "modelled": N_("modelled"),
     "caption_out_of_sample": N_("the timing model, %(score)s"),
     "title_vmem": N_("VMEM used against the limit (%(target)s, estimated by libtpu %(libtpu)s)"),

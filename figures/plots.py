@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from tpu_matmul_repro.analysis.summaries import (
     MIN_RANK_POINTS,
@@ -68,20 +69,25 @@ NARROW_INCHES = 4.2
 NARROW_NOTE_COLUMNS = 50
 
 
+def notes_kept(notes: list[str], width: int = 92) -> int:
+    """How many of the notes, from the first, capped() draws whole."""
+    lines = [wrap(n, width).count("\n") + 1 for n in notes]
+    if sum(lines) <= MAX_NOTE_LINES:
+        return len(notes)
+    kept, used = 0, 0
+    for n in lines:
+        if used + n > MAX_NOTE_LINES - 1:
+            break
+        kept, used = kept + 1, used + n
+    return max(kept, min(1, len(notes)))  # the first note is drawn, however long
+
+
 def capped(notes: list[str], lang: str, width: int = 92) -> str:
     """The notes, wrapped: the first always, then as many whole notes as fit in MAX_NOTE_LINES lines (a
     note is never cut mid-sentence); where some are left out, the last line says where they are."""
-    wrapped = [wrap(n, width) for n in notes]
-    if sum(w.count("\n") + 1 for w in wrapped) <= MAX_NOTE_LINES:
-        return "\n".join(wrapped)
-    kept, used = [], 0
-    for w in wrapped:
-        if used + w.count("\n") + 1 > MAX_NOTE_LINES - 1:
-            break
-        kept.append(w)
-        used += w.count("\n") + 1
-    kept = kept or wrapped[:1]  # the first note (why a line is missing) is drawn, however long
-    return "\n".join(kept + [wrap(text(lang, "more_notes"), width)])
+    kept = notes_kept(notes, width)
+    wrapped = [wrap(n, width) for n in notes[:kept]]
+    return "\n".join(wrapped + ([wrap(text(lang, "more_notes"), width)] if kept < len(notes) else []))
 
 
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -180,26 +186,33 @@ def wrap(note: str, width: int = 92, indent: str = "    ") -> str:
     return "\n".join(out)
 
 
-def failure_lines(failed: list[tuple], lang: str) -> list[str]:
-    """One line per (configuration, reason), listing the sizes it failed at."""
+def failure_lines(failed: list[tuple], lang: str, post_ran: frozenset = frozenset()) -> list[str]:
+    """One line per (configuration, reason), listing the sizes it failed at; a compile that fails where
+    the post ran the configuration (`post_ran`: its (config_key, size) pairs) names today's compiler."""
     groups = {}
     for row, label in failed:
         if row.source == "published":
-            key = (label, "published", None, None)
+            key = (label, "published", None, None, None)
         elif row.status == "vmem_oom" and pd.notna(row.vmem_bytes):
             limit = row.oom_limit_bytes if pd.notna(row.oom_limit_bytes) else row.vmem_limit_bytes
             # v1's need grows with size: one line per distinct need
             # rows not compiled because their blocks alone exceed VMEM carry a lower bound
             reason = "bound" if str(row.error).startswith("not compiled") else "vmem"
-            key = (label, reason, round(row.vmem_bytes / MiB, 1), round(limit / MiB))
+            if reason == "vmem" and (config_key(row), int(row.m)) in post_ran:
+                reason = "today"
+            libtpu = getattr(row, "libtpu_version", None)
+            key = (label, reason, round(row.vmem_bytes / MiB, 1), round(limit / MiB),
+                   libtpu if isinstance(libtpu, str) else "?")
         else:
-            key = (label, row.status, None, None)
+            key = (label, row.status, None, None, None)
         groups.setdefault(key, []).append(int(row.m))
     lines = []
-    for (label, reason, need, limit), sizes in groups.items():
+    for (label, reason, need, limit, libtpu), sizes in groups.items():
         where = f"{label} @ {', '.join(str(s) for s in sorted(set(sizes)))}"
         if reason == "published":
             lines.append(text(lang, "failed_published", label=where))
+        elif reason == "today":
+            lines.append(text(lang, "failed_today", label=where, need=need, limit=limit, libtpu=libtpu))
         elif reason in ("vmem", "bound"):
             key = "failed_estimate" if reason == "vmem" else "failed_estimate_bound"
             lines.append(text(lang, key, label=where, need=need, limit=limit))
@@ -271,6 +284,7 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     """The post's figure for one experiment: TFLOP/s against size, one series per configuration
     (`narrow`: the phone's variant, NARROW_INCHES wide, the legend in one column)."""
     rows, post_method, notes = experiment_view(df, experiment, dtype, target, lang)
+    failures = len(failure_notes(rows, lang))
     drawn = rows[~flagged(rows)]
     fig = plt.figure(figsize=(NARROW_INCHES if narrow else 6.4, 4.4))
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
@@ -320,11 +334,16 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     names = dict(source_names(lang), **({"estimate": text(lang, "modelled_post")} if post_method else {}))
     styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
-    if (rows.status != "ok").any():  # the × marks at zero: what they are; why, in the notes
-        styles.append(Line2D([], [], color="#444444", marker="x", linestyle="none", markersize=7,
-                             label=text(lang, "failed_key")))
+    if post_method and banded(rows):  # the shading's level, in the legend itself
+        styles.append(Patch(facecolor="#444444", alpha=0.12, label=text(lang, "band_key")))
     # Below the plot: the legend, then at most three lines of notes (all of them: in the caption).
-    note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 92)
+    width = NARROW_NOTE_COLUMNS if narrow else 92
+    note = capped(notes, lang, width)
+    if (rows.status != "ok").any():  # the × marks at zero: what they are; why, in the notes drawn
+        # the failures' notes come first: "below" only where every one of them is drawn
+        shown = notes_kept(notes, width) >= failures
+        styles.append(Line2D([], [], color="#444444", marker="x", linestyle="none", markersize=7,
+                             label=text(lang, "failed_key" if shown else "failed_key_caption")))
     note_lines = note.count("\n") + 1 if note else 0
     # Two columns: three of the longer keys ("blocks (1024, 1024, 1024)", the model's) are wider than
     # the figure, and the layout then shrinks the plot (the layout check finds the legend out of its strip).
@@ -347,14 +366,21 @@ def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
                                                           & (df.target == target)]))
     if rows.empty:
         return rows, post_method, []
-    failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
-    # What is not drawn comes first (missing, then flagged estimates: a line that stops), then the
-    # shading on every curve, then failures (the × marks; the caption keeps every note).
+    # Failures first (the × marks, which the legend says the notes explain), then what is not drawn
+    # (missing, then flagged estimates: a line that stops), then the shading (the caption keeps every note).
     band = ([text(lang, "interval_band") + (text(lang, "interval_unchecked", target=target)
                                             if target != POST_CHIP else "")]
             if post_method and banded(rows) else [])
-    notes = missing_lines(rows, lang) + flagged_line(rows, lang) + band + failure_lines(failed, lang)
+    notes = failure_notes(rows, lang) + missing_lines(rows, lang) + flagged_line(rows, lang) + band
     return rows, post_method, notes
+
+
+def failure_notes(rows: pd.DataFrame, lang: str) -> list[str]:
+    """The notes on the × marks of `rows`: each failure and why, today's compiler named where the post
+    ran the configuration at that size."""
+    failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
+    ran = rows[(rows.source == "published") & (rows.status == "ok")]
+    return failure_lines(failed, lang, frozenset((config_key(r), int(r.m)) for r in ran.itertuples()))
 
 
 def axis_label(lang: str, dtype: str, kind: str) -> str:
