@@ -417,7 +417,18 @@ def measurements(i: sections.Inputs) -> dict | None:
 
 
 def methods(i: sections.Inputs) -> dict:
-    return dict(correctness=i.correctness)
+    return dict(correctness=i.correctness, constants=fitted_constants(i.model, i.lang))
+
+
+def fitted_constants(model: dict | None, lang: str) -> str:
+    """The timing model's constants as fitted on every point (timing_model.csv's first fit), listed."""
+    constants = (model or {}).get("constants_table")
+    if constants is None or not len(constants) or "constant" not in constants:
+        return ""
+    first = constants[constants.fit == constants.fit.iloc[0]]
+    units = [f" {u}" if isinstance(u, str) and u else "" for u in first.unit]
+    return join(lang, "list", (f"{c} = {v:.3g}{u}" for c, v, u in zip(first.constant, first.value, units,
+                                                                       strict=True)))
 
 
 def cite(i: sections.Inputs) -> dict:
