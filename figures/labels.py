@@ -67,6 +67,8 @@ LABELS = {
     "oom": N_("out of VMEM"),
     "hbm_roof": N_("HBM %(bw).0f GB/s"),
     "compute_roof": N_("peak %(peak).0f TFLOP/s (%(dtype)s)"),
+    "xla_roof": N_("XLA: peak %(peak).0f (DEFAULT precision, one bfloat16 pass)"),
+    "published_key": N_("filled: published (the post)"),
     "size_panel": N_("M = K = N = %(size)s"),
     "bm": N_("bm"),
     "bn": N_("bn"),

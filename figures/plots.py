@@ -10,6 +10,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from tpu_matmul_repro.analysis.summaries import (
+    MATCH,
     MIN_RANK_POINTS,
     default_limit,
     model_only,
@@ -452,6 +453,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     experiment; the legend and the notes in a strip of their own under the panels (`narrow`: the
     phone's variant, the panels stacked)."""
     rows, device, notes = roofline_view(df, target, lang)
+    published = roofline_published(df, target)
     factor = model.float32_factor() if device and model is not None else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
@@ -476,8 +478,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
         no_data(axes[0], lang)
         return fig
     intensity = flops(rows.m, rows.k, rows.n) / rows.hbm_bytes.astype(float)
+    post_intensity = flops(published.m, published.k, published.n) / published.hbm_bytes.astype(float)
     bw = float(rows.hbm_bytes_per_s.iloc[0])
-    x = np.logspace(np.log10(intensity.min() / 2), np.log10(intensity.max() * 2), 200)
+    every = pd.concat([intensity, post_intensity])
+    x = np.logspace(np.log10(every.min() / 2), np.log10(every.max() * 2), 200)
     experiments = sorted(set(rows[rows.kernel != "xla"].experiment))
     style = {e: (COLORS[i % len(COLORS)], ROOF_MARKERS[i % len(ROOF_MARKERS)])
              for i, e in enumerate(experiments)}
@@ -486,11 +490,16 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     handles = {}
     for ax, dtype in zip(axes, dtypes, strict=True):
         part = rows[rows.dtype == dtype]
-        peak = float(part.peak_tflops.iloc[0])
+        post = published[published.dtype == dtype]
+        chip_peak = peak = float(part.peak_tflops.iloc[0])
         label = text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype))
         if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
             peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
+        if peak < chip_peak:  # XLA's float32 at DEFAULT is one bfloat16 pass: the chip's peak is its roof
+            ax.plot(x, np.minimum(chip_peak, bw * x / TERA), color=XLA_COLOR, linewidth=0.8, linestyle="--",
+                    zorder=1)
+            label += "\n" + wrap(text(lang, "xla_roof", peak=chip_peak), 30, indent="")
         # In the empty corner above the HBM roof (no point can be there), wrapped to the panel; the
         # bandwidth too: written along the slope it lay over the low-intensity points.
         roofs = f"{wrap(label, 30, indent='')}\n{text(lang, 'hbm_roof', bw=bw / 1e9)}"
@@ -507,17 +516,28 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
             handles[experiment] = ax.scatter(intensity[points.index], points.tflops, s=20, marker=marker,
                                              facecolors="none", edgecolors=color, linewidths=1.1,
                                              label=experiment, zorder=5 + z)
+        for experiment in ["xla", *order]:  # the post's own numbers, filled, in its series' colour and shape
+            points = post[(post.kernel == "xla") if experiment == "xla" else
+                          ((post.kernel != "xla") & (post.experiment == experiment))]
+            if points.empty or (experiment != "xla" and experiment not in style):
+                continue
+            color, marker = (XLA_COLOR, "D") if experiment == "xla" else style[experiment]
+            ax.scatter(post_intensity[points.index], points.tflops, s=14, marker=marker, color=color,
+                       alpha=0.55, linewidths=0, zorder=4)
+            handles["published"] = Line2D([], [], marker="o", linestyle="none", color="#777777",
+                                          markersize=4, label=text(lang, "published_key"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         # room above the roof for its labels, and for every point (XLA's float32 can beat the model's
         # roof) and the HBM roof's foot
-        low = min(float(part.tflops.min()), bw * x[0] / TERA)
-        ax.set_ylim(low / 1.5, max(peak, float(part.tflops.max())) * 4)
+        lowest_post = float(post.tflops.min()) if len(post) else np.inf
+        low = min(float(part.tflops.min()), lowest_post, bw * x[0] / TERA)
+        ax.set_ylim(low / 1.5, max(chip_peak, float(part.tflops.max())) * 4)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     # once, under the middle panel (narrow: the bottom one)
     axes[-1 if narrow else len(dtypes) // 2].set_xlabel(text(lang, "intensity"))
-    keys = ["xla"] + [e for e in experiments if e in handles]
+    keys = ["xla"] + [e for e in experiments if e in handles] + [k for k in ["published"] if k in handles]
     info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=min(len(keys), 3) if narrow
                 else len(keys), fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
@@ -535,6 +555,29 @@ def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFram
     rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0)]
     notes = flagged_line(rows, lang)
     return rows[~flagged(rows)], device, notes
+
+
+def roofline_published(df: pd.DataFrame, target: str) -> pd.DataFrame:
+    """The post's published numbers on `target` that the roofline places: each with the HBM bytes of its
+    configuration's grid and the chip's roofs (the estimate's, at the default limit, whatever its
+    compile's outcome)."""
+    post = df[(df.source == "published") & (df.target == target) & (df.status == "ok") & df.tflops.notna()]
+    post = post[(post.kernel == "xla") | is_pallas(post.kernel)]
+    traffic = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.hbm_bytes > 0)])
+    chip = ["hbm_bytes", "peak_tflops", "hbm_bytes_per_s"]
+    traffic = traffic.drop_duplicates(MATCH)[MATCH + chip]
+    placed = post.drop(columns=chip).reset_index().merge(traffic, on=MATCH).set_index("index")
+    return placed.rename_axis(None)
+
+
+def point_roofs(points: pd.DataFrame, factor: float | None) -> pd.Series:
+    """Each point's roof on the roofline: the lower of the HBM slope and its compute peak (the chip's;
+    a Pallas float32 dot's, peak / the model's float32 factor, where the figure draws modelled times)."""
+    intensity = flops(points.m, points.k, points.n) / points.hbm_bytes.astype(float)
+    peak = points.peak_tflops.astype(float)
+    if factor:
+        peak = peak.where((points.dtype != "float32") | (points.kernel == "xla"), peak / factor)
+    return np.minimum(peak, points.hbm_bytes_per_s.astype(float) * intensity / TERA)
 
 
 def unit_name(dtype: str) -> str:
