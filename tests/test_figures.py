@@ -580,3 +580,30 @@ def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
     plt.close(fig)
     assert labels == ["v1, 2048  [post: ✗]"], labels  # today's v1 at 2048 agrees, the post's does not
     assert "not drawn: the 2 other configurations" in title, title
+
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_then_and_now_has_a_phone_variant_that_reads_at_390_px(table, lang):
+    import matplotlib.pyplot as plt
+
+    from tpu_matmul_repro.figures import layout
+    from tpu_matmul_repro.figures.plots import NARROW_INCHES
+    from tpu_matmul_repro.figures.style import use_style
+    from tpu_matmul_repro.studies.then_and_now.figure import plot_then_and_now
+
+    df = table.copy()
+    df.loc[df.source == "estimate", "toolchain"] = "current"
+    post = df[(df.source == "estimate") & (df.kernel != "xla")]
+    post = post.assign(toolchain="post", libtpu_version="0.0.5")
+    post.loc[post.kernel == "v1", "status"] = "ok"
+    use_style(lang)
+    fig = plot_then_and_now(pd.concat([df, post], ignore_index=True), lang, primary="current", narrow=True)
+    try:
+        assert fig.get_figwidth() == NARROW_INCHES
+        assert layout.problems(fig) == []
+        assert layout.smallest_font_px(fig, 390) >= 9.0  # tests/test_figure_layout.py: READABLE_PX
+        assert "then_and_now" in NARROW_KINDS
+    finally:
+        plt.close(fig)
