@@ -8,6 +8,8 @@ lengths compare (8 against 16 MiB is twice, not tenfold). The configurations eve
 are counted in one line, not drawn (the report's appendix table has them all). Reads the tidy table
 only, like every figure.
 """
+import re
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
@@ -114,7 +116,10 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     fig.legend(handles=handles, loc="outside lower center", ncol=1 if narrow else 2, fontsize=8.5)
     # above the bars: the configurations not drawn (under them the legend, which a note would overprint)
     agreed_text = t("agreed", n=agreed)
-    ax.set_title(wrap(agreed_text, 48, indent="") if narrow else agreed_text, fontsize=8.5, color="#333333")
+    if narrow:  # a line break after the first colon or comma, then wrapped: never a lone character
+        agreed_text = "\n".join(wrap(line, 48, indent="") for line in
+                                 re.sub(r"([:：，,])\s*", "\\1\n", agreed_text, count=1).splitlines())
+    ax.set_title(agreed_text, fontsize=8.5, color="#333333")
     for j, note in enumerate(notes[:3]):
         fig.text(0.01, -0.02 - 0.035 * j, note, fontsize=8.5, color="#D55E00")
     return fig
