@@ -422,14 +422,13 @@ def methods(i: sections.Inputs) -> dict:
 
 
 def fitted_constants(model: dict | None, lang: str) -> str:
-    """The timing model's constants as fitted on every point (timing_model.csv's first fit), listed."""
+    """The timing model's constants as fitted on every point (timing_model.csv's first fit), listed (their
+    units are in the timing model's section)."""
     constants = (model or {}).get("constants_table")
     if constants is None or not len(constants) or "constant" not in constants:
         return ""
     first = constants[constants.fit == constants.fit.iloc[0]]
-    units = [f" {u}" if isinstance(u, str) and u else "" for u in first.unit]
-    return join(lang, "list", (f"{c} = {v:.3g}{u}" for c, v, u in zip(first.constant, first.value, units,
-                                                                       strict=True)))
+    return join(lang, "list", (f"{c} = {v:.3g}" for c, v in zip(first.constant, first.value, strict=True)))
 
 
 def cite(i: sections.Inputs) -> dict:
