@@ -17,6 +17,7 @@ taken over all the normalised errors, and a point's half-width is that quantile 
 band's scale. Pooling the normalised errors keeps every level finite with the post's 61 points; a
 band of its own per size (14 points at 8192) would leave the 95 % band infinite.
 """
+import dataclasses
 import math
 
 import numpy as np
@@ -250,3 +251,87 @@ def headline(table: pd.DataFrame) -> dict:
             worst_experiment=experiments.median_abs_log_ratio.max(),
             per_experiment=dict(zip(experiments.group, experiments.median_abs_log_ratio, strict=True)))
     return out
+
+
+BOUND = 0.5  # per-step costs (or copies) at least this share of the modelled time decide it
+
+
+def band_misses(points: pd.DataFrame, dtype: str = "float32", size: int = LARGE) -> pd.DataFrame:
+    """The post's `dtype` points from `size` up, each predicted by the refit without its figure: inside
+    its 80 % band or not, and for a point outside, the reason its own numbers give (band_miss_reason)."""
+    fits = fold_fits(points, "experiment")
+
+    def held_out(**changes):  # each point by the refit without its figure, constants changed as given
+        return pd.concat([tm.predict(points.loc[test], dataclasses.replace(r.constants, **changes))
+                          for r, test in fits.values()])
+
+    predicted = held_out()
+    stepless = held_out(step_cycles=0.0, overlapped_step_cycles=0.0)
+    copyless = held_out(bandwidth_fraction=1e9)  # copies free
+    checked = interval_checks(points, predicted.model_post_seconds.reindex(points.index))
+    mine = points.index[(points.dtype == dtype) & (points.m >= size)]
+    p, pred = points.loc[mine], predicted.loc[mine]
+    out = pd.DataFrame({
+        "experiment": p.experiment, "kernel": p.kernel, "size": p.m.astype(int),
+        "blocks": [_blocks(r) for r in p.itertuples()],
+        "post_tflops": p.ref_tflops, "model_tflops": p.ref_tflops * p.ref_seconds / pred.model_post_seconds,
+        "ln_error": np.log(pred.model_post_seconds / p.ref_seconds),
+        "halfwidth80": [checked.attrs["halfwidth80"][b] for b in checked.loc[mine, "band"]],
+        "inside80": checked.loc[mine, "coverage80"].astype(bool),
+        "step_share": 1 - stepless.loc[mine].model_post_seconds / pred.model_post_seconds,
+        "copy_share": 1 - copyless.loc[mine].model_post_seconds / pred.model_post_seconds,
+        "nonmonotonic": p.nonmonotonic.astype(bool)})
+    out["reason"] = [band_miss_reason(r) if not r.inside80 else "" for r in out.itertuples()]
+    return out.sort_values(["inside80", "experiment", "size"]).reset_index(drop=True)
+
+
+def _blocks(r) -> str:
+    return "–" if pd.isna(r.bm) else f"({int(r.bm)}, {int(r.bk)}, {int(r.bn)})"
+
+
+def band_miss_reason(r) -> str:
+    """Why a point lies outside its band, from its own numbers: XLA's non-monotonic cost model (the
+    model takes the best smaller size's rate instead), per-step costs or HBM copies that decide the
+    modelled time, or else how far the model is off."""
+    off = f"{abs(np.expm1(r.ln_error)):.0%}"  # the post against the model
+    if r.nonmonotonic:
+        return (f"XLA's cost-model rate dips at this size (flagged, never fitted); the model takes the best "
+                f"smaller size's rate instead, and the post's number lies {off} "
+                f"{'above' if r.ln_error > 0 else 'below'} it")
+    if r.ln_error > 0 and r.copy_share >= BOUND:
+        return (f"copies at the chip's full HBM bandwidth are {r.copy_share:.0%} of the modelled time, yet "
+                f"the post is {off} faster: the kernel moves fewer bytes per step than the model counts, or "
+                "overlaps more")
+    if r.step_share >= BOUND:
+        return (f"per-step costs are {r.step_share:.0%} of the modelled time: the step costs fitted across "
+                f"all block sizes {'overstate' if r.ln_error > 0 else 'understate'} these blocks' steps")
+    return (f"the post is {off} {'faster' if r.ln_error > 0 else 'slower'} than the model, whose time here "
+            f"is {r.copy_share:.0%} copies at full HBM bandwidth and {r.step_share:.0%} per-step costs")
+
+
+def band_misses_markdown(misses: pd.DataFrame) -> str:
+    """The docs' summary: how many points lie inside, and a line per point outside with its reason."""
+    out = misses[~misses.inside80]
+    lines = [f"{int(misses.inside80.sum())} of the post's {len(misses)} float32 points from {LARGE} lie "
+             "inside their 80 % band out of sample; outside:", "",
+             "| figure | kernel | size | blocks | the post | model | ln error | band ± | why |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r.experiment} | {r.kernel} | {r.size} | {r.blocks} | {r.post_tflops:.1f} | "
+              f"{r.model_tflops:.1f} | {r.ln_error:+.3f} | {r.halfwidth80:.3f} | {r.reason} |"
+              for r in out.itertuples()]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m tpu_matmul_repro.analysis.validation results/matmul.parquet [OUT.csv]
+    import sys
+
+    from tpu_matmul_repro.analysis.runs import read_results
+    from tpu_matmul_repro.analysis.toolchains import primary_rows
+
+    rows = primary_rows(read_results(sys.argv[1]), "current")
+    misses = band_misses(tm.reference_points(rows, source="published")[0])
+    if len(sys.argv) > 2:
+        from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+
+        write_csv_atomic(misses, sys.argv[2])
+    print(band_misses_markdown(misses))

@@ -18,7 +18,7 @@
    too. If all processes together pass `--cap-mb`, the run is stopped and recorded as over the cap (the
    machine may be shared).
 
-Writes benchmarks/carried_rows.md with the date, commit and machine. Target (issue 16): every job
+Writes benchmarks/carried_rows.md with the date, commit and machine. Target: every job
 under 2 GB at 100 000 rows.
 """
 import argparse

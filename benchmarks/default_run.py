@@ -18,8 +18,9 @@ built the environment or reused it (its toolchain_environment log).
 
 Each figure is the wall time of `python3 -m snakemake --cores N`, with the CPU seconds of all its
 processes (Snakemake, its jobs, their compile workers), which load on a shared machine inflates less;
-the file records the date, commit and machine. The targets (issue 38): cold <= 8 min with --cores 1,
-the advice included; warm <= 45 s; no-op <= 4 s. Before and after each cold run,
+the file records the date, commit and machine. The targets: cold <= 4 min with --cores 1 on a
+2-core machine, the advice and the public scoring included; warm <= 30 s; no-op <= 4 s. Before and
+after each cold run,
 benchmarks/calibrate.py times nine fixed compiles: the machine's speed at the time, quoted beside the
 run (this VM's speed drifts by 10-25 %). Each run's mean CPUs busy (from /proc/stat: Linux only)
 tells idle cores from slow ones.
