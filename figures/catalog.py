@@ -187,8 +187,9 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
                               target=join(lang, "list", _values(part, "target"))))
         elif source == "measured":
             parts.append(text(lang, "caption_measured", device_kind=first.device_kind))
-        else:
-            parts.append(text(lang, "caption_published"))
+        else:  # the roofline fills the post's points (its own hollow markers are the run's)
+            key = "caption_published_filled" if kind == "roofline" else "caption_published"
+            parts.append(text(lang, key))
     return join(lang, "sentences", parts)
 
 

@@ -103,6 +103,7 @@ LABELS = {
                                   "model fitted on the post's numbers, as device time, without a TPU"),
     "caption_measured": N_("measured on %(device_kind)s (solid lines)"),
     "caption_published": N_("the post's published numbers, read off its figures (hollow markers)"),
+    "caption_published_filled": N_("the post's published numbers, read off its figures (filled markers)"),
     "others_published": N_("the post's published numbers"),
     "others_measured": N_("measurements"),
     "search_legend_modelled": N_("Each cell: the best modelled %(unit)s over bk (top) and that bk (bottom). "

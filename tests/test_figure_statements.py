@@ -269,3 +269,11 @@ def test_the_advice_figure_passes_the_layout_check(lang, ties):
                 assert layout.smallest_font_px(fig, 390) >= 9.0
         finally:
             plt.close(fig)
+
+
+def test_the_roofline_caption_says_the_post_s_points_are_filled(table):
+    caption = describe(table, "roofline_v5e", "roofline", {"target": "v5e"}, "en")["caption"]
+    assert "the post's published numbers, read off its figures (filled markers)" in caption, caption
+    caption = describe(table, "v5_bfloat16_v5e", "experiment", {"experiment": "v5", "dtype": "bfloat16",
+                                                               "target": "v5e"}, "en")["caption"]
+    assert "(hollow markers)" in caption, caption
