@@ -460,7 +460,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     panels = max(1, len(dtypes))
     note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 95)
     note_lines = note.count("\n") + 1 if note else 0
-    strip = 0.3 + 0.16 * note_lines
+    # the legend's keys: XLA, each experiment, the post's points; on a phone one to a row
+    keys_drawn = 1 + rows[rows.kernel != "xla"].experiment.nunique() + (1 if len(published) else 0)
+    legend_rows = keys_drawn if narrow else 1
+    strip = 0.3 + 0.16 * note_lines + 0.22 * (legend_rows - 1)
     if narrow:  # one panel under another, the legend's strip under them
         fig = plt.figure(figsize=(NARROW_INCHES, 3.0 * panels + 0.6 + strip))
         grid = fig.add_gridspec(panels + 1, 1, height_ratios=[2.6] * panels + [strip + 0.3])
@@ -538,7 +541,7 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     # once, under the middle panel (narrow: the bottom one)
     axes[-1 if narrow else len(dtypes) // 2].set_xlabel(text(lang, "intensity"))
     keys = ["xla"] + [e for e in experiments if e in handles] + [k for k in ["published"] if k in handles]
-    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=min(len(keys), 3) if narrow
+    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=1 if narrow
                 else len(keys), fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
