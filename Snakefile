@@ -82,6 +82,8 @@ include: "rules/validation.smk"
 # to: those the config's `studies` names add their outputs to `all` and their tables to the report's inputs.
 STUDY_OUTPUTS = []
 REPORT_TABLES = {}  # name -> results/<name>.csv, read by a study's report section (report/sections.py)
+if PUBLIC_FILES:  # the public scores' report section (report/public_scores.py)
+    REPORT_TABLES["public_scores"] = PUBLIC_FILES[0]
 for _study_rules in sorted(Path(workflow.basedir).glob("studies/*/rules.smk")):
 
     include: _study_rules

@@ -3,6 +3,7 @@
 import argparse
 import contextlib
 import logging
+import math
 import os
 import re
 import signal
@@ -26,7 +27,7 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.report.advice import BUDGET_SPENT
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ("v5e", "v6e", "v5p", "7x")  # v4: libtpu's static profiler crashes on it (no cycles)
+TARGETS = ("v5e", "v6e", "v5p", "7x")
 NO_RESULTS = "none"  # --results none: never read a run's model
 TIME_BUDGET_S = 180  # --time-budget's default: then the advisor answers with what it compiled
 DURATION = re.compile(r"([0-9]+)\s*(s|min)?")
@@ -322,12 +323,13 @@ def baseline_cases(config: dict, target: str) -> tuple:
 
 def advice(asked: request.Request, config: dict, compilers: dict, results: Path | None, *,
            fallback: bool = True, log=None, workers: int = 1, reporter: Reporter | None = None,
-           budget_s: float | None = None, why_no_results: str = "--results none"):
+           budget_s: float | None = None, why_no_results: str = "--results none", public: bool = True):
     """The ranked table (one frame per target and shape) and its text, for a checked request; with
     fallback False (the pipeline), only the run's own model. `log`: where to say how many compiles came
     from the compile cache (default: this module's logger); `reporter`: the CLI's progress lines;
     `budget_s`: seconds of compiling after which nothing more is compiled (None: no limit), counted
-    from the first search; `why_no_results`: the header's reason where `results` is None."""
+    from the first search; `why_no_results`: the header's reason where `results` is None; `public`: use
+    the run's public scores (results/public_scores.csv) where it has them."""
     from tpu_matmul_repro.experiments.compile_study import cache
     from tpu_matmul_repro.experiments.core.provenance import provenance
     from tpu_matmul_repro.experiments.plan.jobs import compile_settings
@@ -336,7 +338,8 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
     versions = {k: v for k, v in provenance().items() if k.endswith("_version")}
     if reporter and advisor_model.fits_here(results, versions):
         reporter.fitting()
-    fitted = advisor_model.load(config, results, versions, fallback=fallback, absent=why_no_results)
+    fitted = advisor_model.load(config, results, versions, fallback=fallback, absent=why_no_results,
+                                public=public)
     settings = {k: v for k, v in compile_settings(config).items()
                 if k in ("timeout_s", "profile_max_steps", "skip_dominated")}
     deadline = None if budget_s is None else time.monotonic() + budget_s
@@ -359,7 +362,8 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
                      "x".join(map(str, shape)), target, hits, hits + misses, misses)
             ranked = table.ranked(found, fitted, target)
             parts.append(ranked)
-            texts.append(table.text(ranked, header(ranked, found, shape, asked, target, fitted)))
+            texts.append(table.text(ranked, header(ranked, found, shape, asked, target, fitted),
+                                    xla_losses(fitted, target)))
     if reporter:
         reporter.finish(summary(parts))
     return parts, texts
@@ -417,6 +421,7 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
     lines.append(f"Modelled, not measured: libtpu {libtpu}'s deviceless compile for {target} through "
                  f"the timing model ({fitted.source}).")
     lines += extrapolation_caveat(pallas, target, libtpu)
+    lines += public_lines(fitted, target)
     timed = ranked[ranked.model_device_ms.notna()]
     if len(timed):  # each row has its own (its size band, widened by the refits' spread): the first's
         lines.append(f"Intervals (of the first row): {timed.interval.iloc[0]}.")
@@ -424,6 +429,31 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
         lines.append("Non-square: the model was fitted on the post's square problems only (m = k = n); "
                      "its per-step costs carry over, but no published number checks it at this aspect.")
     return lines
+
+
+def public_lines(fitted, target: str) -> list[str]:
+    """The run's public scores of the target, where its results/ has them (advise/model.PublicScores)."""
+    p = fitted.public.get(target)
+    if p is None:
+        return []
+    floor = "; its band here is never narrower than their errors" if target != POST_CHIP else ""
+    return [f"On {target}, {p.n} public measurements ({p.path}, never fitted on): median error "
+            f"{100 * (math.exp(p.median_abs_log_ratio) - 1):.1f} %, 80 % coverage {p.coverage80:.2f} (the "
+            f"pipeline's band){floor}."]
+
+
+def xla_losses(fitted, target: str) -> str:
+    """How often the model's pick among measured configurations lost to a measured XLA on the target
+    (the run's public scores), as the recommendation says it; "" where the run has no scores."""
+    p = fitted.public.get(target)
+    if p is None:
+        return ""
+    if not p.pallas_picks_vs_xla:
+        return (f"Against public measurements on {target}: no shape there has a block measured beside XLA, "
+                "so no pick of the model's has been checked against a measured XLA.")
+    return (f"Against public measurements on {target}: of {p.shapes} shapes with several configurations "
+            f"measured, the model picked a block measured beside XLA at {p.pallas_picks_vs_xla}, and that "
+            f"block lost to the measured XLA at {p.losses_to_xla}.")
 
 
 def libtpu_of(rows: pd.DataFrame) -> str:

@@ -12,6 +12,10 @@ Where from, first found first:
 3. fitted here: the post's published configurations compiled for v5e through the planner's jobs
    (experiments/plan/jobs.published_jobs, the compile cache makes this one-off), fitted by the
    pipeline's own function (fitted_model.fit_model); then cached.
+
+With the run's model comes the run's results/public_scores.csv, where there is one: off v5e each
+generation's public errors set a floor under its band (intervals.public_halfwidths), and the header
+quotes the scores (`public`).
 """
 import dataclasses
 import functools
@@ -52,6 +56,43 @@ class Model:
     # the refits without each of the post's figures ({figure: constants}): how far they move a
     # prediction widens its band (intervals.add_columns' spread), as in the compile study's table
     refits: dict = dataclasses.field(default_factory=dict)
+    # target -> PublicScores of the run's results/public_scores.csv (the same run's model); empty: none
+    public: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicScores:
+    """One generation's public measurements as the run's model scored them (never fitted on)."""
+
+    n: int
+    median_abs_log_ratio: float
+    coverage80: float  # of the band before the public floor (the pipeline's)
+    shapes: int  # shapes where one source measured several configurations the model predicts
+    pallas_picks_vs_xla: int  # shapes where the model picked a block among measured ones, XLA measured too
+    losses_to_xla: int  # of those, where the measured XLA was faster
+    path: str
+
+
+def with_public(model: Model, results: Path) -> Model:
+    """The run's model with its public scores (results/public_scores.csv) where the run has them: the
+    floor under each generation's band off v5e and the header's numbers. ResultsError for a file that
+    cannot be a run's."""
+    from tpu_matmul_repro.analysis import public_regret
+
+    path = Path(results) / "public_scores.csv"
+    if not path.exists():
+        return model
+    try:
+        scores = public_regret.read(path)
+    except public_regret.ScoresError as e:
+        raise ResultsError(str(e).replace(str(path), _shown(path), 1)) from None
+    summary = public_regret.by_generation(scores)
+    public = {r.generation: PublicScores(int(r.n), float(r.median_abs_log_ratio), float(r.coverage80),
+                                         int(r.shapes), int(r.pallas_picks_vs_xla), int(r.losses_to_xla),
+                                         _shown(path))
+              for r in summary.itertuples()}
+    band = dataclasses.replace(model.band, public=intervals.public_halfwidths(scores))
+    return dataclasses.replace(model, band=band, public=public)
 
 
 def _shown(path: Path) -> str:
@@ -73,7 +114,7 @@ def _model_of(fitted: FittedModel, source: str) -> tuple[Model | None, str]:
     return Model(fitted.published.constants, band, source, refits), ""
 
 
-def from_results(results: Path) -> tuple[Model | None, str]:
+def from_results(results: Path, public: bool = True) -> tuple[Model | None, str]:
     """The run's model, or None and why not; ResultsError for a file there that no run wrote (beyond
     FittedModel.read's checks: a band sized on more points than the post published, or wider than any
     fit of them gives)."""
@@ -96,7 +137,8 @@ def from_results(results: Path) -> tuple[Model | None, str]:
                         f"{_shown(path)}: band {size} {level}: {q:g} is more than "
                         f"{intervals.MAX_HALFWIDTH:.4g} (ln 10, a factor of ten either way), the widest band "
                         "a fit of the post's points gives")
-    return _model_of(fitted, f"{_shown(path)} of a pipeline run")
+    model, why = _model_of(fitted, f"{_shown(path)} of a pipeline run")
+    return (with_public(model, results) if model and public else model), why
 
 
 @functools.cache
@@ -173,13 +215,14 @@ def fits_here(results: Path | None, versions: dict) -> bool:
 
 
 def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True,
-         absent: str = "--results none") -> Model:
+         absent: str = "--results none", public: bool = True) -> Model:
     """The model: the run's (results/), else the cache's, else fitted here. With fallback False
     (the pipeline's advice job), only the run's own, and AdviceError in one line if it has none.
-    `absent`: why there is no run's model where `results` is None, as the header says it."""
+    `absent`: why there is no run's model where `results` is None, as the header says it; `public`: read
+    the run's results/public_scores.csv where it has one (the pipeline: where it is the job's input)."""
     why = absent
     if results is not None:
-        model, why = from_results(results)
+        model, why = from_results(results, public)
         if model:
             return model
     if not fallback:

@@ -275,10 +275,11 @@ def xla_lines(r) -> list[str]:
     return [f"    c = jnp.matmul(a, b{out})  # XLA's own matmul: no Pallas kernel"]
 
 
-def text(table: pd.DataFrame, header: list[str]) -> str:
-    """The ranked table for a terminal, its recommendation and the lines that use it on top."""
+def text(table: pd.DataFrame, header: list[str], checked: str = "") -> str:
+    """The ranked table for a terminal, its recommendation and the lines that use it on top; `checked`:
+    a line under the recommendation on how its picks fared against public measurements."""
     s = f"{LEVEL}"
-    lines = headline(table) + [""] + header
+    lines = headline(table) + ([checked] if checked else []) + [""] + header
     lines.append(f"Band: x/f is the {s} % prediction interval, from t/f to t x f (never faster than the "
                  "chip's peak; --csv has both ends). Bound: what accounts for at least half the modelled "
                  "time, the chip's peak FLOP/s or its HBM bandwidth; overhead where neither does.")

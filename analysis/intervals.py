@@ -17,6 +17,11 @@ figure) is modelled by the fit on every point; its band is v5e's for its size, n
 how far its prediction moves between the leave-one-experiment-out refits (`spread`, the largest
 |ln(refit / full fit)|), and its row says that no measurement checks it.
 
+Off v5e, where public measurements of that generation were scored (results/public_scores.csv, never
+fitted on), a row's half-width is at least their split-conformal quantile (`public_halfwidths`: the
+ceil((n + 1) L)-th smallest |ln(modelled / measured)| of the generation's modelled public rows), and its
+row says so: the band is then as wide as the model's errors there, not only v5e's.
+
 Only the post-method time (one blocked call) has reference numbers; device time gets the same
 half-width in ln (the model's two times differ by the constant call_seconds).
 """
@@ -59,6 +64,9 @@ class Band:
     halfwidth: dict  # level -> q
     n: int
     by_size: dict = dataclasses.field(default_factory=dict)
+    # target -> (n, {level: q}): the split-conformal half-widths of a generation's public errors, a
+    # floor for its rows off v5e (public_halfwidths); empty: none scored
+    public: dict = dataclasses.field(default_factory=dict)
 
     def for_size(self, m, k, n) -> dict:
         """level -> half-width for a problem of m x k x n."""
@@ -73,6 +81,13 @@ class Band:
                 f"predicted leaving its figure out")
         if fit.startswith("measured"):
             text += f"; the fit of these times ({fit}) is not cross-validated: the published fit's band"
+        elif target != POST_CHIP and target in self.public:
+            n, floor = self.public[target]
+            widths = ", ".join(f"{suffix(level)} %: x/{math.exp(q):.2f}" for level, q in floor.items()
+                               if math.isfinite(q))
+            text += (f"; v5e's band widened by how far the leave-one-experiment-out refits move this "
+                     f"prediction, and never narrower than the errors of {n} public measurements on "
+                     f"{target} ({widths}; split conformal, never fitted on)")
         elif target != POST_CHIP:
             text += (f"; v5e's band widened by how far the leave-one-experiment-out refits move this "
                      f"prediction: no measurement on {target} checks it")
@@ -83,6 +98,15 @@ class Band:
             text += ("; modelled without compiler cycles: the band of the rows modelled with cycles, "
                      "not checked for rows without")
         return text
+
+
+def public_halfwidths(scores: pd.DataFrame) -> dict:
+    """target -> (n, {level: q}) for each generation other than v5e with modelled public rows
+    (public_scores.csv's generation, log_ratio): q the split-conformal quantile of their |ln| errors
+    at each level, infinite where n is too small for it (then no floor at that level)."""
+    rows = scores[scores.log_ratio.notna() & (scores.generation != POST_CHIP)]
+    return {target: (len(part), {level: conformal_quantile(part.log_ratio.abs(), level) for level in LEVELS})
+            for target, part in rows.groupby("generation")}
 
 
 def band_of(errors: pd.DataFrame) -> Band:
@@ -120,6 +144,10 @@ def add_columns(out: pd.DataFrame, b: Band | None, spread: pd.Series | None = No
         s = suffix(level)
         q = sizes.map(lambda name, lv=level: b.by_size.get(name, b.halfwidth)[lv] if b.by_size
                       else b.halfwidth[lv]).astype(float) + extra
+        if b.public:  # off v5e, never narrower than that generation's public errors
+            floor = out.target.map(lambda t, lv=level: b.public[t][1][lv] if t in b.public else 0.0)
+            floor = floor.where(np.isfinite(floor.astype(float)) & ~calibrated, 0.0).astype(float)
+            q = np.fmax(q, floor)
         for time in ("device", "post"):
             seconds = out[f"model_{time}_seconds"]
             tflops = out[f"model_{time}_tflops"]

@@ -115,7 +115,10 @@ def rendered(inputs: Inputs) -> tuple[list[dict], list[dict]]:
             if context is not None:
                 entries[s.anchor] = entry(s, context, inputs.gettext)
     for s in studies():
-        context = {"abstract": [], "findings": [], "appendix": s.appendix is not None, **s.context(inputs)}
+        made = s.context(inputs)
+        if made is None:  # as the core's: nothing to say in this run
+            continue
+        context = {"abstract": [], "findings": [], "appendix": s.appendix is not None, **made}
         appendix = s.appendix if context["appendix"] else None
         context |= dict(appendix_template=appendix,
                         appendix_title=inputs.gettext(s.appendix_title) if s.appendix_title else "")

@@ -11,6 +11,8 @@ if ADVICE:
 rule advice:
     input:
         model="results/timing_model.json",
+        # off v5e its errors are a floor under the bands (advise/model.py with_public)
+        public=PUBLIC_FILES[:1],
     output:
         table="results/advice/{shape}.csv",
         # the figure in every language and format (figures/advice.py)

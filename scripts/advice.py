@@ -27,8 +27,10 @@ def make(log) -> bool:
     try:
         asked = checked([wanted["shape"]], wanted["dtype"], wanted["targets"], wanted["kernel"], limit)
         compilers = {t: compiler_for(t, snakemake.config) for t in asked.targets}
+        # the run's public scores only where they are this job's input: a stale file never counts
         parts, texts = advice(asked, snakemake.config, compilers, Path(snakemake.input.model).parent,
-                              fallback=False, log=log, workers=snakemake.threads)
+                              fallback=False, log=log, workers=snakemake.threads,
+                              public=bool(getattr(snakemake.input, "public", [])))
     except AdviceError as e:
         raise UserError(f"advice {wanted['shape']}: {e}") from None
     log.info("\n\n".join(texts))
