@@ -108,7 +108,7 @@ def changes_to_today(table: pd.DataFrame | None, primary: str | None, gettext) -
     if found["changed"].empty and not found["bytes_differ"]:
         return gettext(
             "No VMEM verdict changed between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s): "
-            "the same verdict and the same VMEM bytes on all %(n)s configurations both compiled.") % names
+            "the same outcome and the same VMEM bytes on all %(n)s configurations both compiled.") % names
     if found["changed"].empty:
         return gettext(
             "No VMEM verdict changed between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s): "
