@@ -64,11 +64,9 @@ def comparison(df: pd.DataFrame, table: pd.DataFrame, primary: str | None, gette
         if reason:
             missing.append(dict(name=toolchain_name(name, gettext, standalone=True), reason=reason))
             continue
-        no_cycles = est[(est.toolchain == name) & (est.cycles_method == "no_static_profile")]
         summaries.append(dict(name=toolchain_name(name, gettext, standalone=True), jax=first.jax_version,
                               libtpu=first.libtpu_version, agree=a["agree"],
-                              n=a["n"], total=a["total"], pct=100 * a["fraction"] if a["n"] else 0.0,
-                              no_cycles=len(no_cycles) > 0))
+                              n=a["n"], total=a["total"], pct=100 * a["fraction"] if a["n"] else 0.0))
     verdicts = {"ok": gettext("ok"), "failed": gettext("failed")}
     rows = []
     for r in table.itertuples():
