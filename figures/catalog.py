@@ -74,7 +74,9 @@ CATALOG = {
                    "peak and the HBM bandwidth; %(sources)s."),
         alt=N_("Log-log scatter plots, one panel per data type (int8 in TOP/s): throughput (%(numbers)s) "
                "against arithmetic intensity, hollow markers of one colour and shape per experiment, black "
-               "diamonds for XLA, under the roof set by the compute peak and the HBM bandwidth."),
+               "diamonds for XLA, filled markers for the post's published numbers, under the roof set by "
+               "the compute peak and the HBM bandwidth (in float32, XLA's roof and the Pallas kernels' "
+               "apart)."),
     ),
     "search": Entry(
         plots.plot_search,
@@ -127,8 +129,10 @@ def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
     if kind in ("search", "generations"):
         rows = rows[(rows.source == "estimate") & (rows.experiment == args["experiment"])
                     & (rows.dtype == args["dtype"])]
-    elif kind in ("vmem", "roofline"):
+    elif kind == "vmem":
         rows = rows[rows.source == "estimate"]
+    elif kind == "roofline":  # the post's published points beside the estimates
+        rows = rows[rows.source.isin(["estimate", "published"])]
     return rows
 
 
@@ -184,8 +188,9 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
                               target=join(lang, "list", _values(part, "target"))))
         elif source == "measured":
             parts.append(text(lang, "caption_measured", device_kind=first.device_kind))
-        else:
-            parts.append(text(lang, "caption_published"))
+        else:  # the roofline fills the post's points (its own hollow markers are the run's)
+            key = "caption_published_filled" if kind == "roofline" else "caption_published"
+            parts.append(text(lang, key))
     return join(lang, "sentences", parts)
 
 

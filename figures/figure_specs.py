@@ -16,17 +16,21 @@ LANGUAGE_NAMES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}  #
 LANGUAGES = tuple(LANGUAGE_NAMES)
 CORE_KINDS = ("experiment", "search", "vmem", "roofline", "fidelity", "generations")
 # Kinds drawn a second time for a phone (figures/plots.py NARROW_INCHES wide, the legend in one
-# column): <stem>.narrow.png, which the HTML report and the gallery show at narrow widths.
-NARROW_KINDS = ("experiment", "generations", "advice", "roofline", "fidelity", "vmem", "search")
+# column): <stem>.narrow.png, which the HTML report and the gallery show at narrow widths. A study's kind
+# joins with register(..., narrow=True): one list, which every importer of the name sees grow.
+NARROW_KINDS = ["experiment", "generations", "advice", "roofline", "fidelity", "vmem", "search"]
 # A study's kind -> the figures a config yields of it: (config, targets) -> {name: (kind, args)}.
 STUDY_SPECS: dict[str, Callable[[dict, list], dict]] = {}
 
 
-def register(kind: str, specs: Callable[[dict, list], dict]) -> None:
-    """Add a study's kind of figure to what configs yield (its specs.py does, when loaded)."""
+def register(kind: str, specs: Callable[[dict, list], dict], narrow: bool = False) -> None:
+    """Add a study's kind of figure to what configs yield (its specs.py does, when loaded); `narrow`: its
+    drawing function takes narrow=True and draws the phone's variant."""
     if kind in CORE_KINDS or STUDY_SPECS.get(kind, specs) is not specs:
         raise ValueError(f"figure kind={kind!r} is registered twice, differently")
     STUDY_SPECS[kind] = specs
+    if narrow and kind not in NARROW_KINDS:
+        NARROW_KINDS.append(kind)
 
 
 def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:

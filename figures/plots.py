@@ -7,8 +7,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, default_limit, post_configs
+from tpu_matmul_repro.analysis.summaries import MATCH, MIN_RANK_POINTS, default_limit, post_configs
 from tpu_matmul_repro.analysis.views import (
     banded,
     experiment_rows,
@@ -62,20 +63,25 @@ NARROW_INCHES = 4.2
 NARROW_NOTE_COLUMNS = 50
 
 
+def notes_kept(notes: list[str], width: int = 92) -> int:
+    """How many of the notes, from the first, capped() draws whole."""
+    lines = [wrap(n, width).count("\n") + 1 for n in notes]
+    if sum(lines) <= MAX_NOTE_LINES:
+        return len(notes)
+    kept, used = 0, 0
+    for n in lines:
+        if used + n > MAX_NOTE_LINES - 1:
+            break
+        kept, used = kept + 1, used + n
+    return max(kept, min(1, len(notes)))  # the first note is drawn, however long
+
+
 def capped(notes: list[str], lang: str, width: int = 92) -> str:
     """The notes, wrapped: the first always, then as many whole notes as fit in MAX_NOTE_LINES lines (a
     note is never cut mid-sentence); where some are left out, the last line says where they are."""
-    wrapped = [wrap(n, width) for n in notes]
-    if sum(w.count("\n") + 1 for w in wrapped) <= MAX_NOTE_LINES:
-        return "\n".join(wrapped)
-    kept, used = [], 0
-    for w in wrapped:
-        if used + w.count("\n") + 1 > MAX_NOTE_LINES - 1:
-            break
-        kept.append(w)
-        used += w.count("\n") + 1
-    kept = kept or wrapped[:1]  # the first note (why a line is missing) is drawn, however long
-    return "\n".join(kept + [wrap(text(lang, "more_notes"), width)])
+    kept = notes_kept(notes, width)
+    wrapped = [wrap(n, width) for n in notes[:kept]]
+    return "\n".join(wrapped + ([wrap(text(lang, "more_notes"), width)] if kept < len(notes) else []))
 
 
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -173,26 +179,33 @@ def wrap(note: str, width: int = 92, indent: str = "    ") -> str:
     return "\n".join(out)
 
 
-def failure_lines(failed: list[tuple], lang: str) -> list[str]:
-    """One line per (configuration, reason), listing the sizes it failed at."""
+def failure_lines(failed: list[tuple], lang: str, post_ran: frozenset = frozenset()) -> list[str]:
+    """One line per (configuration, reason), listing the sizes it failed at; a compile that fails where
+    the post ran the configuration (`post_ran`: its (config_key, size) pairs) names today's compiler."""
     groups = {}
     for row, label in failed:
         if row.source == "published":
-            key = (label, "published", None, None)
+            key = (label, "published", None, None, None)
         elif row.status == "vmem_oom" and pd.notna(row.vmem_bytes):
             limit = row.oom_limit_bytes if pd.notna(row.oom_limit_bytes) else row.vmem_limit_bytes
             # v1's need grows with size: one line per distinct need
             # rows not compiled because their blocks alone exceed VMEM carry a lower bound
             reason = "bound" if str(row.error).startswith("not compiled") else "vmem"
-            key = (label, reason, round(row.vmem_bytes / MiB, 1), round(limit / MiB))
+            if reason == "vmem" and (config_key(row), int(row.m)) in post_ran:
+                reason = "today"
+            libtpu = getattr(row, "libtpu_version", None)
+            key = (label, reason, round(row.vmem_bytes / MiB, 1), round(limit / MiB),
+                   libtpu if isinstance(libtpu, str) else "?")
         else:
-            key = (label, row.status, None, None)
+            key = (label, row.status, None, None, None)
         groups.setdefault(key, []).append(int(row.m))
     lines = []
-    for (label, reason, need, limit), sizes in groups.items():
+    for (label, reason, need, limit, libtpu), sizes in groups.items():
         where = f"{label} @ {', '.join(str(s) for s in sorted(set(sizes)))}"
         if reason == "published":
             lines.append(text(lang, "failed_published", label=where))
+        elif reason == "today":
+            lines.append(text(lang, "failed_today", label=where, need=need, limit=limit, libtpu=libtpu))
         elif reason in ("vmem", "bound"):
             key = "failed_estimate" if reason == "vmem" else "failed_estimate_bound"
             lines.append(text(lang, key, label=where, need=need, limit=limit))
@@ -264,6 +277,7 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     """The post's figure for one experiment: TFLOP/s against size, one series per configuration
     (`narrow`: the phone's variant, NARROW_INCHES wide, the legend in one column)."""
     rows, post_method, notes = experiment_view(df, experiment, dtype, target, lang)
+    failures = len(failure_notes(rows, lang))
     drawn = rows[~flagged(rows)]
     fig = plt.figure(figsize=(NARROW_INCHES if narrow else 6.4, 4.4))
     grid = fig.add_gridspec(2, 1, height_ratios=[3.4, 1.0])
@@ -313,11 +327,16 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
     names = dict(source_names(lang), **({"estimate": text(lang, "modelled_post")} if post_method else {}))
     styles = [Line2D([], [], color="#444444", label=names[s], **SOURCE_STYLE[s])
               for s in SOURCES if (rows.source == s).any()]
-    if (rows.status != "ok").any():  # the × marks at zero: what they are; why, in the notes
-        styles.append(Line2D([], [], color="#444444", marker="x", linestyle="none", markersize=7,
-                             label=text(lang, "failed_key")))
+    if post_method and banded(rows):  # the shading's level, in the legend itself
+        styles.append(Patch(facecolor="#444444", alpha=0.12, label=text(lang, "band_key")))
     # Below the plot: the legend, then at most three lines of notes (all of them: in the caption).
-    note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 92)
+    width = NARROW_NOTE_COLUMNS if narrow else 92
+    note = capped(notes, lang, width)
+    if (rows.status != "ok").any():  # the × marks at zero: what they are; why, in the notes drawn
+        # the failures' notes come first: "below" only where every one of them is drawn
+        shown = notes_kept(notes, width) >= failures
+        styles.append(Line2D([], [], color="#444444", marker="x", linestyle="none", markersize=7,
+                             label=text(lang, "failed_key" if shown else "failed_key_caption")))
     note_lines = note.count("\n") + 1 if note else 0
     # Two columns: three of the longer keys ("blocks (1024, 1024, 1024)", the model's) are wider than
     # the figure, and the layout then shrinks the plot (the layout check finds the legend out of its strip).
@@ -340,14 +359,21 @@ def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
                                                           & (df.target == target)]))
     if rows.empty:
         return rows, post_method, []
-    failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
-    # What is not drawn comes first (missing, then flagged estimates: a line that stops), then the
-    # shading on every curve, then failures (the × marks; the caption keeps every note).
+    # Failures first (the × marks, which the legend says the notes explain), then what is not drawn
+    # (missing, then flagged estimates: a line that stops), then the shading (the caption keeps every note).
     band = ([text(lang, "interval_band") + (text(lang, "interval_unchecked", target=target)
                                             if target != POST_CHIP else "")]
             if post_method and banded(rows) else [])
-    notes = missing_lines(rows, lang) + flagged_line(rows, lang) + band + failure_lines(failed, lang)
+    notes = failure_notes(rows, lang) + missing_lines(rows, lang) + flagged_line(rows, lang) + band
     return rows, post_method, notes
+
+
+def failure_notes(rows: pd.DataFrame, lang: str) -> list[str]:
+    """The notes on the × marks of `rows`: each failure and why, today's compiler named where the post
+    ran the configuration at that size."""
+    failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
+    ran = rows[(rows.source == "published") & (rows.status == "ok")]
+    return failure_lines(failed, lang, frozenset((config_key(r), int(r.m)) for r in ran.itertuples()))
 
 
 def axis_label(lang: str, dtype: str, kind: str) -> str:
@@ -419,13 +445,17 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     experiment; the legend and the notes in a strip of their own under the panels (`narrow`: the
     phone's variant, the panels stacked)."""
     rows, device, notes = roofline_view(df, target, lang)
+    published = roofline_published(df, target)
     factor = model.float32_factor() if device and model is not None else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
     panels = max(1, len(dtypes))
     note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 95)
     note_lines = note.count("\n") + 1 if note else 0
-    strip = 0.3 + 0.16 * note_lines
+    # the legend's keys: XLA, each experiment, the post's points; on a phone one to a row
+    keys_drawn = 1 + rows[rows.kernel != "xla"].experiment.nunique() + (1 if len(published) else 0)
+    legend_rows = keys_drawn if narrow else 1
+    strip = 0.3 + 0.16 * note_lines + 0.22 * (legend_rows - 1)
     if narrow:  # one panel under another, the legend's strip under them
         fig = plt.figure(figsize=(NARROW_INCHES, 3.0 * panels + 0.6 + strip))
         grid = fig.add_gridspec(panels + 1, 1, height_ratios=[2.6] * panels + [strip + 0.3])
@@ -443,8 +473,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
         no_data(axes[0], lang)
         return fig
     intensity = flops(rows.m, rows.k, rows.n) / rows.hbm_bytes.astype(float)
+    post_intensity = flops(published.m, published.k, published.n) / published.hbm_bytes.astype(float)
     bw = float(rows.hbm_bytes_per_s.iloc[0])
-    x = np.logspace(np.log10(intensity.min() / 2), np.log10(intensity.max() * 2), 200)
+    every = pd.concat([intensity, post_intensity])
+    x = np.logspace(np.log10(every.min() / 2), np.log10(every.max() * 2), 200)
     experiments = sorted(set(rows[rows.kernel != "xla"].experiment))
     style = {e: (COLORS[i % len(COLORS)], ROOF_MARKERS[i % len(ROOF_MARKERS)])
              for i, e in enumerate(experiments)}
@@ -453,11 +485,16 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     handles = {}
     for ax, dtype in zip(axes, dtypes, strict=True):
         part = rows[rows.dtype == dtype]
-        peak = float(part.peak_tflops.iloc[0])
+        post = published[published.dtype == dtype]
+        chip_peak = peak = float(part.peak_tflops.iloc[0])
         label = text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype))
         if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
             peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
+        if peak < chip_peak:  # XLA's float32 at DEFAULT is one bfloat16 pass: the chip's peak is its roof
+            ax.plot(x, np.minimum(chip_peak, bw * x / TERA), color=XLA_COLOR, linewidth=0.8, linestyle="--",
+                    zorder=1)
+            label += "\n" + wrap(text(lang, "xla_roof", peak=chip_peak), 30, indent="")
         # In the empty corner above the HBM roof (no point can be there), wrapped to the panel; the
         # bandwidth too: written along the slope it lay over the low-intensity points.
         roofs = f"{wrap(label, 30, indent='')}\n{text(lang, 'hbm_roof', bw=bw / 1e9)}"
@@ -474,18 +511,29 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
             handles[experiment] = ax.scatter(intensity[points.index], points.tflops, s=20, marker=marker,
                                              facecolors="none", edgecolors=color, linewidths=1.1,
                                              label=experiment, zorder=5 + z)
+        for experiment in ["xla", *order]:  # the post's own numbers, filled, in its series' colour and shape
+            points = post[(post.kernel == "xla") if experiment == "xla" else
+                          ((post.kernel != "xla") & (post.experiment == experiment))]
+            if points.empty or (experiment != "xla" and experiment not in style):
+                continue
+            color, marker = (XLA_COLOR, "D") if experiment == "xla" else style[experiment]
+            ax.scatter(post_intensity[points.index], points.tflops, s=14, marker=marker, color=color,
+                       alpha=0.55, linewidths=0, zorder=4)
+            handles["published"] = Line2D([], [], marker="o", linestyle="none", color="#777777",
+                                          markersize=4, label=text(lang, "published_key"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         # room above the roof for its labels, and for every point (XLA's float32 can beat the model's
         # roof) and the HBM roof's foot
-        low = min(float(part.tflops.min()), bw * x[0] / TERA)
-        ax.set_ylim(low / 1.5, max(peak, float(part.tflops.max())) * 4)
+        lowest_post = float(post.tflops.min()) if len(post) else np.inf
+        low = min(float(part.tflops.min()), lowest_post, bw * x[0] / TERA)
+        ax.set_ylim(low / 1.5, max(chip_peak, float(part.tflops.max())) * 4)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     # once, under the middle panel (narrow: the bottom one)
     axes[-1 if narrow else len(dtypes) // 2].set_xlabel(text(lang, "intensity"))
-    keys = ["xla"] + [e for e in experiments if e in handles]
-    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=min(len(keys), 3) if narrow
+    keys = ["xla"] + [e for e in experiments if e in handles] + [k for k in ["published"] if k in handles]
+    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=1 if narrow
                 else len(keys), fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
@@ -502,6 +550,29 @@ def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFram
     rows = rows[rows.tflops.notna() & (rows.hbm_bytes > 0)]
     notes = flagged_line(rows, lang)
     return rows[~flagged(rows)], device, notes
+
+
+def roofline_published(df: pd.DataFrame, target: str) -> pd.DataFrame:
+    """The post's published numbers on `target` that the roofline places: each with the HBM bytes of its
+    configuration's grid and the chip's roofs (the estimate's, at the default limit, whatever its
+    compile's outcome)."""
+    post = df[(df.source == "published") & (df.target == target) & (df.status == "ok") & df.tflops.notna()]
+    post = post[(post.kernel == "xla") | is_pallas(post.kernel)]
+    traffic = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.hbm_bytes > 0)])
+    chip = ["hbm_bytes", "peak_tflops", "hbm_bytes_per_s"]
+    traffic = traffic.drop_duplicates(MATCH)[MATCH + chip]
+    placed = post.drop(columns=chip).reset_index().merge(traffic, on=MATCH).set_index("index")
+    return placed.rename_axis(None)
+
+
+def point_roofs(points: pd.DataFrame, factor: float | None) -> pd.Series:
+    """Each point's roof on the roofline: the lower of the HBM slope and its compute peak (the chip's;
+    a Pallas float32 dot's, peak / the model's float32 factor, where the figure draws modelled times)."""
+    intensity = flops(points.m, points.k, points.n) / points.hbm_bytes.astype(float)
+    peak = points.peak_tflops.astype(float)
+    if factor:
+        peak = peak.where((points.dtype != "float32") | (points.kernel == "xla"), peak / factor)
+    return np.minimum(peak, points.hbm_bytes_per_s.astype(float) * intensity / TERA)
 
 
 def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,

@@ -22,6 +22,7 @@ from tpu_matmul_repro.experiments.core.units import unit_name
 from tpu_matmul_repro.figures.catalog import model_column
 from tpu_matmul_repro.figures.cite import bibtex, citation, post_attribution
 from tpu_matmul_repro.figures.labels import experiment_description, join
+from tpu_matmul_repro.figures.plots import roofline_published
 from tpu_matmul_repro.kernels import is_pallas, source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import findings, front, reproduce, sections, tables
@@ -257,9 +258,11 @@ def report_classes(df: pd.DataFrame, main_target: str, gettext, lang: str) -> di
     shown = (["estimate"] if "modelled" in speeds else []) + speeds
     roofline = tpu[(tpu.source == "estimate") & (tpu.target == main_target)]
     roofline_class = number_class("estimate", through_model=model_column(roofline, "roofline") is not None)
+    # the post's points the roofline places beside the run's (figures/plots.py: roofline_published)
+    post = ["published"] if len(roofline_published(tpu, main_target)) else []
     return dict(run_speeds=classes_text([c for c in speeds if c != "published"], gettext, lang),
                 shown=classes_text(sorted(set(shown), key=CLASS_ORDER.index), gettext, lang),
-                roofline=classes_text([roofline_class], gettext, lang))
+                roofline=classes_text([roofline_class] + post, gettext, lang))
 
 
 def main_target(targets) -> str:
@@ -394,12 +397,18 @@ def advice(i: sections.Inputs) -> dict | None:
 
 def detail(i: sections.Inputs) -> dict:
     target = main_target(i.targets)
+    return dict(title=i.gettext(N_("VMEM on %(target)s")) % {"target": target},
+                main_target=target, raised=raised_limits(i), vmem_figures=i.figures([f"vmem_{target}"]))
+
+
+def appendix_experiments(i: sections.Inputs) -> dict | None:
+    target = main_target(i.targets)
     summaries = {target: findings.summary(i.rows, target)}
+    kernels = kernel_sections(i.rows, summaries, i.gettext, i.figures, i.listings)
+    if not kernels:
+        return None
     return dict(title=i.gettext(N_("Each experiment on %(target)s")) % {"target": target},
-                main_target=target, raised=raised_limits(i),
-                kernels=kernel_sections(i.rows, summaries, i.gettext, i.figures, i.listings),
-                vmem_figures=i.figures([f"vmem_{target}"]),
-                roofline_figures=i.figures([f"roofline_{target}"]))
+                main_target=target, kernels=kernels, roofline_figures=i.figures([f"roofline_{target}"]))
 
 
 def measurements(i: sections.Inputs) -> dict | None:
@@ -409,7 +418,17 @@ def measurements(i: sections.Inputs) -> dict | None:
 
 
 def methods(i: sections.Inputs) -> dict:
-    return dict(correctness=i.correctness)
+    return dict(correctness=i.correctness, constants=fitted_constants(i.model, i.lang))
+
+
+def fitted_constants(model: dict | None, lang: str) -> str:
+    """The timing model's constants as fitted on every point (timing_model.csv's first fit), listed (their
+    units are in the timing model's section)."""
+    constants = (model or {}).get("constants_table")
+    if constants is None or not len(constants) or "constant" not in constants:
+        return ""
+    first = constants[constants.fit == constants.fit.iloc[0]]
+    return join(lang, "list", (f"{c} = {v:.3g}" for c, v in zip(first.constant, first.value, strict=True)))
 
 
 def cite(i: sections.Inputs) -> dict:
@@ -481,13 +500,14 @@ for anchor, title, body, context in (
         ("timing-model", N_("Why: the timing model"), "timing_model", timing_model),
         ("generations", N_("Other TPU generations"), "generations", other_generations),
         ("advice", N_("Beyond the post: blocks for real layer shapes"), "advice", advice),
-        ("detail", N_("Each experiment on %(target)s"), "detail", detail),
+        ("detail", N_("VMEM on %(target)s"), "detail", detail),
         ("measured", N_("Measurements"), "measured", measurements),
         ("methods", N_("Methods"), "methods", methods),
         ("cite", N_("How to cite"), "cite", cite)):
     sections.register(sections.Section(anchor, title, TEMPLATES, f"sections/{body}.j2", context, after=None))
 for anchor, title, body, context in (
         ("verdict-rules", N_("How verdicts are decided"), "verdict_rules", verdict_rules),
+        ("appendix-experiments", N_("Each experiment on %(target)s"), "experiments", appendix_experiments),
         ("appendix-targets", N_("Other targets: %(targets)s"), "targets", appendix_targets),
         ("appendix-generations", N_("Every experiment across TPU generations"), "generations",
          appendix_generations),

@@ -1,7 +1,8 @@
 """The printed report read back, as a reader holds it: every figure placed at most MAX_PPI (its text at a
 readable size), no word in the right margin or past the page's edge, every column of each HTML table in
-the PDF. Reads the PDF with poppler-utils (pdfimages, pdftotext); `.ci/run` and tests/test_print.py
-call it.
+the PDF, page 1 the abstract and the findings table, the body (before the appendix) at most
+MAX_BODY_PAGES pages. Reads the PDF with poppler-utils (pdfimages, pdftotext); `.ci/run` and
+tests/test_print.py call it.
 
     python3 -m tpu_matmul_repro.report.print_check results/report/report.en.html results/report/report.en.pdf
 """
@@ -121,6 +122,37 @@ def first_page_problems(html: str, pdf, lang: str) -> list[str]:
     return found
 
 
+MAX_BODY_PAGES = 12
+APPENDIX_HEADING = {"en": "Appendix", "zh": "附录"}
+
+
+def page_texts(pdf) -> list[str]:
+    """Each page's text, its lines laid out as printed (pdftotext -layout)."""
+    out = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    return out.split("\f")[:-1] if out.endswith("\f") else out.split("\f")
+
+
+def body_pages(pdf, lang: str) -> int | None:
+    """The pages before the appendix, page 1 and the contents included: the page whose line is the
+    appendix's heading counts when body text stands above the heading on it. None: no appendix."""
+    heading = APPENDIX_HEADING[lang]
+    for number, page in enumerate(page_texts(pdf), start=1):
+        lines = [line.strip() for line in page.splitlines() if line.strip()]
+        if number > 2 and heading in lines:
+            return number if lines.index(heading) > 0 else number - 1
+    return None
+
+
+def body_problems(pdf, lang: str) -> list[str]:
+    """The body longer than MAX_BODY_PAGES pages, or no appendix heading found."""
+    pages = body_pages(pdf, lang)
+    if pages is None:
+        return [f"no page holds the appendix's heading {APPENDIX_HEADING[lang]!r}"]
+    return [f"the body (before the appendix) is {pages} pages, more than {MAX_BODY_PAGES}"] \
+        if pages > MAX_BODY_PAGES else []
+
+
 def problems(html: str, pdf) -> list[str]:
     """Everything the printed report gets wrong by these checks, one line each."""
     found = []
@@ -153,7 +185,7 @@ def main(argv) -> int:
             return 2
     text = html.read_text()
     lang = "zh" if 'lang="zh' in text[:300] else "en"
-    found = problems(text, pdf) + first_page_problems(text, pdf, lang)
+    found = problems(text, pdf) + first_page_problems(text, pdf, lang) + body_problems(pdf, lang)
     for line in found:
         print(f"{pdf}: {line}")
     return 1 if found else 0

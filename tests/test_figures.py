@@ -484,6 +484,63 @@ def test_at_most_three_lines_of_notes_under_a_plot_and_all_of_them_in_the_captio
     assert all(f"VMEM {20 + i}.0 MiB > 16 MiB" in caption for i in range(4)), caption
 
 
+def legend_texts(fig) -> list[str]:
+    return [t.get_text() for legend in (fig.axes[1].get_legend(),) if legend for t in legend.get_texts()]
+
+
+@pytest.mark.slow
+def test_the_failed_key_promises_only_what_the_notes_under_the_plot_say(table):
+    """The legend's "× at zero: failed (why: below)" holds where every failure's note is drawn under the
+    plot; where some are in the caption only, the key says so."""
+    import matplotlib.pyplot as plt
+
+    from tpu_matmul_repro.figures import plots
+
+    v5 = table[(table.source == "estimate") & (table.kernel == "v5") & (table.m == 2048) & ~table.search]
+    one = pd.concat([table, v5.iloc[[0]].assign(bm=128, bk=128, bn=128, status="vmem_oom",
+                                               vmem_bytes=20 << 20)], ignore_index=True)
+    fig = plots.plot_experiment(one, "v5", "bfloat16", "v5e", "en")
+    keys, notes = legend_texts(fig), fig.axes[1].texts[0].get_text()
+    plt.close(fig)
+    assert "× at zero: failed (why: below)" in keys and "VMEM 20.0 MiB > 16 MiB" in notes, (keys, notes)
+    sizes = [(128, 1024), (256, 1024), (128, 2048), (256, 2048), (512, 2048)]
+    many = pd.concat([table] + [v5.iloc[[0]].assign(bm=b, bk=b, bn=b, status="vmem_oom", m=m, k=m, n=m,
+                                                     vmem_bytes=(20 + i) << 20)
+                                for i, (b, m) in enumerate(sizes)], ignore_index=True)
+    fig = plots.plot_experiment(many, "v5", "bfloat16", "v5e", "en")
+    keys = legend_texts(fig)
+    plt.close(fig)
+    assert "× at zero: failed (why: below and in the caption)" in keys, keys
+
+
+@pytest.mark.slow
+def test_a_band_is_named_with_its_level_in_the_legend(table):
+    import matplotlib.pyplot as plt
+
+    from tpu_matmul_repro.analysis.views import banded, experiment_rows
+    from tpu_matmul_repro.figures import plots
+
+    rows, modelled = experiment_rows(table[(table.experiment == "v5") & (table.dtype == "bfloat16")
+                                           & (table.target == "v5e")])
+    fig = plots.plot_experiment(table, "v5", "bfloat16", "v5e", "en")
+    keys = legend_texts(fig)
+    plt.close(fig)
+    assert ("shaded: 80 % interval of the timing model" in keys) == (modelled and banded(rows)), keys
+
+
+def test_a_compile_that_fails_where_the_post_ran_names_today_s_compiler():
+    from tpu_matmul_repro.figures import plots
+
+    row = pd.Series(dict(source="estimate", status="vmem_oom", vmem_bytes=18 << 20, oom_limit_bytes=16 << 20,
+                         vmem_limit_bytes=16 << 20, error="", m=2048, kernel="v2", bm=512, bk=2048, bn=512,
+                         libtpu_version="0.0.50.1", experiment="v2", dtype="float32"))
+    failed = [(next(pd.DataFrame([row]).itertuples()), "Pallas v2")]
+    ran = frozenset({(plots.config_key(failed[0][0]), 2048)})
+    assert plots.failure_lines(failed, "en", ran) == [
+        "✗ Pallas v2 @ 2048: today's compiler (libtpu 0.0.50.1) asks VMEM 18.0 MiB > 16 MiB; the post ran it"]
+    assert plots.failure_lines(failed, "en") == ["✗ Pallas v2 @ 2048: VMEM 18.0 MiB > 16 MiB"]
+
+
 @pytest.mark.slow
 def test_flagged_estimates_are_not_drawn_in_any_figure(table):
     """The same rule everywhere: an estimate flagged as falling with size is left out and said so."""
@@ -523,3 +580,30 @@ def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
     plt.close(fig)
     assert labels == ["v1, 2048  [post: ✗]"], labels  # today's v1 at 2048 agrees, the post's does not
     assert "not drawn: the 2 other configurations" in title, title
+
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_then_and_now_has_a_phone_variant_that_reads_at_390_px(table, lang):
+    import matplotlib.pyplot as plt
+
+    from tpu_matmul_repro.figures import layout
+    from tpu_matmul_repro.figures.plots import NARROW_INCHES
+    from tpu_matmul_repro.figures.style import use_style
+    from tpu_matmul_repro.studies.then_and_now.figure import plot_then_and_now
+
+    df = table.copy()
+    df.loc[df.source == "estimate", "toolchain"] = "current"
+    post = df[(df.source == "estimate") & (df.kernel != "xla")]
+    post = post.assign(toolchain="post", libtpu_version="0.0.5")
+    post.loc[post.kernel == "v1", "status"] = "ok"
+    use_style(lang)
+    fig = plot_then_and_now(pd.concat([df, post], ignore_index=True), lang, primary="current", narrow=True)
+    try:
+        assert fig.get_figwidth() == NARROW_INCHES
+        assert layout.problems(fig) == []
+        assert layout.smallest_font_px(fig, 390) >= 9.0  # tests/test_figure_layout.py: READABLE_PX
+        assert "then_and_now" in NARROW_KINDS
+    finally:
+        plt.close(fig)

@@ -47,6 +47,7 @@ def test_the_printed_report_has_readable_figures_and_no_clipped_table(table, tmp
     assert all(120 <= p["width_mm"] and p["ppi"] <= print_check.MAX_PPI for p in placed), placed
     assert print_check.problems(html, pdf) == []
     assert print_check.first_page_problems(html, pdf, lang) == []  # page 1: abstract and findings table
+    assert print_check.body_problems(pdf, lang) == []  # the appendix's heading found, the body short
     headers = [h for t in print_check.table_headers(html) for h in t]
     assert "Fraction of XLA" in headers or lang == "zh"
 
@@ -67,3 +68,18 @@ def test_the_check_finds_a_word_past_the_page_and_a_column_cut_off(monkeypatch):
     assert any("'0.97' reaches x = 597" in f for f in found)
     assert any("656 ppi" in f for f in found) and any("50 mm wide" in f for f in found)
     assert "a table's column 'Fraction of XLA' is not in the PDF" in found
+
+
+def test_the_body_check_counts_the_pages_before_the_appendix(monkeypatch):
+    pages = ["Title\nAbstract", "Contents"] + ["1. Section\ntext"] * 11
+    pages += ["text\n\nAppendix\nA. Rules", "more"]
+    monkeypatch.setattr(print_check, "page_texts", lambda pdf: pages)
+    assert print_check.body_pages("x.pdf", "en") == 14
+    assert print_check.body_problems("x.pdf", "en") == [
+        "the body (before the appendix) is 14 pages, more than 12"]
+    pages[13] = "Appendix\nA. Rules"
+    assert print_check.body_pages("x.pdf", "en") == 13
+    pages[12] = "附录\nA. 判定规则"
+    assert print_check.body_pages("x.pdf", "zh") == 12 and print_check.body_problems("x.pdf", "zh") == []
+    monkeypatch.setattr(print_check, "page_texts", lambda pdf: ["Title", "Contents", "text"])
+    assert print_check.body_problems("x.pdf", "en") == ["no page holds the appendix's heading 'Appendix'"]

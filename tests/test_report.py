@@ -769,3 +769,24 @@ def test_the_then_and_now_section_carries_its_mechanism_sentences(table, lang):
         assert sentence in section
     assert gettext("Which component doubled the request") in section
     assert ("。 " not in section and "。（" in section) if lang == "zh" else (". (Estimates" in section)
+
+
+def test_the_methods_name_the_model_s_inputs_from_its_fit(table):
+    """Methods and the introduction say what the timing model reads (the compiler's VMEM verdict and
+    request, XLA's cost-model cycles) and list the constants timing_model.csv holds, with their values;
+    libtpu's static-profile cycles are said not to be an input."""
+    import html as entities
+
+    constants = pd.DataFrame([dict(fit="published v5e", constant=c, value=v, std_error=0.1, lower=0.0,
+                                   upper=2000.0, at_bound=False, n_points=61, unit="")
+                              for c, v in (("step_cycles", 350.28), ("call_seconds", 1.05e-4),
+                                           ("float32_factor", 1.23))])
+    html = render(table, "en", primary_toolchain="current", constants=constants, **result_files())
+    methods = entities.unescape(re.sub(r"<[^>]+>", "", html[html.index('<section id="methods">'):]))
+    listed = "step_cycles = 350, call_seconds = 0.000105, float32_factor = 1.23 fitted"
+    assert listed in methods, methods[methods.index("The time"):][:400]
+    assert "static-profile cycles of the Pallas kernels are not an input" in methods
+    assert "Cycles come from libtpu's static profile" not in html
+    assert "libtpu's cycles turned into time" not in html
+    bare = render(table, "en", primary_toolchain="current", **result_files())
+    assert "too few of the post's points to fit its constants" in bare

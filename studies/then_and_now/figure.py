@@ -8,6 +8,8 @@ lengths compare (8 against 16 MiB is twice, not tenfold). The configurations eve
 are counted in one line, not drawn (the report's appendix table has them all). Reads the tidy table
 only, like every figure.
 """
+import re
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
@@ -17,6 +19,7 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, translate
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.figures.catalog import Entry, register
+from tpu_matmul_repro.figures.plots import NARROW_INCHES, wrap
 from tpu_matmul_repro.report.tables import toolchain_name
 from tpu_matmul_repro.studies.then_and_now.analysis import disagrees, then_and_now
 from tpu_matmul_repro.studies.toolchains import config_name
@@ -45,7 +48,10 @@ def label(row) -> str:
     return config_name(row.experiment, row.kernel, row.dtype, row.m, row.bm, row.bk, row.bn)
 
 
-def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, target: str = POST_CHIP):
+def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, target: str = POST_CHIP,
+                      narrow: bool = False):
+    """The figure (`narrow`: the phone's variant, NARROW_INCHES wide: each row's verdict on a line of its
+    own under its configuration, the legend in one column, the titles wrapped)."""
     def t(key, **values):
         return translate(lang, TEXT[key], **values)
 
@@ -55,8 +61,14 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     differ = table[[any(disagrees(getattr(r, f"{n}_agrees")) for n in names) for r in table.itertuples()]]
     agreed = len(table) - len(differ)
     table = differ.reset_index(drop=True) if len(differ) else table.iloc[0:0]
-    fig, ax = plt.subplots(figsize=(6.4, 0.42 * max(len(table), 3) + 1.9))
-    fig.suptitle(t("title", target=target), fontsize=10)
+    names_shown = len(toolchains_of(df, primary))
+    if narrow:  # the legend's keys one per line under the bars
+        size = (NARROW_INCHES, 0.62 * max(len(table), 3) + 1.6 + 0.22 * (names_shown + 3))
+    else:
+        size = (6.4, 0.42 * max(len(table), 3) + 1.9)
+    fig, ax = plt.subplots(figsize=size)
+    fig.suptitle(wrap(t("title", target=target), 44, indent="") if narrow else t("title", target=target),
+                 fontsize=10)
     if table.empty or not names:
         message = t("all_agree", n=agreed) if names and agreed else t("no_data")
         ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes)
@@ -95,15 +107,19 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
     handles += [Patch(facecolor="white", edgecolor="#444444", hatch="////", label=t("oom")),
                 Patch(facecolor="white", edgecolor="#D55E00", linewidth=1.2, label=t("disagree"))]
     ax.set_yticks(range(len(table)))
-    ax.set_yticklabels([f"{label(r)}  [{verdict(r.published_status, lang)}]"
+    ax.set_yticklabels([f"{label(r)}{chr(10) if narrow else '  '}[{verdict(r.published_status, lang)}]"
                         for r in table.itertuples()], fontsize=9)
     ax.invert_yaxis()
     ax.set_xlim(left=0)  # linear from 0: a bar twice as long needs twice the VMEM
     ax.set_xlabel(t("axis"))
     ax.grid(axis="x", alpha=0.3)
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8.5)
+    fig.legend(handles=handles, loc="outside lower center", ncol=1 if narrow else 2, fontsize=8.5)
     # above the bars: the configurations not drawn (under them the legend, which a note would overprint)
-    ax.set_title(t("agreed", n=agreed), fontsize=8.5, color="#333333")
+    agreed_text = t("agreed", n=agreed)
+    if narrow:  # a line break after the first colon or comma, then wrapped: never a lone character
+        agreed_text = "\n".join(wrap(line, 48, indent="") for line in
+                                 re.sub(r"([:：，,])\s*", "\\1\n", agreed_text, count=1).splitlines())
+    ax.set_title(agreed_text, fontsize=8.5, color="#333333")
     for j, note in enumerate(notes[:3]):
         fig.text(0.01, -0.02 - 0.035 * j, note, fontsize=8.5, color="#D55E00")
     return fig

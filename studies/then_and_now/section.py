@@ -64,11 +64,9 @@ def comparison(df: pd.DataFrame, table: pd.DataFrame, primary: str | None, gette
         if reason:
             missing.append(dict(name=toolchain_name(name, gettext, standalone=True), reason=reason))
             continue
-        no_cycles = est[(est.toolchain == name) & (est.cycles_method == "no_static_profile")]
         summaries.append(dict(name=toolchain_name(name, gettext, standalone=True), jax=first.jax_version,
                               libtpu=first.libtpu_version, agree=a["agree"],
-                              n=a["n"], total=a["total"], pct=100 * a["fraction"] if a["n"] else 0.0,
-                              no_cycles=len(no_cycles) > 0))
+                              n=a["n"], total=a["total"], pct=100 * a["fraction"] if a["n"] else 0.0))
     verdicts = {"ok": gettext("ok"), "failed": gettext("failed")}
     rows = []
     for r in table.itertuples():
@@ -108,7 +106,7 @@ def changes_to_today(table: pd.DataFrame | None, primary: str | None, gettext) -
     if found["changed"].empty and not found["bytes_differ"]:
         return gettext(
             "No VMEM verdict changed between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s): "
-            "the same verdict and the same VMEM bytes on all %(n)s configurations both compiled.") % names
+            "the same outcome and the same VMEM bytes on all %(n)s configurations both compiled.") % names
     if found["changed"].empty:
         return gettext(
             "No VMEM verdict changed between %(before)s (libtpu %(then)s) and %(after)s (libtpu %(now)s): "

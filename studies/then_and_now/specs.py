@@ -13,4 +13,4 @@ def figure_specs(config: dict, targets) -> dict:
     return {"then_and_now_v5e": ("then_and_now", dict(target=POST_CHIP, primary=primary))}
 
 
-register("then_and_now", figure_specs)
+register("then_and_now", figure_specs, narrow=True)

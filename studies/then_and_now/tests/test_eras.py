@@ -60,4 +60,4 @@ def test_the_same_verdicts_and_bytes_are_said_as_such():
     same = table("vmem_oom")
     same["current_vmem_bytes"] = same["mid2026_vmem_bytes"]
     assert changes_to_today(same, "current", lambda m: m).endswith(
-        "the same verdict and the same VMEM bytes on all 2 configurations both compiled.")
+        "the same outcome and the same VMEM bytes on all 2 configurations both compiled.")
