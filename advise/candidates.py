@@ -11,7 +11,7 @@ scoped-VMEM limit, or whose padded operands exceed the chip's HBM, are dropped b
 """
 import dataclasses
 
-from tpu_matmul_repro.advise.request import HBM_BYTES, operand_bytes, padded
+from tpu_matmul_repro.advise.request import operand_bytes, padded
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.kernels.checks import LANE
@@ -62,6 +62,6 @@ def candidates(kernel: str, dtype: str, shape, target: str) -> list[Candidate]:
         for bk in edges(k, width):
             for bn in edges(n, width):
                 case = Case(kernel, dtype, padded(m, bm), padded(k, bk), padded(n, bn), bm, bk, bn)
-                if operand_bytes((case.m, case.k, case.n), dtype) <= HBM_BYTES[target]:
+                if operand_bytes((case.m, case.k, case.n), dtype) <= chip(target).hbm_bytes:
                     out.append(Candidate(tuple(shape), case))
     return out

@@ -16,18 +16,17 @@ import pandas as pd
 
 # submodules by name: the package's advise() imports this module
 import tpu_matmul_repro.advise.model as advisor_model
-import tpu_matmul_repro.advise.models as models
+import tpu_matmul_repro.advise.ranking as ranking
 import tpu_matmul_repro.advise.request as request
 import tpu_matmul_repro.advise.search as search
-import tpu_matmul_repro.advise.table as table
+import tpu_matmul_repro.advise.whole_models as whole_models
 import tpu_matmul_repro.advise.workers as compile_workers
 from tpu_matmul_repro.advise.progress import Reporter, Search
 from tpu_matmul_repro.advise.request import AdviceError
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP
+from tpu_matmul_repro.experiments.core.chips import POST_CHIP, advised_targets
 from tpu_matmul_repro.report.advice import BUDGET_SPENT
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGETS = ("v5e", "v6e", "v5p", "7x")
 NO_RESULTS = "none"  # --results none: never read a run's model
 TIME_BUDGET_S = 180  # --time-budget's default: then the advisor answers with what it compiled
 DURATION = re.compile(r"([0-9]+)\s*(s|min)?")
@@ -62,7 +61,7 @@ def arguments(argv):
     p.add_argument("--tokens", help="tokens per batch: m of every projection of --model or --shapes-file")
     p.add_argument("--dtype", default="bfloat16", help="operand dtype (default bfloat16)")
     p.add_argument("--target", action="append", dest="targets", metavar="TARGET",
-                   help=f"TPU generation, one of {', '.join(TARGETS)}; repeat for several "
+                   help=f"TPU generation, one of {', '.join(advised_targets())}; repeat for several "
                    f"(default {POST_CHIP})")
     p.add_argument("--kernel", default="v5", help="blocked Pallas kernel (default v5: f32 accumulator)")
     p.add_argument("--vmem-limit", help="scoped-VMEM limit to rank at, whole MiB, e.g. 32MiB (default: each "
@@ -89,7 +88,7 @@ def arguments(argv):
 def presets() -> list[str]:
     from tpu_matmul_repro.experiments.plan.config import load_yaml
 
-    return list(load_yaml(models.PRESETS))
+    return list(load_yaml(whole_models.PRESETS))
 
 
 def compiler_for(target: str, config: dict) -> dict:
@@ -113,7 +112,7 @@ def compiler_for(target: str, config: dict) -> dict:
                 env=dict(tc.environment), versions=manifest["versions"])
 
 
-def layout_of(args) -> models.Layout | None:
+def layout_of(args) -> whole_models.Layout | None:
     """The --model or --shapes-file request, checked; None for plain shapes."""
     tokens = None
     if args.tokens is not None:
@@ -124,9 +123,9 @@ def layout_of(args) -> models.Layout | None:
     if len(given) > 1:
         raise AdviceError("give shapes, --model or --shapes-file, one of them")
     if args.model:
-        return models.preset(args.model, tokens)
+        return whole_models.preset(args.model, tokens)
     if args.shapes_file:
-        return models.from_file(args.shapes_file, tokens)
+        return whole_models.from_file(args.shapes_file, tokens)
     if tokens is not None:
         raise AdviceError("--tokens: only with --model or --shapes-file")
     return None
@@ -236,8 +235,8 @@ def answer(argv) -> int:
             handler.addFilter(lambda record: BUDGET_SPENT not in record.getMessage())
         targets = args.targets or [POST_CHIP]
         for target in targets:
-            if target not in TARGETS:
-                raise AdviceError(f"--target {target!r}: expected one of {', '.join(TARGETS)}")
+            if target not in advised_targets():
+                raise AdviceError(f"--target {target!r}: expected one of {', '.join(advised_targets())}")
         layout = layout_of(args)
         if not request.DIGITS.fullmatch(args.workers) or not 1 <= int(args.workers) <= 64:
             raise AdviceError(f"--workers {args.workers!r}: expected a whole number from 1 to 64")
@@ -264,7 +263,7 @@ def answer(argv) -> int:
         if args.csv:
             pd.concat(parts, ignore_index=True).to_csv(sys.stdout, index=False)
         elif args.json:
-            print(table.as_json(pd.concat(parts, ignore_index=True)))
+            print(ranking.as_json(pd.concat(parts, ignore_index=True)))
         elif layout:
             print("\n\n".join(model_texts(layout, asked, parts)))
         else:
@@ -276,16 +275,17 @@ def answer(argv) -> int:
     return 0
 
 
-def model_texts(layout: models.Layout, asked: request.Request, parts: list[pd.DataFrame]) -> list[str]:
+def model_texts(layout: whole_models.Layout, asked: request.Request, parts: list[pd.DataFrame]) -> list[str]:
     from tpu_matmul_repro.experiments.core.chips import chip
 
     out = []
     for target in asked.targets:
         mine = {tuple(int(x) for x in (t.m.iloc[0], t.k.iloc[0], t.n.iloc[0])): t
                 for t in parts if len(t) and t.target.iloc[0] == target}
-        summary = models.totals(layout, mine)
+        summary = whole_models.totals(layout, mine)
         first = next(iter(mine.values()))
-        words = models.text(layout, target, chip(target).device_kind, asked.dtype, asked.kernel, summary)
+        words = whole_models.text(layout, target, chip(target).device_kind, asked.dtype, asked.kernel,
+                                  summary)
         pallas = pd.concat([t[t.kernel != "xla"] for t in mine.values()], ignore_index=True)
         lines = extrapolation_caveat(pallas, target, libtpu_of(pallas))
         caveat = "".join(f"\n{line}" for line in lines)
@@ -315,7 +315,7 @@ def advise(shapes, *, dtype: str = "bfloat16", targets=(POST_CHIP,), kernel: str
 
 def baseline_cases(config: dict, target: str) -> tuple:
     """The config's XLA baseline cases (the planner's), which the XLA estimate's envelope compares with."""
-    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs
+    from tpu_matmul_repro.experiments.plan.job_lists import compile_jobs
 
     jobs = compile_jobs({**config, "targets": [target]})
     return tuple(c for key, job in jobs.items() if key[1] == "xla" for c in job.cases)
@@ -332,7 +332,7 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
     the run's public scores (results/public_scores.csv) where it has them."""
     from tpu_matmul_repro.experiments.compile_study import cache
     from tpu_matmul_repro.experiments.core.provenance import provenance
-    from tpu_matmul_repro.experiments.plan.jobs import compile_settings
+    from tpu_matmul_repro.experiments.plan.job_lists import compile_settings
 
     log = log or logging.getLogger(__name__)
     versions = {k: v for k, v in provenance().items() if k.endswith("_version")}
@@ -360,10 +360,10 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
             hits, misses = (cache.TOTALS[k] - before[k] for k in ("hits", "misses"))
             log.info("advice %s on %s: %d of %d compiles from the compile cache, %d compiled here",
                      "x".join(map(str, shape)), target, hits, hits + misses, misses)
-            ranked = table.ranked(found, fitted, target)
+            ranked = ranking.ranked(found, fitted, target)
             parts.append(ranked)
-            texts.append(table.text(ranked, header(ranked, found, shape, asked, target, fitted),
-                                    xla_losses(fitted, target)))
+            texts.append(ranking.text(ranked, header(ranked, found, shape, asked, target, fitted),
+                                      xla_losses(fitted, target)))
     if reporter:
         reporter.finish(summary(parts))
     return parts, texts
@@ -386,8 +386,8 @@ def searched(asked: request.Request, target: str, shape, compiler: dict, baselin
 
 def summary(parts: list[pd.DataFrame]) -> str:
     """The progress's last line: what the call compiled, and what it left."""
-    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=table.COLUMNS)
-    spent = int(table.budget_spent(rows).sum())
+    rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=ranking.COLUMNS)
+    spent = int(ranking.budget_spent(rows).sum())
     pruned = int((rows.status == search.PRUNED).sum())
     words = [f"{len(parts)} search" + ("" if len(parts) == 1 else "es")]
     if pruned:

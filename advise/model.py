@@ -10,7 +10,7 @@ Where from, first found first:
 2. the advisor's own cache (<cache>/advise/model-<key>.json), keyed by the published numbers, the
    compiler's versions and the modelling code;
 3. fitted here: the post's published configurations compiled for v5e through the planner's jobs
-   (experiments/plan/jobs.published_jobs, the compile cache makes this one-off), fitted by the
+   (experiments/plan/job_lists.published_jobs, the compile cache makes this one-off), fitted by the
    pipeline's own function (fitted_model.fit_model); then cached.
 
 With the run's model comes the run's results/public_scores.csv, where there is one: off v5e each
@@ -193,7 +193,7 @@ def fitted(config: dict) -> Model:
     numbers and size the band, with the pipeline's own function."""
     from tpu_matmul_repro.analysis.aggregate import combine, load_published
     from tpu_matmul_repro.experiments.compile_study.study import run_jobs
-    from tpu_matmul_repro.experiments.plan.jobs import published_jobs
+    from tpu_matmul_repro.experiments.plan.job_lists import published_jobs
 
     jobs = list(published_jobs(config, PUBLISHED).values())
     log.info("fitting the timing model: compiling the post's %d configurations for %s",
@@ -231,7 +231,7 @@ def load(config: dict, results: Path | None, versions: dict, *, fallback: bool =
     if not model:
         model = fitted(config)
         if path is not None:
-            from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+            from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
 
             entry = dict(constants=dataclasses.asdict(model.constants), n=model.band.n,
                          halfwidth={str(k): v for k, v in model.band.halfwidth.items()},

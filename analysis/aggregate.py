@@ -8,7 +8,7 @@ same dtype here, at that experiment's sizes, so each experiment's rows carry the
 import pandas as pd
 
 from tpu_matmul_repro.analysis.summaries import HIGHEST_KERNEL
-from tpu_matmul_repro.analysis.toolchains import primary_rows
+from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
 from tpu_matmul_repro.experiments.core import reading
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import (

@@ -67,7 +67,7 @@ class FittedModel:
         return float(self.published.constants.float32_factor) if self.published else None
 
     def write(self, path) -> None:
-        from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+        from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
 
         b = self.band
         band = None if b is None else dict(n=b.n, halfwidth=_levels(b.halfwidth),

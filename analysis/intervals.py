@@ -32,7 +32,6 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.analysis import validation
-from tpu_matmul_repro.analysis.summaries import model_only
 from tpu_matmul_repro.analysis.validation import (  # noqa: F401  (re-exported)
     LEVELS,
     SIZE_BANDS,
@@ -72,8 +71,7 @@ class Band:
         """level -> half-width for a problem of m x k x n."""
         return self.by_size.get(size_band(m, k, n), self.halfwidth) if self.by_size else self.halfwidth
 
-    def describe(self, target: str, fit: str, model_only: bool = False, size: str | None = None,
-                 calibrated: bool = True) -> str:
+    def describe(self, target: str, fit: str, size: str | None = None, calibrated: bool = True) -> str:
         widths = self.by_size.get(size, self.halfwidth) if size else self.halfwidth
         text = ", ".join(f"{suffix(level)} %: x/{math.exp(q):.2f}" for level, q in widths.items())
         where = f" for sizes {size}" if size and self.by_size else ""
@@ -94,9 +92,6 @@ class Band:
         elif not calibrated:
             text += ("; widened by how far the leave-one-experiment-out refits move this prediction: "
                      "no published number of this kind checks it")
-        if model_only:
-            text += ("; modelled without compiler cycles: the band of the rows modelled with cycles, "
-                     "not checked for rows without")
         return text
 
 
@@ -156,8 +151,6 @@ def add_columns(out: pd.DataFrame, b: Band | None, spread: pd.Series | None = No
             out[f"model_{time}_tflops_lo{s}"] = tflops * np.exp(-q)
             out[f"model_{time}_tflops_hi{s}"] = np.fmin(tflops * np.exp(q), peak).where(has)
     fit = out.model_fit.fillna("").str.split(",").str[0]
-    only = model_only(out)
-    keys = [out.target[has], fit[has], only[has], sizes[has], calibrated[has]]
-    for (target, name, bare, size, known), rows in out[has].groupby(keys):
-        out.loc[rows.index, "model_interval"] = b.describe(target, name, model_only=bool(bare), size=size,
-                                                           calibrated=bool(known))
+    keys = [out.target[has], fit[has], sizes[has], calibrated[has]]
+    for (target, name, size, known), rows in out[has].groupby(keys):
+        out.loc[rows.index, "model_interval"] = b.describe(target, name, size=size, calibrated=bool(known))

@@ -49,7 +49,7 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
     """
     df = df.assign(post_vmem_bytes=post_vmem_bytes(df)) if len(df) else df
     if toolchain is not None:
-        from tpu_matmul_repro.analysis.toolchains import primary_rows
+        from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
 
         mine = primary_rows(df, toolchain, served)
         with_model, model = apply(mine)

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core.chips import CHIPS
+
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / "data" / "public_measurements.csv"
 
 COLUMNS = ["source", "url", "generation", "kernel", "variant", "bm", "bk", "bn", "dtype", "out_dtype",
            "m", "k", "n", "value", "unit", "method", "dispatch_included", "settings", "locator", "quote",
            "seconds"]
-GENERATIONS = ("v4", "v5e", "v5p", "v6e", "7x")
+GENERATIONS = tuple(CHIPS)
 KERNELS = ("xla", "pallas")
 DTYPES = ("bfloat16", "float32", "int8")
 OUT_DTYPES = ("bfloat16", "float32", "int8", "int32")

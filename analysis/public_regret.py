@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from tpu_matmul_repro.experiments.core.atomic_write import write_atomic, write_text_atomic
 from tpu_matmul_repro.experiments.core.chips import generation_order
-from tpu_matmul_repro.experiments.core.tables import write_atomic, write_text_atomic
 
 GROUP = ["generation", "dtype", "m", "k", "n", "source", "timing"]
 MARKERS = ("<!-- public-regret:start -->", "<!-- public-regret:end -->")

@@ -20,6 +20,7 @@ from tpu_matmul_repro.analysis.public_measurements import load
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, generation_order
 from tpu_matmul_repro.experiments.core.jobs import Job
+from tpu_matmul_repro.experiments.core.traffic import OUT_DTYPE
 from tpu_matmul_repro.kernels import is_pallas
 
 EXPERIMENT = "public"  # the experiment name of the public cases' estimate rows
@@ -28,9 +29,6 @@ VALIDATION = "public measurements, never fitted"
 ESTIMATOR = "model"
 # the project's kernel for each public kernel (a Pallas row needs its blocks)
 KERNELS = {"xla": "xla", "pallas": "v5"}
-# the result dtype of the project's xla and v5 kernels per input dtype (kernels/v5_accumulator.py,
-# v5_out_dtype: floats keep their dtype, int8 returns its int32 accumulator)
-OUT_DTYPES = {"bfloat16": "bfloat16", "float32": "float32", "int8": "int32"}
 VARIANTS = {  # why a variant is not modelled; other variants: not a plain matmul
     "fused_relu": "a fused ReLU: not a plain matmul",
     "transpose_rhs": "a transposed right-hand side: not the kernels' layout",
@@ -49,9 +47,9 @@ def skip_reason(row) -> str:
         if row.variant.startswith(MANUAL_DMA):
             return f"variant {row.variant}: a hand-written kernel with manual DMA, not a BlockSpec grid"
         return f"variant {row.variant}: {VARIANTS.get(row.variant, 'not a plain matmul')}"
-    if row.out_dtype != OUT_DTYPES[row.dtype]:
+    if row.out_dtype != OUT_DTYPE[row.dtype]:
         return (f"out dtype {row.out_dtype} differs from the project's kernels' ({row.dtype} -> "
-                f"{OUT_DTYPES[row.dtype]})")
+                f"{OUT_DTYPE[row.dtype]})")
     if row.kernel == "pallas":
         blocks = [row.bm, row.bk, row.bn]
         if any(pd.isna(b) for b in blocks):

@@ -9,19 +9,6 @@ MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
 # No rank correlation on fewer points: with 3 or 4 any order is a coin toss (issue 26).
 MIN_RANK_POINTS = 5
-# model_fit of a Pallas estimate without compiler cycles (v4: every libtpu's static profiler aborts):
-# the timing model's per-step form from the chip's peak, HBM bandwidth and the fitted constants alone,
-# with no compiler estimate of the kernel's own code behind it (analysis/model_columns.py).
-MODEL_ONLY = "model only, no compiler cycles"
-
-
-def model_only(df: pd.DataFrame) -> pd.Series:
-    """True for rows whose modelled numbers are model-only estimates (see MODEL_ONLY)."""
-    if "model_fit" not in df:
-        return pd.Series(False, index=df.index)
-    return df.model_fit.fillna("").str.endswith(MODEL_ONLY)
-
-
 def default_limit(df: pd.DataFrame) -> pd.DataFrame:
     """Rows compiled at the chip's default scoped-VMEM limit (not the raised-limit retries)."""
     return df[~df.raised_limit.eq(True)]
@@ -83,9 +70,6 @@ PALLAS_PRECISION = XLA_PRECISION = "DEFAULT"
 ESTIMATORS = {  # estimator -> (TFLOP/s column, what it is); both sides of a fraction use the same one
     "compiler": ("tflops", "libtpu's estimate: static profile (Pallas) vs XLA's cost model, bounded by HBM"),
     "model": ("model_device_tflops", "timing model, device time, Pallas and XLA alike"),
-    # only where no Pallas configuration of the group has compiler cycles (v4): said so, never mixed
-    "model_only": ("model_device_tflops", "timing model, device time; Pallas from the chip's figures alone "
-                                          "(no compiler cycles), XLA from its cost model"),
 }
 
 
@@ -113,12 +97,6 @@ def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
             if column not in group:
                 continue
             pallas = group[is_pallas(group.kernel)].dropna(subset=[column])
-            if estimator == "model":
-                pallas = pallas[~model_only(pallas)]
-            elif estimator == "model_only":  # a fallback: only where nothing better exists
-                if group[is_pallas(group.kernel)].tflops.notna().any():
-                    continue
-                pallas = pallas[model_only(pallas)]
             xla = xla_rows[column].dropna()
             if pallas.empty or xla.empty:
                 continue
@@ -149,9 +127,8 @@ def _flagged(xla_rows: pd.DataFrame) -> bool:
 def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
     """Per target (oldest generation first), how the estimates of the post's own Pallas configurations
     at the default VMEM limit were obtained: the toolchain and libtpu they come from, how many have
-    libtpu's cycles (profiled or extrapolated; how many extrapolated), how many a model-only
-    estimate, how many no number (with the reasons, from cycles_method), how many ran out of VMEM; and
-    whether XLA's cost model gave its estimates."""
+    libtpu's cycles (profiled or extrapolated; how many extrapolated), how many none (with the reasons,
+    from cycles_method), how many ran out of VMEM; and whether XLA's cost model gave its estimates."""
     from tpu_matmul_repro.experiments.core.chips import generation_order
 
     est = post_configs(default_limit(df[df.source == "estimate"]))
@@ -168,7 +145,7 @@ def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
             libtpu=", ".join(sorted(set(mine.libtpu_version.dropna()))),
             configurations=len(pallas), compiler_cycles=int(cycles.sum()),
             extrapolated=int((ok[cycles].cycles_method == "extrapolated").sum()),
-            model_only=int(model_only(bare).sum()), no_number=int((~model_only(bare)).sum()),
+            no_number=len(bare),
             no_cycles_because=", ".join(sorted(set(bare.cycles_method.dropna()) - {""})),
             out_of_vmem=int((pallas.status == "vmem_oom").sum()),
             other_failures=int((~pallas.status.isin(["ok", "vmem_oom"])).sum()),

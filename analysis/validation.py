@@ -326,12 +326,12 @@ if __name__ == "__main__":  # python -m tpu_matmul_repro.analysis.validation res
     import sys
 
     from tpu_matmul_repro.analysis.runs import read_results
-    from tpu_matmul_repro.analysis.toolchains import primary_rows
+    from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
 
     rows = primary_rows(read_results(sys.argv[1]), "current")
     misses = band_misses(tm.reference_points(rows, source="published")[0])
     if len(sys.argv) > 2:
-        from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+        from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
 
         write_csv_atomic(misses, sys.argv[2])
     print(band_misses_markdown(misses))

@@ -3,7 +3,7 @@ model's or libtpu's), which estimates are flagged, the out-of-sample scores of a
 fidelity figure's panels. figures/plots.py draws them; report/tables.py prints the same rows."""
 import pandas as pd
 
-from tpu_matmul_repro.analysis.summaries import model_only, post_configs
+from tpu_matmul_repro.analysis.summaries import post_configs
 from tpu_matmul_repro.experiments.core.units import flops, tflops
 
 
@@ -15,7 +15,7 @@ def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
     if column not in rows or not rows[column].notna().any():
         return rows, False
     out = rows.copy()
-    est = (out.source == "estimate") & ~model_only(out)
+    est = out.source == "estimate"
     out.loc[est, "tflops"] = out.loc[est, column]
     return out, True
 

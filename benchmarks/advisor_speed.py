@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tpu_matmul_repro.experiments.core.tables import write_atomic
+from tpu_matmul_repro.experiments.core.atomic_write import write_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "advisor_speed.csv"

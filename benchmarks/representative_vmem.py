@@ -21,9 +21,9 @@ from tpu_matmul_repro.advise.cli import checked_config, compiler_for
 from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
 from tpu_matmul_repro.experiments.compile_study.study import job_versions
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
+from tpu_matmul_repro.experiments.core.atomic_write import write_atomic
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.provenance import provenance
-from tpu_matmul_repro.experiments.core.tables import write_atomic
 
 REPO = Path(__file__).resolve().parents[1]
 # benchmarks/ is a folder of scripts, not a package: the example's blocks from their script, by path

@@ -26,7 +26,7 @@ from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
 from tpu_matmul_repro.experiments.core.units import flops
 from tpu_matmul_repro.experiments.measure.harness import empty_result, measured_row
 from tpu_matmul_repro.experiments.plan.config import checked
-from tpu_matmul_repro.experiments.plan.jobs import measure_jobs
+from tpu_matmul_repro.experiments.plan.job_lists import measure_jobs
 
 TARGET = POST_CHIP  # as if measured on the post's chip
 DEVICE = Device(TARGET, "tpu", chip(TARGET).device_kind, 1)

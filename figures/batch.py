@@ -55,7 +55,7 @@ def _draw(df, name: str, spec: tuple, directory: str, primary, served, model) ->
 
 def render_all(table, specs: dict, directory, *, primary=None, served=None, processes: int = 1,
                log_path=None, studies=(), model=None) -> list[Path]:
-    """Draw every figure of `specs` (name -> (kind, arguments), figures/specs.py:figure_specs) from the
+    """Draw every figure of `specs` (name -> (kind, arguments), figures/figure_specs.py:figure_specs) from the
     table at `table` into `directory`, in `processes` processes; returns the paths written, in the
     order of `specs`. `log_path`: where the worker processes' stderr goes (the job's log)."""
     if processes < 1:

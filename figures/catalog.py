@@ -1,8 +1,8 @@
 """How to draw each kind of figure, and what each one is: its caption and alt text in every language and
-the provenance embedded in its files (figures/specs.py: which figures a configuration yields).
+the provenance embedded in its files (figures/figure_specs.py: which figures a configuration yields).
 
 A kind of figure is one `Entry`: its drawing function and its caption and alt-text templates. A new
-kind is a new entry (and, if the configuration yields it, a line in figures/specs.py:figure_specs); the
+kind is a new entry (and, if the configuration yields it, a line in figures/figure_specs.py:figure_specs); the
 gallery, the report and the embedded metadata pick it up from here. A study adds its kinds with
 `register` (studies/README.md)."""
 import dataclasses
@@ -16,10 +16,12 @@ from tpu_matmul_repro.analysis import views
 from tpu_matmul_repro.analysis.number_classes import number_class
 from tpu_matmul_repro.analysis.runs import latest_runs
 from tpu_matmul_repro.analysis.summaries import post_configs
-from tpu_matmul_repro.analysis.toolchains import primary_rows
+from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
 from tpu_matmul_repro.experiments.core.i18n import N_, translate, translations
+from tpu_matmul_repro.experiments.core.units import unit_name
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation, post_attribution
+from tpu_matmul_repro.figures.figure_specs import LANGUAGES, NARROW_KINDS, narrow_stem, stem
 from tpu_matmul_repro.figures.labels import (
     JOINS,
     experiment_description,
@@ -28,7 +30,6 @@ from tpu_matmul_repro.figures.labels import (
     source_names,
     text,
 )
-from tpu_matmul_repro.figures.specs import LANGUAGES, NARROW_KINDS, narrow_stem, stem
 from tpu_matmul_repro.figures.style import save, use_style
 
 
@@ -223,7 +224,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
         if "experiment" in args else "",
         sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
         libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
-        unit="TOP/s" if args.get("dtype") == "int8" else "TFLOP/s",
+        unit=unit_name(args.get("dtype")),
         sizes=(translate(lang, JOINS["range"], first=sizes[0], last=sizes[-1]) if len(sizes) > 1
                else str(sizes[0])) if sizes else "–",
         size_list=join(lang, "list", (str(s) for s in sizes)) or "–",

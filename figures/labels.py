@@ -77,12 +77,7 @@ LABELS = {
     "identity": N_("y = x"),
     "agreement": N_("n = %(n)s, median ratio %(ratio).2f, |log| %(mal).2f, Spearman %(spearman).2f"),
     "best_pallas": N_("best Pallas %(target)s"),
-    "best_pallas_model_only": N_("best Pallas %(target)s, model only"),
     "xla_target": N_("XLA %(target)s"),
-    "generations_note": N_("filled: from libtpu's cycle estimate (static profile) through the timing "
-                           "model; hollow, dotted: model only (no compiler cycles: libtpu's static "
-                           "profiler aborts for this target), from the chip's peak, HBM bandwidth and the "
-                           "model's constants alone, less certain"),
     "extrapolation_inexact": N_("%(target)s: cycles of %(n)s of its %(points)s best Pallas points are "
                                 "extrapolated from small grids, a fit that libtpu %(libtpu)s's full "
                                 "profiles put off by %(lo)+.1f %% to %(hi)+.1f %% on %(blocks)s blocks "
@@ -91,7 +86,6 @@ LABELS = {
     "reason_profiler_crashed": N_("libtpu's static profiler crashed (it compiles: VMEM verdict kept)"),
     "reason_no_static_profile": N_("this libtpu has no static profile"),
     "reason_extrapolation_failed": N_("a small grid of the same blocks could not be profiled"),
-    "reason_model_only": N_("; a number modelled without compiler cycles is in the generations figure"),
     # what an experiment runs: its kernel's SPEC description (kernels/*.py), or one of these
     "description_blocks_of": N_("%(kernel)s's kernel over other block sizes"),
     "description_other": N_("Pallas kernel"),

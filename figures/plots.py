@@ -9,13 +9,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from tpu_matmul_repro.analysis.summaries import (
-    MATCH,
-    MIN_RANK_POINTS,
-    default_limit,
-    model_only,
-    post_configs,
-)
+from tpu_matmul_repro.analysis.summaries import MATCH, MIN_RANK_POINTS, default_limit, post_configs
 from tpu_matmul_repro.analysis.views import (
     banded,
     experiment_rows,
@@ -25,9 +19,9 @@ from tpu_matmul_repro.analysis.views import (
     versions,
 )
 from tpu_matmul_repro.experiments.core import cases
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP, generation_order
+from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, generation_order
 from tpu_matmul_repro.experiments.core.schema import SOURCES
-from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops
+from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, unit_name
 from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
 from tpu_matmul_repro.kernels import is_pallas, kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
@@ -44,7 +38,6 @@ LIMIT_COLOR = "#333333"  # dark grey, dash-dot: in no series' palette
 # Okabe-Ito without its yellow (too pale on white for a thin line), plus Tol's wine.
 COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#882255", "#999999"]
 ROOF_MARKERS = ["o", "s", "^", "v", "P", "X", "*"]
-TARGET_COLORS = {"v4": "#999999", "v5e": "#0072B2", "v5p": "#009E73", "v6e": "#E69F00", "7x": "#CC79A7"}
 
 
 def flagged_line(rows: pd.DataFrame, lang: str) -> list[str]:
@@ -94,15 +87,14 @@ def capped(notes: list[str], lang: str, width: int = 92) -> str:
 def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
     """One line per configuration whose estimate compiled but has no number to draw, and why."""
     bare = rows[(rows.source == "estimate") & (rows.status == "ok") & rows.tflops.isna()]
-    bare = bare.assign(is_model_only=model_only(bare))
-    groups = {}  # (reason, has a model-only estimate) -> {configuration: sizes}
+    groups = {}  # reason -> {configuration: sizes}
     for r in bare.itertuples():
         reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS else "extrapolation_failed"
-        configs = groups.setdefault((reason, bool(r.is_model_only)), {})
+        configs = groups.setdefault(reason, {})
         configs.setdefault(config_label(r, lang), set()).add(int(r.m))
     lines = []
-    for (reason, has_model), configs in groups.items():
-        why = text(lang, f"reason_{reason}") + (text(lang, "reason_model_only") if has_model else "")
+    for reason, configs in groups.items():
+        why = text(lang, f"reason_{reason}")
         every = set().union(*configs.values())
         labels = [label if sizes == every else f"{label} @ {', '.join(str(s) for s in sorted(sizes))}"
                   for label, sizes in configs.items()]
@@ -583,10 +575,6 @@ def point_roofs(points: pd.DataFrame, factor: float | None) -> pd.Series:
     return np.minimum(peak, points.hbm_bytes_per_s.astype(float) * intensity / TERA)
 
 
-def unit_name(dtype: str) -> str:
-    return "TOP/s" if dtype == "int8" else "TFLOP/s"
-
-
 def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
                 narrow: bool = False):
     """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size (`narrow`: the
@@ -705,7 +693,7 @@ def generation_view(df: pd.DataFrame, experiment: str, dtype: str) -> tuple[pd.D
     rows = default_limit(post_configs(df[(df.source == "estimate") & (df.experiment == experiment)
                                          & (df.dtype == dtype) & (df.status == "ok")]))
     rows, device = modelled(rows, "model_device_tflops")
-    return rows[rows.tflops.notna() | (model_only(rows) & device)], device
+    return rows[rows.tflops.notna()], device
 
 
 def best_points(pallas: pd.DataFrame) -> pd.DataFrame:
@@ -743,29 +731,19 @@ def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, n
         no_data(ax, lang)
         return fig
     for target, group in sorted(rows.groupby("target"), key=lambda kv: generation_order(kv[0])):
-        color = TARGET_COLORS.get(target, "#444444")
+        color = CHIPS[target].color if target in CHIPS else "#444444"
         xla = group[group.kernel == "xla"].sort_values("m")
         pallas = group[group.kernel != "xla"]
-        # A target whose Pallas rows have no compiler cycles (v4) gets the model-only estimate, drawn
-        # hollow and dotted: never in the style of an estimate from the compiler.
-        bare = pallas.tflops.isna() & model_only(pallas) & device
-        if bare.all() and len(pallas):
-            best = pallas.groupby("m").model_device_tflops.max()
-            ax.plot(best.index, best.values, color=color, linestyle=":", marker="o", markersize=5,
-                    markerfacecolor="white", label=text(lang, "best_pallas_model_only", target=target))
-        else:
-            best = best_points(pallas[~bare]).set_index("m").tflops
-            ax.plot(best.index, best.values, color=color, linestyle="--", marker="o", markersize=4,
-                    label=text(lang, "best_pallas", target=target))
+        best = best_points(pallas).set_index("m").tflops
+        ax.plot(best.index, best.values, color=color, linestyle="--", marker="o", markersize=4,
+                label=text(lang, "best_pallas", target=target))
         ax.plot(xla.m, xla.tflops, color=color, linestyle="--", marker="^", markersize=4, alpha=0.6,
                 linewidth=1, label=text(lang, "xla_target", target=target))
     size_axis(ax, rows.m, lang)
     ax.set_ylim(bottom=0)
     ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     ax.legend(fontsize=LEGEND_SIZE, ncol=1 if narrow else 2)
-    if model_only(rows).any():  # below the figure: saving with bbox_inches="tight" takes it in
-        notes.append(text(lang, "generations_note"))
-    if notes:
+    if notes:  # below the figure: saving with bbox_inches="tight" takes it in
         fig.text(0.01, -0.01, capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 100),
                  fontsize=NOTE_SIZE, va="top")
     return fig

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import matplotlib
 
+from tpu_matmul_repro.experiments.core.atomic_write import write_atomic
 from tpu_matmul_repro.experiments.core.cache_dirs import user_cache
 from tpu_matmul_repro.experiments.core.i18n import read_catalog, scopes, used_messages
-from tpu_matmul_repro.experiments.core.tables import write_atomic
-from tpu_matmul_repro.figures.specs import FORMATS, LANGUAGES
+from tpu_matmul_repro.figures.figure_specs import FORMATS, LANGUAGES
 
 matplotlib.use("Agg")
 

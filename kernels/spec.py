@@ -1,8 +1,6 @@
-"""What a kernel module declares about itself (its SPEC), so the rest of the project never lists kernels.
-
-Config validation, case expansion, HBM-traffic counting, figure labels and the report all read the
-registry built from these specs (`kernels.REGISTRY`); adding a kernel is one new module with a SPEC
-plus one config entry.
+"""What a kernel is: its plain facts (kernels.KERNELS) and its SPEC (those facts, its wrapper and its
+tiling), so the rest of the project never lists kernels: config validation, case expansion,
+HBM-traffic counting, figure labels and the report read them from the registry (kernels/__init__.py).
 """
 import dataclasses
 from typing import Callable
@@ -26,8 +24,8 @@ class Tiling:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class KernelFacts:
-    """What a kernel's SPEC says in plain data: all that config checking and planning need.
-    kernels.DECLARED reads these from the kernel modules' source, without importing them (or jax)."""
+    """What a kernel is in plain data: all that config checking and planning need (kernels.KERNELS,
+    without importing any kernel, or jax)."""
 
     name: str  # as written in configs and result tables
     dtypes: tuple[str, ...]  # input dtypes it accepts
@@ -58,6 +56,11 @@ class KernelSpec(KernelFacts):
         if (self.grid != WHOLE) != (self.tiling is not None):
             raise ValueError(f"{self.name}: a kernel with grid={self.grid!r} declares its tiling if and only "
                              "if it has a grid")
+
+    @classmethod
+    def of(cls, facts: KernelFacts, **code) -> "KernelSpec":
+        """A kernel's SPEC: its facts (kernels.KERNELS) and its code (wrapper, tiling)."""
+        return cls(**{f.name: getattr(facts, f.name) for f in dataclasses.fields(KernelFacts)}, **code)
 
     @property
     def module_path(self) -> str:

@@ -8,11 +8,11 @@ import functools
 import jax
 from jax.experimental import pallas as pl
 
-from tpu_matmul_repro.kernels import compat
-from tpu_matmul_repro.kernels.checks import FLOAT_DTYPES, check_operands, check_vmem_limit
-from tpu_matmul_repro.kernels.spec import WHOLE, KernelSpec
+from tpu_matmul_repro.kernels import DECLARED, compat
+from tpu_matmul_repro.kernels.checks import check_operands, check_vmem_limit
+from tpu_matmul_repro.kernels.spec import KernelSpec
 
-SUPPORTED_DTYPES = FLOAT_DTYPES
+SUPPORTED_DTYPES = DECLARED["v1"].dtypes
 
 
 def matmul_v1_kernel(a_ref, b_ref, o_ref):
@@ -28,8 +28,7 @@ def matmul_v1(a: jax.Array, b: jax.Array, *, vmem_limit_bytes: int | None = None
                       interpret=interpret)
 
 
-SPEC = KernelSpec(name="v1", wrapper=matmul_v1, dtypes=SUPPORTED_DTYPES, grid=WHOLE,
-                  description="naive, whole arrays in VMEM")
+SPEC = KernelSpec.of(DECLARED["v1"], wrapper=matmul_v1)
 
 
 @functools.partial(jax.jit, static_argnames=["out_shape", "vmem_limit_bytes", "interpret"])

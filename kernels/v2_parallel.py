@@ -8,17 +8,16 @@ import functools
 import jax
 from jax.experimental import pallas as pl
 
-from tpu_matmul_repro.kernels import compat
+from tpu_matmul_repro.kernels import DECLARED, compat
 from tpu_matmul_repro.kernels.checks import (
-    FLOAT_DTYPES,
     check_blocks,
     check_operands,
     check_vmem_limit,
     split_blocks,
 )
-from tpu_matmul_repro.kernels.spec import SPLIT, KernelSpec, Tiling
+from tpu_matmul_repro.kernels.spec import KernelSpec, Tiling
 
-SUPPORTED_DTYPES = FLOAT_DTYPES
+SUPPORTED_DTYPES = DECLARED["v2"].dtypes
 
 
 def matmul_v2_parallel_kernel(a_ref, b_ref, o_ref):
@@ -45,8 +44,7 @@ def matmul_v2(a: jax.Array, b: jax.Array, *, splits: int = 4, vmem_limit_bytes: 
                       interpret=interpret)
 
 
-SPEC = KernelSpec(name="v2", wrapper=matmul_v2, dtypes=SUPPORTED_DTYPES, grid=SPLIT, tiling=tiling,
-                  description="a row/column split grid")
+SPEC = KernelSpec.of(DECLARED["v2"], wrapper=matmul_v2, tiling=tiling)
 
 @functools.partial(jax.jit, static_argnames=["splits", "vmem_limit_bytes", "interpret"])
 def _matmul_v2(a, b, *, splits, vmem_limit_bytes, interpret):

@@ -10,11 +10,11 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from tpu_matmul_repro.kernels import compat
-from tpu_matmul_repro.kernels.checks import FLOAT_DTYPES, check_blocks, check_operands, check_vmem_limit
-from tpu_matmul_repro.kernels.spec import BLOCKS, KernelSpec, Tiling
+from tpu_matmul_repro.kernels import DECLARED, compat
+from tpu_matmul_repro.kernels.checks import check_blocks, check_operands, check_vmem_limit
+from tpu_matmul_repro.kernels.spec import KernelSpec, Tiling
 
-SUPPORTED_DTYPES = FLOAT_DTYPES
+SUPPORTED_DTYPES = DECLARED["v3"].dtypes
 
 
 def matmul_v3_block_kernel(a_ref, b_ref, o_ref):
@@ -46,8 +46,7 @@ def matmul_v3(
                       interpret=interpret)
 
 
-SPEC = KernelSpec(name="v3", wrapper=matmul_v3, dtypes=SUPPORTED_DTYPES, grid=BLOCKS, tiling=tiling,
-                  description="a 3-D block grid")
+SPEC = KernelSpec.of(DECLARED["v3"], wrapper=matmul_v3, tiling=tiling)
 
 
 @functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])

@@ -12,20 +12,18 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from tpu_matmul_repro.kernels import compat
+from tpu_matmul_repro.kernels import DECLARED, compat
 from tpu_matmul_repro.kernels.checks import (
-    FLOAT_DTYPES,
-    INT_DTYPES,
     check_blocks,
     check_operands,
     check_vmem_limit,
 )
-from tpu_matmul_repro.kernels.spec import BLOCKS, KernelSpec
+from tpu_matmul_repro.kernels.spec import KernelSpec
 from tpu_matmul_repro.kernels.v3_block import (
     tiling,  # v3's grid and BlockSpecs: v5 changes only where the sum is kept
 )
 
-SUPPORTED_DTYPES = FLOAT_DTYPES + INT_DTYPES
+SUPPORTED_DTYPES = DECLARED["v5"].dtypes
 
 
 def matmul_v5_kernel(a_ref, b_ref, o_ref, acc_ref):
@@ -69,9 +67,7 @@ def matmul_v5(
     )
 
 
-SPEC = KernelSpec(name="v5", wrapper=matmul_v5, dtypes=SUPPORTED_DTYPES, grid=BLOCKS, accumulator=True,
-                  tiling=tiling,
-                  description="low-precision inputs + a float32 (int32) accumulator")
+SPEC = KernelSpec.of(DECLARED["v5"], wrapper=matmul_v5, tiling=tiling)
 
 @functools.partial(jax.jit, static_argnames=["bm", "bk", "bn", "vmem_limit_bytes", "interpret"])
 def _matmul_v5(a, b, *, bm, bk, bn, vmem_limit_bytes, interpret):

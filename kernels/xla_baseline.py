@@ -5,11 +5,12 @@ Integer inputs accumulate and return int32, like v5.
 import jax
 import jax.numpy as jnp
 
-from tpu_matmul_repro.kernels.checks import FLOAT_DTYPES, INT_DTYPES, check_operands
-from tpu_matmul_repro.kernels.spec import WHOLE, KernelSpec
+from tpu_matmul_repro.kernels import DECLARED
+from tpu_matmul_repro.kernels.checks import check_operands
+from tpu_matmul_repro.kernels.spec import KernelSpec
 from tpu_matmul_repro.kernels.v5_accumulator import v5_out_dtype
 
-SUPPORTED_DTYPES = FLOAT_DTYPES + INT_DTYPES
+SUPPORTED_DTYPES = DECLARED["xla"].dtypes
 
 
 def matmul_xla(a: jax.Array, b: jax.Array, *, interpret=False) -> jax.Array:
@@ -19,8 +20,7 @@ def matmul_xla(a: jax.Array, b: jax.Array, *, interpret=False) -> jax.Array:
     return _matmul_xla(a, b)
 
 
-SPEC = KernelSpec(name="xla", wrapper=matmul_xla, dtypes=SUPPORTED_DTYPES, grid=WHOLE, pallas=False,
-                  description="XLA's own jnp.matmul, the baseline")
+SPEC = KernelSpec.of(DECLARED["xla"], wrapper=matmul_xla)
 
 
 @jax.jit

@@ -9,10 +9,11 @@ Pallas kernels' float32 dot compiles to).
 import jax
 import jax.numpy as jnp
 
+from tpu_matmul_repro.kernels import DECLARED
 from tpu_matmul_repro.kernels.checks import check_operands
-from tpu_matmul_repro.kernels.spec import WHOLE, KernelSpec
+from tpu_matmul_repro.kernels.spec import KernelSpec
 
-SUPPORTED_DTYPES = ("float32",)
+SUPPORTED_DTYPES = DECLARED["xla_highest"].dtypes
 PRECISION = jax.lax.Precision.HIGHEST
 
 
@@ -24,8 +25,7 @@ def matmul_xla_highest(a: jax.Array, b: jax.Array, *, interpret=False) -> jax.Ar
     return _matmul_xla_highest(a, b)
 
 
-SPEC = KernelSpec(name="xla_highest", wrapper=matmul_xla_highest, dtypes=SUPPORTED_DTYPES, grid=WHOLE,
-                  pallas=False, description="XLA's own jnp.matmul at precision=HIGHEST")
+SPEC = KernelSpec.of(DECLARED["xla_highest"], wrapper=matmul_xla_highest)
 
 
 @jax.jit

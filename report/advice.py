@@ -1,7 +1,7 @@
 """The advisor's recommendation in words, in the report's languages, and the report's "beyond the post"
 section: for each layer shape of the config's `advice.shapes`, the advisor's best blocks per target
 (results/advice/<shape>.csv, rules/advice.smk) beside XLA's estimate, and the recommendation line the
-CLI prints on top (advise/table.py calls `recommendation` here: one function, both places). Every
+CLI prints on top (advise/ranking.py calls `recommendation` here: one function, both places). Every
 number is modelled from a libtpu estimate, in device time, with its 80 % prediction interval: the
 same column the advice figure draws."""
 import math

@@ -23,12 +23,12 @@ import yaml
 from babel.support import Translations
 from markupsafe import Markup
 
-from tpu_matmul_repro.analysis.toolchains import primary_rows
+from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
+from tpu_matmul_repro.experiments.core.atomic_write import write_atomic
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import translations
 from tpu_matmul_repro.experiments.core.provenance import build_date
-from tpu_matmul_repro.experiments.core.tables import write_atomic
-from tpu_matmul_repro.figures import advice as advice_figure
+from tpu_matmul_repro.figures import advice_figure
 from tpu_matmul_repro.figures.catalog import describe
 from tpu_matmul_repro.figures.cite import (
     RESULTS_LICENCE,
@@ -36,7 +36,13 @@ from tpu_matmul_repro.figures.cite import (
     bibtex,
     citation,
 )
-from tpu_matmul_repro.figures.specs import NARROW_KINDS, STUDY_SPECS, advice_specs, figure_specs_of
+from tpu_matmul_repro.figures.figure_specs import (
+    LANGUAGE_NAMES,
+    NARROW_KINDS,
+    STUDY_SPECS,
+    advice_specs,
+    figure_specs_of,
+)
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.report import (  # noqa: F401  (core_sections, public_scores: register sections)
     core_sections,
@@ -49,7 +55,6 @@ from tpu_matmul_repro.report.typography import keep_units
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 TEMPLATES = HERE / "templates"
-LANGUAGES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}
 
 
 def environment(lang: str) -> tuple[jinja2.Environment, Translations]:
@@ -79,7 +84,7 @@ WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figure
 
 def report_order(specs: dict) -> list[str]:
     """The figures' names in the order the report places them (render_pages numbers them so): the
-    timing model's, the studies' sections' (their kinds: figures.specs.register), one experiment
+    timing model's, the studies' sections' (their kinds: figures.figure_specs.register), one experiment
     across generations, the advice figures, the post's chip's experiments
     (each figure, then its block search), VMEM and roofline, then the appendix's (the other targets',
     the other generations'). The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
@@ -137,7 +142,7 @@ class Figures:
                             "%(commit)s.") % values + where
         return {"number": self.numbers[name], "id": f"fig-{name}", "name": name, "wide": kind in WIDE_KINDS,
                 "src": f"{href}/{base}{suffix}.png",
-                # a phone's variant (figures/specs.py NARROW_KINDS), shown at narrow widths
+                # a phone's variant (figures/figure_specs.py NARROW_KINDS), shown at narrow widths
                 "narrow": f"{href}/{base}{suffix}.narrow.png" if kind in NARROW_KINDS else None,
                 "files": {fmt: f"{href}/{base}{suffix}.{fmt}" for fmt in ("png", "svg", "pdf")},
                 "gallery": f"{self.href}/index{suffix}.html#{name}", "alt": info["alt"],
@@ -163,7 +168,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                  timing_model=None) -> tuple[str, str]:
     """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
     language's PDF, every details element open), from one reading of the table. `figure_names`: the
-    run's figures, as {name: (kind, args)} (figures.specs.figure_specs) or names. claims, fidelity,
+    run's figures, as {name: (kind, args)} (figures.figure_specs.figure_specs) or names. claims, fidelity,
     constants and best_vs_xla are the results/*.csv of those names (the first three: none in the report
     when not given; best_vs_xla computed from `df`); `timing_model`: the run's fits
     (results/timing_model.json, the figures' captions); `study_tables`: {name: results/<name>.csv} for
@@ -203,7 +208,7 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     studies = {a for s in sections.studies() for a in (s.anchor, f"appendix-{s.anchor}")}
     other = "zh" if lang == "en" else "en"
     context = dict(
-        lang_tag=LANGUAGES[lang][0], other_name=LANGUAGES[other][1],
+        lang_tag=LANGUAGE_NAMES[lang][0], other_name=LANGUAGE_NAMES[other][1],
         # The project's own stylesheets, trusted as is; everything else is autoescaped.
         css=Markup("".join((folder / name).read_text() for folder, name in [(TEMPLATES, "style.css")] + [
             (s.templates, s.style) for s in sections.studies() if s.style])),

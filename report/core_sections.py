@@ -18,6 +18,7 @@ from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, estimate_method
 from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, glossary
+from tpu_matmul_repro.experiments.core.units import unit_name
 from tpu_matmul_repro.figures.catalog import model_column
 from tpu_matmul_repro.figures.cite import bibtex, citation, post_attribution
 from tpu_matmul_repro.figures.labels import experiment_description, join
@@ -106,7 +107,7 @@ def kernel_sections(df, summaries_by_target, gettext, figures, listings: dict) -
                 t = tables.experiment_table(df, experiment, dtype, target, gettext)
                 if t["rows"]:
                     values = {"experiment": experiment, "dtype": dtype, "target": target,
-                              "unit": "TOP/s" if dtype == "int8" else "TFLOP/s"}
+                              "unit": unit_name(dtype)}
                     if t["modelled"]:  # the figure beside it draws the same column
                         caption = MODELLED_CAPTIONS[t["published"]]
                     else:
@@ -211,11 +212,11 @@ def percent(fraction: float) -> str:
 
 def one_estimator(best: pd.DataFrame) -> list[dict]:
     """best_vs_xla.csv's rows of one estimator per (target, dtype, size): the timing model's device
-    time, else its model-only estimate, else libtpu's raw estimate (a run without a fit). The raw
-    estimate beside the model's would be a second answer to one question (issue 26)."""
+    time, else libtpu's raw estimate (a run without a fit). The raw estimate beside the model's would
+    be a second answer to one question."""
     if best is None or best.empty:
         return []
-    rank = {"model": 0, "model_only": 1, "compiler": 2}
+    rank = {"model": 0, "compiler": 1}
     best = best.assign(_rank=best.estimator.map(rank).fillna(9))
     best = best.sort_values(["target", "dtype", "size", "_rank"])
     return best.drop_duplicates(["target", "dtype", "size"]).drop(columns="_rank").to_dict("records")
@@ -328,8 +329,7 @@ def best(i: sections.Inputs) -> dict:
     return dict(best=tables.best_vs_xla_rows(rows), post_rows=post_rows,
                 float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
                 estimator_names={"compiler": i.gettext("libtpu's estimate"),
-                                 "model": i.gettext("timing model, device time"),
-                                 "model_only": i.gettext("timing model only, no compiler cycles")})
+                                 "model": i.gettext("timing model, device time")})
 
 
 def timing_model(i: sections.Inputs) -> dict:

@@ -11,7 +11,7 @@ import pandas as pd
 from PIL import Image
 
 from tpu_matmul_repro.experiments.core.i18n import N_, translate
-from tpu_matmul_repro.figures import advice as advice_figure
+from tpu_matmul_repro.figures import advice_figure
 from tpu_matmul_repro.figures.catalog import describe
 from tpu_matmul_repro.figures.cite import (
     CITATION_FILE,
@@ -22,8 +22,7 @@ from tpu_matmul_repro.figures.cite import (
     credit,
     post_attribution,
 )
-from tpu_matmul_repro.figures.labels import join, source_names
-from tpu_matmul_repro.figures.specs import (
+from tpu_matmul_repro.figures.figure_specs import (
     FORMATS,
     LANGUAGES,
     NARROW_KINDS,
@@ -31,6 +30,7 @@ from tpu_matmul_repro.figures.specs import (
     figure_specs_of,
     stem,
 )
+from tpu_matmul_repro.figures.labels import join, source_names
 
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("Figures of tpu-matmul-repro"), "files": N_("Files"), "cite": N_("Cite this figure"),

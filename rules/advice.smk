@@ -15,7 +15,7 @@ rule advice:
         public=PUBLIC_FILES[:1],
     output:
         table="results/advice/{shape}.csv",
-        # the figure in every language and format (figures/advice.py)
+        # the figure in every language and format (figures/advice_figure.py)
         figures=advice_figures("{shape}"),
     log:
         "logs/advice/{shape}.log",

@@ -10,7 +10,7 @@ from tpu_matmul_repro.experiments.core import codec
 from tpu_matmul_repro.experiments.measure import device as measure_device
 from tpu_matmul_repro.experiments.core.code_inputs import code_digest
 from tpu_matmul_repro.experiments.plan.config import ConfigError, checked
-from tpu_matmul_repro.experiments.plan.jobs import MERGED_BASELINE_DTYPE, expected_work
+from tpu_matmul_repro.experiments.plan.job_lists import MERGED_BASELINE_DTYPE, expected_work
 from tpu_matmul_repro.experiments.plan.plan import make_plan
 from tpu_matmul_repro.kernels.checks import DTYPES
 
@@ -87,7 +87,7 @@ def compile_outputs(target):
 
 
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
-from tpu_matmul_repro.figures.specs import (
+from tpu_matmul_repro.figures.figure_specs import (
     FORMATS as FIGURE_FORMATS,
     LANGUAGES,
     NARROW_KINDS,
@@ -142,7 +142,7 @@ ADVICE = {"x".join(str(d) for d in shape): shape for shape in config["advice"]["
 
 
 def advice_figures(shape, formats=FIGURE_FORMATS):
-    """A shape's advice figure in every language and format (figures/advice.py)."""
+    """A shape's advice figure in every language and format (figures/advice_figure.py)."""
     return [f"{stem('results/advice', shape, lang)}.{ext}" for lang in LANGUAGES for ext in formats] + [
         f"{narrow_stem('results/advice', shape, lang)}.png" for lang in LANGUAGES
     ]

@@ -38,7 +38,7 @@ rule gallery:
         table="results/matmul.parquet",
         model="results/timing_model.json",
         figures=FIGURE_PNGS,
-        # the advice figures are cards too, described from their tables (figures/advice.py)
+        # the advice figures are cards too, described from their tables (figures/advice_figure.py)
         advice=ADVICE_TABLES,
         advice_figures=ADVICE_PNGS,
         citation=CITATION,

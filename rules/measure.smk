@@ -16,7 +16,7 @@ rule measure_job:
     params:
         job=lambda wc: settings(PLAN.measure[(wc.experiment, wc.dtype)]),
         # the worker runs as `python -m`, outside the script's imports
-        code=code("scripts/measure_job.py", "experiments/measure/worker.py"),
+        code=code("scripts/measure_job.py", "experiments/measure/timing_worker.py"),
     script:
         "../scripts/measure_job.py"
 

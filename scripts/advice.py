@@ -17,10 +17,10 @@ def make(log) -> bool:
     from tpu_matmul_repro.advise.request import AdviceError, checked
     from tpu_matmul_repro.experiments.compile_study import cache
     from tpu_matmul_repro.experiments.core import codec
+    from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
     from tpu_matmul_repro.experiments.core.runtime import UserError
-    from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
     from tpu_matmul_repro.experiments.core.units import MiB
-    from tpu_matmul_repro.figures.advice import render
+    from tpu_matmul_repro.figures.advice_figure import render
 
     wanted = codec.decode(snakemake.params.request)
     limit = wanted["vmem_limit_mib"] * MiB if wanted["vmem_limit_mib"] else None

@@ -18,7 +18,7 @@ def make(log) -> None:
     )
     from tpu_matmul_repro.analysis.fitted_model import constants_table
     from tpu_matmul_repro.analysis.runs import ROW_GROUP_ROWS
-    from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
+    from tpu_matmul_repro.experiments.core.atomic_write import write_parquet_atomic
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
     estimates = [pd.read_parquet(p) for p in snakemake.input.estimates]

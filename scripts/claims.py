@@ -9,8 +9,8 @@ def make(log) -> None:
     from tpu_matmul_repro.analysis.claims import claims_table
     from tpu_matmul_repro.analysis.fitted_model import FittedModel
     from tpu_matmul_repro.analysis.runs import read_results
-    from tpu_matmul_repro.analysis.toolchains import primary_rows
-    from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
+    from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
+    from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
     df = read_results(snakemake.input.table)  # each target's latest measured run, no raw samples

@@ -10,7 +10,7 @@ def make(log) -> bool:
     from tpu_matmul_repro.experiments.compile_study import cache
     from tpu_matmul_repro.experiments.compile_study.study import run_job
     from tpu_matmul_repro.experiments.core import codec
-    from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
+    from tpu_matmul_repro.experiments.core.atomic_write import write_parquet_atomic
 
     job = codec.decode(snakemake.params.job)
     log.info("target=%s experiment=%s: %d configurations", job.target, job.experiment, len(job.cases))

@@ -8,7 +8,7 @@ from tpu_matmul_repro.experiments.core.runtime import logged, use_cpu_jax
 def make(log) -> None:
     use_cpu_jax()
     from tpu_matmul_repro.experiments.core import codec
-    from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
+    from tpu_matmul_repro.experiments.core.atomic_write import write_parquet_atomic
     from tpu_matmul_repro.experiments.correctness.interpret import run_correctness
 
     df = run_correctness(codec.decode(snakemake.params.cases), codec.decode(snakemake.params.tolerance),

@@ -6,7 +6,7 @@ from tpu_matmul_repro.experiments.core.runtime import logged
 
 
 def make(log) -> None:
-    from tpu_matmul_repro.experiments.core.tables import concat_parquet, write_parquet_atomic
+    from tpu_matmul_repro.experiments.core.atomic_write import concat_parquet, write_parquet_atomic
 
     df = concat_parquet(snakemake.input)
     failed = df[~df.passed]

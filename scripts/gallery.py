@@ -14,7 +14,7 @@ def make(log) -> None:
     from tpu_matmul_repro.analysis.fitted_model import FittedModel
     from tpu_matmul_repro.analysis.runs import read_results
     from tpu_matmul_repro.experiments.core import codec
-    from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+    from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
     from tpu_matmul_repro.experiments.plan.studies import load as load_studies
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
     from tpu_matmul_repro.report.gallery import pages, results_files

@@ -1,7 +1,7 @@
 """Snakemake script: measure one experiment and dtype on this run's device.
 
 This process never opens the device: it runs JAX on the CPU and measures each configuration in a
-worker process (experiments/measure/worker.py) that it can kill.
+worker process (experiments/measure/timing_worker.py) that it can kill.
 """
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
@@ -10,7 +10,7 @@ from tpu_matmul_repro.experiments.core.runtime import logged, use_cpu_jax
 use_cpu_jax()  # the TPU belongs to the measuring worker, one process at a time
 
 from tpu_matmul_repro.experiments.core import codec  # noqa: E402
-from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic  # noqa: E402
+from tpu_matmul_repro.experiments.core.atomic_write import write_parquet_atomic  # noqa: E402
 from tpu_matmul_repro.experiments.measure.harness import run_measure_job  # noqa: E402
 
 job = codec.decode(snakemake.params.job)

@@ -13,9 +13,9 @@ def make(log) -> None:
     from tpu_matmul_repro.analysis.fitted_model import FittedModel
     from tpu_matmul_repro.analysis.public_measurements import load
     from tpu_matmul_repro.analysis.runs import read_results
-    from tpu_matmul_repro.analysis.toolchains import primary_rows
+    from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
+    from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
     from tpu_matmul_repro.experiments.core.schema import COLUMNS
-    from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
     config = snakemake.config

@@ -14,9 +14,9 @@ def make(log) -> None:
     from tpu_matmul_repro.analysis.fitted_model import FittedModel, constants_table
     from tpu_matmul_repro.analysis.runs import read_results
     from tpu_matmul_repro.analysis.summaries import best_vs_xla
-    from tpu_matmul_repro.analysis.toolchains import primary_rows
+    from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
+    from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
     from tpu_matmul_repro.experiments.core.chips import POST_CHIP
-    from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
     from tpu_matmul_repro.experiments.plan.toolchains import primary, served
 
     # each target's estimates from its own compiler (a study may compare the toolchains)

@@ -4,8 +4,8 @@ import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
 from tpu_matmul_repro.experiments.compile_study.toolchain_jobs import run_toolchain_jobs
 from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.atomic_write import write_parquet_atomic
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import write_parquet_atomic
 
 with logged(snakemake.log[0]) as log:
     jobs, toolchain = codec.decode(snakemake.params.jobs), codec.decode(snakemake.params.toolchain)

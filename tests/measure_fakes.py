@@ -1,5 +1,5 @@
 """Stand-in builds for the measuring worker (imported by name in the worker process, see
-experiments/measure/worker.py): a compile that hangs and a compile that kills its process, each for
+experiments/measure/timing_worker.py): a compile that hangs and a compile that kills its process, each for
 one marked configuration (k = 384), XLA's real matmul for the rest."""
 import os
 import time

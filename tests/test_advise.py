@@ -8,7 +8,8 @@ import pytest
 import runs
 from test_timing_model import TRUE
 
-from tpu_matmul_repro.advise import candidates, cli, request, search, table
+from tpu_matmul_repro.advise import candidates, cli, request, search
+from tpu_matmul_repro.advise import ranking as table
 from tpu_matmul_repro.advise.model import Model
 from tpu_matmul_repro.analysis import intervals
 
@@ -32,7 +33,7 @@ MODEL = Model(TRUE, BAND, "test constants")
     (["1024x1024x1024", "--vmem-limit", "-5MiB"], "--vmem-limit '-5MiB': expected a size"),
     (["1024x1024x1024", "--vmem-limit", "0"], "--vmem-limit '0': a limit of nothing: give a size"),
     (["1024x1024x1024", "--dtype", "float8"], "--dtype 'float8': kernel v5 takes one of"),
-    (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v6e, v5p, 7x"),
+    (["1024x1024x1024", "--target", "v9"], "--target 'v9': expected one of v5e, v5p, v6e, 7x"),
     (["1024x1024x1024", "--target", "v4"], "--target 'v4': expected one of"),
     (["1024x1024x1024", "--kernel", "v2"], "--kernel 'v2': expected a blocked kernel"),
     (["1024x1024x1024", "--bogus"], "unrecognized arguments: --bogus"),
@@ -348,7 +349,7 @@ def test_the_lines_under_the_table_count_in_words_that_agree(pruned, says):
 
 
 def test_a_shapes_file_is_checked_in_one_line_naming_the_entry(tmp_path):
-    from tpu_matmul_repro.advise import models
+    from tpu_matmul_repro.advise import whole_models as models
 
     bad = tmp_path / "layers.yaml"
     for body, message in [
@@ -372,7 +373,7 @@ def test_a_shapes_file_is_checked_in_one_line_naming_the_entry(tmp_path):
 
 
 def test_every_preset_is_a_layout_of_the_advisor_s_shapes():
-    from tpu_matmul_repro.advise import models
+    from tpu_matmul_repro.advise import whole_models as models
 
     for name in cli.presets():
         layout = models.preset(name, 8192)
@@ -384,7 +385,7 @@ def test_every_preset_is_a_layout_of_the_advisor_s_shapes():
 
 
 def test_model_totals_add_up_the_projections_it_uses():
-    from tpu_matmul_repro.advise import models
+    from tpu_matmul_repro.advise import whole_models as models
 
     layout = models.Layout("m", "m", 4096, (models.Projection("a", (4096, 4096, 4096), 3),
                                             models.Projection("b", (4096, 4096, 4096), 1)))
@@ -653,7 +654,7 @@ def test_a_whole_model_on_7x_says_its_extrapolation_is_inexact():
     """--model's text carries the same line as a shape's header, for the target's extrapolated rows."""
     import types
 
-    from tpu_matmul_repro.advise import models
+    from tpu_matmul_repro.advise import whole_models as models
     from tpu_matmul_repro.experiments.compile_study import extrapolate
 
     layout = models.Layout("m", "m", 4096, (models.Projection("a", (4096, 4096, 4096), 1),))

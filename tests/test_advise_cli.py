@@ -19,8 +19,9 @@ from advise_fakes import StandInCompiler
 from test_advise import MODEL, write_run
 from test_advise_cli_property import PROGRESS, call, stand_in
 
-from tpu_matmul_repro.advise import cli, search, table
+from tpu_matmul_repro.advise import cli, search
 from tpu_matmul_repro.advise import model as advisor_model
+from tpu_matmul_repro.advise import ranking as table
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -174,14 +175,14 @@ def test_the_header_says_the_model_is_the_advisor_s_own_where_no_results_is_here
 
 
 def test_a_cache_that_cannot_keep_the_model_costs_a_warning_not_the_answer(tmp_path, monkeypatch, caplog):
-    from tpu_matmul_repro.experiments.core import tables
+    from tpu_matmul_repro.experiments.core import atomic_write
 
     def full(text, path, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(advisor_model, "fitted", lambda config: MODEL)
-    monkeypatch.setattr(tables, "write_text_atomic", full)
+    monkeypatch.setattr(atomic_write, "write_text_atomic", full)
     with caplog.at_level(logging.WARNING):
         model = advisor_model.load({}, None, {"libtpu_version": "x"})
     assert model.constants == MODEL.constants

@@ -24,8 +24,8 @@ from test_advise import write_run
 from tpu_matmul_repro.advise import cli, search
 from tpu_matmul_repro.advise import workers as compile_workers
 from tpu_matmul_repro.advise.candidates import candidates
+from tpu_matmul_repro.advise.ranking import COLUMNS, INTERVALS
 from tpu_matmul_repro.advise.request import parse_shape
-from tpu_matmul_repro.advise.table import COLUMNS, INTERVALS
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
 from tpu_matmul_repro.experiments.core.units import flops

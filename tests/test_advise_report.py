@@ -6,7 +6,7 @@ import re
 import pandas as pd
 import pytest
 
-from tpu_matmul_repro.advise import table as advice_table
+from tpu_matmul_repro.advise import ranking as advice_table
 from tpu_matmul_repro.experiments.core.i18n import translations
 from tpu_matmul_repro.report import advice
 

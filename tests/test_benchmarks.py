@@ -114,7 +114,7 @@ def test_the_advisor_speed_benchmark_reads_the_compiles_from_the_advisor_s_log()
            "compiles from the compile cache, 82 compiled here\n")
     assert advisor_speed.compiles("INFO other line\n" + log) == (82, 3)
     with pytest.raises(ValueError, match="found 0"):
-        advisor_speed.compiles("advise: --target 'v9': expected one of v5e, v6e, v5p, 7x\n")
+        advisor_speed.compiles("advise: --target 'v9': expected one of v5e, v5p, v6e, 7x\n")
     with pytest.raises(ValueError, match="found 2"):
         advisor_speed.compiles(log + log)
 

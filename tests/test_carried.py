@@ -157,10 +157,10 @@ def test_the_names_checked_are_those_the_harness_writes():
     """consistency.py keeps copies (it must not import jax): they are the harness's and the check's."""
     from tpu_matmul_repro.experiments.core import consistency
     from tpu_matmul_repro.experiments.core.compiler_output import ERROR_CHARS
-    from tpu_matmul_repro.experiments.measure import check, harness
+    from tpu_matmul_repro.experiments.measure import harness, output_check
 
     assert set(consistency.TIMERS) == {"", harness.PROFILER, harness.BATCHED}
-    assert set(consistency.PRECISIONS) == {"", "unknown", *(name for name, _ in check.PRECISION_BANDS)}
+    assert set(consistency.PRECISIONS) == {"", "unknown", *(name for name, _ in output_check.PRECISION_BANDS)}
     assert consistency.MAX_ERROR_CHARS == ERROR_CHARS
 
 

@@ -421,7 +421,7 @@ def test_run_jobs_shares_its_compile_workers_and_gives_each_job_s_rows(monkeypat
     started, popen = [], subprocess.Popen
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **kw: started.append(a) or popen(*a, **kw))
     together = run_jobs(jobs)
-    workers = [a for a in started if "tpu_matmul_repro.experiments.compile_study.worker" in a[0]]
+    workers = [a for a in started if "tpu_matmul_repro.experiments.compile_study.compile_worker" in a[0]]
     assert len(workers) == 1  # the plain worker only: XLA needs no profile
     monkeypatch.setattr(subprocess, "Popen", popen)
     apart = pd.concat([run_job(job) for job in jobs], ignore_index=True)
@@ -563,12 +563,13 @@ def test_the_compile_cache_key_hashes_only_what_decides_a_compile(tmp_path):
             path.write_text(original)
 
     for kept in ("experiments/compile_study/cache.py", "experiments/compile_study/tpu_compile.py",
-                 "experiments/compile_study/study.py", "experiments/plan/jobs.py",
-                 "experiments/plan/config.py", "experiments/core/tables.py", "experiments/core/cache_dirs.py",
+                 "experiments/compile_study/study.py", "experiments/plan/job_lists.py",
+                 "experiments/plan/config.py", "experiments/core/atomic_write.py",
+                 "experiments/core/cache_dirs.py",
                  "experiments/core/code_inputs.py", "experiments/core/jobs.py"):
         assert edited(kept) == before, f"an edit of {kept} would throw away every cached compile"
     for missed in ("kernels/v3_block.py", "kernels/v5_accumulator.py", "kernels/spec.py",
-                   "experiments/compile_study/worker.py", "experiments/core/compiler_output.py",
+                   "experiments/compile_study/compile_worker.py", "experiments/core/compiler_output.py",
                    "experiments/core/cases.py"):
         assert edited(missed) != before, f"an edit of {missed} must recompile"
     path = root / "kernels" / "v3_block.py"

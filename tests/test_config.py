@@ -6,8 +6,7 @@ import pytest
 import yaml
 
 from tpu_matmul_repro.experiments.plan import config as experiment_config
-from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
-from tpu_matmul_repro.experiments.plan import plan
+from tpu_matmul_repro.experiments.plan import job_lists, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,9 +159,9 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
 
 
 def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config):
-    """The baseline's per-dtype jobs are merged (plan/jobs.merge_baseline_jobs): one Snakemake job per
+    """The baseline's per-dtype jobs are merged (plan/job_lists.merge_baseline_jobs): one Snakemake job per
     target, its cases those of the per-dtype jobs in the config's dtype order; the other jobs unchanged."""
-    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs, compile_parts, merge_baseline_jobs
+    from tpu_matmul_repro.experiments.plan.job_lists import compile_jobs, compile_parts, merge_baseline_jobs
     from tpu_matmul_repro.experiments.plan.plan import make_plan
 
     parts = compile_parts(compile_jobs(config), config["compile_study"]["search_jobs"])
@@ -181,14 +180,14 @@ def test_xla_at_highest_is_planned_at_its_sizes_and_checked(config):
     float32 baseline job of every target at its own sizes, measure.sizes restricts it like the rest,
     and a kernel or dtype it cannot take is refused naming the key."""
     config = experiment_config.checked(config)
-    jobs = plan_jobs.compile_jobs(config)
+    jobs = job_lists.compile_jobs(config)
     variant = config["compile_study"]["baseline_variants"]["xla_highest"]
     for target in config["targets"]:
         highest = [c for c in jobs[(target, "xla", "float32")].cases if c.kernel == "xla_highest"]
         assert [c.m for c in highest] == variant["sizes"] == [2048, 4096, 8192]
         assert all(c.dtype == "float32" and c.m == c.k == c.n for c in highest)
         assert not [c for c in jobs[(target, "xla", "bfloat16")].cases if c.kernel == "xla_highest"]
-    small = plan_jobs.compile_jobs(plan_jobs.with_sizes(config, [1024, 2048]))
+    small = job_lists.compile_jobs(job_lists.with_sizes(config, [1024, 2048]))
     assert [c.m for c in small[("v5e", "xla", "float32")].cases if c.kernel == "xla_highest"] == [2048]
     for value, message in (
             ({"v3": {"dtypes": ["float32"], "sizes": [2048]}},
@@ -209,8 +208,8 @@ def test_block_search_runs_only_where_its_config_says(config):
 
     from tpu_matmul_repro.experiments.core.jobs import searched as is_searched
     from tpu_matmul_repro.experiments.plan.config import with_defaults
-    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs
-    from tpu_matmul_repro.figures.specs import figure_specs
+    from tpu_matmul_repro.experiments.plan.job_lists import compile_jobs
+    from tpu_matmul_repro.figures.figure_specs import figure_specs
 
     def searched(jobs):
         return {key for key, job in jobs.items() if any(is_searched(c, job) for c in job.cases)}
@@ -263,7 +262,7 @@ def test_block_searches_split_by_bk(config):
     grids, and a shape is dominated only by one of the same bk); the post's own configurations keep
     their raised-limit retries; experiments without a search stay one job."""
     from tpu_matmul_repro.experiments.core.jobs import searched
-    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs, compile_parts
+    from tpu_matmul_repro.experiments.plan.job_lists import compile_jobs, compile_parts
 
     jobs = compile_jobs(config)
     for parts in (1, 2, 3, 8):
@@ -286,7 +285,7 @@ def test_block_searches_split_by_bk(config):
 
 
 def test_skip_dominated_reaches_every_compile_job(config):
-    from tpu_matmul_repro.experiments.plan.jobs import compile_jobs
+    from tpu_matmul_repro.experiments.plan.job_lists import compile_jobs
 
     assert all(job.skip_dominated for job in compile_jobs(plan.validate(config)).values())
     config["compile_study"]["skip_dominated"] = False
@@ -312,7 +311,7 @@ def test_the_generations_overlay_switches_the_block_search_off():
     own = {(e, d): len(spec["blocks"]) * len(config["compile_study"]["sizes"])
            for e, spec in config["compile_study"]["experiments"].items() if "blocks" in spec
            for d in spec["dtypes"]}
-    for (_, experiment, dtype), job in plan_jobs.compile_jobs(config).items():
+    for (_, experiment, dtype), job in job_lists.compile_jobs(config).items():
         if (experiment, dtype) in own:  # the post's blocks only: no searched shape among the cases
             assert len(job.cases) <= own[(experiment, dtype)], (experiment, dtype)
 

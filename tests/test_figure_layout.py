@@ -6,7 +6,7 @@ import pytest
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
 from tpu_matmul_repro.figures import layout
 from tpu_matmul_repro.figures.catalog import CATALOG
-from tpu_matmul_repro.figures.specs import NARROW_KINDS, figure_specs
+from tpu_matmul_repro.figures.figure_specs import NARROW_KINDS, figure_specs
 from tpu_matmul_repro.figures.style import use_style
 
 load_studies(["then_and_now"])

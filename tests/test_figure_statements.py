@@ -11,7 +11,7 @@ import pytest
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.catalog import CATALOG, describe, drawn_table
-from tpu_matmul_repro.figures.specs import figure_specs
+from tpu_matmul_repro.figures.figure_specs import figure_specs
 from tpu_matmul_repro.figures.style import use_style
 
 load_studies(["then_and_now"])
@@ -131,7 +131,7 @@ def test_numbers_shown_names_the_four_classes(table):
     assert kinds_of(figure_rows(bare, "roofline", {"target": "v5e"}), "roofline") == ["estimate", "published"]
 
 
-# --- the advice figure (figures/advice.py): what it says against the rows it draws ----------------------
+# --- the advice figure (figures/advice_figure.py): what it says against the rows it draws -------------
 
 def advice_table(ties_v5e: int = 3) -> pd.DataFrame:
     """An advisor table of two targets as results/advice/<shape>.csv has it: on v5e the best block, some
@@ -161,7 +161,7 @@ def test_the_advice_figure_reads_the_advisor_s_own_table_where_xla_is_fastest():
     """As the advice job hands it over: a non-tie's `tie` is an empty string (not NaN), and where XLA is
     modelled faster the ties, #1 among them, are tied with XLA. The panel title counts the tied blocks
     and names what they tie with; the blocks that do not tie are not drawn."""
-    from tpu_matmul_repro.figures import advice
+    from tpu_matmul_repro.figures import advice_figure
 
     table = advice_table(2)
     v5e = table.target == "v5e"
@@ -170,12 +170,12 @@ def test_the_advice_figure_reads_the_advisor_s_own_table_where_xla_is_fastest():
     table.loc[v5e & table["rank"].isin([1.0, 2.0, 3.0]), "tie"] = "tie with XLA (within its 80 % interval)"
     table["tie"] = table["tie"].fillna("")
     use_style("en")
-    fig = advice.draw(table, "8192x4096x14336", "en")
+    fig = advice_figure.draw(table, "8192x4096x14336", "en")
     labels, titles = _panel_labels(fig), [ax.get_title(loc="left") for ax in fig.axes]
     plt.close(fig)
     assert [label.split()[0] for label in labels[0]] == ["#1", "#2", "#3", "XLA"]
     assert titles[0].startswith("v5e: 3 tied with XLA;") and titles[1].startswith("v6e: 0 tied with XLA;")
-    assert "(3 on v5e, 0 on v6e)" in advice.describe(table, "8192x4096x14336", "en")["caption"]
+    assert "(3 on v5e, 0 on v6e)" in advice_figure.describe(table, "8192x4096x14336", "en")["caption"]
 
 
 def _panel_labels(fig) -> list[list[str]]:
@@ -184,11 +184,11 @@ def _panel_labels(fig) -> list[list[str]]:
 
 @pytest.mark.parametrize("ties", [0, 3, 14])
 def test_the_advice_figure_draws_every_tie_and_its_caption_counts_them(ties):
-    from tpu_matmul_repro.figures import advice
+    from tpu_matmul_repro.figures import advice_figure
 
     table = advice_table(ties)
     use_style("en")
-    fig = advice.draw(table, "8192x4096x14336", "en")
+    fig = advice_figure.draw(table, "8192x4096x14336", "en")
     labels = _panel_labels(fig)
     plt.close(fig)
     ranked = table[(table.target == "v5e") & table["rank"].notna() & (table.kernel != "xla")]
@@ -198,7 +198,7 @@ def test_the_advice_figure_draws_every_tie_and_its_caption_counts_them(ties):
                                                             [1.0, *tied["rank"]]]
     assert f"#{int(ranked['rank'].max())} " not in " ".join(labels[0])  # the block that does not tie
     assert labels[0][-1] == "XLA" and labels[1] == ["#1 (512, 1024, 1024)", "XLA"]
-    caption = advice.describe(table, "8192x4096x14336", "en")["caption"]
+    caption = advice_figure.describe(table, "8192x4096x14336", "en")["caption"]
     assert f"({ties} on v5e, 0 on v6e)" in caption
     assert "libtpu 0.0.42.1, 0.0.43's" in caption  # the versions of the drawn rows, each target's
 
@@ -207,11 +207,11 @@ def test_the_advice_figure_draws_every_tie_and_its_caption_counts_them(ties):
 def test_the_advice_figure_shows_intervals_cut_at_the_peak_and_says_so(lang):
     """v5e's bars were clipped at the 197 peak by the frame: the axis now reaches past the peak, every
     bar ends inside it, and the caption's count of intervals that reach the peak is the drawing's."""
-    from tpu_matmul_repro.figures import advice
+    from tpu_matmul_repro.figures import advice_figure
 
     table = advice_table()
     use_style(lang)
-    fig = advice.draw(table, "8192x4096x14336", lang)
+    fig = advice_figure.draw(table, "8192x4096x14336", lang)
     try:
         for ax, peak in zip(fig.axes, (197.0, 920.0), strict=True):
             left, right = ax.get_xlim()
@@ -221,23 +221,23 @@ def test_the_advice_figure_shows_intervals_cut_at_the_peak_and_says_so(lang):
             assert ends.min() > left and ends.max() <= peak + 1e-9
     finally:
         plt.close(fig)
-    drawn = advice.drawn_rows(table)
+    drawn = advice_figure.drawn_rows(table)
     at_peak = sum(int((rows.model_device_tflops_hi95 >= peak - 1e-9).sum())
                   for (target, rows), peak in zip(drawn.items(), (197.0, 920.0), strict=True))
     assert at_peak == 6  # v5e's best, its three ties and XLA; v6e's XLA
     said = {"en": f"{at_peak} of the intervals reach the chip's peak",
             "zh": f"其中 {at_peak} 个区间达到芯片峰值"}
-    assert said[lang] in advice.describe(table, "8192x4096x14336", lang)["caption"]
+    assert said[lang] in advice_figure.describe(table, "8192x4096x14336", lang)["caption"]
     below = table.assign(model_device_tflops_hi95=table.model_device_tflops_hi95 * 0.9,
                          model_device_tflops_hi80=table.model_device_tflops_hi80 * 0.9)
-    caption = advice.describe(below, "8192x4096x14336", lang)["caption"]
+    caption = advice_figure.describe(below, "8192x4096x14336", lang)["caption"]
     assert "reach the chip's peak" not in caption and "达到芯片峰值" not in caption
 
 
 def test_english_notes_after_a_full_stop_begin_with_a_capital(table):
     """A note that follows a caption's full stop is a sentence: "… TPU. Grey: XLA …", not "grey"; a
     name spelt in lower case (libtpu, v5) stays as it is."""
-    from tpu_matmul_repro.figures import advice
+    from tpu_matmul_repro.figures import advice_figure
     from tpu_matmul_repro.figures.labels import sentence
 
     rows = table.copy()
@@ -245,7 +245,7 @@ def test_english_notes_after_a_full_stop_begin_with_a_capital(table):
     rows.loc[(rows.kernel == "xla") & (rows.m == 2048) & (rows.source == "estimate"),
              "estimate_nonmonotonic"] = True  # a "not drawn" note
     captions = [describe(rows, name, kind, args, "en")["caption"] for name, (kind, args) in SPECS.items()]
-    captions.append(advice.describe(advice_table(), "8192x4096x14336", "en")["caption"])
+    captions.append(advice_figure.describe(advice_table(), "8192x4096x14336", "en")["caption"])
     assert any(". XLA at 2048 not drawn" in c for c in captions)
     assert "TPU. Grey: XLA's jnp.matmul" in captions[-1]
     for caption in captions:
@@ -257,11 +257,11 @@ def test_english_notes_after_a_full_stop_begin_with_a_capital(table):
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("ties", [0, 18])
 def test_the_advice_figure_passes_the_layout_check(lang, ties):
-    from tpu_matmul_repro.figures import advice, layout
+    from tpu_matmul_repro.figures import advice_figure, layout
 
     for narrow in (False, True):
         use_style(lang)
-        fig = advice.draw(advice_table(ties), "8192x4096x14336", lang, narrow=narrow)
+        fig = advice_figure.draw(advice_table(ties), "8192x4096x14336", lang, narrow=narrow)
         try:
             assert layout.problems(fig) == []
             assert "\n" not in fig.get_suptitle()  # one line; the rest is in the caption

@@ -9,7 +9,7 @@ from conftest import generations_with_extrapolated, recorded_range
 from tpu_matmul_repro.experiments.plan.studies import load as load_studies
 from tpu_matmul_repro.figures import plots
 from tpu_matmul_repro.figures.catalog import CATALOG, describe, render
-from tpu_matmul_repro.figures.specs import NARROW_KINDS, STUDY_SPECS, figure_specs, stem
+from tpu_matmul_repro.figures.figure_specs import NARROW_KINDS, STUDY_SPECS, figure_specs, stem
 
 load_studies(["then_and_now"])  # the default config's study: its kind of figure
 CONFIG = {"targets": ["v5e"], "compile_study": {"experiments": {

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from PIL import Image, PngImagePlugin
 
-from tpu_matmul_repro.figures import advice
+from tpu_matmul_repro.figures import advice_figure
 from tpu_matmul_repro.report import build
 from tpu_matmul_repro.report.gallery import page
 from tpu_matmul_repro.report.typography import without_unit_spans
@@ -58,7 +58,7 @@ def test_the_advice_figure_has_a_card_numbered_as_in_the_report(table, tmp_path,
     card = html.unescape(card[:card.index("</section>")])
     assert f'<img src="../advice/{SHAPE}{suffix}.png"' in card
     assert f"title of {SHAPE}{suffix}" in card  # read back from the advice rule's PNG
-    info = advice.describe(tables[SHAPE], SHAPE, lang)
+    info = advice_figure.describe(tables[SHAPE], SHAPE, lang)
     assert info["caption"] in card and info["kinds"] == ["modelled"]
     shown = {"en": "Numbers shown: modelled.", "zh": "建模值"}[lang]
     assert shown in card
@@ -67,8 +67,8 @@ def test_the_advice_figure_has_a_card_numbered_as_in_the_report(table, tmp_path,
 
 
 def test_a_phone_gets_the_narrow_variant_in_the_gallery_and_the_html_report(table, tmp_path, monkeypatch):
-    """<picture>: at narrow widths the phone's variant (figures/specs.py NARROW_KINDS), else the column's
-    figure; a kind without a variant (a study's may have none: here vmem, taken out), and the PDF,
+    """<picture>: at narrow widths the phone's variant (figures/figure_specs.py NARROW_KINDS), else the
+    column's figure; a kind without a variant (a study's may have none: here vmem, taken out), and the PDF,
     keep the plain image."""
     from tpu_matmul_repro.report import gallery
 

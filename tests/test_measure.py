@@ -17,8 +17,8 @@ from tpu_matmul_repro.analysis.aggregate import check_unique, combine, load_meas
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.jobs import MeasureJob
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
-from tpu_matmul_repro.experiments.measure import check, timers
 from tpu_matmul_repro.experiments.measure import device as device_module
+from tpu_matmul_repro.experiments.measure import output_check, timers
 from tpu_matmul_repro.experiments.measure.device import (
     Device,
     count_chips,
@@ -38,7 +38,7 @@ from tpu_matmul_repro.experiments.measure.harness import (
 from tpu_matmul_repro.experiments.measure.process import Worker, worker_env
 from tpu_matmul_repro.experiments.measure.statistics import derive, summarize
 from tpu_matmul_repro.experiments.plan.config import with_defaults
-from tpu_matmul_repro.experiments.plan.jobs import measure_settings
+from tpu_matmul_repro.experiments.plan.job_lists import measure_settings
 from tpu_matmul_repro.experiments.plan.plan import known_targets
 
 # the module's measurement (cpu_rows) made once: every test of this file on one worker
@@ -295,7 +295,7 @@ def test_a_nan_fails_the_check_where_the_global_error_would_have_passed():
     out = _highest(a, b).at[7, 9].set(jnp.nan)
     old_rel_error = float(jnp.linalg.norm(out - _highest(a, b)) / jnp.linalg.norm(_highest(a, b)))
     assert not old_rel_error > 2e-2  # NaN > tol is False: the old check let this through as ok
-    verdict = check.check(out, a, b, "float32", 2e-2)
+    verdict = output_check.check(out, a, b, "float32", 2e-2)
     assert verdict["status"] == "wrong_result" and "1 non-finite" in verdict["error"]
     inf_call = jax.jit(lambda a, b: (a @ b).at[0, 0].set(jnp.inf))
     inf = measure_case(Case("xla", "float32", 256, 256, 256), inf_call, FAST)
@@ -309,17 +309,17 @@ def test_one_wrong_tile_fails_the_check_where_the_global_error_would_have_passed
     out = right.at[256:384, 640:768].multiply(1.1)  # one 128x128 tile 10 % off
     old_rel_error = float(jnp.linalg.norm(out - right) / jnp.linalg.norm(right))
     assert old_rel_error < 2e-2  # 0.1 * 128 / 1024: under the old global limit
-    verdict = check.check(out, a, b, "float32", 2e-2)
+    verdict = output_check.check(out, a, b, "float32", 2e-2)
     assert verdict["status"] == "wrong_result" and "tile (2, 5)" in verdict["error"]
     assert verdict["max_tile_error"] == pytest.approx(0.1, rel=0.05)
-    assert check.check(right, a, b, "float32", 2e-2)["status"] == "ok"
+    assert output_check.check(right, a, b, "float32", 2e-2)["status"] == "ok"
 
 
 def test_a_nan_tolerance_is_refused_rather_than_calling_a_wrong_result_ok():
     """issue 29: with tolerance NaN, `error > tolerance` is always false: 1.5x the product was "ok"."""
     a, b = _normal(256)
     with pytest.raises(ValueError, match="tolerance=nan"):
-        check.check(_highest(a, b) * 1.5, a, b, "float32", float("nan"))
+        output_check.check(_highest(a, b) * 1.5, a, b, "float32", float("nan"))
 
 
 def _bf16_pass(x):
@@ -335,31 +335,31 @@ def test_error_bands_give_the_precision_and_stay_under_the_tolerance(size):
     a_lo, b_lo = _bf16_pass(a - _bf16_pass(a)), _bf16_pass(b - _bf16_pass(b))
     a_hi, b_hi = _bf16_pass(a), _bf16_pass(b)
     three_pass = _highest(a_hi, b_hi) + _highest(a_hi, b_lo) + _highest(a_lo, b_hi)
-    got = {name: check.check(out, a, b, "float32", 2e-2) for name, out in
+    got = {name: output_check.check(out, a, b, "float32", 2e-2) for name, out in
            (("float32", _highest(a, b)), ("bf16_3x", three_pass), ("bf16", one_pass))}
     for name, verdict in got.items():
         assert verdict["status"] == "ok" and verdict["precision"] == name, (name, verdict)
     assert 1e-3 < got["bf16"]["max_tile_error"] < 4e-3  # one bf16 pass: 2.4e-3, the tolerance's basis
     ab, bb = a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
     bf16_out = jnp.matmul(ab, bb, preferred_element_type=jnp.float32).astype(jnp.bfloat16)
-    verdict = check.check(bf16_out, ab, bb, "bfloat16", 2e-2)
+    verdict = output_check.check(bf16_out, ab, bb, "bfloat16", 2e-2)
     assert verdict["status"] == "ok" and verdict["max_tile_error"] < 4e-3 and verdict["precision"] == ""
 
 
 def test_int8_is_checked_exactly_on_the_host_not_only_against_the_same_devices_xla(monkeypatch):
     a, b = operands(Case("xla", "int8", 256, 256, 256), 0)
     exact = jnp.matmul(a, b, preferred_element_type=jnp.int32)
-    assert check.check(exact, a, b, "int8", 0.0)["status"] == "ok"
+    assert output_check.check(exact, a, b, "int8", 0.0)["status"] == "ok"
     off_by_one = exact.at[255, 0].add(1)  # in a corner tile: always among the host's samples
-    assert check.host_tile_error(off_by_one, a, b, (1, 0)) == float("inf")
+    assert output_check.host_tile_error(off_by_one, a, b, (1, 0)) == float("inf")
     # Were the device's own int32 matmul wrong in the same way, the device comparison would pass;
     # the host's int64 product of the sampled tiles still fails it.
     fooled = dict(nonfinite=0, mismatches=0, tile_err2=np.zeros((2, 2)), tile_scale2=np.ones((2, 2)),
                   diff2=0.0, ref2=1.0)
-    monkeypatch.setattr(check, "_device_check", lambda out, a, b: fooled)
-    verdict = check.check(off_by_one, a, b, "int8", 0.0)
+    monkeypatch.setattr(output_check, "_device_check", lambda out, a, b: fooled)
+    verdict = output_check.check(off_by_one, a, b, "int8", 0.0)
     assert verdict["status"] == "wrong_result" and "host" in verdict["error"]
-    assert check.host_tiles(1024, 1024)[:4] == [(0, 0), (0, 7), (7, 0), (7, 7)]
+    assert output_check.host_tiles(1024, 1024)[:4] == [(0, 0), (0, 7), (7, 0), (7, 7)]
 
 
 # --- timing: profiler device events, batched calls, the dispatch floor -----------------------------

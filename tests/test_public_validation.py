@@ -14,9 +14,9 @@ from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis import validation
 from tpu_matmul_repro.analysis.fitted_model import PUBLISHED, fit_model
 from tpu_matmul_repro.analysis.public_measurements import load
+from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, chip
-from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
 
@@ -110,7 +110,7 @@ def test_kernels_map_to_the_projects_xla_and_v5(public):
 def test_out_dtypes_are_the_kernels(public):
     from tpu_matmul_repro.kernels.v5_accumulator import v5_out_dtype
 
-    assert {d: str(v5_out_dtype(d)) for d in pv.OUT_DTYPES} == pv.OUT_DTYPES
+    assert {d: str(v5_out_dtype(d)) for d in pv.OUT_DTYPE} == pv.OUT_DTYPE
 
 
 def test_a_generation_without_a_chip_is_skipped_with_the_reason(public):

@@ -241,7 +241,7 @@ def test_embedded_font_covers_the_page(page):
 @pytest.mark.slow
 def test_figures_are_numbered_with_anchors_captions_and_a_cite_line(table, page):
     from tpu_matmul_repro.figures.catalog import describe
-    from tpu_matmul_repro.figures.specs import spec_from_name
+    from tpu_matmul_repro.figures.figure_specs import spec_from_name
 
     for lang in ("en", "zh"):
         html = page(lang)
@@ -452,7 +452,7 @@ def test_the_gallery_numbers_the_figures_as_the_report_does(table, tmp_path):
     """Figure N is the same figure in the report and in the gallery (issue 26)."""
     from PIL import Image, PngImagePlugin
 
-    from tpu_matmul_repro.figures.specs import figure_specs
+    from tpu_matmul_repro.figures.figure_specs import figure_specs
     from tpu_matmul_repro.report.gallery import page
 
     config = {"targets": ["v5e", "v6e"], "compile_study": {"experiments": {
@@ -503,7 +503,7 @@ def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval
     assert "(1024, 512, 1024)" in section and "(1024, 1024, 2048)" in section
     assert "189 [164–217]" in section and "193 [168–222]" in section  # best, and XLA, with the 80 % band
     assert "v6e †" in section and "v5e †" not in section  # off v5e: no measurement checks the band
-    # the figure in the report's language, numbered and captioned as the others (figures/advice.py)
+    # the figure in the report's language, numbered and captioned as the others (figures/advice_figure.py)
     assert f'src="../advice/8192x4096x14336{"" if lang == "en" else ".zh"}.png"' in section
     assert re.search(r'<a class="fignum" href="#fig-advice_8192x4096x14336">(Figure|图) \d+', section)
     assert ("blocks for 8192×4096×14336 in bfloat16" in section) == (lang == "en")

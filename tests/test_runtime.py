@@ -6,8 +6,8 @@ import subprocess
 import pandas as pd
 import pytest
 
+from tpu_matmul_repro.experiments.core.atomic_write import write_atomic, write_parquet_atomic
 from tpu_matmul_repro.experiments.core.runtime import Progress, duration
-from tpu_matmul_repro.experiments.core.tables import write_atomic, write_parquet_atomic
 
 
 def test_a_failed_write_leaves_the_previous_file_and_no_partial_one(tmp_path):

@@ -16,7 +16,7 @@ from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
 from tpu_matmul_repro.experiments.plan import config as experiment_config
-from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
+from tpu_matmul_repro.experiments.plan import job_lists
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYER = (1024, 512, 2048)
@@ -32,7 +32,7 @@ def config():
 
 
 def test_shapes_compile_for_blocked_kernels_and_xla(config):
-    jobs = plan_jobs.compile_jobs(experiment_config.checked(config))
+    jobs = job_lists.compile_jobs(experiment_config.checked(config))
     layers = jobs[("v5e", "layers", "bfloat16")].cases
     assert {(c.m, c.k, c.n) for c in layers} == {LAYER}  # shapes and no sizes: the shapes only
     assert {(c.bm, c.bk, c.bn) for c in layers} == {(256, 256, 512), (512, 512, 1024)}
@@ -52,7 +52,7 @@ def test_shapes_compile_for_blocked_kernels_and_xla(config):
 def test_bad_shapes_name_the_value(config, spec, message):
     config["compile_study"]["experiments"]["layers"].update(spec)
     with pytest.raises(experiment_config.ConfigError, match=message):
-        plan_jobs.compile_jobs(experiment_config.checked(config))
+        job_lists.compile_jobs(experiment_config.checked(config))
 
 
 def test_blocked_traffic_of_a_non_square_problem_has_its_closed_form():

@@ -186,12 +186,12 @@ def test_an_overlay_only_widens_what_the_core_draws():
     setting only the core's config keys (the schema's), never `studies`. What it widens the core draws
     for any config: the generations figures and section compare the config's targets whenever there are
     two or more (the default's v5e and v6e already), the search figures follow the searches it asks for.
-    So the figure kinds "generations" and "search" are the core's (figures/specs.py: CORE_KINDS); only
+    So the figure kinds "generations" and "search" are the core's (figures/figure_specs.py: CORE_KINDS); only
     the overlay's folder is its own, and the core names it nowhere (the test below)."""
     import yaml
 
     from tpu_matmul_repro.experiments.plan.config import load_yaml, with_defaults
-    from tpu_matmul_repro.figures.specs import CORE_KINDS, figure_specs
+    from tpu_matmul_repro.figures.figure_specs import CORE_KINDS, figure_specs
 
     keys = set(yaml.safe_load((ROOT / "config" / "schema.yaml").read_text())["properties"])
     overlays = [p for p in sorted((ROOT / "studies").iterdir())
@@ -312,3 +312,27 @@ def test_no_template_line_is_over_160_characters():
     long = [f"{p.relative_to(ROOT)}:{i} ({len(line)})" for p in templates
             for i, line in enumerate(p.read_text().splitlines(), start=1) if len(line) > 160]
     assert long == []
+
+
+CORE = ("kernels", "experiments", "analysis", "figures", "report", "advise")  # studies keep plugin names
+
+
+def name_clashes(paths) -> list[list[str]]:
+    """Groups of module paths whose stems are the same, or the same but for a plural s."""
+    groups = {}
+    for path in paths:
+        stem = Path(path).stem
+        if stem != "__init__":
+            groups.setdefault(stem.removesuffix("s"), []).append(str(path))
+    return [sorted(group) for group in groups.values() if len(group) > 1]
+
+
+def test_the_clash_finder_finds_a_plural():
+    assert name_clashes(["advise/model.py", "advise/models.py", "report/build.py"]) == [
+        ["advise/model.py", "advise/models.py"]]
+
+
+def test_no_two_core_modules_share_a_name():
+    """A name says which module it is: no two modules of the core share a stem or differ by a plural."""
+    core = [p.relative_to(ROOT) for p in tracked(".py") if p.relative_to(ROOT).parts[0] in CORE]
+    assert name_clashes(core) == []

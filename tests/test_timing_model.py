@@ -375,7 +375,7 @@ def test_the_posts_runs_are_modelled_with_the_posts_compilers_buffers(synthetic)
     today = est.assign(toolchain="current", vmem_bytes=6 * 1024 * 1024 * 4)
     df = pd.concat([synthetic.drop(index=est.index), today, post], ignore_index=True)
     assert (tm.post_vmem_bytes(df)[df.toolchain == "current"].dropna() == 3 * 1024 * 1024 * 4).any()
-    from tpu_matmul_repro.analysis.toolchains import primary_rows
+    from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
     table = primary_rows(model_columns.apply(df, toolchain="current")[0], "current")
     points, _ = tm.reference_points(table)
     mine = points[(points.experiment == "v4") & (points.bm == 1024)]

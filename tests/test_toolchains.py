@@ -16,15 +16,14 @@ import pytest
 import yaml
 
 from tpu_matmul_repro.analysis.aggregate import combine
-from tpu_matmul_repro.analysis.toolchains import primary_rows
+from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
 from tpu_matmul_repro.experiments.compile_study import toolchain_env
 from tpu_matmul_repro.experiments.compile_study.toolchain_jobs import environment_marker, run_toolchain_jobs
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.schema import ESTIMATE_STATUSES, KEY
 from tpu_matmul_repro.experiments.plan import config as experiment_config
-from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
-from tpu_matmul_repro.experiments.plan import plan, toolchains
+from tpu_matmul_repro.experiments.plan import job_lists, plan, toolchains
 from tpu_matmul_repro.studies.then_and_now.analysis import agreement, missing_reason, then_and_now
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,7 +122,7 @@ def test_default_config_plans_the_post_s_configurations_in_each_older_era(config
     assert toolchains.primary(config) == "current" and parsed["post"].requirements()[:3] == [
         "jax==0.4.36", "jaxlib==0.4.36", "libtpu==0.0.5"]
     assert parsed["mid2026"].requirements()[:3] == ["jax==0.10.2", "jaxlib==0.10.2", "libtpu==0.0.42.1"]
-    jobs = plan_jobs.toolchain_jobs(config, PUBLISHED)
+    jobs = job_lists.toolchain_jobs(config, PUBLISHED)
     assert {key[:2] for key in jobs} == {("post", "v5e"), ("mid2026", "v5e")}
     published = pd.read_csv(PUBLISHED, comment="#")
     for era in ("post", "mid2026"):
@@ -133,7 +132,7 @@ def test_default_config_plans_the_post_s_configurations_in_each_older_era(config
     assert all(job.cases == job.raise_limits_for and not job.raised_limits_mib and not job.static_profile
                for job in jobs.values())
     # the pipeline's study is unchanged, and its jobs carry the pipeline toolchain's name
-    assert {job.toolchain for job in plan_jobs.compile_jobs(config).values()} == {"current"}
+    assert {job.toolchain for job in job_lists.compile_jobs(config).values()} == {"current"}
 
 
 def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_experiment():
@@ -145,8 +144,8 @@ def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_expe
                                         "estimates_for": ["7x"]}
     generations = plan.validate(config)
     parsed = toolchains.parse(generations)
-    jobs = plan_jobs.toolchain_jobs(generations, PUBLISHED)
-    batches = plan_jobs.toolchain_batches(jobs, parsed)
+    jobs = job_lists.toolchain_jobs(generations, PUBLISHED)
+    batches = job_lists.toolchain_batches(jobs, parsed)
     assert batches[("post", "v5e", "all")] == tuple(j for (t, *_), j in jobs.items() if t == "post")
     assert [k for k in batches if k[0] == "post"] == [("post", "v5e", "all")]
     studied = {(t, target, f"{e}_{d}"): (j,) for (t, target, e, d), j in jobs.items() if t == "libtpu52"}
@@ -155,7 +154,7 @@ def test_a_published_toolchain_is_one_job_per_target_a_studying_one_one_per_expe
 
 def test_a_config_without_toolchains_has_the_pipeline_s_only():
     ci = plan.load(ROOT / "config" / "config.ci.yaml")
-    assert list(toolchains.parse(ci)) == ["current"] and plan_jobs.toolchain_jobs(ci, PUBLISHED) == {}
+    assert list(toolchains.parse(ci)) == ["current"] and job_lists.toolchain_jobs(ci, PUBLISHED) == {}
 
 
 def test_new_pins_are_a_new_environment(config, tmp_path):
@@ -243,7 +242,7 @@ def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_
         {"targets": ["v5e"], "compile_study": {"sizes": [1024, 2048], "experiments": {}},
          "toolchains": {"current": {"pipeline": True},
                         "broken": {"pins": dict(BROKEN.pins), "runs": "published", "targets": ["v5e"]}}})
-    jobs = plan_jobs.toolchain_jobs(config, PUBLISHED)
+    jobs = job_lists.toolchain_jobs(config, PUBLISHED)
     rows = run_toolchain_jobs(jobs.values(), BROKEN, tmp_path / "broken-abc", marker, log)
     assert len(rows) == sum(len(job.cases) for job in jobs.values())
     assert (rows.status == "toolchain_error").all() and rows.error.str.contains("toolchain broken").all()
@@ -299,7 +298,7 @@ def test_the_compile_worker_imports_nothing_a_toolchain_lacks():
     code = ("import sys\n"
             "for name in ('pandas', 'pyarrow', 'matplotlib', 'yaml', 'jsonschema'):\n"
             "    sys.modules[name] = None  # importing it now raises ImportError\n"
-            "import experiments.compile_study.worker, experiments.compile_study.tpu_compile\n")
+            "import experiments.compile_study.compile_worker, experiments.compile_study.tpu_compile\n")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                             env=dict(os.environ, JAX_PLATFORMS="cpu"))
     assert result.returncode == 0, result.stderr[-2000:]

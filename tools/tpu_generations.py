@@ -95,8 +95,8 @@ def main() -> int:
     if args.probe:
         print(json.dumps(probe(args.probe)))
         return 0
+    from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
     from tpu_matmul_repro.experiments.core.chips import CHIPS
-    from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 
     versions = {p: importlib.metadata.version(p) for p in ("jax", "libtpu")}
     today = datetime.date.today().isoformat()

@@ -133,7 +133,7 @@ class CompileCache:
             return
         if self.root in _unwritable:
             return
-        from tpu_matmul_repro.experiments.core.tables import (
+        from tpu_matmul_repro.experiments.core.atomic_write import (
             write_text_atomic,  # here: compile workers have no pandas
         )
 
@@ -223,7 +223,7 @@ def for_target(target: str, profile: bool, versions: dict) -> CompileCache | Non
     return CompileCache(root, compile_context(target, profile, toolchain, compile_code_digest()))
 
 
-WORKER = Path("experiments") / "compile_study" / "worker.py"
+WORKER = Path("experiments") / "compile_study" / "compile_worker.py"
 
 
 def compile_code_digest(root: Path | None = None) -> str:

@@ -34,8 +34,7 @@ from tpu_matmul_repro.experiments.core.jobs import (
 from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import frame
-from tpu_matmul_repro.experiments.core.traffic import flops
-from tpu_matmul_repro.experiments.core.units import tflops
+from tpu_matmul_repro.experiments.core.units import flops, tflops
 from tpu_matmul_repro.kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
@@ -114,7 +113,7 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
     if result["status"] == "ok" and cycles:
         row["compute_seconds"] = cycles / c.clock_hz
         row["seconds"] = max(row["compute_seconds"], row["hbm_seconds"])
-        row["tflops"] = tflops(flops(case), row["seconds"])
+        row["tflops"] = tflops(flops(case.m, case.k, case.n), row["seconds"])
     return row
 
 
@@ -320,7 +319,7 @@ def dominated_result(case: Case, out_of_vmem) -> dict | None:
     The VMEM a block grid asks for grows with each block dimension (its pipelined buffers and the
     accumulator) and depends on which axes have a single step (those buffers are not double-buffered),
     not on the grid's extent. The same bk, because a block search is split into jobs by bk
-    (plan/jobs.compile_parts): the rows then do not depend on how it is split. Used for searched
+    (plan/job_lists.compile_parts): the rows then do not depend on how it is split. Used for searched
     configurations only: the post's own keep the compiler's requested bytes, which the report quotes and
     the raised limits are chosen from. vmem_bytes stays empty (the compiler was not asked);
     tests/test_compile_study.py compiles dominated configurations to check the verdict.

@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
 from tpu_matmul_repro.experiments.core.jobs import Toolchain
-from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 
 MANIFEST = "toolchain.json"
 VERSION_PACKAGES = ("jax", "jaxlib", "libtpu")  # recorded on every estimate row

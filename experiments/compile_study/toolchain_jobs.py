@@ -13,8 +13,8 @@ import pandas as pd
 
 from tpu_matmul_repro.experiments.compile_study import toolchain_env
 from tpu_matmul_repro.experiments.compile_study.study import run_jobs, toolchain_error_rows
+from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
 from tpu_matmul_repro.experiments.core.jobs import Toolchain
-from tpu_matmul_repro.experiments.core.tables import write_text_atomic
 
 
 def warn(log, message: str) -> None:

@@ -1,8 +1,9 @@
-"""The parent side of deviceless TPU compiles: `Compiler` runs compile workers (worker.py) with a timeout.
+"""The parent side of deviceless TPU compiles: `Compiler` runs compile workers (compile_worker.py) with
+a timeout.
 
 Each compile runs in a worker process: a hung compile is killed at the timeout, and libtpu's
 static-profile flag, which must be set before libtpu loads and slows every compile in its process,
-stays confined to the profiling worker. The compile itself is in worker.py, whose import closure is
+stays confined to the profiling worker. The compile itself is in compile_worker.py, whose import closure is
 what the compile cache hashes: nothing here can change a compile's result.
 """
 import contextlib
@@ -17,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tpu_matmul_repro.experiments.compile_study import worker
+from tpu_matmul_repro.experiments.compile_study import compile_worker
 from tpu_matmul_repro.experiments.core.chips import chip
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class Compiler:
             profile_dir = self._profile_dir.name if self._profile_dir else ""
             with _interrupts_held_and_ignored():
                 self._proc = subprocess.Popen(
-                    [self.python, "-m", worker.__name__, self.target, profile_dir],
+                    [self.python, "-m", compile_worker.__name__, self.target, profile_dir],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=env)
         return self._proc
 

@@ -7,6 +7,8 @@ Sources:
   [book]     "How to Scale Your Model", TPU chapter (jax-ml/scaling-book): chip peak FLOP/s, HBM
              bandwidth.
   [v4paper]  Jouppi et al., "TPU v4", ISCA 2023: 1050 MHz clock.
+  [hbm]      HBM per compile target device: hbm_capacity_bytes in jax/_src/pallas/mosaic/tpu_info.py of
+             jax 0.10.2 (7x: half a chip's).
   [derived]  clock = peak bf16 FLOP/s / (MXUs x MXU width^2 x 2 FLOP per multiply-add per cycle).
              For v6e and 7x tpu_info lists 2 MXUs of 256x256, but libtpu's own estimate for XLA's
              8192^3 bf16 matmul needs ~369k FLOP/cycle on v6e, more than 2 such MXUs give (262k):
@@ -39,6 +41,9 @@ class Chip:
     # the MXU's edge ([tpu_info]: 128x128 MXUs up to v5p, 256x256 from v6e on): the smallest block edge
     # that keeps it busy
     mxu_width: int
+    hbm_bytes: int  # [hbm]: the operands and the output of one matmul must fit in it
+    color: str  # the generation's colour in every figure (Okabe-Ito, colour-blind safe)
+    advised: bool = True  # whether the advisor offers it (advise --target, advice.targets)
 
 
 def _peaks(bf16: float, int8: float | None) -> dict:
@@ -50,21 +55,27 @@ def _peaks(bf16: float, int8: float | None) -> dict:
 CHIPS = {
     "v4": Chip("v4", "v4:2x2x1", "TPU v4", 1.05e9, _peaks(275e12, None), 1.23e12, 16 * MiB, 16 * MiB,
                "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [v4paper]; int8 not listed: bf16 rate",
-               mxu_width=128),
+               mxu_width=128, hbm_bytes=34_400_000_000, color="#999999", advised=False),
     "v5e": Chip("v5e", "v5e:2x2", "TPU v5 lite", 1.5e9, _peaks(197e12, 394e12), 8.2e11, 128 * MiB, 16 * MiB,
                 "peak, HBM, VMEM: [tpu_info], [book]; clock: [derived] 197e12 / (4 x 128^2 x 2)",
-                mxu_width=128),
+                mxu_width=128, hbm_bytes=17_200_000_000, color="#0072B2"),
     "v5p": Chip("v5p", "v5p:2x2x1", "TPU v5", 1.75e9, _peaks(459e12, 918e12), 2.46e12, 64 * MiB, 16 * MiB,
                 "peak, HBM, VMEM: [tpu_info] x 2 cores; clock: [derived] 459e12 / (8 x 128^2 x 2)",
-                mxu_width=128),
+                mxu_width=128, hbm_bytes=103_000_000_000, color="#009E73"),
     "v6e": Chip("v6e", "v6e:2x2", "TPU v6 lite", 1.75e9, _peaks(920e12, 1840e12), 1.64e12,
                 128 * MiB, 32 * MiB,
                 "peak, HBM, VMEM: [tpu_info]; clock: [derived] 920e12 / (4 x 256^2 x 2), see above",
-                mxu_width=256),
+                mxu_width=256, hbm_bytes=34_400_000_000, color="#E69F00"),
     "7x": Chip("7x", "TPU7x:2x2x1", "TPU7x", 2.2e9, _peaks(1.155e15, None), 3.7e12, 64 * MiB, 32 * MiB,
                "peak, HBM, VMEM: [tpu_info] per core; clock: [derived] 1.155e15 / (4 x 256^2 x 2), "
-               "uncertain; int8 not listed: bf16 rate", mxu_width=256),
+               "uncertain; int8 not listed: bf16 rate", mxu_width=256, hbm_bytes=206_000_000_000 // 2,
+               color="#CC79A7"),
 }
+
+
+def advised_targets() -> tuple[str, ...]:
+    """The generations the advisor offers, oldest first."""
+    return tuple(name for name, c in CHIPS.items() if c.advised)
 
 
 def generation_order(target: str) -> int:

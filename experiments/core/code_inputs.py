@@ -29,8 +29,8 @@ def _module_file(name: str, root: Path) -> Path | None:
 
 
 def _discovers_modules(source: str) -> bool:
-    """A package that imports every module of itself at run time (the kernel registry does)."""
-    return "pkgutil.iter_modules(__path__)" in source
+    """A package that imports its own modules by name at run time (the kernel registry does)."""
+    return 'importlib.import_module(f"{__name__}.' in source
 
 
 def _imports(path: Path, root: Path) -> set[Path]:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.experiments.core.chips import CHIPS, target_for_device_kind
-from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE
+from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, OUT_ITEMSIZE
 from tpu_matmul_repro.experiments.core.units import TERA, flops
 from tpu_matmul_repro.kernels import DECLARED
 from tpu_matmul_repro.kernels.spec import WHOLE
@@ -48,7 +48,6 @@ CONTROL = r"[\x00-\x08\x0b-\x1f\x7f]"  # any control character but tab and newli
 NOT_COMPILED = ("vmem_oom", "compile_error")  # statuses of a kernel that never ran (no output check)
 CHIP_COLUMNS = ("peak_tflops", "hbm_bytes_per_s", "hbm_seconds", "roofline_tflops")
 SAME = 1e-6  # relative: a chip figure written to a file and read back is the chip's figure
-OUT_ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 4}  # int8 products are int32 (traffic.out_itemsize)
 
 
 def first_problem(df: pd.DataFrame, tolerance: dict) -> tuple[str, int, str] | None:

@@ -16,7 +16,7 @@ Marking a message where it is written:
 - report: `gettext("…")`, `_("…")` in its code and templates (Jinja's i18n extension), `N_` for tables;
   a sentence with a count in it, `ngettext("%(num)s claim differs", "%(num)s claims differ", n)` (the
   catalog holds the pair, Chinese one form).
-- kernels: each SPEC's `description` (read by `spec_descriptions`: the kernels import nothing above).
+- kernels: each kernel's `description` (read by `spec_descriptions`: the kernels import nothing above).
 Placeholders are %-format with names, `%(n)s`, `%(x).1f`, a literal % is `%%` (as Jinja's newstyle
 gettext requires), so every message follows one convention, which babel checks (python-format).
 Only literals are extracted: `translate(lang, TEXT["key"])` marks nothing, and a literal inside a
@@ -70,10 +70,11 @@ def NC_(context: str, message: str) -> tuple[str, str]:
 
 
 def spec_descriptions(fileobj, keywords, comment_tags, options):
-    """A babel extractor (EXTRACT): the `description` of a kernel's SPEC (kernels/*.py), which figure
-    titles and report headings show in each language; kernels/ marks nothing (it imports no layer above)."""
+    """A babel extractor (EXTRACT): the `description` of each kernel's facts (kernels/__init__.py), which
+    figure titles and report headings show in each language; kernels/ marks nothing (it imports no layer
+    above)."""
     for node in ast.walk(ast.parse(fileobj.read())):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "KernelSpec":
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "KernelFacts":
             for keyword in node.keywords:
                 if keyword.arg == "description" and isinstance(keyword.value, ast.Constant):
                     yield keyword.value.lineno, None, [keyword.value.value], []

@@ -13,8 +13,8 @@ import sys
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import Chip, chip
-from tpu_matmul_repro.experiments.core.traffic import flops, hbm_bytes, min_vmem_bytes
-from tpu_matmul_repro.experiments.core.units import TERA, MiB, tflops
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,14 +57,14 @@ class Device:
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """How to measure: from the config's `measure` section (defaults in config/schema.yaml only; see
-    experiments/plan/jobs.measure_settings)."""
+    experiments/plan/job_lists.measure_settings)."""
 
     warmup: int
     samples: int
     input_sets: int
     min_sample_s: float
     max_calls: int
-    # Largest per-tile error (experiments/measure/check.py) of a correct result. Measured bands on
+    # Largest per-tile error (experiments/measure/output_check.py) of a correct result. Measured bands on
     # random normal operands: one bf16 pass 2.4e-3, bf16 output rounding 1.7e-3; a wrong tile ~1.
     tolerance: tuple
     timeout_s: float  # per configuration (compile, check and timing), in its worker
@@ -148,7 +148,7 @@ def beyond_physical_vmem(target: str, case: Case) -> dict | None:
 def chip_columns(c: Chip, case: Case) -> dict:
     """The chip's figures and the case's HBM traffic and roofline: they travel with each row (estimated
     or measured), so figures and reports read only the table."""
-    moved, work = hbm_bytes(case), flops(case)
+    moved, work = hbm_bytes(case), flops(case.m, case.k, case.n)
     hbm_seconds = moved / c.hbm_bytes_per_s
     return dict(peak_tflops=c.peak_flops[case.dtype] / TERA, hbm_bytes_per_s=c.hbm_bytes_per_s,
                 hbm_bytes=moved, hbm_seconds=hbm_seconds,

@@ -97,7 +97,7 @@ class OutputCache:
 
     def restore(self, key: str, outputs) -> bool:
         """Copy the entry's files to `outputs` (each atomically); False when there is no sound entry."""
-        from tpu_matmul_repro.experiments.core.tables import write_atomic
+        from tpu_matmul_repro.experiments.core.atomic_write import write_atomic
 
         entry = self._entry(key)
         manifest_path = entry / "manifest.json"

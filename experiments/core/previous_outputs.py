@@ -1,7 +1,7 @@
 """The previous version of every output a run replaces, kept until the run ends (issue 39).
 
 Snakemake removes a job's old outputs when it starts the job. The jobs write through a temporary file
-(experiments/core/tables.py: write_atomic), which keeps a half-written file out of results/, but a job
+(experiments/core/atomic_write.py: write_atomic), which keeps a half-written file out of results/, but a job
 that then fails (a full disk, a crash, Ctrl-C) left nothing where the finished file had been. So the
 Snakefile's `onstart` hard-links each existing output of the jobs about to run into FOLDER (a link
 costs no space: a full disk does not stop it) and notes Snakemake's metadata record of it; `onerror`

@@ -13,7 +13,7 @@ import stat
 KiB, MiB = 1 << 10, 1 << 20
 
 # The largest file of each kind that is read: a hundred times or more what the project's own largest
-# holds (config/config.yaml ~9 KB, advise/models.yaml ~3 KB, a fidelity.csv ~20 KB, a compile cache
+# holds (config/config.yaml ~9 KB, advise/whole_models.yaml ~3 KB, a fidelity.csv ~20 KB, a compile cache
 # entry ~1 KB), and for a carried measurement file what measure.max_carried_rows' default of 200,000
 # rows with their samples takes.
 LIMITS = {

@@ -7,33 +7,29 @@ the grid in its iteration order (row-major, last axis fastest) gives the bytes e
 """
 import numpy as np
 
-from tpu_matmul_repro.experiments.core import units
 from tpu_matmul_repro.experiments.core.cases import Case
+from tpu_matmul_repro.experiments.core.chips import chip
 from tpu_matmul_repro.kernels.spec import WHOLE
 
-ITEMSIZE = {"float32": 4, "bfloat16": 2, "int8": 1}
+# The output dtype of each input dtype: int8 inputs (v5 and XLA only) produce their int32 accumulator,
+# as kernels/v5_accumulator.py's v5_out_dtype returns it; floats keep their dtype.
+OUT_DTYPE = {"float32": "float32", "bfloat16": "bfloat16", "int8": "int32"}
+_BYTES = {"float32": 4, "bfloat16": 2, "int8": 1, "int32": 4}
+ITEMSIZE = {dtype: _BYTES[dtype] for dtype in OUT_DTYPE}
+OUT_ITEMSIZE = {dtype: _BYTES[out] for dtype, out in OUT_DTYPE.items()}
 
 
 def matmul_bytes(shape, dtype: str) -> int:
-    """HBM bytes of A, B and C of one matmul (m, k, n) (int8 inputs give their int32 accumulator, as v5
-    and XLA return it)."""
+    """HBM bytes of A, B and C of one matmul (m, k, n)."""
     m, k, n = shape
-    out = 4 if dtype == "int8" else ITEMSIZE[dtype]
-    return (m * k + k * n) * ITEMSIZE[dtype] + m * n * out
-
-
-# HBM per compile target device (a v4/v5p device is a two-core chip, a 7x device one of a chip's two
-# cores), from hbm_capacity_bytes in jax/_src/pallas/mosaic/tpu_info.py of jax 0.10.2: the operands
-# and the output of one matmul must fit in it.
-HBM_BYTES = {"v4": 34_400_000_000, "v5e": 17_200_000_000, "v5p": 103_000_000_000,
-             "v6e": 34_400_000_000, "7x": 206_000_000_000 // 2}
+    return (m * k + k * n) * ITEMSIZE[dtype] + m * n * OUT_ITEMSIZE[dtype]
 
 
 def hbm_problem(shape, dtype: str, target: str) -> str:
     """Why a matmul of `shape` cannot run on `target` at all ("" if it can): its operands and output
     must fit in the device's HBM. The one bound on a shape the advisor takes, and the config's
     advice.shapes."""
-    need, have = matmul_bytes(shape, dtype), HBM_BYTES[target]
+    need, have = matmul_bytes(shape, dtype), chip(target).hbm_bytes
     if need <= have:
         return ""
     return (f"its {dtype} operands and output need {need / 2**30:.1f} GiB, more than {target}'s "
@@ -41,8 +37,7 @@ def hbm_problem(shape, dtype: str, target: str) -> str:
 
 
 def out_itemsize(case: Case) -> int:
-    """int8 inputs (v5 and XLA only) produce their int32 accumulator; floats keep their dtype."""
-    return 4 if case.dtype == "int8" else ITEMSIZE[case.dtype]
+    return OUT_ITEMSIZE[case.dtype]
 
 
 def _grid_indices(grid: tuple[int, ...]) -> np.ndarray:
@@ -113,10 +108,6 @@ def step_bytes(case: Case) -> tuple[np.ndarray, np.ndarray]:
     last_of_tile = np.concatenate([np.any(o[1:] != o[:-1], axis=1), [True]])
     bytes_out = (last_of_tile * (case.bm * case.bn * out_s)).astype(np.int64)
     return bytes_in.astype(np.int64), bytes_out
-
-
-def flops(case: Case) -> int:
-    return units.flops(case.m, case.k, case.n)
 
 
 def min_vmem_bytes(case: Case) -> int:

@@ -9,6 +9,11 @@ def flops(m, k, n):
     return 2 * m * k * n
 
 
+def unit_name(dtype: str) -> str:
+    """The unit of a rate in `dtype`: integer products are operations, not floating-point ones."""
+    return "TOP/s" if dtype == "int8" else "TFLOP/s"
+
+
 def tflops(work, seconds):
     """TFLOP/s of `work` operations done in `seconds` (numbers or columns): the one place a rate is
     made from a time, for every source alike."""

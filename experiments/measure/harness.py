@@ -1,8 +1,8 @@
 """Measuring kernels on a real device: compile, check, warm up, then time.
 
-Per configuration (`measure_case`, run inside a worker process, experiments/measure/worker.py):
+Per configuration (`measure_case`, run inside a worker process, experiments/measure/timing_worker.py):
 1. compile (`jit(...).lower(...).compile()`); a compiler error is a row (vmem_oom, compile_error);
-2. run once and check the output (experiments/measure/check.py: non-finite values, every 128x128 tile
+2. run once and check the output (experiments/measure/output_check.py: non-finite values, every 128x128 tile
    against the operands' scale, sampled tiles again on the host; int8 exact); a wrong result is a
    `wrong_result` row and is not timed; an exception is `runtime_error`;
 3. warm up, then time, rotating among `input_sets` sets of fresh random normal operands, three ways
@@ -46,7 +46,7 @@ from tpu_matmul_repro.experiments.core.provenance import provenance
 from tpu_matmul_repro.experiments.core.runtime import Progress
 from tpu_matmul_repro.experiments.core.schema import frame
 from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
-from tpu_matmul_repro.experiments.measure import check, timers
+from tpu_matmul_repro.experiments.measure import output_check, timers
 from tpu_matmul_repro.experiments.measure.process import Worker, WorkerFailed, empty_result
 from tpu_matmul_repro.experiments.measure.timers import time_batched, time_blocked  # noqa: F401  (re-exported)
 
@@ -99,7 +99,7 @@ def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counte
     try:
         phase("checking")
         out = compiled(*inputs[0])
-        verdict = check.check(out, *inputs[0], case.dtype, dict(settings.tolerance)[case.dtype])
+        verdict = output_check.check(out, *inputs[0], case.dtype, dict(settings.tolerance)[case.dtype])
         result.update(verdict)
         out_bytes = out.size * out.dtype.itemsize
         del out

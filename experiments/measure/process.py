@@ -1,5 +1,5 @@
 """The job's side of measuring in a worker process the job can kill: `Worker` starts, feeds and, on a
-timeout, kills `python -m experiments.measure.worker PLATFORM [BUILD]` (worker.py, the worker's side).
+timeout, kills `python -m experiments.measure.timing_worker PLATFORM [BUILD]` (worker.py, the worker's side).
 
 The worker is the only process of a measuring job that opens the device. It says hello (the device it
 found, its chips, the dispatch floor), then reads pickled (case, vmem_limit_bytes, settings) requests
@@ -19,7 +19,7 @@ import time
 
 from tpu_matmul_repro.experiments.core.compiler_output import readable_error
 
-WORKER = "tpu_matmul_repro.experiments.measure.worker"
+WORKER = "tpu_matmul_repro.experiments.measure.timing_worker"
 DEFAULT_BUILD = "tpu_matmul_repro.experiments.measure.harness:build"
 HEADER = struct.Struct("<Q")  # each message: its length, then the pickle
 

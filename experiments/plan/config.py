@@ -12,6 +12,7 @@ import jsonschema
 import yaml
 
 from tpu_matmul_repro.experiments.core import reading
+from tpu_matmul_repro.experiments.core.chips import CHIPS, advised_targets
 from tpu_matmul_repro.kernels import DECLARED
 from tpu_matmul_repro.kernels.spec import BLOCKS
 
@@ -36,12 +37,15 @@ def _schema_file(_mtime_ns: int) -> dict:
 
 
 def schema() -> dict:
-    """config/schema.yaml, with its kernel enums filled from the kernel registry (kernels/)."""
+    """config/schema.yaml, with its kernel enums filled from the kernel registry (kernels/) and its
+    target enums from CHIPS."""
     loaded = copy.deepcopy(_schema_file(SCHEMA.stat().st_mtime_ns))
     defs = loaded["$defs"]
     defs["kernel"]["enum"] = list(DECLARED)
     defs["pallas_kernel"]["enum"] = [name for name, facts in DECLARED.items() if facts.pallas]
     defs["blocked_kernel"]["enum"] = list(BLOCKED)
+    defs["target"]["enum"] = list(CHIPS)
+    defs["advised_target"]["enum"] = list(advised_targets())
     loaded["properties"]["studies"]["items"]["enum"] = study_names()
     return loaded
 
@@ -84,7 +88,7 @@ def check_advice(config: dict) -> None:
     from tpu_matmul_repro.experiments.core.traffic import hbm_problem
 
     section = config["advice"]
-    targets = section.get("targets") or [t for t in config["targets"] if t != "v4"]
+    targets = section.get("targets") or [t for t in config["targets"] if t in advised_targets()]
     for i, shape in enumerate(section["shapes"]):
         for target in targets:
             why = hbm_problem(shape, section["dtype"], target)

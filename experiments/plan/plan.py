@@ -10,7 +10,7 @@ from tpu_matmul_repro.experiments.core import reading
 from tpu_matmul_repro.experiments.core.chips import CHIPS
 from tpu_matmul_repro.experiments.core.jobs import Device
 from tpu_matmul_repro.experiments.plan import config as plan_config
-from tpu_matmul_repro.experiments.plan import jobs as plan_jobs
+from tpu_matmul_repro.experiments.plan import job_lists
 from tpu_matmul_repro.experiments.plan import toolchains as plan_toolchains
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published_v5e.csv"
@@ -45,9 +45,9 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     compile. Raises plan_config.ConfigError naming the key and the value.
     """
     config = plan_config.checked(config)
-    toolchains = plan_jobs.check_toolchains(config)
-    correctness = plan_jobs.correctness_cases(config)
-    measure = plan_jobs.measure_jobs(config, device, label) if device else {}
+    toolchains = job_lists.check_toolchains(config)
+    correctness = job_lists.correctness_cases(config)
+    measure = job_lists.measure_jobs(config, device, label) if device else {}
     imported = tuple(sorted(str(p) for p in imported))
     targets = list(dict.fromkeys(config["targets"] + known_targets([device] if device else [], imported)))
     with_targets = {**config, "targets": targets}
@@ -55,14 +55,14 @@ def make_plan(config: dict, *, device=None, label: str = "local", imported=(), p
     own = [t for t in targets if t not in served]  # served targets: compiled by their own toolchain only
     compile_jobs = {}
     if own:
-        parts = plan_jobs.compile_parts(plan_jobs.compile_jobs({**config, "targets": own}),
+        parts = job_lists.compile_parts(job_lists.compile_jobs({**config, "targets": own}),
                                         config["compile_study"]["search_jobs"])
-        compile_jobs = plan_jobs.merge_baseline_jobs(parts)
-    toolchain_jobs = plan_jobs.toolchain_jobs(with_targets, published)
+        compile_jobs = job_lists.merge_baseline_jobs(parts)
+    toolchain_jobs = job_lists.toolchain_jobs(with_targets, published)
     return Plan(config=config, correctness=correctness, targets=targets, compile_jobs=compile_jobs,
                 device=device, label=label, measure=measure, imported=imported, toolchains=toolchains,
                 toolchain_jobs=toolchain_jobs,
-                toolchain_batches=plan_jobs.toolchain_batches(toolchain_jobs, toolchains), served=served)
+                toolchain_batches=job_lists.toolchain_batches(toolchain_jobs, toolchains), served=served)
 
 
 def known_targets(devices, imported_paths) -> list[str]:

@@ -3,7 +3,7 @@ config's `studies` list, never by an import of its own (tests/test_structure.py 
 
 Loading a study imports its package and, where it has them, its modules `specs`, `figure` and `section`,
 which register what the study adds to the core: the figures a config yields of its kinds
-(figures.specs.register: what planning needs), how to draw them (figures.catalog.register) and report
+(figures.figure_specs.register: what planning needs), how to draw them (figures.catalog.register) and report
 sections (report.sections.register). Each process that draws figures or builds the report loads the
 run's studies first. Nothing imports those modules statically, so a study's own scripts (its table)
 do not depend on its figure or section code (rules/common.smk: study_modules).

@@ -92,7 +92,7 @@ def between(versions, first: str, last: str) -> list[str]:
 
 def write(releases: list[Release], path, header: str) -> None:
     """data/releases.csv: `header` as # comments (where the list came from), then one row per release."""
-    from tpu_matmul_repro.experiments.core.tables import write_text_atomic
+    from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
 
     out = io.StringIO()
     for line in header.strip().splitlines():

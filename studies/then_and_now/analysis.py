@@ -1,13 +1,13 @@
 """Then and now: the post's configurations under each toolchain, against the post's own verdicts.
 
 The core's figures and findings read each target's own compiler's estimates only
-(analysis.toolchains.primary_rows); this study reads every toolchain's.
+(analysis.toolchain_rows.primary_rows); this study reads every toolchain's.
 """
 import pandas as pd
 
 from tpu_matmul_repro.analysis.claims import FEASIBILITY_CLAIMS, claims_table
 from tpu_matmul_repro.analysis.summaries import MATCH, default_limit, post_configs
-from tpu_matmul_repro.analysis.toolchains import primary_rows, toolchains_of
+from tpu_matmul_repro.analysis.toolchain_rows import primary_rows, toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.studies.toolchains import short_error

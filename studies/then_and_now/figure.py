@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.patches import Patch
 
-from tpu_matmul_repro.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.analysis.toolchain_rows import toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_, translate
 from tpu_matmul_repro.experiments.core.units import MiB

@@ -24,8 +24,8 @@ import pandas as pd
 import yaml
 
 from tpu_matmul_repro.experiments.compile_study import tpu_compile
+from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
 from tpu_matmul_repro.experiments.core.cases import Case
-from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.experiments.plan import config as experiment_config
 from tpu_matmul_repro.studies.history.probes import ReleaseCompiler, settings_of

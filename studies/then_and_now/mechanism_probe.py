@@ -2,7 +2,7 @@
 the compiler (the Mosaic custom call's backend_config keys, body left out) and what libtpu reports back
 (the compiled custom call's used_scoped_memory_configs), as one JSON line per case on stdout.
 
-Uses the compile worker's own compile (experiments/compile_study/worker.py), so it compiles what the
+Uses the compile worker's own compile (experiments/compile_study/compile_worker.py), so it compiles what the
 study compiles, IR-version fallback included.
 """
 import base64
@@ -11,7 +11,7 @@ import json
 import re
 import sys
 
-from tpu_matmul_repro.experiments.compile_study import worker
+from tpu_matmul_repro.experiments.compile_study import compile_worker
 from tpu_matmul_repro.experiments.core import compiler_output
 from tpu_matmul_repro.experiments.core.cases import Case, wrapper
 
@@ -33,7 +33,7 @@ def body_names(lowered: str) -> list[str]:
 def lowered_text(case: Case) -> str:
     import jax
 
-    sharding = jax.sharding.SingleDeviceSharding(worker._device)
+    sharding = jax.sharding.SingleDeviceSharding(compile_worker._device)
     args = (jax.ShapeDtypeStruct((case.m, case.k), case.dtype, sharding=sharding),
             jax.ShapeDtypeStruct((case.k, case.n), case.dtype, sharding=sharding))
     fn = wrapper(case.kernel)
@@ -70,7 +70,7 @@ def compile_at(case: Case, version: int | None) -> dict:
     tpu_custom_call.get_ir_version = recorded
     out = dict(case=list(dataclasses.astuple(case)), ir_version=version)
     try:
-        compiled = worker.compile_text(case, None)
+        compiled = compile_worker.compile_text(case, None)
         out |= dict(status="ok", vmem_bytes=compiler_output.vmem_bytes_used(compiled),
                     used_scoped_memory_configs=[json.loads(u) for u in _USED.findall(compiled)])
     except Exception as e:  # an out-of-VMEM verdict or a refused version: a finding
@@ -83,7 +83,7 @@ def compile_at(case: Case, version: int | None) -> dict:
 
 def main() -> None:
     target, cases = sys.argv[1], [Case(*c) for c in json.loads(sys.argv[2])]
-    worker.init_worker(target, None)
+    compile_worker.init_worker(target, None)
     print(json.dumps(dict(loaded=loaded())), flush=True)
     for case in cases:
         try:

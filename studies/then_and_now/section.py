@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tpu_matmul_repro.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.analysis.toolchain_rows import toolchains_of
 from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
@@ -86,7 +86,7 @@ def toolchain_agreement(table: pd.DataFrame | None, primary: str | None) -> list
     post's configurations: how many it compiled and how many of those agree with the post's verdict."""
     if table is None or table.empty:
         return []
-    names = toolchains_in(table)  # the eras in order (analysis.toolchains.toolchains_of)
+    names = toolchains_in(table)  # the eras in order (analysis.toolchain_rows.toolchains_of)
     names = [n for n in names if n != primary] + [n for n in names if n == primary]
     return [a for a in (agreement(table, name) for name in names) if a["n"]]
 

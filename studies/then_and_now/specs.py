@@ -1,8 +1,8 @@
 """The figure a config yields of this study: the post's chip under every toolchain, when the config has
-more than one (registered with figures.specs, what planning reads; figure.py draws it)."""
+more than one (registered with figures.figure_specs, what planning reads; figure.py draws it)."""
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.plan.toolchains import parse as parse_toolchains
-from tpu_matmul_repro.figures.specs import register
+from tpu_matmul_repro.figures.figure_specs import register
 
 
 def figure_specs(config: dict, targets) -> dict:

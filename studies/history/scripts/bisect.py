@@ -4,9 +4,9 @@ post's VMEM figures (studies/history/run.py); sequential, as each probe depends 
 
 
 from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
-from tpu_matmul_repro.experiments.plan.jobs import published_cases
+from tpu_matmul_repro.experiments.plan.job_lists import published_cases
 from tpu_matmul_repro.studies.history import releases
 from tpu_matmul_repro.studies.history.probes import ReleaseCompiler
 from tpu_matmul_repro.studies.history.run import run_history

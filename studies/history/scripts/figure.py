@@ -6,7 +6,7 @@ import pandas as pd
 
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.figures.catalog import figure_title
-from tpu_matmul_repro.figures.specs import LANGUAGES, stem
+from tpu_matmul_repro.figures.figure_specs import LANGUAGES, stem
 from tpu_matmul_repro.figures.style import save, use_style
 from tpu_matmul_repro.studies.history import releases
 from tpu_matmul_repro.studies.history.figure import plot_history, provenance

@@ -295,7 +295,7 @@ def test_the_ir_version_libtpu_reads_is_taken_from_its_refusal():
 def test_a_refused_ir_version_is_compiled_again_at_the_readable_one(monkeypatch):
     from jax._src import tpu_custom_call
 
-    from tpu_matmul_repro.experiments.compile_study import worker
+    from tpu_matmul_repro.experiments.compile_study import compile_worker
     from tpu_matmul_repro.experiments.core import compiler_output
 
     # jax's own choice off a TPU host: the newest version (None); monkeypatch restores jax's function
@@ -308,10 +308,11 @@ def test_a_refused_ir_version_is_compiled_again_at_the_readable_one(monkeypatch)
             raise RuntimeError("Unsupported version: expected <= 7 but got 8")
         return "hlo"
 
-    monkeypatch.setattr(worker, "compile_text", compile_text)
+    monkeypatch.setattr(compile_worker, "compile_text", compile_text)
     monkeypatch.setattr(compiler_output, "vmem_bytes_used", lambda text: 123)
     monkeypatch.setattr(compiler_output, "prefetched_operands", lambda text: 0)
-    result = worker.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None, False)
+    case = Case("v3", "float32", 256, 256, 256, 128, 128, 128)
+    result = compile_worker.compile_in_worker(case, None, False)
     assert (result["status"], result["vmem_bytes"]) == ("ok", 123) and attempts[-1] == 7
-    assert worker.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None,
+    assert compile_worker.compile_in_worker(Case("v3", "float32", 256, 256, 256, 128, 128, 128), None,
                                     False)["status"] == "ok" and attempts[-1] == 7  # kept for the worker

@@ -2,9 +2,9 @@
 
 
 from tpu_matmul_repro.analysis.runs import read_results
-from tpu_matmul_repro.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.analysis.toolchain_rows import toolchains_of
+from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
 from tpu_matmul_repro.experiments.core.runtime import logged
-from tpu_matmul_repro.experiments.core.tables import write_csv_atomic
 from tpu_matmul_repro.experiments.plan.toolchains import primary
 from tpu_matmul_repro.studies.then_and_now.analysis import agreement, then_and_now
 

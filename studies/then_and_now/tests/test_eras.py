@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tpu_matmul_repro.analysis.toolchains import toolchains_of
+from tpu_matmul_repro.analysis.toolchain_rows import toolchains_of
 from tpu_matmul_repro.studies.then_and_now.analysis import verdict_changes
 from tpu_matmul_repro.studies.then_and_now.section import changes_to_today, first_page
 

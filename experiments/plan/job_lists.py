@@ -9,7 +9,7 @@ import dataclasses
 from tpu_matmul_repro.experiments.core.cases import Case, expand, search_space
 from tpu_matmul_repro.experiments.core.jobs import Job, MeasureJob, Settings, searched
 from tpu_matmul_repro.experiments.plan.config import BLOCKED, ConfigError
-from tpu_matmul_repro.experiments.plan.search import search_covers
+from tpu_matmul_repro.experiments.plan.search_scope import search_covers
 from tpu_matmul_repro.experiments.plan.toolchains import ToolchainError, parse, primary
 from tpu_matmul_repro.kernels import DECLARED, checks
 from tpu_matmul_repro.kernels.spec import BLOCKS, SPLIT

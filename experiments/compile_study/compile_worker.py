@@ -1,4 +1,4 @@
-"""The compile worker process: `python -m experiments.compile_study.worker TARGET [PROFILE_DIR]`.
+"""The compile worker process: `python -m experiments.compile_study.compile_worker TARGET [PROFILE_DIR]`.
 
 Deviceless compilation for a TPU generation with libtpu: `jax.experimental.topologies.get_topology_desc`
 loads libtpu and returns compile-only TPU devices while `jax.devices()` stays on the CPU; giving the

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Callable
 
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
-from tpu_matmul_repro.experiments.plan.search import search_covers
+from tpu_matmul_repro.experiments.plan.search_scope import search_covers
 
 FORMATS = ("png", "svg", "pdf")
-LANGUAGES = ("en", "zh")
+LANGUAGE_NAMES = {"en": ("en", "English"), "zh": ("zh-Hans", "简体中文")}  # code -> (HTML lang, name)
+LANGUAGES = tuple(LANGUAGE_NAMES)
 CORE_KINDS = ("experiment", "search", "vmem", "roofline", "fidelity", "generations")
 # Kinds drawn a second time for a phone (figures/plots.py NARROW_INCHES wide, the legend in one
 # column): <stem>.narrow.png, which the HTML report and the gallery show at narrow widths. A study's kind
@@ -63,7 +64,7 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
 
 def advice_specs(shapes) -> dict[str, tuple[str, dict]]:
     """name -> (kind, arguments) of the advice figures of the layer shapes ("8192x4096x14336"), drawn
-    by the advice rule from its table (figures/advice.py) and numbered with the other figures."""
+    by the advice rule from its table (figures/advice_figure.py) and numbered with the other figures."""
     return {f"advice_{shape}": ("advice", {"shape": shape}) for shape in shapes}
 
 

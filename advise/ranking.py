@@ -10,11 +10,10 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.advise.search import DOUBLE_BUFFER_BOUND, PRUNED, Found, leader_of
-from tpu_matmul_repro.analysis.summaries import MODEL_ONLY
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
-from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
+from tpu_matmul_repro.experiments.core.traffic import OUT_DTYPE, hbm_bytes
 from tpu_matmul_repro.experiments.core.units import MiB, flops
 from tpu_matmul_repro.kernels import DECLARED, is_pallas
 from tpu_matmul_repro.report.advice import LEVEL, blocks_label, budget_spent, padded, recommendation
@@ -25,7 +24,7 @@ COLUMNS = ["target", "m", "k", "n", "dtype", "kernel", "rank", "bm", "bk", "bn",
            "tie", "same_time_as", "vmem_mib", "vmem_limit_mib", "vmem_needed_mib", "physical_vmem_mib",
            "limits_tried", "model_device_ms", "model_device_tflops", "model_post_ms", "model_post_tflops",
            *INTERVALS, "bound", "peak_flops_pct", "hbm_bandwidth_pct",
-           "model_basis", "xla_estimate_method", "xla_raw_tflops", "est_cycles", "cycles_method",
+           "xla_estimate_method", "xla_raw_tflops", "est_cycles", "cycles_method",
            "vmem_method", "lower_bound_seconds", "interval", "model_source", "libtpu_version",
            "recommendation", "note"]
 SAME = 1e-9  # modelled times closer than this (relative) are one time: a twin's sum in another order
@@ -54,8 +53,6 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     table["vmem_needed_mib"] = np.where(table.status.isin(["ok", "vmem_oom"]), table.vmem_mib, np.nan)
     table["physical_vmem_mib"] = c.vmem_bytes / MiB
     table["xla_raw_tflops"] = np.where(table._xla, table.tflops, np.nan)
-    table["model_basis"] = np.where(table.model_fit.fillna("").str.endswith(MODEL_ONLY), MODEL_ONLY,
-                                    np.where(table.model_device_seconds.notna(), "compiler cycles", ""))
     pallas = table[~table._xla]
     timed = pallas.model_device_seconds.notna() & (pallas.status == "ok")
     keys = pallas[timed].assign(_time=[float(f"{t:.9g}") for t in pallas.model_device_seconds[timed]],
@@ -173,8 +170,6 @@ def note(r, limit: int) -> str:
         why = str(r.error)
     elif r.kernel == "xla" and r.xla_estimate_method == "monotone_envelope":
         why = "libtpu's cost model dips here: the best smaller same-aspect problem's rate is used"
-    elif r.model_basis == MODEL_ONLY:
-        why = "no compiler cycles: modelled from the chip's peak and bandwidth alone"
     else:
         why = ""
     tried = r.limits_tried if isinstance(r.limits_tried, str) and ";" in r.limits_tried else ""
@@ -271,7 +266,7 @@ def block_lines(r) -> list[str]:
 
 
 def xla_lines(r) -> list[str]:
-    out = ", preferred_element_type=jnp.int32" if r.dtype == "int8" else ""
+    out = f", preferred_element_type=jnp.{OUT_DTYPE[r.dtype]}" if OUT_DTYPE[r.dtype] != r.dtype else ""
     return [f"    c = jnp.matmul(a, b{out})  # XLA's own matmul: no Pallas kernel"]
 
 

@@ -19,9 +19,9 @@ from tpu_matmul_repro.analysis.views import tied  # noqa: E402
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip  # noqa: E402
 from tpu_matmul_repro.experiments.core.i18n import N_, translate  # noqa: E402
 from tpu_matmul_repro.figures.cite import RESULTS_LICENCE, citation  # noqa: E402
+from tpu_matmul_repro.figures.figure_specs import LANGUAGES, narrow_stem, stem  # noqa: E402
 from tpu_matmul_repro.figures.labels import join, notes_after  # noqa: E402
 from tpu_matmul_repro.figures.plots import NARROW_INCHES  # noqa: E402
-from tpu_matmul_repro.figures.specs import LANGUAGES, narrow_stem, stem  # noqa: E402
 from tpu_matmul_repro.figures.style import save, use_style  # noqa: E402
 
 KIND = "advice"
