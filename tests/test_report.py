@@ -266,7 +266,7 @@ def test_each_listing_once_in_the_appendix(table):
         assert html.count(f'<h4 id="code-{module}">') == 1 and f'href="#code-{module}"' in html
     assert 'id="code-v3_block"' not in html  # no v3 or v4 rows: no section, no listing
     assert '<h3 id="config">' in appendix and "targets: [v5e]" in appendix
-    assert html.index('id="v5"') < html.index('id="appendix"')
+    assert html.index('id="appendix"') < html.index('id="v5"')  # each experiment's detail: an appendix
 
 
 @pytest.mark.slow
