@@ -47,15 +47,23 @@ NEEDED = [*GROUP, "kernel", "bm", "bk", "bn", "measured_seconds", "model_seconds
           "hi80", "inside80"]
 
 
-def read(path) -> pd.DataFrame:
-    path = Path(path)
+def _csv(path: Path) -> pd.DataFrame:
     try:
-        scores = pd.read_csv(path)
+        return pd.read_csv(path)
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
         raise ScoresError(f"{path}: cannot be read as a CSV: {err}") from None
-    missing = [c for c in NEEDED if c not in scores.columns]
+
+
+def _require(frame: pd.DataFrame, path: Path, needed, what: str) -> None:
+    missing = [c for c in needed if c not in frame.columns]
     if missing:
-        raise ScoresError(f"{path}: columns {missing} missing: not a public_scores.csv of a pipeline run")
+        raise ScoresError(f"{path}: columns {missing} missing: not {what}")
+
+
+def read(path) -> pd.DataFrame:
+    path = Path(path)
+    scores = _csv(path)
+    _require(scores, path, NEEDED, "a public_scores.csv of a pipeline run")
     for column in ("measured_seconds", "model_seconds"):
         values = pd.to_numeric(scores[column], errors="coerce")
         bad = scores[column].notna() & ~(values > 0)
@@ -141,15 +149,10 @@ ADVICE_NEEDED = ["target", "m", "k", "n", "dtype", "kernel", "rank", "bm", "bk",
 def read_advice(path) -> pd.DataFrame:
     """An `advise --csv` table: the best block and XLA of each search (the rows the pick needs)."""
     path = Path(path)
-    try:
-        advice = pd.read_csv(path)
-    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as err:
-        raise ScoresError(f"{path}: cannot be read as a CSV: {err}") from None
+    advice = _csv(path)
     if "cut" in advice.columns:  # a record of this function's own
         return advice
-    missing = [c for c in [*ADVICE_NEEDED, "status", "note"] if c not in advice.columns]
-    if missing:
-        raise ScoresError(f"{path}: columns {missing} missing: not the output of advise --csv")
+    _require(advice, path, [*ADVICE_NEEDED, "status", "note"], "the output of advise --csv")
     # a search the time budget cut is not a whole answer: its pick is left out (advisor_picks)
     spent = (advice.status == "timeout") & advice.note.fillna("").astype(str).str.contains("time budget")
     cut = spent.groupby([advice[c] for c in SEARCH]).transform("any")
