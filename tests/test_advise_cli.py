@@ -209,6 +209,7 @@ HUNG_WORKER = "#!/bin/sh\nexec sleep 600\n"
 DRIVER = "\n".join([
     "import signal, sys",
     "signal.signal(signal.SIGINT, signal.default_int_handler)  # a terminal's, not a background job's",
+    "signal.signal(signal.SIGHUP, signal.SIG_DFL)  # a terminal's, not nohup's (an ignored one stays so)",
     "from tpu_matmul_repro.advise import cli",
     "cli.compiler_for = lambda target, config: dict(toolchain='hung', static_profile=True, "
     "python={worker!r}, versions=None)",

@@ -30,7 +30,7 @@ WORDS = {"en": {"estimate": "estimated", "modelled": "modelled"},
          "zh": {"estimate": "估计值", "modelled": "建模值"}}
 SENTENCES = {  # (where, the sentence with the class word cut out as (?P<word>...))
     "en": [("abstract", r"Nothing was measured on a TPU: every speed is (?P<word>\w+)\."),
-           ("roofline", r"Every point is (?P<word>\w+)\."),
+           ("roofline", r"Every point is (?P<word>[\w ]+)\."),
            ("introduction", r"every TPU TFLOP/s number below is (?P<word>[\w, ]+?)\.")],
     "zh": [("abstract", r"本次没有在 TPU 上实测任何数据：所有速度都是(?P<word>[^。]+)。"),
            ("roofline", r"图中的点都是(?P<word>[^。]+)。"),
@@ -66,6 +66,9 @@ def test_the_report_names_the_class_its_rows_hold(table, lang, modelled):
         if where == "introduction":  # every TPU speed shown: libtpu's raw estimate stays beside the model
             assert (WORDS[lang]["modelled"] in words) is modelled, words
             assert WORDS[lang]["estimate"] in words, words
+        elif where == "roofline":  # the post's published points stand beside the run's
+            expected = {"en": f"{WORDS['en'][cls]} or published", "zh": f"{WORDS['zh'][cls]}或原文数据"}
+            assert words == expected[lang], (where, words)
         else:
             assert words == WORDS[lang][cls], (where, words)
             assert WORDS[lang][other] not in words
