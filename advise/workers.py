@@ -112,27 +112,34 @@ class Workers:
         another compiles a large part."""
         untaken, lock = iter(range(len(parts))), threading.Lock()
         done = [[] for _ in parts]
+        serving = []  # the pairs whose thread is serving: halted below until none is left
 
         def serve(pair):
-            guarded = [Guard(worker, self.deadline, self.stop) for worker in pair]
-            while not self.stop.is_set():
-                with lock:
-                    i = next(untaken, None)
-                if i is None:
-                    return
-                progress = Counted(sum(len(job.cases) for job in parts[i]), self.on_done)
-                done[i] = [row for job in parts[i]
-                           for row in job_rows(job, *guarded, progress, self.versions["libtpu_version"])]
+            serving.append(pair)  # before any worker starts: a halt waits for this thread
+            try:
+                guarded = [Guard(worker, self.deadline, self.stop) for worker in pair]
+                while not self.stop.is_set():
+                    with lock:
+                        i = next(untaken, None)
+                    if i is None:
+                        return
+                    progress = Counted(sum(len(job.cases) for job in parts[i]), self.on_done)
+                    done[i] = [row for job in parts[i]
+                               for row in job_rows(job, *guarded, progress, self.versions["libtpu_version"])]
+            finally:
+                serving.remove(pair)
 
         busy = self.pairs[:max(1, len(parts))]
         with concurrent.futures.ThreadPoolExecutor(len(busy)) as pool:
-            serving = [pool.submit(serve, pair) for pair in busy]
+            # A signal may come while the threads are still being started: the try covers that too, or
+            # the pool's exit would wait on a thread blocked in a compile.
             try:
-                for future in serving:
+                for future in [pool.submit(serve, pair) for pair in busy]:
                     future.result()  # re-raises a pair's exception
             except BaseException:  # Ctrl-C, SIGTERM or an error: the other threads must not go on
                 self.halt()
-                while concurrent.futures.wait(serving, timeout=0.2).not_done:
+                while serving:
+                    time.sleep(0.05)
                     self.halt()  # a thread may have started a worker since
                 raise
         return frame([row for part in done for row in part], self.versions)
