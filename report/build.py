@@ -84,10 +84,10 @@ WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figure
 
 def report_order(specs: dict) -> list[str]:
     """The figures' names in the order the report places them (render_pages numbers them so): the
-    timing model's, the studies' sections' (their kinds: figures.figure_specs.register), one experiment
-    across generations, the advice figures, the post's chip's VMEM, then the appendix's: the post's
-    chip's experiments (each figure, then its block search) and roofline, the other targets', the
-    other generations'. The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
+    timing model's, the studies' sections' (their kinds: figures.figure_specs.register), the post's
+    chip's VMEM, then the appendix's: the post's chip's experiments (each figure, then its block search)
+    and roofline, the other targets', the experiments across generations (the post's headline, v5 in
+    bfloat16, first), the advice figures. The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
     targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
     main = POST_CHIP if POST_CHIP in targets else (targets[0] if targets else "")
     generations = sorted(n for n, (k, _) in specs.items() if k == "generations")
@@ -100,11 +100,11 @@ def report_order(specs: dict) -> list[str]:
 
     others = [t for t in targets if t != main]
     order = (sorted(n for n in specs if n.startswith("fidelity_"))
-             + sorted(n for n, (k, _) in specs.items() if k in STUDY_SPECS) + lead
-             + sorted(n for n, (k, _) in specs.items() if k == "advice")
+             + sorted(n for n, (k, _) in specs.items() if k in STUDY_SPECS)
              + [f"vmem_{main}"] + kernels([main]) + [f"roofline_{main}"]
              + kernels(others) + [f"vmem_{t}" for t in others] + [f"roofline_{t}" for t in others]
-             + [n for n in generations if n not in lead])
+             + lead + [n for n in generations if n not in lead]
+             + sorted(n for n, (k, _) in specs.items() if k == "advice"))
     placed = [n for n in order if n in specs]
     return placed + [n for n in specs if n not in placed]  # a kind the report does not place: last
 

@@ -322,14 +322,58 @@ def verbatim(record: dict | None, keys) -> dict | None:
         "cores": Markup("<code>--cores 1</code>")}
 
 
+def largest_compared(rows: list[dict]) -> list[dict]:
+    """Of the best-vs-XLA rows, each target's and dtype's at the largest size with a fraction of XLA (DEFAULT)
+    (the largest size where none has one), with the HIGHEST row beside it."""
+    chosen = {}
+    for r in rows:
+        if r["versus"] != "DEFAULT":
+            continue
+        key, has = (r["target"], r["dtype"]), pd.notna(r["fraction_of_xla"])
+        best_so_far = chosen.get(key)
+        if best_so_far is None or (has, r["size"]) > best_so_far:
+            chosen[key] = (has, r["size"])
+    return [r for r in rows if chosen.get((r["target"], r["dtype"]), (None, None))[1] == r["size"]]
+
+
 def best(i: sections.Inputs) -> dict:
     rows = one_estimator(i.best_vs_xla)
     post_rows = [r for r in rows if all(pd.notna(r.get(key, np.nan)) for key in (
         "best_post_method_tflops", "post_xla_tflops", "fraction_of_post_xla"))]
-    return dict(best=tables.best_vs_xla_rows(rows), post_rows=post_rows,
+    shown = tables.best_vs_xla_rows(rows)
+    return dict(best=shown, best_largest=largest_compared(shown), post_rows=post_rows,
                 float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
                 estimator_names={"compiler": i.gettext("libtpu's estimate"),
                                  "model": i.gettext("timing model, device time")})
+
+
+def claims(i: sections.Inputs) -> dict:
+    """The claims as a compact table: one row per claim, its verdict under each compiler that checked it."""
+    rows = i.model["claims"]
+    toolchains = list(dict.fromkeys(r["toolchain"] for r in rows))
+    pivot = {}
+    for r in rows:
+        pivot.setdefault(r["claim"], {})[r["toolchain"]] = r
+    return dict(claims_toolchains=toolchains,
+                claims_pivot=[dict(claim=c, verdicts=[by.get(t) for t in toolchains]) for c, by in pivot.items()],
+                verdict_counts=front.verdict_counts(first_page(i), i.translations, i.lang))
+
+
+FOOTNOTE_MARKS = ("*", "**", "***", "****")
+
+
+def appendix_claims(i: sections.Inputs) -> dict | None:
+    """Every claim with its reason and source; a reason of untested claims that repeats is said once,
+    below the table, and its rows carry its mark."""
+    rows = [dict(r, mark="") for r in i.model["claims"]]
+    repeated = pd.Series([r["reason"] for r in rows if not r["tested"]]).value_counts()
+    notes = [dict(mark=mark, reason=reason) for mark, reason in zip(
+        FOOTNOTE_MARKS, repeated[repeated > 1].index, strict=False)]
+    marks = {n["reason"]: n["mark"] for n in notes}
+    for r in rows:
+        if not r["tested"] and r["reason"] in marks:
+            r["mark"] = marks[r["reason"]]
+    return dict(claim_rows=rows, claim_notes=notes) if rows else None
 
 
 def timing_model(i: sections.Inputs) -> dict:
@@ -436,6 +480,12 @@ def cite(i: sections.Inputs) -> dict:
                 post_attribution=post_attribution(i.lang))
 
 
+def appendix_model(i: sections.Inputs) -> dict | None:
+    m = i.model
+    return dict(post_chip=POST_CHIP, ablation_margin=ablation.MARGIN) if (
+        m["constants"] or m["ablation"] or m["bands"]) else None
+
+
 def verdict_rules(i: sections.Inputs) -> dict | None:
     return {} if i.model["rules"] else None
 
@@ -456,8 +506,9 @@ def appendix_targets(i: sections.Inputs) -> dict | None:
 
 
 def appendix_generations(i: sections.Inputs) -> dict | None:
-    more = i.figures(generations(i.specs)[1])
-    return dict(more_generation_figures=more) if more else None
+    lead, more = generations(i.specs)
+    more, methods = i.figures(lead + more), methods_rows(i)
+    return dict(generation_figures_all=more, methods=methods) if more or len(methods) > 1 else None
 
 
 def raised_limits(i: sections.Inputs) -> dict:
@@ -495,25 +546,30 @@ for anchor, title, body, context in (
         ("abstract", None, "abstract", abstract),
         ("contents", None, "contents", lambda i: {}),
         ("introduction", N_("The post and this reproduction"), "introduction", introduction),
-        ("claims", N_("Claims checked"), "claims", lambda i: {}),
+        ("claims", N_("Claims checked"), "claims", claims),
         ("best", N_("The best Pallas kernel against XLA"), "best", best),
         ("timing-model", N_("Why: the timing model"), "timing_model", timing_model),
         ("generations", N_("Other TPU generations"), "generations", other_generations),
         ("advice", N_("Beyond the post: blocks for real layer shapes"), "advice", advice),
         ("detail", N_("VMEM on %(target)s"), "detail", detail),
         ("measured", N_("Measurements"), "measured", measurements),
-        ("methods", N_("Methods"), "methods", methods),
-        ("cite", N_("How to cite"), "cite", cite)):
+        ("methods", N_("Methods"), "methods", methods)):
     sections.register(sections.Section(anchor, title, TEMPLATES, f"sections/{body}.j2", context, after=None))
 for anchor, title, body, context in (
+        ("provenance", N_("Environment and provenance"), "provenance", introduction),
+        ("appendix-claims", N_("Every claim, with its reason"), "claims", appendix_claims),
         ("verdict-rules", N_("How verdicts are decided"), "verdict_rules", verdict_rules),
+        ("appendix-model", N_("The timing model in depth"), "model", appendix_model),
+        ("appendix-best", N_("The best Pallas kernel at every size"), "best", best),
         ("appendix-experiments", N_("Each experiment on %(target)s"), "experiments", appendix_experiments),
         ("appendix-targets", N_("Other targets: %(targets)s"), "targets", appendix_targets),
         ("appendix-generations", N_("Every experiment across TPU generations"), "generations",
          appendix_generations),
+        ("appendix-advice", N_("Blocks for real layer shapes, drawn"), "advice", advice),
         ("appendix-raised", N_("Raised VMEM limits"), "raised", appendix_raised),
         ("glossary", N_("Terms"), "glossary", terms),
         ("config", N_("This run's config"), "config", config),
+        ("cite", N_("How to cite"), "cite", cite),
         ("appendix-code", N_("Kernel code"), "code", code)):
     sections.register(sections.Section(anchor, title, TEMPLATES, f"sections/appendix/{body}.j2", context,
                                        after=None, part="appendix"))

@@ -49,4 +49,6 @@ def context(i) -> dict | None:
 
 
 register(Section("public-scores", N_("Scored on public measurements"), HERE_TEMPLATES,
-                 "sections/public_scores.j2", context, tables=("public_scores",), after="timing-model"))
+                 "sections/public_scores.j2", context, tables=("public_scores",), after="timing-model",
+                 appendix="sections/appendix/public_scores.j2",
+                 appendix_title=N_("Public measurements by data type and shape class")))

@@ -249,7 +249,7 @@ def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
                          verdict_class=r.verdict.replace(" ", "-"),
                          reason=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
                          source=source_text(r.source_kind, values, gettext),
-                         toolchain=toolchain_name(r.toolchain, gettext)))
+                         toolchain=toolchain_name(r.toolchain, gettext), tested=r.reason_id != "missing"))
     return rows
 
 

@@ -503,12 +503,15 @@ def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval
     assert "(1024, 512, 1024)" in section and "(1024, 1024, 2048)" in section
     assert "189 [164–217]" in section and "193 [168–222]" in section  # best, and XLA, with the 80 % band
     assert "v6e †" in section and "v5e †" not in section  # off v5e: no measurement checks the band
-    # the figure in the report's language, numbered and captioned as the others (figures/advice_figure.py)
+    # the figure in the report's language, numbered and captioned as the others (figures/advice_figure.py),
+    # in the appendix
+    section = html[html.index('<section id="appendix-advice">'):]
+    section = section[:section.index("</section>")]
     assert f'src="../advice/8192x4096x14336{"" if lang == "en" else ".zh"}.png"' in section
     assert re.search(r'<a class="fignum" href="#fig-advice_8192x4096x14336">(Figure|图) \d+', section)
     assert ("blocks for 8192×4096×14336 in bfloat16" in section) == (lang == "en")
     recommended = "XLA is modelled 2 % faster" if lang == "en" else "XLA 比最优分块"
-    assert recommended in section  # the advisor's recommendation line
+    assert recommended in html[html.index('<section id="advice">'):html.index('<section id="appendix-advice">')]  # the advisor's recommendation line
     assert '<section id="advice">' not in page(lang)  # no advice asked for, no section
 
 
