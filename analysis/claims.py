@@ -99,6 +99,11 @@ REASONS = {
                         "as in the post."),
     "feasible_differs": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB "
                            "limit; the post: up to %(post_ok)s."),
+    # no size of those both tried fails: nothing to say "fails from"
+    "feasible_same_all": N_("Compiles at every size up to %(ok)s at the default %(limit)s MiB limit, as in the "
+                            "post."),
+    "feasible_differs_all": N_("Compiles at every size up to %(ok)s at the default %(limit)s MiB limit; the "
+                               "post: up to %(post_ok)s."),
     "about": N_("%(ours).1f TFLOP/s at %(size)s (80 %% band %(lo).1f to %(hi).1f) against the claimed "
                 "%(claimed)s, whose \"about\" spans %(low).1f to %(high).1f; the post's own %(post).1f."),
     "about_measured": N_("%(ours).1f TFLOP/s at %(size)s, measured, against the claimed %(claimed)s, whose "
@@ -491,6 +496,8 @@ def reason_text(reason_id: str, note_id: str, values: dict, gettext=lambda m: m)
             values[key] = gettext(message)
     if "limits" in values:  # joined with "; " in claims.csv; shown with the language's own semicolon
         values["limits"] = str(values["limits"]).replace("; ", gettext("; "))
+    if reason_id in ("feasible_same", "feasible_differs") and values.get("fail") == "–":
+        reason_id += "_all"
     parts = [gettext(REASONS[reason_id]) % values]
     parts += [gettext(NOTES[n]) % values for n in (note_id or "").split() if n in NOTES]
     text = parts[0]

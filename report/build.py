@@ -50,7 +50,7 @@ from tpu_matmul_repro.report import (  # noqa: F401  (core_sections, public_scor
     sections,
     tables,
 )
-from tpu_matmul_repro.report.typography import keep_units
+from tpu_matmul_repro.report.typography import keep_units, space_cjk
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -227,10 +227,12 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
         if entry["anchor"] not in studies:
             context.update({k: v for k, v in entry.items() if k not in ("anchor", "title", "body")})
     template = env.get_template("report.html.j2")
-    # a number keeps its unit on its line (report/typography.py)
-    return tuple(keep_units(template.render(**context, for_pdf=for_pdf,
-                                            details_open=" open" if for_pdf else "",
-                                            other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}"))
+    # a number keeps its unit on its line; Chinese a space beside a number or a Latin word
+    # (report/typography.py)
+    spaced = space_cjk if lang == "zh" else (lambda page: page)
+    return tuple(keep_units(spaced(template.render(**context, for_pdf=for_pdf,
+                                                   details_open=" open" if for_pdf else "",
+                                                   other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}")))
                  for for_pdf in (False, True))
 
 

@@ -53,6 +53,9 @@ RUN_CELLS = {
     "beats": N_("bfloat16 %(bf16).1f against float32 %(f32).1f TFLOP/s: ratio %(ratio).2f "
                 "[%(ratio_lo).2f–%(ratio_hi).2f]"),
 }
+# a compile claim where no size fails: the cell says so instead of "fails from –"
+POST_NEVER_FAILS = {"compiles": N_("compiles at every size up to %(post_ok)s")}
+RUN_NEVER_FAILS = {"compiles": N_("compiles at every size up to %(ok)s")}
 TEST_CELLS = {
     "compiles": N_("Largest size that compiles, first that fails, at the default VMEM limit."),
     "about": N_("Within a factor %(about_factor).2f of the claimed number; the post's too."),
@@ -69,6 +72,10 @@ def cell(messages: dict, kind: str, values: dict, gettext) -> str:
 
     if kind not in messages:
         return "–"
+    if kind == "compiles":  # no size fails: no "fails from –"
+        never, key = (POST_NEVER_FAILS, "post_fail") if messages is POST_CELLS else (RUN_NEVER_FAILS, "fail")
+        if key in values and values[key] in ("–", None):
+            messages = never
     try:
         return gettext(messages[kind]) % (RULE_VALUES | values)
     except (KeyError, TypeError, ValueError):

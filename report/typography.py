@@ -1,4 +1,5 @@
-"""Typography of the report's text: Chinese punctuation, and numbers that keep their units.
+"""Typography of the report's text: Chinese punctuation, a space between Chinese and a Latin word or a
+number, and numbers that keep their units.
 
 `punctuation_problems` is the rule a Chinese text is held to (tests/test_i18n.py checks every
 translation with it, tests/test_report.py the rendered page); `keep_units` is applied to the rendered
@@ -89,6 +90,31 @@ def visible_text(html: str, *, skip_code: bool = True) -> str:
                   "\n\\g<0>", body)
     text = entities.unescape(re.sub(r"<[^>]+>", "", body))
     return re.sub(r"\n\s*\n+", "\n", text)
+
+
+# Chinese glued to a Latin word or a number ("按2026 年", "MiB失败"): Chinese text sets a space between
+GLUED = re.compile(f"(?<=[{CJK}])(?=[0-9A-Za-z])|(?<=[0-9A-Za-z])(?=[{CJK}])")
+
+
+def space_cjk(html: str) -> str:
+    """`html` with a space wherever its text (not tags, code, pre, style or title) glues Chinese to a
+    Latin word or a number, as a template filling a Chinese sentence with a number does."""
+    out, last = [], 0
+    for skip in _SKIP.finditer(html):
+        out.append(_space_text(html[last:skip.start()]))
+        out.append(skip.group(0))
+        last = skip.end()
+    out.append(_space_text(html[last:]))
+    return "".join(out)
+
+
+def _space_text(part: str) -> str:
+    return "".join(piece if piece.startswith("<") else GLUED.sub(" ", piece) for piece in _TAG.split(part))
+
+
+def glued(text: str) -> list[str]:
+    """Each place a text glues Chinese to a Latin word or a number, with its neighbours."""
+    return [text[max(0, m.start() - 8):m.start() + 8] for m in GLUED.finditer(text)]
 
 
 def without_unit_spans(html: str) -> str:

@@ -574,6 +574,19 @@ def test_the_chinese_page_uses_chinese_punctuation(full_page):
 
 
 @pytest.mark.slow
+def test_chinese_keeps_a_space_beside_numbers_and_latin_words(full_page):
+    """Wherever a template fills a Chinese sentence ("按%(compiler)s" with "2026 年中的编译器"), the
+    page sets a space between Chinese and a number or a Latin word; the rule is the page's, not each
+    translation's."""
+    from tpu_matmul_repro.report.typography import glued, space_cjk
+
+    # the post's number under a cell's is a line of its own (.pub: display: block)
+    assert not glued(body_text(full_page("zh").replace('<span class="pub">', '<br><span class="pub">')))
+    assert space_cjk("<p>按2026 年，18.4 MiB失败</p>") == "<p>按 2026 年，18.4 MiB 失败</p>"
+    assert space_cjk("<pre>x=按2026</pre><b>在</b>v5e") == "<pre>x=按2026</pre><b>在</b>v5e"
+
+
+@pytest.mark.slow
 def test_the_toolchains_are_named_not_shown_by_their_ids(full_page):
     """The config's toolchain ids (post, current) are internal: the page names them "the post's compiler"
     and "today's compiler" (原文当年的编译器, 今天的编译器) in its tables, headers and sentences."""
@@ -797,3 +810,38 @@ def test_the_methods_name_the_model_s_inputs_from_its_fit(table):
     assert "libtpu's cycles turned into time" not in html
     bare = render(table, "en", primary_toolchain="current", **result_files())
     assert "too few of the post's points to fit its constants" in bare
+
+
+def test_a_compile_claim_where_no_size_fails_says_so_not_fails_from_a_dash():
+    """Where no size both sides tried fails, the reason and the findings cells say "every size up to",
+    never "fails from –" (a missing value read as a size)."""
+    from tpu_matmul_repro.analysis.claims import reason_text
+    from tpu_matmul_repro.report import front
+
+    values = dict(ok=2048, fail="–", limit=16, post_ok=2048, post_fail="–")
+    for reason_id in ("feasible_same", "feasible_differs"):
+        text = reason_text(reason_id, "", values)
+        assert "every size up to 2048" in text and "–" not in text
+    for messages in (front.POST_CELLS, front.RUN_CELLS):
+        assert front.cell(messages, "compiles", values, lambda m: m) == "compiles at every size up to 2048"
+    failing = dict(values, fail=4096, post_fail=4096)
+    assert front.cell(front.RUN_CELLS, "compiles", failing, lambda m: m) == "compiles up to 2048, fails from 4096"
+    assert "fails from 4096" in reason_text("feasible_same", "", failing)
+
+
+def test_a_reason_of_untested_claims_is_said_once_below_the_table():
+    """The claims appendix gives a reason that several untested claims share once, as a note, and each
+    of those rows its mark; a tested claim's reason stays in its row."""
+    from tpu_matmul_repro.report import core_sections
+
+    missing = "This run has none of the numbers this claim needs."
+    rows = [dict(claim=f"c{n}", reason=missing, tested=False) for n in range(3)] + [
+        dict(claim="c3", reason="Compiles up to 1024.", tested=True),
+        dict(claim="c4", reason="Compiles up to 1024.", tested=True)]
+
+    class Inputs:
+        model = {"claims": rows}
+
+    made = core_sections.appendix_claims(Inputs())
+    assert made["claim_notes"] == [dict(mark="*", reason=missing)]
+    assert [r["mark"] for r in made["claim_rows"]] == ["*", "*", "*", "", ""]
