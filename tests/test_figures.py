@@ -582,6 +582,34 @@ def test_then_and_now_draws_the_disagreements_and_counts_the_rest(table):
     assert "not drawn: the 2 other configurations" in title, title
 
 
+@pytest.mark.slow
+def test_then_and_now_says_why_a_toolchain_has_no_bar_and_labels_a_bar_at_the_limit(table):
+    """A toolchain that compiled none of the rows drawn keeps its key, which says it has no bar; a bar
+    within a few % of the limit (16.06 against 16 MiB) carries its value."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from tpu_matmul_repro.experiments.core.units import MiB
+    from tpu_matmul_repro.studies.then_and_now.figure import plot_then_and_now
+
+    df = table.copy()
+    df.loc[df.source == "estimate", "toolchain"] = "current"
+    post = df[(df.source == "estimate") & (df.kernel != "xla")]
+    post = post.assign(toolchain="post", libtpu_version="0.0.5")
+    post.loc[post.kernel == "v1", "status"] = "ok"
+    post.loc[post.kernel == "v1", "vmem_bytes"] = int(16.06 * MiB)
+    current = df[(df.source == "estimate") & (df.toolchain == "current")]
+    df = df.drop(current[current.kernel == "v1"].index)  # today's compiler did not compile v1
+    fig = plot_then_and_now(pd.concat([df, post], ignore_index=True), "en", primary="current")
+    keys = [t.get_text() for t in fig.legends[0].get_texts()]
+    marks = [t.get_text() for t in fig.axes[0].texts]
+    bars = [p for p in fig.axes[0].patches if isinstance(p, Rectangle) and p.get_width() > 0]
+    plt.close(fig)
+    assert any(k.startswith("Today's compiler") and "no bar" in k for k in keys), keys
+    assert any(k.startswith("The post's compiler") and "no bar" not in k for k in keys), keys
+    assert "16.06" in marks and len(bars) == 1, marks
+
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])

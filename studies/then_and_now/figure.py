@@ -27,6 +27,7 @@ from tpu_matmul_repro.studies.toolchains import config_name
 TEXT = {  # English, marked for extraction; the translations are in locale/ (experiments/core/i18n.py)
     "title": N_("VMEM needed by the post's configurations, then and now (%(target)s)"),
     "toolchain": N_("%(name)s: jax %(jax)s, libtpu %(libtpu)s"),
+    "none_drawn": N_("%(name)s: jax %(jax)s, libtpu %(libtpu)s (no bar: not compiled in this run)"),
     "oom": N_("hatched: out of VMEM (what the compiler requests)"),
     "disagree": N_("vermilion edge: disagrees with the post"),
     "limit": N_("default scoped limit %(limit).0f MiB"),
@@ -37,6 +38,7 @@ TEXT = {  # English, marked for extraction; the translations are in locale/ (exp
     "agreed": N_("not drawn: the %(n)s other configurations, on which every toolchain agrees with the post"),
     "all_agree": N_("every toolchain agrees with the post on all %(n)s configurations"),
 }
+NEAR_LIMIT = 0.05  # a bar this close to the limit (a fraction of it) is labelled with its MiB
 COLORS = ["#E69F00", "#009E73", "#CC79A7", "#0072B2"]  # older toolchains first; the pipeline's last (blue)
 
 
@@ -75,6 +77,8 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
         ax.set_axis_off()
         return fig
     est = df[(df.source == "estimate") & (df.target == target)]
+    limits = est.vmem_limit_bytes[~est.raised_limit.eq(True)].dropna()
+    limit = limits.iloc[0] / MiB if len(limits) else None
     height = 0.8 / len(names)
     handles, notes = [], []
     for i, name in enumerate(names):
@@ -82,9 +86,13 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
         rows = est[est.toolchain == name]
         first = rows.iloc[0]
         shown = toolchain_name(name, lambda m: translate(lang, m), standalone=True).capitalize()
-        handles.append(Patch(color=color, label=t("toolchain", name=shown, jax=first.jax_version,
-                                                   libtpu=first.libtpu_version)))
         errors = table[f"{name}_error"].fillna("")
+        drawn = [(row.Index, getattr(row, f"{name}_vmem_bytes")) for row in table.itertuples()
+                 if getattr(row, f"{name}_status") in ("ok", "vmem_oom")
+                 and not pd.isna(getattr(row, f"{name}_vmem_bytes"))]
+        # a key with no bar says why, so a reader does not look for it
+        handles.append(Patch(color=color, label=t("toolchain" if drawn else "none_drawn", name=shown,
+                                                   jax=first.jax_version, libtpu=first.libtpu_version)))
         if (table[f"{name}_status"] == "toolchain_error").all():
             notes.append(t("missing", name=shown, reason=str(errors.iloc[0]).splitlines()[0][:90]))
         for y, row in enumerate(table.itertuples()):
@@ -96,12 +104,14 @@ def plot_then_and_now(df: pd.DataFrame, lang: str, primary: str | None = None, t
                     hatch="////" if status == "vmem_oom" else None, alpha=0.9 if status == "ok" else 0.55,
                     edgecolor="#D55E00" if disagrees(agrees) else color,
                     linewidth=1.2 if disagrees(agrees) else 0.3)
-            if errors.iloc[y].startswith("not compiled"):
-                ax.annotate("≥", (vmem / MiB, y + (i - (len(names) - 1) / 2) * height), xytext=(3, 0),
-                            textcoords="offset points", va="center", fontsize=8)
-    limits = est.vmem_limit_bytes[~est.raised_limit.eq(True)].dropna()
-    if len(limits):
-        limit = limits.iloc[0] / MiB
+            at = (vmem / MiB, y + (i - (len(names) - 1) / 2) * height)
+            near = limit is not None and abs(vmem / MiB - limit) < NEAR_LIMIT * limit
+            if errors.iloc[y].startswith("not compiled") or near:
+                # a bar within a few % of the limit looks equal to it: its value says on which side it ends
+                mark = ("≥" if errors.iloc[y].startswith("not compiled") else "") + (
+                    f"{vmem / MiB:.2f}" if near else "")
+                ax.annotate(mark, at, xytext=(3, 0), textcoords="offset points", va="center", fontsize=7)
+    if limit is not None:
         ax.axvline(limit, color="#D55E00", linewidth=1)
         handles.append(plt.Line2D([], [], color="#D55E00", label=t("limit", limit=limit)))
     handles += [Patch(facecolor="white", edgecolor="#444444", hatch="////", label=t("oom")),
