@@ -69,6 +69,7 @@ LABELS = {
     "compute_roof": N_("peak %(peak).0f TFLOP/s (%(dtype)s)"),
     "xla_roof": N_("XLA: peak %(peak).0f (DEFAULT precision, one bfloat16 pass)"),
     "published_key": N_("filled: published (the post)"),
+    "this_run_key": N_("hollow: this run"),
     "size_panel": N_("M = K = N = %(size)s"),
     "bm": N_("bm"),
     "bn": N_("bn"),

@@ -453,8 +453,8 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     note = capped(notes, lang, NARROW_NOTE_COLUMNS if narrow else 95)
     note_lines = note.count("\n") + 1 if note else 0
     # the legend's keys: XLA, each experiment, the post's points; on a phone one to a row
-    keys_drawn = 1 + rows[rows.kernel != "xla"].experiment.nunique() + (1 if len(published) else 0)
-    legend_rows = keys_drawn if narrow else 1
+    keys_drawn = 1 + rows[rows.kernel != "xla"].experiment.nunique() + (2 if len(published) else 0)
+    legend_rows = keys_drawn if narrow else (1 if keys_drawn <= WIDE_LEGEND_KEYS else 2)
     strip = 0.3 + 0.16 * note_lines + 0.22 * (legend_rows - 1)
     if narrow:  # one panel under another, the legend's strip under them
         fig = plt.figure(figsize=(NARROW_INCHES, 3.0 * panels + 0.6 + strip))
@@ -498,11 +498,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
         # In the empty corner above the HBM roof (no point can be there), wrapped to the panel; the
         # bandwidth too: written along the slope it lay over the low-intensity points.
         roofs = f"{wrap(label, 30, indent='')}\n{text(lang, 'hbm_roof', bw=bw / 1e9)}"
-        ax.text(0.03, 0.97, roofs, transform=ax.transAxes, ha="left", va="top", fontsize=NOTE_SIZE,
-                color="#555555")
         xla = part[part.kernel == "xla"].drop_duplicates(["m", "k", "n"])
-        handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", color=XLA_COLOR,
-                                    label=text(lang, "xla"), zorder=4)
+        # hollow: this run's (XLA's too), filled: the post's, as the marker-style keys say
+        handles["xla"] = ax.scatter(intensity[xla.index], xla.tflops, s=22, marker="D", facecolors="none",
+                                    edgecolors=XLA_COLOR, linewidths=1.1, label=text(lang, "xla"), zorder=4)
         for z, experiment in enumerate(order):
             points = part[(part.kernel != "xla") & (part.experiment == experiment)]
             if points.empty:
@@ -519,8 +518,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
             color, marker = (XLA_COLOR, "D") if experiment == "xla" else style[experiment]
             ax.scatter(post_intensity[points.index], points.tflops, s=14, marker=marker, color=color,
                        alpha=0.55, linewidths=0, zorder=4)
+            handles["this run"] = Line2D([], [], marker="o", linestyle="none", markerfacecolor="none",
+                                         markeredgecolor="#555555", markersize=5, label=text(lang, "this_run_key"))
             handles["published"] = Line2D([], [], marker="o", linestyle="none", color="#777777",
-                                          markersize=4, label=text(lang, "published_key"))
+                                          markersize=5, label=text(lang, "published_key"))
         ax.set_xscale("log")
         ax.set_yscale("log")
         # room above the roof for its labels, and for every point (XLA's float32 can beat the model's
@@ -528,15 +529,61 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
         lowest_post = float(post.tflops.min()) if len(post) else np.inf
         low = min(float(part.tflops.min()), lowest_post, bw * x[0] / TERA)
         ax.set_ylim(low / 1.5, max(chip_peak, float(part.tflops.max())) * 4)
+        place_clear(ax, roofs)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
     # once, under the middle panel (narrow: the bottom one)
     axes[-1 if narrow else len(dtypes) // 2].set_xlabel(text(lang, "intensity"))
-    keys = ["xla"] + [e for e in experiments if e in handles] + [k for k in ["published"] if k in handles]
-    info.legend(handles=[handles[k] for k in keys], loc="upper center", ncol=1 if narrow
-                else len(keys), fontsize=LEGEND_SIZE, borderaxespad=0)
+    series = [handles[k] for k in ["xla"] + [e for e in experiments if e in handles]]
+    styles = [handles[k] for k in ["this run", "published"] if k in handles]
+    keys = series + styles
+    if not narrow and len(keys) > WIDE_LEGEND_KEYS:
+        # two rows, filled by column: the last column the two marker styles (a blank key before them
+        # where the series are odd in number)
+        keys = series + [Line2D([], [], linestyle="none", label=" ")] * (len(series) % 2) + styles
+    info.legend(handles=keys, loc="upper center", ncol=1 if narrow
+                else (len(keys) if len(keys) <= WIDE_LEGEND_KEYS else len(keys) // 2),
+                fontsize=LEGEND_SIZE, borderaxespad=0)
     info.text(0, 0, note, fontsize=NOTE_SIZE, va="bottom", ha="left", transform=info.transAxes)
     return fig
+
+
+WIDE_LEGEND_KEYS = 4  # keys that fit one row under the wide roofline's panels (two panels)
+# Where a panel's roof labels may go, in the axes' fraction: (x, y, ha, va), the first clear one wins
+LABEL_CORNERS = ((0.97, 0.03, "right", "bottom"), (0.03, 0.97, "left", "top"), (0.03, 0.03, "left", "bottom"),
+                 (0.97, 0.55, "right", "center"))
+
+
+def place_clear(ax, label: str) -> None:
+    """The roof labels in the first corner of the panel (LABEL_CORNERS) where no marker lies under them;
+    where every corner has some, at the top left with the (log) y axis raised until the markers under
+    the labels' width sit below them: text over points is unreadable, and points under text hidden."""
+    renderer = ax.figure.canvas.get_renderer()
+
+    def under(box):
+        points = np.concatenate([ax.transData.transform(c.get_offsets()) for c in ax.collections
+                                 if len(c.get_offsets())] or [np.empty((0, 2))])
+        inside = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1) & (points[:, 1] >= box.y0)
+                  & (points[:, 1] <= box.y1))
+        return points[inside]
+
+    for x, y, ha, va in LABEL_CORNERS:
+        t = ax.text(x, y, label, transform=ax.transAxes, ha=ha, va=va, fontsize=NOTE_SIZE, color="#555555")
+        if not len(under(t.get_window_extent(renderer).expanded(1.05, 1.1))):
+            return
+        t.remove()
+    x, y, ha, va = LABEL_CORNERS[1]
+    t = ax.text(x, y, label, transform=ax.transAxes, ha=ha, va=va, fontsize=NOTE_SIZE, color="#555555")
+    box, frame = t.get_window_extent(renderer).expanded(1.05, 1.1), ax.get_window_extent(renderer)
+    column = box.from_extents(box.x0, frame.y0, box.x1, box.y1)  # every marker below the labels too
+    hidden = under(column)
+    if not len(hidden) or ax.get_yscale() != "log":
+        return
+    low, top = ax.get_ylim()
+    bottom = (box.y0 - frame.y0) / frame.height - 0.02  # the labels' foot, in the axes' fraction
+    highest = (hidden[:, 1].max() - frame.y0) / frame.height
+    if 0 < bottom < highest:  # on a log axis a value's fraction shrinks as the decades above it grow
+        ax.set_ylim(low, low * (top / low) ** (highest / bottom))
 
 
 def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFrame, bool, list[str]]:

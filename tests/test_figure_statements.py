@@ -114,6 +114,38 @@ def test_no_point_of_the_roofline_lies_above_its_own_roof(table, factor):
     assert any("XLA: peak" in label for label in labels) == bool(factor and factor > 1), labels
 
 
+def test_the_roofline_s_roof_labels_cover_no_marker_and_its_keys_tell_hollow_from_filled(table):
+    """Each panel's roof labels lie where no marker is (a corner, or above the points); the legend keys the
+    marker styles on a neutral marker, hollow for this run (XLA's diamonds too) and filled for the post."""
+    import numpy as np
+
+    class Model:
+        def float32_factor(self):
+            return 1.25
+
+    modelled = table.assign(model_device_tflops=table.tflops)
+    use_style("en")
+    fig = plots.plot_roofline(modelled, "v5e", "en", model=Model())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    try:
+        for ax in fig.axes:
+            points = [ax.transData.transform(c.get_offsets()) for c in ax.collections if len(c.get_offsets())]
+            for t in ax.texts:
+                box = t.get_window_extent(renderer)
+                for xy in points:
+                    inside = ((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0)
+                              & (xy[:, 1] <= box.y1))
+                    assert not inside.any(), (t.get_text(), xy[inside])
+        keys = {t.get_text(): h for lg in fig.legends + [a.get_legend() for a in fig.axes if a.get_legend()]
+                for t, h in zip(lg.get_texts(), lg.legend_handles, strict=True)}
+        assert keys["hollow: this run"].get_markerfacecolor() == "none"
+        assert keys["filled: published (the post)"].get_markerfacecolor() != "none"
+        assert np.asarray(keys["XLA jnp.matmul"].get_facecolor()).size == 0  # XLA's own: hollow
+    finally:
+        plt.close(fig)
+
+
 def test_numbers_shown_names_the_four_classes(table):
     """The gallery's "Numbers shown" (catalog.kinds_of): modelled where the timing model's numbers are
     drawn, estimated where libtpu's are, both for the fidelity figure's two panels."""
