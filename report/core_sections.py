@@ -354,8 +354,9 @@ def claims(i: sections.Inputs) -> dict:
     pivot = {}
     for r in rows:
         pivot.setdefault(r["claim"], {})[r["toolchain"]] = r
-    return dict(claims_toolchains=toolchains,
-                claims_pivot=[dict(claim=c, verdicts=[by.get(t) for t in toolchains]) for c, by in pivot.items()],
+    rows = [dict(claim=c, verdicts=[by.get(t) for t in toolchains]) for c, by in pivot.items()]
+    return dict(claims_toolchains=toolchains, claims_pivot=rows,
+                claims_unchecked=any(v is None for r in rows for v in r["verdicts"]),
                 verdict_counts=front.verdict_counts(first_page(i), i.translations, i.lang))
 
 
