@@ -100,8 +100,8 @@ REASONS = {
     "feasible_differs": N_("Compiles up to %(ok)s and fails from %(fail)s at the default %(limit)s MiB "
                            "limit; the post: up to %(post_ok)s."),
     # no size of those both tried fails: nothing to say "fails from"
-    "feasible_same_all": N_("Compiles at every size up to %(ok)s at the default %(limit)s MiB limit, as in the "
-                            "post."),
+    "feasible_same_all": N_("Compiles at every size up to %(ok)s at the default %(limit)s MiB limit, as in "
+                            "the post."),
     "feasible_differs_all": N_("Compiles at every size up to %(ok)s at the default %(limit)s MiB limit; the "
                                "post: up to %(post_ok)s."),
     "about": N_("%(ours).1f TFLOP/s at %(size)s (80 %% band %(lo).1f to %(hi).1f) against the claimed "

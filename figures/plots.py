@@ -519,7 +519,8 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
             ax.scatter(post_intensity[points.index], points.tflops, s=14, marker=marker, color=color,
                        alpha=0.55, linewidths=0, zorder=4)
             handles["this run"] = Line2D([], [], marker="o", linestyle="none", markerfacecolor="none",
-                                         markeredgecolor="#555555", markersize=5, label=text(lang, "this_run_key"))
+                                         markeredgecolor="#555555", markersize=5,
+                                         label=text(lang, "this_run_key"))
             handles["published"] = Line2D([], [], marker="o", linestyle="none", color="#777777",
                                           markersize=5, label=text(lang, "published_key"))
         ax.set_xscale("log")

@@ -87,7 +87,8 @@ def report_order(specs: dict) -> list[str]:
     timing model's, the studies' sections' (their kinds: figures.figure_specs.register), the post's
     chip's VMEM, then the appendix's: the post's chip's experiments (each figure, then its block search)
     and roofline, the other targets', the experiments across generations (the post's headline, v5 in
-    bfloat16, first), the advice figures. The gallery numbers its cards by it, so "Figure 7" is one figure in both."""
+    bfloat16, first), the advice figures. The gallery numbers its cards by it, so "Figure 7" is one figure
+    in both."""
     targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
     main = POST_CHIP if POST_CHIP in targets else (targets[0] if targets else "")
     generations = sorted(n for n, (k, _) in specs.items() if k == "generations")
@@ -230,10 +231,9 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
     # a number keeps its unit on its line; Chinese a space beside a number or a Latin word
     # (report/typography.py)
     spaced = space_cjk if lang == "zh" else (lambda page: page)
-    return tuple(keep_units(spaced(template.render(**context, for_pdf=for_pdf,
-                                                   details_open=" open" if for_pdf else "",
-                                                   other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}")))
-                 for for_pdf in (False, True))
+    return tuple(keep_units(spaced(template.render(
+        **context, for_pdf=for_pdf, details_open=" open" if for_pdf else "",
+        other_href=f"report.{other}.{'pdf' if for_pdf else 'html'}"))) for for_pdf in (False, True))
 
 
 def subset_font(font_path, text: str, flavor: str | None = None) -> bytes:

@@ -420,7 +420,8 @@ def test_the_generations_section_says_how_far_each_target_s_extrapolation_was_of
     assert section.count(beyond) == 1 and section.index(beyond) > section.index("7x")
     assert "v5e: cycles" not in section and "v5e：有编译器周期" not in section
     appendix = html[html.index('<section id="appendix-generations">'):]
-    assert ("Of which extrapolated" if lang == "en" else "其中外推所得") in appendix[:appendix.index("</section>")]
+    appendix = appendix[:appendix.index("</section>")]
+    assert ("Of which extrapolated" if lang == "en" else "其中外推所得") in appendix
 
 
 def test_chinese_running_text_has_no_english(table):
@@ -512,7 +513,9 @@ def test_the_advice_section_prints_the_advisor_s_best_blocks_with_their_interval
     assert re.search(r'<a class="fignum" href="#fig-advice_8192x4096x14336">(Figure|图) \d+', section)
     assert ("blocks for 8192×4096×14336 in bfloat16" in section) == (lang == "en")
     recommended = "XLA is modelled 2 % faster" if lang == "en" else "XLA 比最优分块"
-    assert recommended in html[html.index('<section id="advice">'):html.index('<section id="appendix-advice">')]  # the advisor's recommendation line
+    # the advisor's recommendation line, in the section
+    body = html[html.index('<section id="advice">'):html.index('<section id="appendix-advice">')]
+    assert recommended in body
     assert '<section id="advice">' not in page(lang)  # no advice asked for, no section
 
 
@@ -825,7 +828,8 @@ def test_a_compile_claim_where_no_size_fails_says_so_not_fails_from_a_dash():
     for messages in (front.POST_CELLS, front.RUN_CELLS):
         assert front.cell(messages, "compiles", values, lambda m: m) == "compiles at every size up to 2048"
     failing = dict(values, fail=4096, post_fail=4096)
-    assert front.cell(front.RUN_CELLS, "compiles", failing, lambda m: m) == "compiles up to 2048, fails from 4096"
+    assert front.cell(front.RUN_CELLS, "compiles", failing, lambda m: m) == \
+        "compiles up to 2048, fails from 4096"
     assert "fails from 4096" in reason_text("feasible_same", "", failing)
 
 
