@@ -22,6 +22,7 @@ $XDG_CACHE_HOME/tpu-matmul-repro/compile (~/.cache/... by default). Outside resu
 deleting results/ keeps the compiles.
 """
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -220,10 +221,15 @@ def for_target(target: str, profile: bool, versions: dict) -> CompileCache | Non
     if root is None:
         return None
     toolchain = {k: versions.get(k) for k in ("jax_version", "jaxlib_version", "libtpu_version")}
-    return CompileCache(root, compile_context(target, profile, toolchain, compile_code_digest()))
+    return CompileCache(root, compile_context(target, profile, toolchain, _checkout_digest()))
 
 
 WORKER = Path("experiments") / "compile_study" / "compile_worker.py"
+
+
+@functools.cache  # once per process: an advisor's search opens a cache per job
+def _checkout_digest() -> str:
+    return compile_code_digest()
 
 
 def compile_code_digest(root: Path | None = None) -> str:

@@ -13,7 +13,8 @@ import sys
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import Chip, chip
-from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic_cache import cached_hbm_bytes
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
 
 
@@ -148,7 +149,7 @@ def beyond_physical_vmem(target: str, case: Case) -> dict | None:
 def chip_columns(c: Chip, case: Case) -> dict:
     """The chip's figures and the case's HBM traffic and roofline: they travel with each row (estimated
     or measured), so figures and reports read only the table."""
-    moved, work = hbm_bytes(case), flops(case.m, case.k, case.n)
+    moved, work = cached_hbm_bytes(case), flops(case.m, case.k, case.n)
     hbm_seconds = moved / c.hbm_bytes_per_s
     return dict(peak_tflops=c.peak_flops[case.dtype] / TERA, hbm_bytes_per_s=c.hbm_bytes_per_s,
                 hbm_bytes=moved, hbm_seconds=hbm_seconds,
