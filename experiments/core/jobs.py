@@ -40,6 +40,9 @@ class Job:
     # the scoped-VMEM limit (MiB) the cases are compiled at first; None: the chip's default. The
     # advisor's --vmem-limit, for blocks whose own buffers exceed the default (sure to run out there).
     limit_mib: int | None = None
+    # a block grid's VMEM verdict from its two-step grid (compile_study.study.two_step_grid): the
+    # advisor's, for the toolchains where that is checked to equal the full size's (TWO_STEP_VMEM)
+    two_step_vmem: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
