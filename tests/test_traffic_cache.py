@@ -59,13 +59,12 @@ def test_turned_off_it_counts_and_keeps_nothing(tmp_path, monkeypatch):
 def test_a_process_that_finds_them_imports_no_jax(tmp_path):
     env = dict(os.environ, TPU_MATMUL_REPRO_CACHE=str(tmp_path))
     cases = json.dumps([dataclasses.astuple(c) for c in CASES])
-    script = f"""
-import json, sys
-from tpu_matmul_repro.experiments.core.cases import Case
-from tpu_matmul_repro.experiments.core.traffic_cache import cached_windows
-print(json.dumps([cached_windows(Case(*c)).total_bytes for c in json.loads({cases!r})]))
-print("jax" in sys.modules)
-"""
+    script = "\n".join([
+        "import json, sys",
+        "from tpu_matmul_repro.experiments.core.cases import Case",
+        "from tpu_matmul_repro.experiments.core.traffic_cache import cached_windows",
+        f"print(json.dumps([cached_windows(Case(*c)).total_bytes for c in json.loads({cases!r})]))",
+        "print('jax' in sys.modules)"])
     def run():
         return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                               check=True)
