@@ -1,31 +1,8 @@
-"""Every claim of the post, checked against this run's table: results/claims.csv.
+"""Every claim of the post (REGISTRY), checked against this run's table: results/claims.csv.
 
-One row per claim of REGISTRY: its kind and the rule of that kind (RULES, with its thresholds; the
-report's appendix and docs/verdicts.md print them), the post's value, this run's value and where it
-comes from (`evidence`), the verdict (holds / differs / inconclusive / not tested), and the reason:
-a sentence made from the very numbers and comparison the rule used, and one saying how the rule
-decided. `values` (JSON) holds every number, so the verdict can be recomputed from the row
-(verdict_of).
-
-Evidence, per claim: a measurement where this run's latest v5e measurements cover every
-configuration and size the claim compares (the post's method: blocked calls), else the estimates: the
-compiler's VMEM verdict for claims about what compiles, and for speeds the timing model timed as the
-post did, predicted by the refit that left the claim's figure out (the post's own number for it never
-entered that fit), with the post's compiler's buffering where the run has that compile. A
-measurement never removes the verdict of a claim it does not cover.
-
-Speed rules compare a margin m (ln: > 0 where the claim holds at this run's number) with the half-width
-q of the timing model's 80 % band (conditional on size, analysis/intervals.py; a ratio of
-two modelled speeds of one figure gets one q, of two figures sqrt(qa^2 + qb^2); measurements q = 0).
-The post's own margin p is read off its figures, each value to about READING_ERROR of its figure's
-axis: its error e (ln; of a ratio, sqrt(ea^2 + eb^2)) decides whether the post's numbers fail the
-claim (p < -e), support it (p >= e) or cannot tell (|p| < e):
-  holds         m >= 0 and the post's own numbers do not fail the claim;
-  differs       m + q < 0 (the whole band fails the claim), or m < 0 and the post's numbers fail too;
-  inconclusive  otherwise: m < 0 <= m + q (the band neither confirms nor excludes the claim), or this
-                run supports a claim the post's own numbers fail.
-Reason texts are templates (English; locale/ has their translations) filled from `values`.
-"""
+One row per claim: its kind's rule (RULES), the post's value and this run's, where the numbers come
+from, the verdict, a reason made from the very numbers the rule used, and `values` (JSON), from which
+the verdict is recomputed (verdict_of). The evidence and the decision: docs/verdicts.md."""
 import dataclasses
 import json
 import math
@@ -37,6 +14,7 @@ from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis.number_classes import CLASS_NAMES, number_class
 from tpu_matmul_repro.analysis.runs import latest_runs
 from tpu_matmul_repro.analysis.summaries import default_limit, post_configs
+from tpu_matmul_repro.experiments.core.cases import blocks_text
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
@@ -397,7 +375,7 @@ def _speed_claim(evidence, configs, measured, margin, band, post_margin, test, r
 def _about(df, evidence, claim: Claim):
     experiment, dtype, kernel, blocks, size, claimed = (claim.experiment, claim.dtype, claim.kernel,
                                                         claim.blocks, claim.size, claim.claimed)
-    configs = [(blocks_text(blocks), experiment, dtype, kernel, size, blocks)]
+    configs = [(blocks_text(*blocks), experiment, dtype, kernel, size, blocks)]
     measured = evidence.covered(configs)
     post = _published(df, experiment, dtype, kernel, size, blocks)
     ours = evidence.get(experiment, dtype, kernel, size, blocks, measured=measured)
@@ -414,11 +392,6 @@ def _about(df, evidence, claim: Claim):
         post_value=f"{post:.1f} TFLOP/s", this_value=f"{ours:.1f} TFLOP/s")
 
 
-def blocks_text(blocks) -> str:
-    """Blocks as the claims, the report and the advice name them: "(512, 1024, 1024)"."""
-    return f"({blocks[0]}, {blocks[1]}, {blocks[2]})"
-
-
 def published_blocks(df, experiment, dtype, kernel, size) -> list[tuple[int, int, int]]:
     """The blocks the post published a speed for, for one experiment at one size, smallest first."""
     rows = _rows(df[df.source == "published"], experiment, dtype, kernel)
@@ -430,14 +403,14 @@ def _best(df, evidence, claim: Claim):
     experiment, dtype, kernel, size = claim.experiment, claim.dtype, claim.kernel, claim.size
     claimed = claim.blocks
     candidates = published_blocks(df, experiment, dtype, kernel, size)
-    configs = [(blocks_text(b), experiment, dtype, kernel, size, b) for b in candidates]
+    configs = [(blocks_text(*b), experiment, dtype, kernel, size, b) for b in candidates]
     post = {b: _published(df, experiment, dtype, kernel, size, b) for b in candidates}
     measured = evidence.covered(configs)
     ours = {b: evidence.get(experiment, dtype, kernel, size, b, measured=measured) for b in candidates}
     ours = {b: v for b, v in ours.items() if v is not None}
     rivals = [b for b in ours if b != claimed]
     if claimed not in ours or claimed not in post or not rivals or len(post) < 2:
-        return _missing(f"{experiment} TFLOP/s of {blocks_text(claimed)} and other blocks at {size}, "
+        return _missing(f"{experiment} TFLOP/s of {blocks_text(*claimed)} and other blocks at {size}, "
                         "here and in the post")
     rival = max(rivals, key=ours.get)  # the claimed blocks against the fastest other ones
     post_best = max(post, key=post.get)
@@ -449,20 +422,21 @@ def _best(df, evidence, claim: Claim):
         evidence, [c for c in configs if c[-1] in (claimed, rival)], measured, float(np.log(ratio)), q,
         float(np.log(post[claimed] / post[post_rival])),
         "measured_vs_measured" if measured else "model_vs_model", "best",
-        dict(size=size, claimed=blocks_text(claimed), claimed_tflops=ours[claimed], rival=blocks_text(rival),
-             rival_tflops=ours[rival], ratio=ratio, ratio_lo=ratio * np.exp(-q), ratio_hi=ratio * np.exp(q),
-             post_rival=blocks_text(post_rival), post_rival_tflops=post[post_rival],
+        dict(size=size, claimed=blocks_text(*claimed), claimed_tflops=ours[claimed],
+             rival=blocks_text(*rival), rival_tflops=ours[rival], ratio=ratio, ratio_lo=ratio * np.exp(-q),
+             ratio_hi=ratio * np.exp(q),
+             post_rival=blocks_text(*post_rival), post_rival_tflops=post[post_rival],
              post_claimed_tflops=post[claimed]),
         post_error=float(np.hypot(reading_error(df, experiment, post[claimed]),
                                   reading_error(df, experiment, post[post_rival]))),
-        post_value=f"{blocks_text(post_best)}: {post[post_best]:.1f} TFLOP/s",
-        this_value=f"{blocks_text(best)}: {ours[best]:.1f} TFLOP/s")
+        post_value=f"{blocks_text(*post_best)}: {post[post_best]:.1f} TFLOP/s",
+        this_value=f"{blocks_text(*best)}: {ours[best]:.1f} TFLOP/s")
 
 
 def _near(df, evidence, claim: Claim):
     experiment, dtype, kernel, size = claim.experiment, claim.dtype, claim.kernel, claim.size
     blocks = claim.blocks
-    kernel_config = (f"{kernel} {blocks_text(blocks)}", experiment, dtype, kernel, size, blocks)
+    kernel_config = (f"{kernel} {blocks_text(*blocks)}", experiment, dtype, kernel, size, blocks)
     xla_config = ("XLA", experiment, dtype, "xla", size, None)
     post = _published(df, experiment, dtype, kernel, size, blocks)
     post_xla = _published(df, experiment, dtype, "xla", size)
@@ -495,7 +469,7 @@ def _near(df, evidence, claim: Claim):
 
 def _beats(df, evidence, claim: Claim):
     """The claim's configuration (the values' bf16) against `versus` (f32) with the same blocks."""
-    blocks, size, label = claim.blocks, claim.size, blocks_text(claim.blocks)
+    blocks, size, label = claim.blocks, claim.size, blocks_text(*claim.blocks)
     first = (claim.experiment, claim.dtype, claim.kernel)
     experiment, kernel, dtype = claim.versus
     second = (experiment, dtype, kernel)

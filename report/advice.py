@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from tpu_matmul_repro.analysis.views import tied as marked_tie
-from tpu_matmul_repro.experiments.core.cases import config_label
+from tpu_matmul_repro.experiments.core.cases import blocks_text, config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB
@@ -29,7 +29,7 @@ def blocks_label(r) -> str:
     """'(bm,bk,bn)'; a row without blocks (XLA) by its kernel's name."""
     if any(pd.isna(getattr(r, b)) for b in ("bm", "bk", "bn")):
         return str(r.kernel)
-    return f"({int(r.bm)},{int(r.bk)},{int(r.bn)})"
+    return blocks_text(r.bm, r.bk, r.bn, sep=",")
 
 
 def budget_spent(table: pd.DataFrame) -> pd.Series:
