@@ -13,8 +13,7 @@ import pandas as pd
 from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis.number_classes import CLASS_NAMES, number_class
 from tpu_matmul_repro.analysis.runs import latest_runs
-from tpu_matmul_repro.analysis.summaries import default_limit, post_configs
-from tpu_matmul_repro.experiments.core.cases import blocks_text
+from tpu_matmul_repro.analysis.summaries import blocks_text, default_limit, post_configs
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops

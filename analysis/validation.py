@@ -24,8 +24,7 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.analysis import timing_model as tm
-from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS
-from tpu_matmul_repro.experiments.core.cases import blocks_text
+from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, blocks_text
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_LEVELS
 

@@ -8,8 +8,9 @@ import math
 
 import pandas as pd
 
+from tpu_matmul_repro.analysis.summaries import blocks_text
 from tpu_matmul_repro.analysis.views import tied as marked_tie
-from tpu_matmul_repro.experiments.core.cases import blocks_text, config_label
+from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB

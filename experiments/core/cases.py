@@ -58,12 +58,6 @@ class Case:
         return f"{self.kernel} {self.dtype} {self.m}x{self.k}x{self.n}{blocks}"
 
 
-def blocks_text(bm, bk, bn, sep: str = ", ") -> str:
-    """Blocks as the tables, claims and messages name them: "(512, 1024, 1024)"; "(512,1024,1024)" with
-    sep="," (the advisor's compact column)."""
-    return "(" + sep.join(str(int(b)) for b in (bm, bk, bn)) + ")"
-
-
 def config_label(kernel: str, m, bm, bk, bn) -> str:
     """A configuration's blocks as every table, figure and study names them, from its kernel's grid
     kind: "(512, 1024, 1024)" for a block grid, "N = 4" for a split grid (its blocks follow from the
@@ -74,7 +68,7 @@ def config_label(kernel: str, m, bm, bk, bn) -> str:
         return ""
     if kernel_facts(kernel).grid == SPLIT:
         return f"N = {int(m // bm)}"
-    return blocks_text(bm, bk, bn)
+    return f"({int(bm)}, {int(bk)}, {int(bn)})"
 
 
 def wrapper(kernel: str):
