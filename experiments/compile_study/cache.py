@@ -4,6 +4,7 @@ and what it trusts: docs/compile-study.md ("The compile cache") and docs/reliabi
 does not read back whole, physically possible and matching its digest is recomputed with one warning;
 a cache that cannot be written is said once, and the run compiles uncached)."""
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -202,10 +203,15 @@ def for_target(target: str, profile: bool, versions: dict) -> CompileCache | Non
     if root is None:
         return None
     toolchain = {k: versions.get(k) for k in ("jax_version", "jaxlib_version", "libtpu_version")}
-    return CompileCache(root, compile_context(target, profile, toolchain, compile_code_digest()))
+    return CompileCache(root, compile_context(target, profile, toolchain, _checkout_digest()))
 
 
 WORKER = Path("experiments") / "compile_study" / "compile_worker.py"
+
+
+@functools.cache  # once per process: an advisor's search opens a cache per job
+def _checkout_digest() -> str:
+    return compile_code_digest()
 
 
 def compile_code_digest(root: Path | None = None) -> str:
