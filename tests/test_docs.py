@@ -96,7 +96,7 @@ def test_the_verdicts_page_states_the_code_s_verdicts_kinds_sources_and_threshol
     for kind, name in claims.KIND_NAMES.items():
         assert name in rows, name
         claims_of_kind = rows[name][1].split("; ")  # in short, one per claim
-        assert len(claims_of_kind) == sum(k == kind for k in claims.KINDS.values()), name
+        assert len(claims_of_kind) == sum(c.kind == kind for c in claims.REGISTRY), name
     assert f"`ABOUT = {claims.ABOUT}`" in page and f"`NEAR = {claims.NEAR}`" in page
     assert f"`LEVEL = {claims.LEVEL}`" in page
     kinds = re.search(r"`source_kind` says which \(([^)]*)\)", page).group(1)
