@@ -18,16 +18,15 @@ from the VMEM the compiler requested; the post's points use the post's own compi
 numbers only (fit_published), within physical ranges.
 """
 import dataclasses
-import functools
 import itertools
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, chip
-from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes, step_bytes
+from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic_cache import cached_windows
 from tpu_matmul_repro.experiments.core.units import TERA, seconds_at
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.kernels import is_pallas
@@ -160,21 +159,13 @@ def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
         out = Features(xla=True, steps=1, prologue_bytes=0.0, epilogue_bytes=0.0, window_bytes=np.zeros(0),
                        window_counts=np.zeros(0), min_bytes=float(hbm_bytes(case)), **common)
     else:
-        bytes_in, bytes_out = _step_bytes(case)
-        window = np.zeros(len(bytes_in), dtype=np.int64)
-        window[:-1] += bytes_in[1:]  # step s prefetches step s+1's new blocks
-        window[1:] += bytes_out[:-1]  # and writes back what step s-1 finished
-        values, counts = np.unique(window, return_counts=True)
-        out = Features(xla=False, steps=len(bytes_in), prologue_bytes=float(bytes_in[0]),
-                       epilogue_bytes=float(bytes_out[-1]), window_bytes=values.astype(float),
-                       window_counts=counts.astype(float), min_bytes=float(hbm_bytes(case)), **common)
+        w = cached_windows(case)
+        out = Features(xla=False, steps=w.steps, prologue_bytes=float(w.prologue_bytes),
+                       epilogue_bytes=float(w.epilogue_bytes), window_bytes=np.array(w.window_bytes, float),
+                       window_counts=np.array(w.window_counts, float), min_bytes=float(w.total_bytes),
+                       **common)
     _FEATURES[key] = out
     return out
-
-
-@functools.lru_cache(maxsize=4096)
-def _step_bytes(case: Case):
-    return step_bytes(case)
 
 
 def device_seconds(f: Features, k: Constants) -> float:
@@ -365,6 +356,8 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
         k = full(z)
         model = [post_seconds(f, k) if post else device_seconds(f, k) for f in feats]
         return np.log(model) - target
+
+    from scipy.optimize import least_squares  # here: a process that only predicts needs no scipy
 
     best = None
     for start in starts:
