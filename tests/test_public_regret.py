@@ -232,15 +232,19 @@ def test_the_reports_public_section_says_what_the_scores_hold(lang):
     env, trans = build.environment(lang)
     scores = section_scores()
     context = section.context(SimpleNamespace(tables={"public_scores": scores}, gettext=trans.gettext))
-    entry = sections.entry(sections.REGISTRY["public-scores"], dict(context), trans.gettext)
-    html = " ".join(env.get_template(entry["body"]).render(section=entry, sep="").split())
+    registered = sections.REGISTRY["public-scores"]
+    entry = sections.entry(registered, dict(context, appendix_title=trans.gettext(registered.appendix_title)),
+                           trans.gettext)
+    # the sentences in the section, the table in its appendix
+    html = " ".join(" ".join(env.get_template(t).render(section=entry, sep="") for t in (
+        entry["body"], registered.appendix)).split())
     v6e = scores[(scores.generation == "v6e")]
     error = 100 * (math.exp(v6e.log_ratio.abs().median()) - 1)
     bias = 100 * (math.exp(v6e.log_ratio.median()) - 1)
     assert f"{error:.1f}" in html and f"{bias:+.1f}" in html and "67" in html  # 2 of 3 inside
     words = {"en": ["5 rows from 1 sources", "4 of them are plain matmuls", "On v6e, 3 public measurements",
                     "On v5e, 1 public measurement: error", "unaligned"],
-             "zh": ["来自 1 个来源，共 5 行", "其中 4 行", "v6e 上共 3 条公开测量", "未对齐", "方阵"]}[lang]
+             "zh": ["共 5 行，来自 1 个来源", "其中 4 行", "在 v6e 上，3 条公开测量", "未对齐", "方阵"]}[lang]
     for w in words:
         assert w in html, w
     assert "7x" not in html  # no modelled row there
