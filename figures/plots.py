@@ -160,6 +160,9 @@ def present_sources(rows: pd.DataFrame, order=SOURCES):
             yield source, part, part.iloc[0]
 
 
+OPENING, CLOSING = "（《“「【", "，。、；：！？）》”」】"
+
+
 def wrap(note: str, width: int = 92, indent: str = "    ") -> str:
     """Wrap a note to `width` columns, a CJK character counting two, keeping given line breaks; lines
     after the first of a paragraph start with `indent`."""
@@ -170,9 +173,13 @@ def wrap(note: str, width: int = 92, indent: str = "    ") -> str:
         for word in re.findall(r"[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+",
                                paragraph):
             cols = sum(2 if "\u2e80" <= ch <= "\uffef" else 1 for ch in word)
-            if used + cols > width and line.strip():
-                out.append(line.rstrip())
-                line, used = indent + word.lstrip(), len(indent) + cols
+            # Chinese line breaking: closing punctuation never starts a line (it overhangs this one), an
+            # opening bracket never ends one (it moves down with the word after it)
+            if used + cols > width and line.strip() and word not in CLOSING:
+                carry = line[-1] if line[-1] in OPENING else ""
+                out.append(line[:len(line) - len(carry)].rstrip())
+                line = indent + carry + word.lstrip()
+                used = len(indent) + 2 * len(carry) + cols
             else:
                 line, used = line + word, used + cols
         out.append(line.rstrip())

@@ -635,3 +635,15 @@ def test_then_and_now_has_a_phone_variant_that_reads_at_390_px(table, lang):
         assert "then_and_now" in NARROW_KINDS
     finally:
         plt.close(fig)
+
+
+def test_a_wrapped_chinese_note_breaks_as_chinese_text_does():
+    """No line of a wrapped note ends with an opening bracket or starts with closing punctuation (a
+    phone's roofline note read "（" at a line's end, "已标记" below)."""
+    from tpu_matmul_repro.figures.plots import CLOSING, OPENING, wrap
+
+    note = "XLA 在 8192 处未画出：它的估计随尺寸增大反而下降（已标记，是代价模型的假象）。一二（三四）五"
+    for width in range(6, 40):
+        lines = wrap(note, width, indent="").splitlines()
+        assert not any(line[-1] in OPENING for line in lines if line), (width, lines)
+        assert not any(line[0] in CLOSING for line in lines[1:] if line), (width, lines)
