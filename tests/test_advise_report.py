@@ -51,8 +51,9 @@ def test_the_report_prints_the_cli_s_recommendation_in_its_language(lang):
     if lang == "en":
         assert line == english
     else:
-        assert line.startswith("XLA 或这 2 个分块中的任一个：建模值显示 XLA 比最优分块 (1024,4096,256) "
+        assert line.startswith("XLA 或下列 2 个分块中的任一个均可（建模值显示 XLA 比最优分块 (1024,4096,256) "
                                "快 4%"), line
+        assert line.count("：") == 0  # one sentence, not a chain of colons
         assert "80% 区间（x/1.17）之内" in line
         assert sorted(numbers(line)) == sorted(numbers(english))  # the same numbers
     # the words against the numbers: 4 % is XLA's lead, x1.17 XLA's band, two blocks within it
