@@ -64,6 +64,19 @@ VARIANTS = (
     Variant("with bandwidth_fraction, fitted in [0.05, 1]",
             "bandwidth_fraction (DMAs below the HBM bandwidth)", "with",
             extra=((tm.BANDWIDTH_FRACTION, tm.EXTRA[tm.BANDWIDTH_FRACTION]),)),
+    Variant("with accumulator_cycles_per_kib, fitted in [0, 20]",
+            "accumulator_cycles_per_kib (the k axis's accumulator read and written in VMEM per step)", "with",
+            extra=((tm.ACCUMULATOR, tm.EXTRA[tm.ACCUMULATOR]),)),
+    Variant("with dma_cycles, fitted in [0, 2000]", "dma_cycles (a cost per DMA issued, not overlapped)",
+            "with", extra=((tm.DMA, tm.EXTRA[tm.DMA]),)),
+    Variant("with dma_cycles instead of step_cycles", "dma_cycles (a cost per DMA issued, not overlapped)",
+            "with", fixed=(("step_cycles", 0.0),), extra=((tm.DMA, tm.EXTRA[tm.DMA]),)),
+    Variant("with dma_latency_cycles, fitted in [0, 2000]",
+            "dma_latency_cycles (a latency per DMA inside the copies)", "with",
+            extra=((tm.DMA_LATENCY, tm.EXTRA[tm.DMA_LATENCY]),)),
+    Variant("with mxu_fill_rows, fitted in [0, 1024]",
+            "mxu_fill_rows (the dot's cost per block row: weight loads of the MXU)", "with",
+            extra=((tm.MXU_FILL, tm.EXTRA[tm.MXU_FILL]),)),
     Variant("without XLA's cost-model cycles", "XLA's cost-model cycles", "without", points=_no_xla_cycles),
     Variant("without the VMEM request (every block double-buffered)",
             "the compiler's VMEM request (buffering)", "without", points=_no_request),
@@ -85,8 +98,10 @@ def _fit_of(variant: Variant):
     return fit
 
 
-def score(points: pd.DataFrame, variant: Variant) -> dict:
-    """One variant's held-out medians (all, >= 2048, 8192, per figure), in-sample rms, coverage."""
+def score(points: pd.DataFrame, variant: Variant, with_coverage: bool = True) -> dict:
+    """One variant's held-out medians (all, >= 2048, 8192, per figure), in-sample rms and, with
+    `with_coverage`, the nested coverage of its 80 % band per scope (validation.interval_checks: twenty
+    refits more)."""
     points = variant.points(points)
     fit = _fit_of(variant)
     full = fit(points)
@@ -99,8 +114,11 @@ def score(points: pd.DataFrame, variant: Variant) -> dict:
         row[f"n {scope}"] = int(mine.notna().sum())
     for figure in sorted(points.experiment.unique()):
         row[f"loeo {figure}"] = float(error[points.experiment == figure].median())
-    inside = validation.interval_checks(points, predicted)
-    row["coverage80 all"] = float(inside.coverage80.mean()) if inside is not None else np.nan
+    inside = validation.interval_checks(points, predicted, fit=fit) if with_coverage else None
+    for scope, size in SCOPES.items():
+        mine = points.m >= 0 if size is None else points.m >= size if size < 8192 else points.m == size
+        row[f"coverage80 {scope}"] = (float(inside.coverage80[mine.reindex(inside.index)].mean())
+                                      if inside is not None else np.nan)
     row["in-sample rms"] = full.rms_log_error
     fitted = [p for p in (*tm.PARAMS, *dict(variant.extra)) if p not in dict(variant.fixed)]
     row["constants"] = "; ".join(f"{p}={getattr(full.constants, p):.4g}" for p in fitted)
@@ -123,7 +141,9 @@ def ablation_table(points: pd.DataFrame) -> pd.DataFrame:
             row["note"] = ("not computed: this run made no static-profile compile "
                            "(a toolchain with static_profile: true adds them)")
         else:
-            row |= score(points, variant)
+            # coverage for the model and the candidates that could join it; an input taken out leaves
+            # the model either way, and its twenty nested refits would double the table's time
+            row |= score(points, variant, with_coverage=variant.change != "without")
         rows.append(row)
     table = pd.DataFrame(rows)
     base = table.iloc[0]

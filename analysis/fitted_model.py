@@ -71,7 +71,9 @@ class FittedModel:
 
         b = self.band
         band = None if b is None else dict(n=b.n, halfwidth=_levels(b.halfwidth),
-                                           by_size={s: _levels(w) for s, w in b.by_size.items()})
+                                           by_size={s: _levels(w) for s, w in b.by_size.items()},
+                                           nested={f: {str(level): w for level, w in widths.items()}
+                                                   for f, widths in b.nested.items()})
         fits = {name: dict(_fit_entry(fit), fitted_on=on) for name, (fit, on) in self.fits.items()}
         entry = dict(fits=fits,
                      size_refits={size: _fit_entry(fit) for size, fit in self.size_refits.items()},
@@ -129,7 +131,8 @@ def fit_model(df: pd.DataFrame) -> FittedModel:
         predicted = model.held_out(points)
         if predicted is not None:
             band = intervals.band_of(validation.held_out_errors(points.loc[predicted.index],
-                                                                predicted.model_post_seconds))
+                                                                predicted.model_post_seconds),
+                                     validation.nested_halfwidths(points))
     latest = latest_labels(df[df.source == "measured"]).sort_values(["target", "run_label"])
     for target, label in latest.itertuples(index=False):
         if target not in CHIPS:
@@ -236,4 +239,12 @@ def _band_of(where: _Where, entry) -> intervals.Band:
     for size in where.mapping(entry, "band.by_size"):
         key = f"band.by_size.{size}"
         by_size[size] = widths(where.mapping(entry["by_size"], key), key)
-    return intervals.Band(widths(where.mapping(entry, "band.halfwidth"), "band.halfwidth"), int(n), by_size)
+    nested = {}
+    for figure in where.mapping(entry, "band.nested"):
+        key = f"band.nested.{figure}"
+        levels = where.mapping(entry["nested"], key)
+        nested[figure] = {float(level): {size: where.number(q, f"{key}.{level}.{size}", 0, finite=False)
+                                         for size, q in where.mapping(levels, f"{key}.{level}").items()}
+                          for level in levels}
+    return intervals.Band(widths(where.mapping(entry, "band.halfwidth"), "band.halfwidth"), int(n), by_size,
+                          nested=nested)

@@ -27,7 +27,7 @@ from scipy.optimize import least_squares
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, chip
-from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes, step_bytes
+from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, hbm_bytes, min_vmem_bytes, step_bytes
 from tpu_matmul_repro.experiments.core.units import TERA, seconds_at
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.kernels import is_pallas
@@ -49,9 +49,19 @@ STARTS = (np.array([100.0, 1e-4, 2.0, 50.0]), np.array([70.0, 7e-5, 1.4, 35.0]),
 # fitting them does not lower its out-of-sample error; it fits them as extras: {name: (lower, upper,
 # starts)}. bandwidth_fraction: the pipeline's DMAs reach the chip's HBM bandwidth. profile_scale:
 # libtpu's static-profile cycles of a Pallas kernel, scaled, as a lower bound of a step's compute.
+# accumulator_cycles_per_kib: the core's cost of each KiB of the (bm, bn) float32 accumulator it reads
+# and writes back in VMEM per step (overlapped, like the dot). dma_cycles: a cost per DMA issued that
+# nothing overlaps (descriptor, issue and wait). dma_latency_cycles: a latency per DMA inside the copies
+# (small transfers reach less of the bandwidth).
 PROFILE_SCALE = "profile_scale"
 BANDWIDTH_FRACTION = "bandwidth_fraction"
-EXTRA = {BANDWIDTH_FRACTION: (0.05, 1.0, (1.0, 0.8, 0.5)), PROFILE_SCALE: (0.0, 2.0, (0.0, 0.5, 1.0))}
+ACCUMULATOR = "accumulator_cycles_per_kib"
+DMA = "dma_cycles"
+DMA_LATENCY = "dma_latency_cycles"
+MXU_FILL = "mxu_fill_rows"
+EXTRA = {BANDWIDTH_FRACTION: (0.05, 1.0, (1.0, 0.8, 0.5)), PROFILE_SCALE: (0.0, 2.0, (0.0, 0.5, 1.0)),
+         ACCUMULATOR: (0.0, 20.0, (0.0, 1.0, 4.0)), DMA: (0.0, 2000.0, (0.0, 50.0, 200.0)),
+         DMA_LATENCY: (0.0, 2000.0, (0.0, 50.0, 200.0)), MXU_FILL: (0.0, 1024.0, (0.0, 32.0, 128.0))}
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 CONFIG = ["kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 # An XLA estimate is flagged when its TFLOP/s falls more than this below that of a smaller size
@@ -71,6 +81,10 @@ class Constants:
     overlapped_step_cycles: float
     bandwidth_fraction: float = 1.0  # held (EXTRA)
     profile_scale: float = 0.0  # held (EXTRA)
+    accumulator_cycles_per_kib: float = 0.0  # held (EXTRA)
+    dma_cycles: float = 0.0  # held (EXTRA)
+    dma_latency_cycles: float = 0.0  # held (EXTRA)
+    mxu_fill_rows: float = 0.0  # held (EXTRA)
 
     @classmethod
     def of(cls, x) -> "Constants":
@@ -93,6 +107,10 @@ class Features:
     epilogue_bytes: float
     window_bytes: np.ndarray  # distinct window sizes W ...
     window_counts: np.ndarray  # ... and how many steps have each
+    window_dmas: np.ndarray  # DMAs issued in each distinct window (same order as window_bytes)
+    dmas: float  # DMAs of the whole call (copies in and write-backs)
+    rows: float  # rows of the left operand's block a dot streams through the MXU's weights
+    accumulator_kib: float  # KiB of the accumulator read and written in VMEM per step (k revisits it)
     min_bytes: float  # XLA: operands once
     single_buffered: float  # share of the blocks' bytes without a second buffer (x in the docstring)
     clock_hz: float
@@ -158,16 +176,24 @@ def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
                   clock_hz=c.clock_hz, peak_flops=c.peak_flops[case.dtype], hbm_bytes_per_s=c.hbm_bytes_per_s)
     if not case.facts.pallas:  # XLA's own matmul: its cost model's cycles and its minimum traffic
         out = Features(xla=True, steps=1, prologue_bytes=0.0, epilogue_bytes=0.0, window_bytes=np.zeros(0),
-                       window_counts=np.zeros(0), min_bytes=float(hbm_bytes(case)), **common)
+                       window_counts=np.zeros(0), window_dmas=np.zeros(0), dmas=0.0, accumulator_kib=0.0,
+                       rows=float(case.m), min_bytes=float(hbm_bytes(case)), **common)
     else:
         bytes_in, bytes_out = _step_bytes(case)
+        dmas_in, dmas_out = _step_dmas(case, bytes_in, bytes_out)
         window = np.zeros(len(bytes_in), dtype=np.int64)
         window[:-1] += bytes_in[1:]  # step s prefetches step s+1's new blocks
         window[1:] += bytes_out[:-1]  # and writes back what step s-1 finished
-        values, counts = np.unique(window, return_counts=True)
+        dmas = np.zeros(len(bytes_in), dtype=np.int64)
+        dmas[:-1] += dmas_in[1:]
+        dmas[1:] += dmas_out[:-1]
+        pairs, counts = np.unique(np.stack([window, dmas], axis=1), axis=0, return_counts=True)
         out = Features(xla=False, steps=len(bytes_in), prologue_bytes=float(bytes_in[0]),
-                       epilogue_bytes=float(bytes_out[-1]), window_bytes=values.astype(float),
-                       window_counts=counts.astype(float), min_bytes=float(hbm_bytes(case)), **common)
+                       epilogue_bytes=float(bytes_out[-1]), window_bytes=pairs[:, 0].astype(float),
+                       window_counts=counts.astype(float), window_dmas=pairs[:, 1].astype(float),
+                       dmas=float(dmas_in.sum() + dmas_out.sum()), accumulator_kib=_accumulator_kib(case),
+                       rows=float(case.m if case.bm is None else case.bm),
+                       min_bytes=float(hbm_bytes(case)), **common)
     _FEATURES[key] = out
     return out
 
@@ -177,19 +203,40 @@ def _step_bytes(case: Case):
     return step_bytes(case)
 
 
+def _step_dmas(case: Case, bytes_in: np.ndarray, bytes_out: np.ndarray):
+    """Per step: DMAs copying blocks in (0, 1 or 2: read off the bytes, as A's and B's blocks differ
+    from their sum) and write-backs (0 or 1)."""
+    if case.facts.grid == WHOLE:
+        return np.array([2]), np.array([1])
+    both = (case.bm * case.bk + case.bk * case.bn) * ITEMSIZE[case.dtype]
+    dmas_in = np.select([bytes_in == 0, bytes_in == both], [0, 2], 1)
+    return dmas_in, (bytes_out > 0).astype(np.int64)
+
+
+def _accumulator_kib(case: Case) -> float:
+    """KiB of float32 (bm, bn) accumulator a step reads and writes in VMEM where the k axis revisits the
+    output block (v3's output, v5's scratch); 0 where each step writes its block once."""
+    if case.facts.grid == WHOLE or case.bk is None or case.bk >= case.k:
+        return 0.0
+    return 2 * case.bm * case.bn * 4 / 1024
+
+
 def device_seconds(f: Features, k: Constants) -> float:
     """Modelled device time of one call (see the module docstring)."""
     bw = k.bandwidth_fraction * f.hbm_bytes_per_s
     if f.xla:
         return max(f.flops / f.peak_flops, f.est_cycles / f.clock_hz, f.min_bytes / bw)
-    compute = (k.float32_factor if f.float32 else 1.0) * f.flops / f.steps / f.peak_flops
+    dot = f.flops / f.steps / f.peak_flops
+    compute = (k.float32_factor if f.float32 else 1.0) * dot + k.mxu_fill_rows / f.rows * dot  # held: 0
     if k.profile_scale:
         compute = max(compute, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
-    core = compute + k.overlapped_step_cycles / f.clock_hz
-    copies = f.window_bytes / bw
+    overlapped = k.overlapped_step_cycles + k.accumulator_cycles_per_kib * f.accumulator_kib  # held: 0
+    core = compute + overlapped / f.clock_hz
+    copies = f.window_bytes / bw + f.window_dmas * k.dma_latency_cycles / f.clock_hz
     x = f.single_buffered  # copies without a second buffer wait for the step; the others overlap it
     steady = float(np.sum(f.window_counts * (np.maximum(core, (1 - x) * copies) + x * copies)))
-    return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + f.steps * k.step_cycles / f.clock_hz
+    fixed = f.steps * k.step_cycles + f.dmas * k.dma_cycles
+    return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + fixed / f.clock_hz
 
 
 def post_seconds(f: Features, k: Constants) -> float:
