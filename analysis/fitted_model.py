@@ -240,11 +240,24 @@ def _band_of(where: _Where, entry) -> intervals.Band:
         key = f"band.by_size.{size}"
         by_size[size] = widths(where.mapping(entry["by_size"], key), key)
     nested = {}
-    for figure in where.mapping(entry, "band.nested"):
+    for figure, levels in where.mapping(entry, "band.nested").items():
         key = f"band.nested.{figure}"
-        levels = where.mapping(entry["nested"], key)
-        nested[figure] = {float(level): {size: where.number(q, f"{key}.{level}.{size}", 0, finite=False)
-                                         for size, q in where.mapping(levels, f"{key}.{level}").items()}
-                          for level in levels}
+        if not isinstance(levels, dict):
+            where.fail(key, levels, "is not an object")
+        for level, sizes in levels.items():  # a level ("0.8") holds a dot: not a key mapping() can split
+            if not isinstance(sizes, dict):
+                where.fail(f"{key}.{level}", sizes, "is not an object")
+            if not _is_number(level):
+                where.fail(f"{key}", level, "is not a level")
+            nested.setdefault(figure, {})[float(level)] = {
+                size: where.number(q, f"{key}.{level}.{size}", 0, finite=False) for size, q in sizes.items()}
     return intervals.Band(widths(where.mapping(entry, "band.halfwidth"), "band.halfwidth"), int(n), by_size,
                           nested=nested)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
