@@ -92,7 +92,10 @@ VARIANTS = (
             fixed=(("overlapped_step_cycles", 0.0),)),
     Variant("without call_seconds", "call_seconds (dispatch of one blocked call)", "without",
             fixed=(("call_seconds", 0.0),)),
-    Variant("without float32_factor (1)", "float32_factor", "without", fixed=(("float32_factor", 1.0),)),
+    Variant("without float32_cycles_per_kib (0)", "float32_cycles_per_kib (float32 operands' cost per KiB)",
+            "without", fixed=(("float32_cycles_per_kib", 0.0),)),
+    Variant("with float32_factor, fitted in [1, 6]", "float32_factor (a float32 dot in bfloat16 MXU passes)",
+            "with", extra=((tm.FLOAT32_FACTOR, tm.EXTRA[tm.FLOAT32_FACTOR]),)),
 )
 
 

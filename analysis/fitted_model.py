@@ -64,7 +64,11 @@ class FittedModel:
         return pd.concat(parts).sort_index() if parts else None
 
     def float32_factor(self) -> float | None:
-        return float(self.published.constants.float32_factor) if self.published else None
+        """The fitted float32 factor; None where the model holds it (its float32 cost is per KiB of
+        operands, so no single rate of a float32 dot follows from it)."""
+        if self.published is None or "float32_factor" not in tm.PARAMS:
+            return None
+        return float(self.published.constants.float32_factor)
 
     def write(self, path) -> None:
         from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
@@ -209,6 +213,7 @@ def _fit_of(where: _Where, key: str, entry) -> "tm.Fit":
         for name in set(given) - {*tm.PARAMS, *tm.EXTRA}:
             where.fail(f"{key}.{part}", name, "is not one of the model's constants")
         bounds = {p: (lo, hi) for p, lo, hi in zip(tm.PARAMS, tm.LOWER, tm.UPPER, strict=True)}
+        bounds |= {p: (lo, hi) for p, (lo, hi, _) in tm.EXTRA.items()}
         found[part] = tm.Constants(**{
             p: where.number(v, f"{key}.{part}.{p}", *bounds[p]) if part == "constants" and p in bounds
             else where.number(v, f"{key}.{part}.{p}", finite=False)
