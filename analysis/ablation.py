@@ -71,10 +71,10 @@ VARIANTS = (
     Variant("with accumulator_cycles_per_kib, fitted in [0, 20]",
             "accumulator_cycles_per_kib (the k axis's accumulator read and written in VMEM per step)", "with",
             extra=((tm.ACCUMULATOR, tm.EXTRA[tm.ACCUMULATOR]),)),
-    Variant("with dma_cycles, fitted in [0, 2000]", "dma_cycles (a cost per DMA issued, not overlapped)",
-            "with", extra=((tm.DMA, tm.EXTRA[tm.DMA]),)),
-    Variant("with dma_cycles instead of step_cycles", "dma_cycles (a cost per DMA issued, not overlapped)",
-            "with", fixed=(("step_cycles", 0.0),), extra=((tm.DMA, tm.EXTRA[tm.DMA]),)),
+    Variant("with step_cycles, fitted in [0, 2000]", "step_cycles (a cost per grid step, not overlapped)",
+            "with", extra=((tm.STEP, tm.EXTRA[tm.STEP]),)),
+    Variant("with step_cycles instead of dma_cycles", "step_cycles (a cost per grid step, not overlapped)",
+            "with", fixed=(("dma_cycles", 0.0),), extra=((tm.STEP, tm.EXTRA[tm.STEP]),)),
     Variant("with dma_latency_cycles, fitted in [0, 2000]",
             "dma_latency_cycles (a latency per DMA inside the copies)", "with",
             extra=((tm.DMA_LATENCY, tm.EXTRA[tm.DMA_LATENCY]),)),
@@ -86,8 +86,8 @@ VARIANTS = (
             "the compiler's VMEM request (buffering)", "without", points=_no_request),
     Variant("without the post's toolchain's request (today's request for the post's points)",
             "the post's toolchain's VMEM request for the post's points", "without", points=_todays_request),
-    Variant("without step_cycles", "step_cycles (per-step cost, not overlapped)", "without",
-            fixed=(("step_cycles", 0.0),)),
+    Variant("without dma_cycles", "dma_cycles (a cost per DMA issued, not overlapped)", "without",
+            fixed=(("dma_cycles", 0.0),)),
     Variant("without overlapped_step_cycles", "overlapped_step_cycles (per-step cost, overlapped)", "without",
             fixed=(("overlapped_step_cycles", 0.0),)),
     Variant("without call_seconds", "call_seconds (dispatch of one blocked call)", "without",
@@ -209,23 +209,25 @@ def targets(table: pd.DataFrame) -> str:
             f"band (goal {lo:.2f} to {hi:.2f}): {cover}.")
 
 
+RECORDED = "from the record, not recomputed: a table with libtpu's static-profile cycles, scored "
+
+
 def keep_recorded(table: pd.DataFrame, record: pd.DataFrame) -> pd.DataFrame:
     """`table` with the rows it could not compute (a note, no score) taken from `record` where that
-    holds them: the Pallas-cycles rows of a table with static-profile compiles. Their coverage stays
-    empty where the record has none; the deltas and the rule are recomputed against the model's row."""
+    holds them: the Pallas-cycles rows of a table with static-profile compiles. A kept row keeps its
+    scores, deltas and verdict against the record's own model row (whose form the note names), as
+    they were made; its coverage stays empty where the record has none."""
     recorded = record.set_index("variant")
+    form = record.iloc[0].get("constants", "")
     rows = []
     for r in table.to_dict("records"):
         if pd.isna(r.get("loeo all", np.nan)) and r["variant"] in recorded.index:
             kept = recorded.loc[r["variant"]].to_dict()
-            r = {**r, **{c: kept[c] for c in kept if c in table.columns and not c.startswith("coverage")},
-                 "note": "from the record: a table with libtpu's static-profile cycles"}
+            note = kept["note"] if str(kept.get("note", "")).startswith(RECORDED) else (
+                f"{RECORDED}against the model of that record ({form})")
+            r = {**r, **{c: kept[c] for c in kept if c in table.columns}, "note": note}
         rows.append(r)
-    out = pd.DataFrame(rows, columns=table.columns)
-    for scope in SCOPES:
-        out[f"delta {scope}"] = out[f"loeo {scope}"] - out[f"loeo {scope}"].iloc[0]
-    out["earns_place"] = [earns_place(r) for r in out.to_dict("records")]
-    return out
+    return pd.DataFrame(rows, columns=table.columns)
 
 
 # python -m tpu_matmul_repro.analysis.ablation TABLE.parquet [OUT.csv [RECORD.csv]]

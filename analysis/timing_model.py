@@ -7,7 +7,8 @@ gives the time (docs/timing-model.md, which also holds the ablation that chose t
       core     = FLOPs per step / peak + (overlapped_step_cycles + float32_cycles_per_kib * K) / clock
       K        = KiB of the step's two operand blocks, for float32 operands (0 for bfloat16)
       step s   = max(core, (1 - x) W_s / bw)  +  x W_s / bw
-      device   = P / bw  +  sum_s step s  +  S * step_cycles / clock  +  E / bw
+      device   = P / bw  +  sum_s step s  +  D * dma_cycles / clock  +  E / bw
+      D        = the DMAs the grid issues: each block copied in, each output block written back
       bw       = the chip's HBM bandwidth
       x        = the share of the blocks' bytes the compiler gave no second buffer (single_buffered)
     XLA's matmul: device = max(FLOPs / peak, est_cycles / clock, its minimum HBM bytes / bw)
@@ -34,11 +35,11 @@ from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.kernels.spec import WHOLE
 
-PARAMS = ("step_cycles", "call_seconds", "float32_cycles_per_kib", "overlapped_step_cycles")
-UNITS = {"step_cycles": "cycles", "call_seconds": "s", "float32_cycles_per_kib": "cycles/KiB",
-         "overlapped_step_cycles": "cycles", "float32_factor": ""}
-# Plausible ranges, enforced by the fit: per-step costs up to 2000 cycles (1.3 us at 1.5 GHz); a
-# per-call host overhead up to 10 ms; up to 20 cycles per KiB of float32 operands (a step's two
+PARAMS = ("dma_cycles", "call_seconds", "float32_cycles_per_kib", "overlapped_step_cycles")
+UNITS = {"dma_cycles": "cycles", "call_seconds": "s", "float32_cycles_per_kib": "cycles/KiB",
+         "overlapped_step_cycles": "cycles", "step_cycles": "cycles", "float32_factor": ""}
+# Plausible ranges, enforced by the fit: per-DMA and per-step costs up to 2000 cycles (1.3 us at 1.5
+# GHz); a per-call host overhead up to 10 ms; up to 20 cycles per KiB of float32 operands (a step's two
 # float32 blocks read from VMEM and rounded to bfloat16 for the MXU, far below the VPU's rate).
 LOWER = np.array([0.0, 0.0, 0.0, 0.0])
 UPPER = np.array([2000.0, 1e-2, 20.0, 2000.0])
@@ -52,20 +53,21 @@ STARTS = (np.array([100.0, 1e-4, 0.5, 50.0]), np.array([70.0, 7e-5, 0.25, 35.0])
 # starts)}. bandwidth_fraction: the pipeline's DMAs reach the chip's HBM bandwidth. profile_scale:
 # libtpu's static-profile cycles of a Pallas kernel, scaled, as a lower bound of a step's compute.
 # float32_factor: a float32 dot's time in bfloat16 MXU passes (the float32 operands' cost per KiB,
-# float32_cycles_per_kib, took its place).
+# float32_cycles_per_kib, took its place). step_cycles: a cost per grid step that nothing overlaps (a
+# cost per DMA issued, dma_cycles, took its place).
 # accumulator_cycles_per_kib: the core's cost of each KiB of the (bm, bn) float32 accumulator it reads
-# and writes back in VMEM per step (overlapped, like the dot). dma_cycles: a cost per DMA issued that
-# nothing overlaps (descriptor, issue and wait). dma_latency_cycles: a latency per DMA inside the copies
-# (small transfers reach less of the bandwidth).
+# and writes back in VMEM per step (overlapped, like the dot). dma_latency_cycles: a latency per DMA
+# inside the copies (small transfers reach less of the bandwidth).
 PROFILE_SCALE = "profile_scale"
 BANDWIDTH_FRACTION = "bandwidth_fraction"
 ACCUMULATOR = "accumulator_cycles_per_kib"
 DMA = "dma_cycles"
+STEP = "step_cycles"
 DMA_LATENCY = "dma_latency_cycles"
 MXU_FILL = "mxu_fill_rows"
 FLOAT32_FACTOR = "float32_factor"
 EXTRA = {BANDWIDTH_FRACTION: (0.05, 1.0, (1.0, 0.8, 0.5)), PROFILE_SCALE: (0.0, 2.0, (0.0, 0.5, 1.0)),
-         ACCUMULATOR: (0.0, 20.0, (0.0, 1.0, 4.0)), DMA: (0.0, 2000.0, (0.0, 50.0, 200.0)),
+         ACCUMULATOR: (0.0, 20.0, (0.0, 1.0, 4.0)), STEP: (0.0, 2000.0, (0.0, 50.0, 200.0)),
          DMA_LATENCY: (0.0, 2000.0, (0.0, 50.0, 200.0)), MXU_FILL: (0.0, 1024.0, (0.0, 32.0, 128.0)),
          FLOAT32_FACTOR: (1.0, 6.0, (1.0, 1.5, 2.5))}
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
@@ -81,21 +83,21 @@ class TooFewPoints(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Constants:
-    step_cycles: float
+    dma_cycles: float
     call_seconds: float
     float32_cycles_per_kib: float
     overlapped_step_cycles: float
+    step_cycles: float = 0.0  # held (EXTRA)
     bandwidth_fraction: float = 1.0  # held (EXTRA)
     profile_scale: float = 0.0  # held (EXTRA)
     float32_factor: float = 1.0  # held (EXTRA)
     accumulator_cycles_per_kib: float = 0.0  # held (EXTRA)
-    dma_cycles: float = 0.0  # held (EXTRA)
     dma_latency_cycles: float = 0.0  # held (EXTRA)
     mxu_fill_rows: float = 0.0  # held (EXTRA)
 
     @classmethod
     def of(cls, x) -> "Constants":
-        return cls(*(float(v) for v in x))
+        return cls(**{p: float(v) for p, v in zip(PARAMS, x, strict=True)})
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, p) for p in PARAMS])

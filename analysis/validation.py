@@ -240,6 +240,7 @@ def interval_checks(points: pd.DataFrame, predicted: pd.Series, nested: dict | N
     if nested is None:
         nested = nested_halfwidths(points, fit)
     out = pd.DataFrame({"band": errors.band}, index=errors.index)
+    out.attrs["nested"] = nested
     for level in LEVELS:
         s = suffix(level)
         out[f"coverage{s}"] = coverage(errors, level, nested)
@@ -307,7 +308,9 @@ def band_misses(points: pd.DataFrame, dtype: str = "float32", size: int = LARGE)
         "blocks": [_blocks(r) for r in p.itertuples()],
         "post_tflops": p.ref_tflops, "model_tflops": p.ref_tflops * p.ref_seconds / pred.model_post_seconds,
         "ln_error": np.log(pred.model_post_seconds / p.ref_seconds),
-        "halfwidth80": [checked.attrs["halfwidth80"][b] for b in checked.loc[mine, "band"]],
+        # the band each point was checked against: sized without its figure
+        "halfwidth80": [checked.attrs["nested"].get(str(e), {}).get(0.8, checked.attrs["halfwidth80"])[b]
+                        for e, b in zip(p.experiment, checked.loc[mine, "band"], strict=True)],
         "inside80": checked.loc[mine, "coverage80"].astype(bool),
         "step_share": 1 - stepless.loc[mine].model_post_seconds / pred.model_post_seconds,
         "copy_share": 1 - copyless.loc[mine].model_post_seconds / pred.model_post_seconds,
