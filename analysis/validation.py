@@ -298,7 +298,7 @@ def band_misses(points: pd.DataFrame, dtype: str = "float32", size: int = LARGE)
                           for r, test in fits.values()])
 
     predicted = held_out()
-    stepless = held_out(step_cycles=0.0, overlapped_step_cycles=0.0)
+    stepless = held_out(dma_cycles=0.0, step_cycles=0.0, overlapped_step_cycles=0.0)
     copyless = held_out(bandwidth_fraction=1e9)  # copies free
     checked = interval_checks(points, predicted.model_post_seconds.reindex(points.index))
     mine = points.index[(points.dtype == dtype) & (points.m >= size)]
