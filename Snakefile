@@ -40,7 +40,7 @@ except (ConfigError, UserError) as e:
 configfile: "config/config.yaml"
 
 
-# Ctrl-C: Snakemake stops the jobs and each job exits without a traceback (scripts/_repo.py); this run
+# Ctrl-C: Snakemake stops the jobs and each job exits without a traceback (scripts/_job.py); this run
 # says once that it was interrupted and how to resume (onerror below).
 INTERRUPTED = record_interrupts()
 # The outputs the jobs replace, kept until the run ends: a failed or stopped job's are put back, with

@@ -2,7 +2,6 @@
 interval said to be ties, what each candidate needs of VMEM, XLA's estimate for the same shape, what
 bounds each row (the chip's peak, its HBM bandwidth, or neither) and a recommendation generated from
 those numbers: one configuration on top, with the lines that use it."""
-import functools
 import json
 import math
 
@@ -13,7 +12,8 @@ from tpu_matmul_repro.advise.search import DOUBLE_BUFFER_BOUND, PRUNED, Found, l
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
-from tpu_matmul_repro.experiments.core.traffic import OUT_DTYPE, hbm_bytes
+from tpu_matmul_repro.experiments.core.traffic import OUT_DTYPE
+from tpu_matmul_repro.experiments.core.traffic_cache import cached_hbm_bytes
 from tpu_matmul_repro.experiments.core.units import MiB, flops
 from tpu_matmul_repro.kernels import DECLARED, is_pallas
 from tpu_matmul_repro.report.advice import LEVEL, blocks_label, budget_spent, padded, recommendation
@@ -105,11 +105,6 @@ def grid_steps(r) -> int:
     return math.ceil(m / r.bm) * math.ceil(k / r.bk) * math.ceil(n / r.bn)
 
 
-@functools.lru_cache(maxsize=4096)
-def _traffic(case: Case) -> int:
-    return hbm_bytes(case)
-
-
 def bound_of(r, model) -> dict:
     """What bounds a modelled row (BOUND_SHARE), and its share of the chip's peak FLOP/s and of its
     HBM bandwidth, in %: the shape's own FLOPs per modelled device second (as TFLOP/s counts them), and
@@ -127,7 +122,7 @@ def bound_of(r, model) -> dict:
         case = Case(r.kernel, r.dtype, *kernel_shape(r), int(r.bm), int(r.bk), int(r.bn))
         factor = model.constants.float32_factor if r.dtype == "float32" else 1.0
     compute = factor * flops(case.m, case.k, case.n) / peak / seconds
-    moved = _traffic(case) / bandwidth / seconds
+    moved = cached_hbm_bytes(case) / bandwidth / seconds
     if max(compute, moved) < BOUND_SHARE:
         bound = "overhead"
     else:

@@ -32,7 +32,12 @@ from tpu_matmul_repro.advise.candidates import candidates
 from tpu_matmul_repro.advise.workers import Workers
 from tpu_matmul_repro.analysis import model_columns
 from tpu_matmul_repro.analysis import timing_model as tm
-from tpu_matmul_repro.experiments.compile_study.study import DOMINATED, job_versions, single_step_axes
+from tpu_matmul_repro.experiments.compile_study.study import (
+    DOMINATED,
+    TWO_STEP_VMEM,
+    job_versions,
+    single_step_axes,
+)
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
@@ -151,7 +156,8 @@ def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings
     parts = split_for_pairs([c for c in cases if c not in beyond])
     extra = split_for_pairs(list(beyond))
     common = dict(target=target, experiment="advice", toolchain=compiler["toolchain"],
-                  static_profile=compiler["static_profile"], **settings)
+                  static_profile=compiler["static_profile"],
+                  two_step_vmem=(target, libtpu) in TWO_STEP_VMEM, **settings)
 
     def jobs(rest, over):
         pallas = tuple(c for c in rest if c.facts.pallas)

@@ -1,31 +1,9 @@
-"""Every claim of the post, checked against this run's table: results/claims.csv.
+"""Every claim of the post (REGISTRY), checked against this run's table: results/claims.csv.
 
-One row per claim: its kind (KINDS) and the rule of that kind (RULES, with its thresholds; the
-report's appendix and docs/verdicts.md print them), the post's value, this run's value and where it
-comes from (`evidence`), the verdict (holds / differs / inconclusive / not tested), and the reason:
-a sentence made from the very numbers and comparison the rule used, and one saying how the rule
-decided. `values` (JSON) holds every number, so the verdict can be recomputed from the row
-(verdict_of).
-
-Evidence, per claim: a measurement where this run's latest v5e measurements cover every
-configuration and size the claim compares (the post's method: blocked calls), else the estimates: the
-compiler's VMEM verdict for claims about what compiles, and for speeds the timing model timed as the
-post did, predicted by the refit that left the claim's figure out (the post's own number for it never
-entered that fit), with the post's compiler's buffering where the run has that compile. A
-measurement never removes the verdict of a claim it does not cover.
-
-Speed rules compare a margin m (ln: > 0 where the claim holds at this run's number) with the half-width
-q of the timing model's 80 % band (conditional on size, analysis/intervals.py; a ratio of
-two modelled speeds of one figure gets one q, of two figures sqrt(qa^2 + qb^2); measurements q = 0).
-The post's own margin p is read off its figures, each value to about READING_ERROR of its figure's
-axis: its error e (ln; of a ratio, sqrt(ea^2 + eb^2)) decides whether the post's numbers fail the
-claim (p < -e), support it (p >= e) or cannot tell (|p| < e):
-  holds         m >= 0 and the post's own numbers do not fail the claim;
-  differs       m + q < 0 (the whole band fails the claim), or m < 0 and the post's numbers fail too;
-  inconclusive  otherwise: m < 0 <= m + q (the band neither confirms nor excludes the claim), or this
-                run supports a claim the post's own numbers fail.
-Reason texts are templates (English; locale/ has their translations) filled from `values`.
-"""
+One row per claim: its kind's rule (RULES), the post's value and this run's, where the numbers come
+from, the verdict, a reason made from the very numbers the rule used, and `values` (JSON), from which
+the verdict is recomputed (verdict_of). The evidence and the decision: docs/verdicts.md."""
+import dataclasses
 import json
 import math
 
@@ -35,7 +13,7 @@ import pandas as pd
 from tpu_matmul_repro.analysis import timing_model as tm
 from tpu_matmul_repro.analysis.number_classes import CLASS_NAMES, number_class
 from tpu_matmul_repro.analysis.runs import latest_runs
-from tpu_matmul_repro.analysis.summaries import default_limit, post_configs
+from tpu_matmul_repro.analysis.summaries import blocks_text, default_limit, post_configs
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP, chip
 from tpu_matmul_repro.experiments.core.i18n import N_
 from tpu_matmul_repro.experiments.core.units import MiB, flops, tflops
@@ -52,19 +30,51 @@ TOOLCHAIN = "current"  # the pipeline's own toolchain
 READING_ERROR = 0.02
 AXIS_MARGINS = 1.1
 
-CLAIMS = {
-    "v1_fails_above_1024": N_("v1 (whole arrays in VMEM) fails above 1024"),
-    "v2_up_to_2048": N_("v2 (N = 4 split grid) handles sizes up to 2048"),
-    "v3_128_about_10": N_("v3 with 128-blocks reaches about 10 TFLOP/s"),
-    "v4_best_512": N_("v4's best float32 blocks are (512, 512, 512)"),
-    "v5_matches_xla": N_("v5 with (512, 1024, 1024) blocks nearly matches XLA (bfloat16, 8192)"),
-    "bf16_beats_f32": N_("bfloat16 (v5) beats float32 (v4) with the same blocks"),
-    "v5_1024_fails_from_2048": N_("(1024, 1024, 1024) blocks in bfloat16 fail from 2048"),
-}
-# the kind of each claim: its rule (RULES)
-KINDS = {"v1_fails_above_1024": "compiles", "v2_up_to_2048": "compiles",
-         "v5_1024_fails_from_2048": "compiles", "v3_128_about_10": "about", "v4_best_512": "best",
-         "v5_matches_xla": "near", "bf16_beats_f32": "beats"}
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One claim of the post: what it says (`wording`, translated in locale/), the rule it is checked by
+    (`kind`: RULES, checked by CHECKS[kind]) and the configuration it is about. `claimed`: the post's
+    number ("about"); `versus`: the (experiment, kernel, dtype) the configuration beats ("beats"), with
+    the same blocks. "best" compares the claimed blocks with every other blocks the post published for
+    the experiment at `size`."""
+
+    id: str
+    kind: str
+    wording: str
+    experiment: str
+    kernel: str
+    dtype: str
+    blocks: tuple[int, int, int] | None = None
+    size: int = 8192
+    claimed: float | None = None
+    versus: tuple[str, str, str] | None = None
+
+
+# The post's claims, in the order claims.csv and the report list them (docs/development.md: add a claim).
+REGISTRY = (
+    Claim("v1_fails_above_1024", "compiles", N_("v1 (whole arrays in VMEM) fails above 1024"),
+          "v1", "v1", "float32"),
+    Claim("v2_up_to_2048", "compiles", N_("v2 (N = 4 split grid) handles sizes up to 2048"),
+          "v2", "v2", "float32"),
+    Claim("v3_128_about_10", "about", N_("v3 with 128-blocks reaches about 10 TFLOP/s"),
+          "v3", "v3", "float32", (128, 128, 128), claimed=10.0),
+    Claim("v4_best_512", "best", N_("v4's best float32 blocks are (512, 512, 512)"),
+          "v4", "v3", "float32", (512, 512, 512)),
+    Claim("v5_matches_xla", "near",
+          N_("v5 with (512, 1024, 1024) blocks nearly matches XLA (bfloat16, 8192)"),
+          "v5", "v5", "bfloat16", (512, 1024, 1024)),
+    Claim("bf16_beats_f32", "beats", N_("bfloat16 (v5) beats float32 (v4) with the same blocks"),
+          "v5", "v5", "bfloat16", (512, 512, 512), versus=("v4", "v3", "float32")),
+    Claim("v5_1024_fails_from_2048", "compiles", N_("(1024, 1024, 1024) blocks in bfloat16 fail from 2048"),
+          "v5", "v5", "bfloat16", (1024, 1024, 1024)),
+)
+
+
+def registry() -> dict[str, Claim]:
+    """The claims by id (REGISTRY, read when called: a test may add one)."""
+    return {c.id: c for c in REGISTRY}
+
+
 KIND_NAMES = {"compiles": N_("compiles up to / fails from"), "about": N_("about a number"),
               "best": N_("best blocks"), "near": N_("nearly matches"), "beats": N_("beats")}
 RULES = {
@@ -294,21 +304,21 @@ def _published(df, experiment, dtype, kernel, size, blocks=None) -> float | None
     return float(hit.iloc[0]) if len(hit) else None
 
 
-def _feasibility(df, claim, experiment, dtype, kernel, blocks=None):
+def _compiles(df, evidence, claim: Claim):
     """Largest size that compiles and the first that fails, this run against the post: measured where
     this run measured every size the post reports for the configuration, else the compiler's verdict."""
-    post = _rows(df[df.source == "published"], experiment, dtype, kernel, blocks).sort_values("m")
-    measured = _rows(df[df.source == "measured"], experiment, dtype, kernel, blocks)
+    where = (claim.experiment, claim.dtype, claim.kernel, claim.blocks)
+    post = _rows(df[df.source == "published"], *where).sort_values("m")
+    measured = _rows(df[df.source == "measured"], *where)
     covers = len(post) > 0 and set(post.m) <= set(measured.m)
     source = "measured" if covers else "estimate"
-    ours = _rows(df[df.source == source], experiment, dtype, kernel, blocks).sort_values("m")
+    ours = _rows(df[df.source == source], *where).sort_values("m")
     if ours.empty or post.empty:
-        what = "compile results for this configuration" if ours.empty else "published numbers"
-        return _missing(claim, what)
+        return _missing("compile results for this configuration" if ours.empty else "published numbers")
     ours = ours.drop_duplicates("m")
     sizes = set(ours.m) & set(post.m)  # decided on the sizes both tried
     if not sizes:
-        return _missing(claim, "compile results at a size the post reports")
+        return _missing("compile results at a size the post reports")
     ours, post = ours[ours.m.isin(sizes)], post[post.m.isin(sizes)]
     post_ok = post[post.status == "ok"].m.max()
     ok = ours[ours.status == "ok"].m.max()
@@ -338,7 +348,7 @@ def _int(x):
     return "–" if x is None or pd.isna(x) else int(x)
 
 
-def _missing(claim, what):
+def _missing(what):
     return dict(post_value="", this_value="", source=("none", {}), verdict="not tested", reason_id="missing",
                 values=dict(what=what))
 
@@ -361,14 +371,15 @@ def _speed_claim(evidence, configs, measured, margin, band, post_margin, test, r
                 note_id=" ".join(notes), values=values, **extra)
 
 
-def _v3_about_10(df, evidence, claim, size=8192, claimed=10.0):
-    blocks = (128, 128, 128)
-    configs = [("(128, 128, 128)", "v3", "float32", "v3", size, blocks)]
+def _about(df, evidence, claim: Claim):
+    experiment, dtype, kernel, blocks, size, claimed = (claim.experiment, claim.dtype, claim.kernel,
+                                                        claim.blocks, claim.size, claim.claimed)
+    configs = [(blocks_text(*blocks), experiment, dtype, kernel, size, blocks)]
     measured = evidence.covered(configs)
-    post = _published(df, "v3", "float32", "v3", size, blocks)
-    ours = evidence.get("v3", "float32", "v3", size, blocks, measured=measured)
+    post = _published(df, experiment, dtype, kernel, size, blocks)
+    ours = evidence.get(experiment, dtype, kernel, size, blocks, measured=measured)
     if post is None or ours is None:
-        return _missing(claim, "TFLOP/s for v3's 128-blocks at 8192")
+        return _missing(f"TFLOP/s for {experiment}'s {blocks[0]}-blocks at {size}")
     q = 0.0 if measured else evidence.halfwidth(size)
     margin, post_margin = ABOUT - abs(np.log(ours / claimed)), ABOUT - abs(np.log(post / claimed))
     test = "measured_vs_claim" if measured else "model_vs_claim"
@@ -376,27 +387,30 @@ def _v3_about_10(df, evidence, claim, size=8192, claimed=10.0):
         evidence, configs, measured, margin, q, post_margin, test, "about",
         dict(ours=ours, size=size, post=post, claimed=f"{claimed:g}", lo=ours * np.exp(-q),
              hi=ours * np.exp(q), low=claimed * np.exp(-ABOUT), high=claimed * np.exp(ABOUT)),
-        post_error=reading_error(df, "v3", post),
+        post_error=reading_error(df, experiment, post),
         post_value=f"{post:.1f} TFLOP/s", this_value=f"{ours:.1f} TFLOP/s")
 
 
-POST_V4 = [(128, 128, 128), (256, 256, 256), (512, 512, 512), (512, 1024, 1024), (1024, 1024, 1024)]
+def published_blocks(df, experiment, dtype, kernel, size) -> list[tuple[int, int, int]]:
+    """The blocks the post published a speed for, for one experiment at one size, smallest first."""
+    rows = _rows(df[df.source == "published"], experiment, dtype, kernel)
+    rows = rows[(rows.m == size) & (rows.status == "ok") & rows.tflops.notna() & rows.bm.notna()]
+    return sorted({(int(r.bm), int(r.bk), int(r.bn)) for r in rows.itertuples()})
 
 
-def _fmt(b) -> str:
-    return f"({b[0]}, {b[1]}, {b[2]})"
-
-
-def _v4_best(df, evidence, claim, size=8192, claimed=(512, 512, 512)):
-    configs = [(_fmt(b), "v4", "float32", "v3", size, b) for b in POST_V4]
-    post = {b: _published(df, "v4", "float32", "v3", size, b) for b in POST_V4}
-    post = {b: v for b, v in post.items() if v is not None}
-    measured = evidence.covered([c for c in configs if c[-1] in post])
-    ours = {b: evidence.get("v4", "float32", "v3", size, b, measured=measured) for b in POST_V4}
+def _best(df, evidence, claim: Claim):
+    experiment, dtype, kernel, size = claim.experiment, claim.dtype, claim.kernel, claim.size
+    claimed = claim.blocks
+    candidates = published_blocks(df, experiment, dtype, kernel, size)
+    configs = [(blocks_text(*b), experiment, dtype, kernel, size, b) for b in candidates]
+    post = {b: _published(df, experiment, dtype, kernel, size, b) for b in candidates}
+    measured = evidence.covered(configs)
+    ours = {b: evidence.get(experiment, dtype, kernel, size, b, measured=measured) for b in candidates}
     ours = {b: v for b, v in ours.items() if v is not None}
     rivals = [b for b in ours if b != claimed]
     if claimed not in ours or claimed not in post or not rivals or len(post) < 2:
-        return _missing(claim, "v4 TFLOP/s of (512, 512, 512) and other blocks at 8192, here and in the post")
+        return _missing(f"{experiment} TFLOP/s of {blocks_text(*claimed)} and other blocks at {size}, "
+                        "here and in the post")
     rival = max(rivals, key=ours.get)  # the claimed blocks against the fastest other ones
     post_best = max(post, key=post.get)
     post_rival = max((b for b in post if b != claimed), key=post.get)
@@ -407,30 +421,32 @@ def _v4_best(df, evidence, claim, size=8192, claimed=(512, 512, 512)):
         evidence, [c for c in configs if c[-1] in (claimed, rival)], measured, float(np.log(ratio)), q,
         float(np.log(post[claimed] / post[post_rival])),
         "measured_vs_measured" if measured else "model_vs_model", "best",
-        dict(size=size, claimed=_fmt(claimed), claimed_tflops=ours[claimed], rival=_fmt(rival),
-             rival_tflops=ours[rival], ratio=ratio, ratio_lo=ratio * np.exp(-q), ratio_hi=ratio * np.exp(q),
-             post_rival=_fmt(post_rival), post_rival_tflops=post[post_rival],
+        dict(size=size, claimed=blocks_text(*claimed), claimed_tflops=ours[claimed],
+             rival=blocks_text(*rival), rival_tflops=ours[rival], ratio=ratio, ratio_lo=ratio * np.exp(-q),
+             ratio_hi=ratio * np.exp(q),
+             post_rival=blocks_text(*post_rival), post_rival_tflops=post[post_rival],
              post_claimed_tflops=post[claimed]),
-        post_error=float(np.hypot(reading_error(df, "v4", post[claimed]),
-                                  reading_error(df, "v4", post[post_rival]))),
-        post_value=f"{_fmt(post_best)}: {post[post_best]:.1f} TFLOP/s",
-        this_value=f"{_fmt(best)}: {ours[best]:.1f} TFLOP/s")
+        post_error=float(np.hypot(reading_error(df, experiment, post[claimed]),
+                                  reading_error(df, experiment, post[post_rival]))),
+        post_value=f"{blocks_text(*post_best)}: {post[post_best]:.1f} TFLOP/s",
+        this_value=f"{blocks_text(*best)}: {ours[best]:.1f} TFLOP/s")
 
 
-def _v5_vs_xla(df, evidence, claim, size=8192):
-    blocks = (512, 1024, 1024)
-    kernel_config = ("v5 (512, 1024, 1024)", "v5", "bfloat16", "v5", size, blocks)
-    xla_config = ("XLA", "v5", "bfloat16", "xla", size, None)
-    post = _published(df, "v5", "bfloat16", "v5", size, blocks)
-    post_xla = _published(df, "v5", "bfloat16", "xla", size)
+def _near(df, evidence, claim: Claim):
+    experiment, dtype, kernel, size = claim.experiment, claim.dtype, claim.kernel, claim.size
+    blocks = claim.blocks
+    kernel_config = (f"{kernel} {blocks_text(*blocks)}", experiment, dtype, kernel, size, blocks)
+    xla_config = ("XLA", experiment, dtype, "xla", size, None)
+    post = _published(df, experiment, dtype, kernel, size, blocks)
+    post_xla = _published(df, experiment, dtype, "xla", size)
     measured = evidence.covered([kernel_config, xla_config])
-    ours = evidence.get("v5", "bfloat16", "v5", size, blocks, measured=measured)
+    ours = evidence.get(experiment, dtype, kernel, size, blocks, measured=measured)
     if post is None or post_xla is None or ours is None:
-        return _missing(claim, "v5 and XLA TFLOP/s at 8192")
+        return _missing(f"{kernel} and XLA TFLOP/s at {size}")
     xla_est = df[(df.source == "estimate") & (df.target == TARGET) & ~is_pallas(df.kernel)
-                 & (df.dtype == "bfloat16") & (df.m == size)]
+                 & (df.dtype == dtype) & (df.m == size)]
     flagged = "estimate_nonmonotonic" in xla_est and bool(xla_est.estimate_nonmonotonic.eq(True).any())
-    own_xla = evidence.get("v5", "bfloat16", "xla", size, measured=measured)
+    own_xla = evidence.get(experiment, dtype, "xla", size, measured=measured)
     q = 0.0 if measured else evidence.halfwidth(size)
     if measured:
         xla, xla_is, test, compared = own_xla, "measured", "measured_vs_measured", [kernel_config, xla_config]
@@ -444,22 +460,25 @@ def _v5_vs_xla(df, evidence, claim, size=8192):
         evidence, compared, measured, margin, q, post_margin, test, "near",
         dict(ours=ours, size=size, pct=100 * frac, xla=xla, xla_is=xla_is, pct_lo=100 * frac * np.exp(-q),
              pct_hi=100 * frac * np.exp(q), post=post, post_xla=post_xla, post_pct=100 * post / post_xla),
-        post_error=float(np.hypot(reading_error(df, "v5", post), reading_error(df, "v5", post_xla))),
+        post_error=float(np.hypot(reading_error(df, experiment, post),
+                                  reading_error(df, experiment, post_xla))),
         post_value=f"{post:.1f} vs XLA {post_xla:.1f} TFLOP/s ({100 * post / post_xla:.0f} %)",
         this_value=f"{ours:.1f} vs XLA {xla:.1f} TFLOP/s ({100 * frac:.0f} %)")
 
 
-def _bf16_beats_f32(df, evidence, claim, size=8192, blocks=(512, 512, 512)):
-    label = _fmt(blocks)
-    configs = [(f"bfloat16 {label}", "v5", "bfloat16", "v5", size, blocks),
-               (f"float32 {label}", "v4", "float32", "v3", size, blocks)]
+def _beats(df, evidence, claim: Claim):
+    """The claim's configuration (the values' bf16) against `versus` (f32) with the same blocks."""
+    blocks, size, label = claim.blocks, claim.size, blocks_text(*claim.blocks)
+    first = (claim.experiment, claim.dtype, claim.kernel)
+    experiment, kernel, dtype = claim.versus
+    second = (experiment, dtype, kernel)
+    configs = [(f"{first[1]} {label}", *first, size, blocks), (f"{dtype} {label}", *second, size, blocks)]
     measured = evidence.covered(configs)
-    post_b, post_f = (_published(df, "v5", "bfloat16", "v5", size, blocks),
-                      _published(df, "v4", "float32", "v3", size, blocks))
-    ours_b, ours_f = (evidence.get("v5", "bfloat16", "v5", size, blocks, measured=measured),
-                      evidence.get("v4", "float32", "v3", size, blocks, measured=measured))
+    post_b, post_f = (_published(df, *first, size, blocks), _published(df, *second, size, blocks))
+    ours_b, ours_f = (evidence.get(*first, size, blocks, measured=measured),
+                      evidence.get(*second, size, blocks, measured=measured))
     if None in (post_b, post_f, ours_b, ours_f):
-        return _missing(claim, "bfloat16 and float32 TFLOP/s with (512, 512, 512) blocks at 8192")
+        return _missing(f"{first[1]} and {dtype} TFLOP/s with {label} blocks at {size}")
     # two figures, two refits: their errors add as independent ones
     q = 0.0 if measured else float(np.hypot(evidence.halfwidth(size), evidence.halfwidth(size)))
     ratio = ours_b / ours_f
@@ -468,9 +487,14 @@ def _bf16_beats_f32(df, evidence, claim, size=8192, blocks=(512, 512, 512)):
         "measured_vs_measured" if measured else "model_vs_model", "beats",
         dict(blocks=", ".join(str(b) for b in blocks), size=size, bf16=ours_b, f32=ours_f, ratio=ratio,
              ratio_lo=ratio * np.exp(-q), ratio_hi=ratio * np.exp(q), post_bf16=post_b, post_f32=post_f),
-        post_error=float(np.hypot(reading_error(df, "v5", post_b), reading_error(df, "v4", post_f))),
+        post_error=float(np.hypot(reading_error(df, first[0], post_b),
+                                  reading_error(df, experiment, post_f))),
         post_value=f"bf16 {post_b:.1f} vs f32 {post_f:.1f} TFLOP/s",
         this_value=f"bf16 {ours_b:.1f} vs f32 {ours_f:.1f} TFLOP/s")
+
+
+# The check of each kind of claim: (table, Evidence or None, Claim) -> the parts of its row.
+CHECKS = {"compiles": _compiles, "about": _about, "best": _best, "near": _near, "beats": _beats}
 
 
 def source_text(kind: str, values: dict, gettext=lambda m: m) -> str:
@@ -504,38 +528,29 @@ def rule_text(kind: str, gettext=lambda m: m) -> str:
     return gettext(RULES[kind]) % RULE_VALUES
 
 
-# Claims about which configurations compile: the only ones a toolchain without cycle estimates (the
-# post's libtpu 0.0.5) can check.
-FEASIBILITY_CLAIMS = ("v1_fails_above_1024", "v2_up_to_2048", "v5_1024_fails_from_2048")
+def feasibility_claims() -> tuple[str, ...]:
+    """Claims about which configurations compile: the only ones a toolchain without cycle estimates (the
+    post's libtpu 0.0.5) can check."""
+    return tuple(c.id for c in REGISTRY if c.kind == "compiles")
 
 
 def claims_table(df: pd.DataFrame, model, toolchain: str = TOOLCHAIN, only=None) -> pd.DataFrame:
-    """One row per claim of the post (CLAIMS), checked against the table's estimates of `toolchain`
+    """One row per claim of the post (REGISTRY), checked against the table's estimates of `toolchain`
     (the caller passes that toolchain's rows) and the run's timing model (`model`, a FittedModel; None
     for claims about what compiles only); `only`: the claim ids to check (default: all).
     Measurements: each target's latest run, the one the figures draw and the claims name."""
     df = latest_runs(df)
-    evidence = Evidence(df, model) if only is None or set(only) - set(FEASIBILITY_CLAIMS) else None
-    checks = {
-        "v1_fails_above_1024": lambda c: _feasibility(df, c, "v1", "float32", "v1"),
-        "v2_up_to_2048": lambda c: _feasibility(df, c, "v2", "float32", "v2"),
-        "v3_128_about_10": lambda c: _v3_about_10(df, evidence, c),
-        "v4_best_512": lambda c: _v4_best(df, evidence, c),
-        "v5_matches_xla": lambda c: _v5_vs_xla(df, evidence, c),
-        "bf16_beats_f32": lambda c: _bf16_beats_f32(df, evidence, c),
-        "v5_1024_fails_from_2048": lambda c: _feasibility(df, c, "v5", "bfloat16", "v5", (1024, 1024, 1024)),
-    }
+    checked = [c for c in REGISTRY if only is None or c.id in only]
+    evidence = Evidence(df, model) if any(c.kind != "compiles" for c in checked) else None
     rows = []
-    for claim, check in checks.items():
-        if only is not None and claim not in only:
-            continue
-        r = check(claim)
+    for claim in checked:
+        r = CHECKS[claim.kind](df, evidence, claim)
         kind, where = r["source"]
         # the numbers a verdict is decided on stay exact, so that verdict_of(row) is the row's verdict
         values = {k: (round(float(v), 4) if isinstance(v, (float, np.floating)) and k not in EXACT else v)
                   for k, v in {**r["values"], **where}.items()}
         note = r.get("note_id", "")
-        rows.append(dict(claim_id=claim, claim=CLAIMS[claim], kind=KINDS[claim], post_value=r["post_value"],
+        rows.append(dict(claim_id=claim.id, claim=claim.wording, kind=claim.kind, post_value=r["post_value"],
                          this_value=r["this_value"], source=source_text(kind, values), source_kind=kind,
                          toolchain=toolchain, verdict=r["verdict"],
                          reason=reason_text(r["reason_id"], note, values), reason_id=r["reason_id"],

@@ -5,6 +5,13 @@ import pandas as pd
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.kernels import is_pallas
 
+
+def blocks_text(bm, bk, bn, sep: str = ", ") -> str:
+    """Blocks as the claims, tables and advice name them: "(512, 1024, 1024)"; "(512,1024,1024)" with
+    sep="," (the advisor's compact column). Not in experiments/core/cases.py (config_label), whose every
+    edit would miss the whole compile cache (its key holds the compile worker's imports)."""
+    return "(" + sep.join(str(int(b)) for b in (bm, bk, bn)) + ")"
+
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
 # No rank correlation on fewer points: with 3 or 4 any order is a coin toss (issue 26).

@@ -20,16 +20,15 @@ from the VMEM the compiler requested; the post's points use the post's own compi
 numbers only (fit_published), within physical ranges.
 """
 import dataclasses
-import functools
 import itertools
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import least_squares
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, chip
-from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, hbm_bytes, min_vmem_bytes, step_bytes
+from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, hbm_bytes, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic_cache import cached_windows
 from tpu_matmul_repro.experiments.core.units import TERA, seconds_at
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.kernels import is_pallas
@@ -189,39 +188,16 @@ def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
                        window_counts=np.zeros(0), window_dmas=np.zeros(0), dmas=0.0, accumulator_kib=0.0,
                        rows=float(case.m), operand_kib=0.0, min_bytes=float(hbm_bytes(case)), **common)
     else:
-        bytes_in, bytes_out = _step_bytes(case)
-        dmas_in, dmas_out = _step_dmas(case, bytes_in, bytes_out)
-        window = np.zeros(len(bytes_in), dtype=np.int64)
-        window[:-1] += bytes_in[1:]  # step s prefetches step s+1's new blocks
-        window[1:] += bytes_out[:-1]  # and writes back what step s-1 finished
-        dmas = np.zeros(len(bytes_in), dtype=np.int64)
-        dmas[:-1] += dmas_in[1:]
-        dmas[1:] += dmas_out[:-1]
-        pairs, counts = np.unique(np.stack([window, dmas], axis=1), axis=0, return_counts=True)
-        out = Features(xla=False, steps=len(bytes_in), prologue_bytes=float(bytes_in[0]),
-                       epilogue_bytes=float(bytes_out[-1]), window_bytes=pairs[:, 0].astype(float),
-                       window_counts=counts.astype(float), window_dmas=pairs[:, 1].astype(float),
-                       dmas=float(dmas_in.sum() + dmas_out.sum()), accumulator_kib=_accumulator_kib(case),
-                       rows=float(case.m if case.bm is None else case.bm),
-                       operand_kib=_operand_kib(case),
-                       min_bytes=float(hbm_bytes(case)), **common)
+        w = cached_windows(case)
+        out = Features(xla=False, steps=w.steps, prologue_bytes=float(w.prologue_bytes),
+                       epilogue_bytes=float(w.epilogue_bytes), window_bytes=np.array(w.window_bytes, float),
+                       window_counts=np.array(w.window_counts, float),
+                       window_dmas=np.array(w.window_dmas, float),
+                       dmas=float(w.dmas), accumulator_kib=_accumulator_kib(case),
+                       rows=float(case.m if case.bm is None else case.bm), operand_kib=_operand_kib(case),
+                       min_bytes=float(w.total_bytes), **common)
     _FEATURES[key] = out
     return out
-
-
-@functools.lru_cache(maxsize=4096)
-def _step_bytes(case: Case):
-    return step_bytes(case)
-
-
-def _step_dmas(case: Case, bytes_in: np.ndarray, bytes_out: np.ndarray):
-    """Per step: DMAs copying blocks in (0, 1 or 2: read off the bytes, as A's and B's blocks differ
-    from their sum) and write-backs (0 or 1)."""
-    if case.facts.grid == WHOLE:
-        return np.array([2]), np.array([1])
-    both = (case.bm * case.bk + case.bk * case.bn) * ITEMSIZE[case.dtype]
-    dmas_in = np.select([bytes_in == 0, bytes_in == both], [0, 2], 1)
-    return dmas_in, (bytes_out > 0).astype(np.int64)
 
 
 def _operand_kib(case: Case) -> float:
@@ -432,6 +408,8 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
         k = full(z)
         model = [post_seconds(f, k) if post else device_seconds(f, k) for f in feats]
         return np.log(model) - target
+
+    from scipy.optimize import least_squares  # here: a process that only predicts needs no scipy
 
     best = None
     for start in starts:

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tpu_matmul_repro.analysis import timing_model as tm
-from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS
+from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, blocks_text
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_LEVELS
 
@@ -320,7 +320,7 @@ def band_misses(points: pd.DataFrame, dtype: str = "float32", size: int = LARGE)
 
 
 def _blocks(r) -> str:
-    return "–" if pd.isna(r.bm) else f"({int(r.bm)}, {int(r.bk)}, {int(r.bn)})"
+    return "–" if pd.isna(r.bm) else blocks_text(r.bm, r.bk, r.bn)
 
 
 def band_miss_reason(r) -> str:

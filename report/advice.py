@@ -8,6 +8,7 @@ import math
 
 import pandas as pd
 
+from tpu_matmul_repro.analysis.summaries import blocks_text
 from tpu_matmul_repro.analysis.views import tied as marked_tie
 from tpu_matmul_repro.experiments.core.cases import config_label
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
@@ -29,7 +30,7 @@ def blocks_label(r) -> str:
     """'(bm,bk,bn)'; a row without blocks (XLA) by its kernel's name."""
     if any(pd.isna(getattr(r, b)) for b in ("bm", "bk", "bn")):
         return str(r.kernel)
-    return f"({int(r.bm)},{int(r.bk)},{int(r.bn)})"
+    return blocks_text(r.bm, r.bk, r.bn, sep=",")
 
 
 def budget_spent(table: pd.DataFrame) -> pd.Series:

@@ -129,62 +129,74 @@ def kernel_sections(df, summaries_by_target, gettext, figures, listings: dict) -
 
 
 def experiment_findings(experiment: str, s: dict, gettext) -> list[str]:
-    """Sentences stating this run's numbers for one experiment and target."""
+    """Sentences stating this run's numbers for one experiment and target (findings.claim_findings)."""
     out = []
     target = s["target"]
-    if experiment in ("v1", "v2") and s[experiment] is not None:
-        f = s[experiment]
-        if f.first_failure is not None and f.need_mib is not None:
-            out.append(gettext("On %(target)s, %(kernel)s compiles up to %(ok)s; at %(fail)s it needs "
-                               "%(need).1f MiB of VMEM against a %(limit).0f MiB limit.") % {
-                "target": target, "kernel": experiment, "ok": f.largest_ok, "fail": f.first_failure,
-                "need": f.need_mib, "limit": f.limit_mib})
-        elif f.largest_ok is not None:
-            out.append(gettext("On %(target)s, %(kernel)s compiles at every size up to %(ok)s.") % {
-                "target": target, "kernel": experiment, "ok": f.largest_ok})
-    if experiment == "v3" and s["v3_versus_8192"] is not None:
-        message = (N_("On %(target)s, v3 with 128-blocks is modelled at %(tflops).1f TFLOP/s at 8192 as the "
-                      "post timed it: %(versus)s") if s["modelled"]
-                   else N_("On %(target)s, v3 with 128-blocks reaches an estimated %(tflops).1f TFLOP/s at "
-                           "8192: %(versus)s"))
-        out.append(gettext(message) % {"target": target, "tflops": s["v3_tflops_8192"],
-                                       "versus": versus_text(s["v3_versus_8192"], s["modelled"], gettext)})
-    if experiment in ("v4", "v5"):
-        versus = s[f"{experiment}_post_best_versus_8192"]
-        blocks = s[f"{experiment}_post_best_blocks"]
-        if versus is not None:
-            message = (N_("On %(target)s, the post's best blocks %(blocks)s are modelled at %(tflops).1f "
-                          "TFLOP/s at 8192 as the post timed them: %(versus)s") if s["modelled"]
-                       else N_("On %(target)s, the post's best blocks %(blocks)s reach an estimated "
-                               "%(tflops).1f TFLOP/s at 8192: %(versus)s"))
-            out.append(gettext(message) % {"target": target, "blocks": str(blocks), "tflops": versus.tflops,
-                                           "versus": versus_text(versus, s["modelled"], gettext)})
-        f = s[f"{experiment}_1024_blocks"]
-        if f is not None and f.first_failure is not None and f.need_mib is not None:
-            out.append(gettext("On %(target)s, 1024-blocks run out of VMEM from %(fail)s on: they need "
+    for f in (f for f in s["findings"] if f["experiment"] == experiment):
+        feasible, versus = f.get("feasibility"), f.get("versus")
+        if f["finding"] == "compiles" and feasible is not None:
+            if feasible.first_failure is not None and feasible.need_mib is not None:
+                out.append(gettext("On %(target)s, %(kernel)s compiles up to %(ok)s; at %(fail)s it needs "
+                                   "%(need).1f MiB of VMEM against a %(limit).0f MiB limit.") % {
+                    "target": target, "kernel": experiment, "ok": feasible.largest_ok,
+                    "fail": feasible.first_failure, "need": feasible.need_mib, "limit": feasible.limit_mib})
+            elif feasible.largest_ok is not None:
+                out.append(gettext("On %(target)s, %(kernel)s compiles at every size up to %(ok)s.") % {
+                    "target": target, "kernel": experiment, "ok": feasible.largest_ok})
+        elif f["finding"] == "speed" and versus is not None:
+            values = {"target": target, "experiment": experiment, "edge": f["blocks"][0], "size": f["size"],
+                      "blocks": str(f["blocks"]), "tflops": versus.tflops,
+                      "versus": versus_text(versus, s["modelled"], gettext)}
+            message = SPEED_FINDINGS[f["claim"] == "about", s["modelled"]]
+            out.append(gettext(message) % values)
+        elif f["finding"] == "runs_out" and feasible is not None and feasible.first_failure is not None \
+                and feasible.need_mib is not None:
+            out.append(gettext("On %(target)s, %(edge)s-blocks run out of VMEM from %(fail)s on: they need "
                                "%(need).1f MiB against a %(limit).0f MiB limit.") % {
-                "target": target, "fail": f.first_failure, "need": f.need_mib, "limit": f.limit_mib})
-        dtype = "float32" if experiment == "v4" else "bfloat16"
-        for b in s["best"]:
-            if b["dtype"] == dtype and b["size"] == 8192:
-                if not pd.isna(b["fraction_of_xla"]):
-                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
-                                       "%(bk)s, %(bn)s), %(tflops).1f TFLOP/s by the timing model's device "
-                                       "time: %(pct).0f %% of XLA's %(xla).1f (DEFAULT precision), modelled "
-                                       "the same way.") % {
-                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
-                        "tflops": b["best_tflops"], "xla": b["xla_tflops"],
-                        "pct": 100 * b["fraction_of_xla"]})
-                elif not pd.isna(b.get("fraction_of_post_xla", float("nan"))):
-                    out.append(gettext("On %(target)s, the best configuration found at 8192 is (%(bm)s, "
-                                       "%(bk)s, %(bn)s); timed as the post did, it is modelled at "
-                                       "%(tflops).1f TFLOP/s: %(pct).0f %% of the post's measured XLA, "
-                                       "%(xla).1f (DEFAULT "
-                                       "precision; this run's XLA estimate at 8192 falls with size, so no "
-                                       "fraction of it is given).") % {
-                        "target": target, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
-                        "tflops": b["best_post_method_tflops"], "xla": b["post_xla_tflops"],
-                        "pct": 100 * b["fraction_of_post_xla"]})
+                "target": target, "edge": f["blocks"][0], "fail": feasible.first_failure,
+                "need": feasible.need_mib, "limit": feasible.limit_mib})
+        elif f["finding"] == "best_found":
+            out += best_found(s, f["dtype"], f["size"], gettext)
+    return out
+
+
+# A speed claim's configuration against XLA, by (the claim is about a number of some blocks, modelled)
+SPEED_FINDINGS = {
+    (True, True): N_("On %(target)s, %(experiment)s with %(edge)s-blocks is modelled at %(tflops).1f TFLOP/s "
+                     "at %(size)s as the post timed it: %(versus)s"),
+    (True, False): N_("On %(target)s, %(experiment)s with %(edge)s-blocks reaches an estimated %(tflops).1f "
+                      "TFLOP/s at %(size)s: %(versus)s"),
+    (False, True): N_("On %(target)s, the post's best blocks %(blocks)s are modelled at %(tflops).1f TFLOP/s "
+                      "at %(size)s as the post timed them: %(versus)s"),
+    (False, False): N_("On %(target)s, the post's best blocks %(blocks)s reach an estimated %(tflops).1f "
+                       "TFLOP/s at %(size)s: %(versus)s"),
+}
+
+
+def best_found(s: dict, dtype: str, size: int, gettext) -> list[str]:
+    """The best configuration this run found in `dtype` at `size`, against XLA."""
+    out = []
+    target = s["target"]
+    for b in s["best"]:
+        if b["dtype"] == dtype and b["size"] == size:
+            if not pd.isna(b["fraction_of_xla"]):
+                out.append(gettext("On %(target)s, the best configuration found at %(size)s is (%(bm)s, "
+                                   "%(bk)s, %(bn)s), %(tflops).1f TFLOP/s by the timing model's device "
+                                   "time: %(pct).0f %% of XLA's %(xla).1f (DEFAULT precision), modelled "
+                                   "the same way.") % {
+                    "target": target, "size": size, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
+                    "tflops": b["best_tflops"], "xla": b["xla_tflops"],
+                    "pct": 100 * b["fraction_of_xla"]})
+            elif not pd.isna(b.get("fraction_of_post_xla", float("nan"))):
+                out.append(gettext("On %(target)s, the best configuration found at %(size)s is (%(bm)s, "
+                                   "%(bk)s, %(bn)s); timed as the post did, it is modelled at "
+                                   "%(tflops).1f TFLOP/s: %(pct).0f %% of the post's measured XLA, "
+                                   "%(xla).1f (DEFAULT "
+                                   "precision; this run's XLA estimate at %(size)s falls with size, so no "
+                                   "fraction of it is given).") % {
+                    "target": target, "size": size, "bm": b["bm"], "bk": b["bk"], "bn": b["bn"],
+                    "tflops": b["best_post_method_tflops"], "xla": b["post_xla_tflops"],
+                    "pct": 100 * b["fraction_of_post_xla"]})
     return out
 
 

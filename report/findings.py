@@ -1,9 +1,12 @@
 """Findings computed from the tidy table, never written by hand: every number the report states
-comes from here, so a fixture table yields the fixture's numbers (tests/test_report.py)."""
+comes from here, so a fixture table yields the fixture's numbers (tests/test_report.py). Which
+configurations each experiment's findings are about comes from the post's claims (analysis/claims.py
+REGISTRY), on any target, with the in-sample numbers the figures beside them draw."""
 import dataclasses
 
 import pandas as pd
 
+from tpu_matmul_repro.analysis import claims
 from tpu_matmul_repro.analysis.summaries import (
     HIGHEST_KERNEL,
     XLA_PRECISION,
@@ -15,8 +18,6 @@ from tpu_matmul_repro.analysis.summaries import (
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.kernels import is_pallas
-
-POST_BEST = {"float32": (512, 512, 512), "bfloat16": (512, 1024, 1024)}  # the post's stated winners
 
 
 @dataclasses.dataclass
@@ -167,25 +168,37 @@ def summary(df: pd.DataFrame, target: str) -> dict:
         est = (df.source == "estimate") & df.model_post_tflops.notna()
         df.loc[est, "tflops"] = df.loc[est, "model_post_tflops"]
     out["modelled"] = bool(modelled)
-    out["v1"] = feasibility(config_rows(df, target, "v1", "float32", "v1"))
-    out["v2"] = feasibility(config_rows(df, target, "v2", "float32", "v2"))
-    v3 = config_rows(df, target, "v3", "float32", "v3", blocks=(128, 128, 128))
-    out["v3_tflops_8192"] = tflops_at(v3, 8192)
-    out["v3_versus_8192"] = versus_xla(df, target, "float32", 8192, out["v3_tflops_8192"])
-    for dtype, experiment in (("float32", "v4"), ("bfloat16", "v5")):
-        kernel = "v3" if experiment == "v4" else "v5"
-        post_best = config_rows(df, target, experiment, dtype, kernel, blocks=POST_BEST[dtype])
-        out[f"{experiment}_post_best_blocks"] = POST_BEST[dtype]
-        out[f"{experiment}_post_best_versus_8192"] = versus_xla(df, target, dtype, 8192,
-                                                                tflops_at(post_best, 8192))
-        out[f"{experiment}_1024_blocks"] = feasibility(
-            config_rows(df, target, experiment, dtype, kernel, blocks=(1024, 1024, 1024)))
+    out["findings"] = claim_findings(df, target)
     best = best_vs_xla(best_df)
     out["best_all"] = best[best.target == target].to_dict("records") if len(best) else []
     if len(best):  # one estimator per row in the findings: the timing model where the table has it
         best = best[best.estimator == ("model" if (best.estimator == "model").any() else "compiler")]
     out["best"] = best[best.target == target].to_dict("records") if len(best) else []
     out["raised"] = raised_limit_results(df, target)
+    return out
+
+
+def claim_findings(df: pd.DataFrame, target: str) -> list[dict]:
+    """What the report states about each claim's configuration on `target`, in the claims' order: where
+    a configuration of a compile claim stops compiling ("compiles"); a speed claim's configuration
+    against XLA ("speed"); and, for a claim about the post's best blocks ("best", "near"), where the
+    blocks of a compile claim run out of VMEM in its experiment ("runs_out") and the best blocks this
+    run found in its dtype ("best_found")."""
+    failing = [c.blocks for c in claims.REGISTRY if c.kind == "compiles" and c.blocks is not None]
+    out = []
+    for c in claims.REGISTRY:
+        found = dict(experiment=c.experiment, claim=c.kind, dtype=c.dtype, size=c.size, blocks=c.blocks)
+        if c.kind == "compiles" and c.blocks is None:
+            out.append(found | dict(finding="compiles", feasibility=feasibility(
+                config_rows(df, target, c.experiment, c.dtype, c.kernel))))
+        elif c.kind in ("about", "best", "near"):
+            rows = config_rows(df, target, c.experiment, c.dtype, c.kernel, blocks=c.blocks)
+            out.append(found | dict(finding="speed", tflops=tflops_at(rows, c.size),
+                                    versus=versus_xla(df, target, c.dtype, c.size, tflops_at(rows, c.size))))
+        if c.kind in ("best", "near"):
+            out += [found | dict(finding="runs_out", blocks=b, feasibility=feasibility(
+                config_rows(df, target, c.experiment, c.dtype, c.kernel, blocks=b))) for b in failing]
+            out.append(found | dict(finding="best_found"))
     return out
 
 

@@ -34,8 +34,8 @@ def fidelity_score(fidelity: pd.DataFrame, key: tuple, scope: str = "all") -> di
     return dict(n=int(r.n), mal=float(r.median_abs_log_ratio), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
 
 
-# The findings table's cells, by kind of claim (analysis/claims.py KINDS), from a claims.csv row's values:
-# the post's numbers, this run's with its 80 % band where it has one, and the test in a few words.
+# The findings table's cells, by kind of claim (analysis/claims.py: Claim.kind), from a claims.csv row's
+# values: the post's numbers, this run's with its 80 % band where it has one, and the test in a few words.
 POST_CELLS = {
     "compiles": N_("compiles up to %(post_ok)s, fails from %(post_fail)s"),
     "about": N_("%(post).1f TFLOP/s"),
@@ -79,16 +79,16 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
     """One row per claim under the pipeline's compiler: the post's number, this run's with its band, the
     verdict (a compile claim's naming the compiler, with the verdict under any other toolchain a study
     checked it with, report/sections.py: Section.claims) and the test in a few words."""
-    from tpu_matmul_repro.analysis.claims import CLAIMS, KINDS
+    from tpu_matmul_repro.analysis.claims import registry
 
     if claims is None or claims.empty or "claim_id" not in claims:
         return []
     mine = claims[claims.toolchain == primary] if primary in set(claims.toolchain) else claims
     mine = mine.drop_duplicates("claim_id")
     others = claims[claims.toolchain != mine.toolchain.iloc[0]]
-    rows = []
+    rows, claims_by_id = [], registry()
     for r in mine.itertuples():
-        values, kind = json.loads(r.values), KINDS[r.claim_id]
+        values, kind = json.loads(r.values), claims_by_id[r.claim_id].kind
         # the other toolchains in the claims' order: the eras, oldest first
         verdicts = [(r.toolchain, r.verdict)] + [(o.toolchain, o.verdict) for o in others[
             others.claim_id == r.claim_id].itertuples()]
@@ -99,7 +99,7 @@ def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> lis
         else:
             verdict = gettext(VERDICT_NAMES[r.verdict])
         tested = r.reason_id != "missing"
-        rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=verdict,
+        rows.append(dict(claim=gettext(claims_by_id[r.claim_id].wording), verdict=verdict,
                          verdict_class=r.verdict.replace(" ", "-"),
                          post=cell(POST_CELLS, kind, values, gettext),
                          this_run=cell(RUN_CELLS, kind, values, gettext) if tested else "–",

@@ -242,13 +242,13 @@ def _text(value) -> str:
 def _claims_rows(claims: pd.DataFrame, gettext) -> list[dict]:
     import json
 
-    from tpu_matmul_repro.analysis.claims import CLAIMS, reason_text, source_text
+    from tpu_matmul_repro.analysis.claims import reason_text, registry, source_text
 
-    rows = []
+    rows, claims_by_id = [], registry()
     for r in claims.itertuples():
         values = json.loads(r.values)
-        rows.append(dict(claim=gettext(CLAIMS[r.claim_id]), verdict=gettext(VERDICT_NAMES[r.verdict]),
-                         verdict_class=r.verdict.replace(" ", "-"),
+        rows.append(dict(claim=gettext(claims_by_id[r.claim_id].wording),
+                         verdict=gettext(VERDICT_NAMES[r.verdict]), verdict_class=r.verdict.replace(" ", "-"),
                          reason=reason_text(r.reason_id, _text(getattr(r, "note_id", "")), values, gettext),
                          source=source_text(r.source_kind, values, gettext),
                          toolchain=toolchain_name(r.toolchain, gettext)))
@@ -351,10 +351,10 @@ def band_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
 
 def rule_rows(gettext) -> list[dict]:
     """The verdict rules, one per kind of claim, with their thresholds (the report's appendix)."""
-    from tpu_matmul_repro.analysis.claims import CLAIMS, KIND_NAMES, KINDS, rule_text
+    from tpu_matmul_repro.analysis.claims import KIND_NAMES, REGISTRY, rule_text
 
     rows = [dict(kind=gettext(KIND_NAMES[kind]), rule=rule_text(kind, gettext),
-                 claims=[gettext(CLAIMS[c]) for c, k in KINDS.items() if k == kind])
+                 claims=[gettext(c.wording) for c in REGISTRY if c.kind == kind])
             for kind in KIND_NAMES]
     return rows + [dict(kind=gettext("Speed claims"), rule=rule_text("decision", gettext), claims=[])]
 

@@ -16,17 +16,17 @@ from tpu_matmul_repro.kernels.checks import DTYPES
 
 REPO = Path(workflow.basedir)
 
-# The config, after any --configfile or --config, checked against its JSON schema (messages name the key
-# and the value; defaults filled in from the schema) and then semantically, while the jobs are planned.
+# The config, after any --configfile or --config, checked once against its JSON schema (messages name the
+# key and the value; defaults filled in from the schema) and then semantically, while the jobs are planned.
 try:
-    _checked = checked(config)
+    CHECKED = checked(config)
     # Real measurements: on a TPU host (or the CPU, on request); none elsewhere (experiments/measure/device.py).
-    DEVICE = measure_device.detect(_checked["measure"]["device"])
-    MEASURE_LABEL = _checked["measure"]["label"] or measure_device.host_label()
+    DEVICE = measure_device.detect(CHECKED["measure"]["device"])
+    MEASURE_LABEL = CHECKED["measure"]["label"] or measure_device.host_label()
     # Measurements carried from other machines: data/measured/*.parquet of the working directory (the
     # checkout, unless --directory says otherwise; see the README).
     PLAN = make_plan(
-        config,
+        CHECKED,
         device=DEVICE,
         label=MEASURE_LABEL,
         imported=Path("data/measured").glob("*.parquet"),
@@ -34,8 +34,8 @@ try:
     )
 except ConfigError as e:
     raise WorkflowError(str(e)) from None
-_requested = PLAN.config["measure"]["device"]
-config.update(PLAN.config)  # the config every job sees, with the schema's defaults
+_requested = CHECKED["measure"]["device"]
+config.update(CHECKED)  # the one change to the config: the schema's defaults, which every job sees
 
 if DEVICE is None:
     logger.info(

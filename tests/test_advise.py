@@ -415,14 +415,14 @@ def test_the_planned_fit_is_counted_before_any_job():
     """37.8 at plan time: the default config's fit has the post's 61 points; one that compiles none of
     them, or not for v5e, is refused in one line saying what is missing."""
     from tpu_matmul_repro.advise.pipeline import missing_fit, planned_points
-    from tpu_matmul_repro.experiments.plan.config import load_yaml
+    from tpu_matmul_repro.experiments.plan.config import checked, load_yaml
     from tpu_matmul_repro.experiments.plan.plan import make_plan
 
     published = ROOT / "data" / "published_v5e.csv"
-    default = make_plan(load_yaml(ROOT / "config" / "config.yaml"))
+    default = make_plan(checked(load_yaml(ROOT / "config" / "config.yaml")))
     assert len(planned_points(default, published)) == 61 and missing_fit(default, published) == ""
     for config in (empty_fit_config(), {**load_yaml(ROOT / "config" / "config.yaml"), "targets": ["v6e"]}):
-        why = missing_fit(make_plan(config), published)
+        why = missing_fit(make_plan(checked(config)), published)
         assert why.startswith("advice.shapes needs this run's timing model") and "it would have 0" in why
         assert "\n" not in why
 

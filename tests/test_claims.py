@@ -69,9 +69,8 @@ def values(row) -> dict:
 
 
 def test_every_claim_has_a_kind_and_a_rule_with_its_thresholds():
-    assert set(claims.KINDS) == set(claims.CLAIMS)
-    for kind in set(claims.KINDS.values()):
-        assert claims.rule_text(kind)
+    for claim in claims.REGISTRY:
+        assert claims.rule_text(claim.kind) and claim.kind in claims.CHECKS
     assert "1.22" in claims.rule_text("about") and "0.2" in claims.rule_text("about")
     assert "90 %" in claims.rule_text("near")
 
@@ -250,3 +249,22 @@ def test_the_source_column_names_the_class_of_the_claim_s_numbers(table, rows, m
             seen.add(kind)
     assert seen == set(expected)
     assert rows.loc["v3_128_about_10", "source_kind"] == "model"  # a speed: modelled, not estimated
+
+
+def test_a_claim_added_as_one_record_is_checked_and_stated(table, model, monkeypatch):
+    """docs/development.md's recipe "add a claim", followed: one record of an existing kind, and its row
+    is in the claims table, its verdict recomputed from its numbers, and its configuration in the
+    report's findings of its experiment."""
+    from tpu_matmul_repro.report import core_sections, findings
+
+    added = claims.Claim("v5_256_about_50", "about", "v5 with 256-blocks reaches about 50 TFLOP/s",
+                         "v5", "v5", "bfloat16", (256, 256, 256), claimed=50.0)
+    monkeypatch.setattr(claims, "REGISTRY", (*claims.REGISTRY, added))
+    table_rows = claims.claims_table(table, model).set_index("claim_id")
+    row = table_rows.loc["v5_256_about_50"]
+    assert row.claim == added.wording and row.kind == "about" and row.reason_id == "about"
+    assert row.verdict == claims.verdict_of(row) != "not tested"
+    assert values(row)["claimed"] == "50" and "8192" in row.reason
+    found = dict(target="v5e", modelled=False, best=[], findings=findings.claim_findings(table, "v5e"))
+    stated = core_sections.experiment_findings("v5", found, str)
+    assert any(s.startswith("On v5e, v5 with 256-blocks reaches an estimated") for s in stated), stated

@@ -11,11 +11,13 @@ import pytest
 
 from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
 from tpu_matmul_repro.experiments.compile_study.study import (
+    TWO_STEP_VMEM,
     job_rows,
     job_versions,
     run_job,
     run_jobs,
     single_step_axes,
+    two_step_grid,
 )
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core import compiler_output
@@ -359,6 +361,39 @@ def test_7x_s_representative_asks_the_full_size_s_vmem_where_no_operand_can_be_p
     assert len(checked) == len(mine)
     assert (checked.full_status == checked.representative_status).all()
     assert (checked.full_vmem_bytes == checked.representative_vmem_bytes).all()
+
+
+@pytest.mark.parametrize("case, probe", [
+    (Case("v5", "bfloat16", 8192, 4096, 14336, 512, 1024, 2048), (1024, 2048, 4096)),
+    (Case("v5", "bfloat16", 256, 7168, 4096, 256, 512, 1024), (256, 1024, 2048)),  # one m step
+    (Case("v3", "float32", 4096, 4096, 4096, 4096, 4096, 128), (4096, 4096, 256)),  # one along m, k
+])
+def test_a_two_step_job_takes_the_vmem_verdict_from_the_two_step_grid(case, probe):
+    job = Job("v6e", "advice", (case,), timeout_s=1, profile_max_steps=16, two_step_vmem=True)
+    plain = RecordingCompiler(False)
+    (row,) = job_rows(job, plain, RecordingCompiler(True), Progress(1, logging.getLogger("test")))
+    assert [(c.m, c.k, c.n) for c, _ in plain.asked] == [probe]
+    assert (row["m"], row["k"], row["n"], row["vmem_method"]) == (case.m, case.k, case.n, "representative")
+    assert row["vmem_bytes"] == 1000 + extrapolate.grid_counts(plain.asked[0][0])[0]
+    plain = RecordingCompiler(False)  # the pipeline's own jobs: at full size
+    (row,) = job_rows(dataclasses.replace(job, two_step_vmem=False), plain, RecordingCompiler(True),
+                      Progress(1, logging.getLogger("test")))
+    assert plain.asked == [(case, None)] and row["vmem_method"] == "compiled"
+
+
+def test_two_step_vmem_only_where_the_record_shows_the_full_size_s_verdict():
+    """The record of benchmarks/small_grid_vmem.py: for each (target, libtpu) in TWO_STEP_VMEM, checked
+    candidate blocks of three shapes, ok and out of VMEM among them, each two-step grid's verdict and
+    VMEM bytes are the full size's."""
+    record = pd.read_csv(ROOT / "data" / "small_grid_vmem_check.csv", dtype={"libtpu_version": str})
+    for target, libtpu in TWO_STEP_VMEM:
+        mine = record[(record.target == target) & (record.libtpu_version == libtpu)]
+        assert len(mine) >= 30 and set(mine.full_status) == {"ok", "vmem_oom"}, (target, libtpu)
+        for r in mine.itertuples():
+            case = Case(r.kernel, r.dtype, r.m, r.k, r.n, r.bm, r.bk, r.bn)
+            assert r.two_step == "x".join(map(str, two_step_grid(case).grid())), case.label()
+        assert (mine.full_status == mine.two_step_status).all(), (target, libtpu)
+        assert (mine.full_vmem_bytes == mine.two_step_vmem_bytes).all(), (target, libtpu)
 
 
 @pytest.mark.compiler

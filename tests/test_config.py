@@ -147,7 +147,7 @@ def test_one_plan_for_the_workflow_and_the_tests(config):
     from tpu_matmul_repro.experiments.measure.device import Device
     from tpu_matmul_repro.experiments.plan.plan import make_plan
 
-    plan = make_plan(config, device=Device("cpu", "cpu", "cpu", 1), label="t")
+    plan = make_plan(experiment_config.checked(config), device=Device("cpu", "cpu", "cpu", 1), label="t")
     assert plan.targets == ["v5e", "v6e"]
     assert {(t, e) for t, e, _, _ in plan.compile_jobs} == {(t, e) for t in ("v5e", "v6e")
                                                    for e in ("v1", "v2", "v3", "v4", "v5", "xla")}
@@ -172,7 +172,7 @@ def test_the_xla_baseline_is_one_job_per_target_with_every_dtype_in_order(config
         assert merged[(target, "xla", "all", "1of1")].cases == tuple(c for j in per_dtype for c in j.cases)
     others = {k: j for k, j in parts.items() if k[1] != "xla"}
     assert {k: j for k, j in merged.items() if k[1] != "xla"} == others
-    assert make_plan(config).compile_jobs == merged
+    assert make_plan(experiment_config.checked(config)).compile_jobs == merged
 
 
 def test_xla_at_highest_is_planned_at_its_sizes_and_checked(config):

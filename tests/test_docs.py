@@ -96,7 +96,7 @@ def test_the_verdicts_page_states_the_code_s_verdicts_kinds_sources_and_threshol
     for kind, name in claims.KIND_NAMES.items():
         assert name in rows, name
         claims_of_kind = rows[name][1].split("; ")  # in short, one per claim
-        assert len(claims_of_kind) == sum(k == kind for k in claims.KINDS.values()), name
+        assert len(claims_of_kind) == sum(c.kind == kind for c in claims.REGISTRY), name
     assert f"`ABOUT = {claims.ABOUT}`" in page and f"`NEAR = {claims.NEAR}`" in page
     assert f"`LEVEL = {claims.LEVEL}`" in page
     kinds = re.search(r"`source_kind` says which \(([^)]*)\)", page).group(1)
@@ -134,3 +134,23 @@ def test_the_advisor_s_speed_record_is_the_benchmark_s():
     assert f"(yardstick {yardsticks.min():.2f} to {yardsticks.max():.2f} s" in " ".join(text.split())
     if "Every median meets its goal" in text:
         assert all(line.endswith("| yes |") for line in summary.splitlines()[2:])
+
+
+def test_the_advisor_examples_are_the_tools_runs_of_the_advisor_as_it_prints_now():
+    """docs/advisor.md's examples: exactly tools/advisor_examples.py's commands, in its order, each
+    followed by output that opens as the advisor opens now (the recommendation, or the model's title)."""
+    spec = importlib.util.spec_from_file_location("advisor_examples", ROOT / "tools" / "advisor_examples.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    page = (ROOT / "docs" / "advisor.md").read_text()
+    section = page.split(tool.START)[1].split(tool.END)[0]
+    assert re.search(r"Real runs at commit [0-9a-f]{7}(-dirty)?, \d{4}-\d{2}-\d{2} ", section)
+    blocks = re.findall(r"```\n\$ (advise[^\n]*)\n(.*?)\n```", section, flags=re.S)
+    assert [command for command, _ in blocks] == [command for _, command in tool.EXAMPLES]
+    for command, output in blocks:
+        first = output.splitlines()[0]
+        if "--model" in command:
+            assert re.match(r"\S.* at \d+ tokens on \S+ \(", first), first
+        else:
+            shape = command.split()[1]
+            assert re.match(rf"Use (XLA|blocks \(\d+, ?\d+, ?\d+\)) for {shape} ", first), first

@@ -326,7 +326,7 @@ def test_a_corrupted_config_is_refused_naming_the_key_or_planned_with_finite_num
         value = replacement(old, value)
     set_path(config, path, value)
     try:
-        plan = make_plan(config, label="fuzz")
+        plan = make_plan(checked(config), label="fuzz")
     except ConfigError as e:
         message = str(e)
         assert "\n" not in message, message
@@ -357,7 +357,7 @@ def eval_path(config, path):
 def test_found_config_corruptions_are_refused(path, value, message):
     config = set_path(copy.deepcopy(checked(BASE)), path, value)
     with pytest.raises(ConfigError) as e:
-        make_plan(config, label="fuzz")
+        make_plan(checked(config), label="fuzz")
     assert message in str(e.value)
 
 

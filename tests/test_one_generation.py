@@ -32,7 +32,7 @@ def test_the_config_and_the_plan_take_a_new_generation(fake_generation):
     config["targets"] = ["v5e", FAKE]
     assert FAKE in config_checks.schema()["$defs"]["target"]["enum"]
     assert FAKE in config_checks.schema()["$defs"]["advised_target"]["enum"]
-    plan = make_plan(config)
+    plan = make_plan(config_checks.checked(config))
     assert plan.targets == ["v5e", FAKE]
     assert {t for t, *_ in plan.compile_jobs} == {"v5e", FAKE}
 
@@ -44,7 +44,7 @@ def test_an_unknown_generation_is_still_refused(fake_generation):
     config = yaml.safe_load(open(f"{ROOT}/config/config.yaml"))
     config["targets"] = ["v5e", "v9y"]
     with pytest.raises(config_checks.ConfigError, match="v9y"):
-        make_plan(config)
+        make_plan(config_checks.checked(config))
 
 
 def test_the_advisor_advises_for_a_new_generation(fake_generation, tmp_path):

@@ -230,7 +230,7 @@ def test_xla_estimate_that_falls_with_size_is_flagged(synthetic):
 @pytest.mark.slow
 def test_claims_table_from_a_fixture(synthetic):
     table = claims.claims_table(synthetic, fit_model(synthetic)).set_index("claim_id")
-    assert list(table.index) == list(claims.CLAIMS)
+    assert list(table.index) == list(claims.registry())
     assert set(table.verdict) <= set(claims.VERDICTS)
     assert (table.toolchain == "current").all()
     v1 = table.loc["v1_fails_above_1024"]

@@ -310,7 +310,7 @@ def test_a_compile_claim_s_verdict_names_each_compiler_that_checked_it(table):
     verdict in the findings table names today's compiler and the post's ("differs with today's compiler;
     holds with the post's compiler"), and the claims section gets their rows; the core's claims.csv,
     alone, names today's only."""
-    from tpu_matmul_repro.analysis.claims import CLAIMS, FEASIBILITY_CLAIMS, claims_table
+    from tpu_matmul_repro.analysis.claims import claims_table, feasibility_claims, registry
     from tpu_matmul_repro.analysis.fitted_model import fit_model
     from tpu_matmul_repro.report import build, front
     from tpu_matmul_repro.report.sections import REGISTRY
@@ -325,15 +325,16 @@ def test_a_compile_claim_s_verdict_names_each_compiler_that_checked_it(table):
     rows = primary_rows(combined, "current")
     core = claims_table(rows, fit_model(rows), "current")
     others = claims_then(combined, "current")
-    assert set(others.toolchain) == {"post"} and list(others.claim_id) == list(FEASIBILITY_CLAIMS)
+    assert set(others.toolchain) == {"post"} and list(others.claim_id) == list(feasibility_claims())
     shown = {r["claim"]: r["verdict"] for r in front.front_page(claims=core, fidelity=None, primary="current",
                                                                  gettext=str)["claims"]}
-    assert all(" with " not in shown[CLAIMS[c]] or c in FEASIBILITY_CLAIMS for c in CLAIMS)
+    wording = {c: claim.wording for c, claim in registry().items()}
+    assert all(" with " not in shown[wording[c]] or c in feasibility_claims() for c in wording)
     page = front.front_page(claims=pd.concat([core, others], ignore_index=True), fidelity=None,
                             primary="current", gettext=str)
     verdicts = dict(zip(others.claim_id, others.verdict, strict=True))
     shown = {r["claim"]: r["verdict"] for r in page["claims"]}
-    for claim_id, text in CLAIMS.items():  # a compile claim's verdict names each compiler, in one cell
+    for claim_id, text in wording.items():  # a compile claim's verdict names each compiler, in one cell
         if claim_id in verdicts:
             post = toolchain_name("post", str)
             assert shown[text].endswith(f"{verdicts[claim_id]} with {post}"), shown[text]

@@ -1,27 +1,10 @@
-"""A content-addressed cache of compile results, shared by all jobs and kept across runs.
-
-A compile's result depends only on what goes into it: the toolchain (jax, jaxlib, libtpu versions and
-libtpu's flags), the target, whether the static profile was on, the code that builds and parses the
-kernel (the compile worker, worker.py, and every module it imports: the kernels, the compile and
-parsing code), the case and the VMEM limit. The key is the sha256 of exactly those, so a second
-checkout, an edit outside that code (the cache, the process and planning code), or a rerun after an
-interruption reuses every compile it can, while an edit of a kernel or of a parser misses. Entries
-are JSON files written atomically, each writer through a temporary file of its own, each with the
-sha256 of its own content, its inputs included (experiments/core/integrity.py). One that does not read
-back as a file of at most a cache entry's size (experiments/core/reading.py) holding a complete,
-physically possible entry for its own key and inputs whose content matches its digest (`problem`:
-whole, positive bytes and cycles, VMEM within the chip's, an out-of-VMEM verdict above its limit, no
-estimate faster than the chip's peak; a changed digit that passes these does not pass the digest) is
-recomputed, with one warning naming it and saying why, and overwritten, never trusted; so is a folder
-in an entry's place. An entry written before entries carried a digest is compiled again and rewritten
-(said once per cache). A cache that cannot be written (a read-only mount, a full disk) is
-said once in the log, and the run goes on compiling uncached.
-
-Where: $TPU_MATMUL_REPRO_CACHE if set ("off" disables the cache), else
-$XDG_CACHE_HOME/tpu-matmul-repro/compile (~/.cache/... by default). Outside results/ on purpose:
-deleting results/ keeps the compiles.
-"""
+"""A content-addressed cache of compile results, shared by all jobs and kept across runs outside
+results/ ($TPU_MATMUL_REPRO_CACHE, "off" disables it; else ~/.cache/tpu-matmul-repro/compile). Its key
+and what it trusts: docs/compile-study.md ("The compile cache") and docs/reliability.md (an entry that
+does not read back whole, physically possible and matching its digest is recomputed with one warning;
+a cache that cannot be written is said once, and the run compiles uncached)."""
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -220,10 +203,15 @@ def for_target(target: str, profile: bool, versions: dict) -> CompileCache | Non
     if root is None:
         return None
     toolchain = {k: versions.get(k) for k in ("jax_version", "jaxlib_version", "libtpu_version")}
-    return CompileCache(root, compile_context(target, profile, toolchain, compile_code_digest()))
+    return CompileCache(root, compile_context(target, profile, toolchain, _checkout_digest()))
 
 
 WORKER = Path("experiments") / "compile_study" / "compile_worker.py"
+
+
+@functools.cache  # once per process: an advisor's search opens a cache per job
+def _checkout_digest() -> str:
+    return compile_code_digest()
 
 
 def compile_code_digest(root: Path | None = None) -> str:

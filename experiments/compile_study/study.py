@@ -15,6 +15,7 @@ Per row:
 - tflops = FLOPs / seconds; roofline_tflops = FLOPs / max(FLOPs / peak, hbm_seconds).
 All of it is an estimate for the target, never a measurement.
 """
+import dataclasses
 import logging
 
 import pandas as pd
@@ -165,8 +166,10 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
         bound = beyond_physical_vmem(job.target, case)
         if bound:
             result, cycles, method, vmem_method = bound, None, "", "block_bound"
-        elif not job.static_profile:  # the model's inputs: a plain compile at full size gives them all
-            result, vmem_method = compiler.compile(case, limit), "compiled"
+        elif not job.static_profile:  # the model's inputs: a plain compile gives them all
+            probe = two_step_grid(case) if job.two_step_vmem and case.facts.grid == BLOCKS else case
+            result = _located(compiler.compile(probe, limit), probe, case)
+            vmem_method = "compiled" if probe == case else "representative"
             ok = result["status"] == "ok"
             cycles = result["est_cycles"] if ok and not case.facts.pallas else None
             method = "" if not ok else NO_STATIC_PROFILE if case.facts.pallas else "xla_cost_model"
@@ -298,6 +301,21 @@ def _located(result: dict, probe: Case, case: Case) -> dict:
         return result
     return dict(result, error=f"compiled at {probe.m}x{probe.k}x{probe.n} with the same blocks and "
                               f"single-step axes: {result['error']}")
+
+
+# (target, libtpu) whose plain compiles of a block grid ask the same VMEM at every extent with the same
+# blocks and single-step axes: in data/small_grid_vmem_check.csv (benchmarks/small_grid_vmem.py) every
+# checked block, compiled both ways, gave the same verdict and bytes. Not 7x: XLA prefetches an
+# operand that fits into VMEM beside the blocks, which a small grid's operands do and the full size's
+# may not (4 of its 36 differ).
+TWO_STEP_VMEM = frozenset({("v5e", "0.0.50.1"), ("v6e", "0.0.50.1"), ("v5p", "0.0.50.1")})
+
+
+def two_step_grid(case: Case) -> Case:
+    """The case's blocks on a grid of two steps along each axis where it has several, one where it has
+    one: its VMEM verdict is the case's (TWO_STEP_VMEM), and shapes that share blocks share it."""
+    m, k, n = (b * min(2, d // b) for d, b in ((case.m, case.bm), (case.k, case.bk), (case.n, case.bn)))
+    return dataclasses.replace(case, m=m, k=k, n=n)
 
 
 def block_elements(case: Case) -> int:

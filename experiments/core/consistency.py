@@ -1,22 +1,8 @@
-"""What a carried measured row must agree with beyond its types (issue 39): the project's names, its own
-status, and the physics of the chip it names.
-
-experiments/core/schema.py: check_measured checks each column's type and range first; then these:
-
-- names: the target is one of experiments/core/chips.py (or cpu) and the device kind one of the
-  target's; a kernel's row has the blocks its grid needs, and no others; the timer, the precision and
-  the columns only estimates fill (toolchain, vmem_method, cycles_method) hold what the harness
-  writes; versions look like versions, git_sha like a commit; no text holds control characters;
-- status: an ok row's output check passed (finite errors, the tile error within measure.tolerance);
-  a row that did not compile has no errors; an out-of-VMEM row asked for more than the limit it names;
-- physics: the chip figures a row carries are the chip's; it moves at least its operands and output
-  through HBM; VMEM at most the chip's physical VMEM; and no sample is faster than the chip's peak
-  allows for the FLOPs (FLOPs / peak) or its HBM bandwidth for the bytes (bytes / bandwidth).
-
-Each check gives the first bad row and a sentence naming its value, for the one-line refusal.
-No jax here (but to look up a device kind by jax's other name): the check job and the fuzz tests
-import it.
-"""
+"""What a carried measured row must agree with beyond its types (experiments/core/schema.py:
+check_measured checks those first): the project's names, its own status, and the physics of the chip
+it names (docs/reliability.md lists each check). Each check gives the first bad row and a sentence
+naming its value, for the one-line refusal. No jax here (but for jax's other name of a device kind):
+the check job and the fuzz tests import it."""
 import re
 
 import numpy as np

@@ -1,32 +1,8 @@
-"""The one translation system for every text the project shows (figures, report, gallery, studies).
-
-English is the source language, written in the code and marked for extraction; each other language is
-one gettext catalog, locale/<lang>/LC_MESSAGES/messages.po, beside its glossary (glossary.yaml), plus
-one per study that marks messages of its own, in the study's folder
-(studies/<name>/locale/<lang>/LC_MESSAGES/messages.po), so that a study carries its translations
-with it. A study's catalog holds the messages marked in its folder that the core does not mark; the
-translations are the core's and the studies' merged. It lives
-in the core, below figures and report, so that both (and analysis/claims.py) read one catalog
-and no lower layer imports a higher one.
-
-Marking a message where it is written:
-- figures, gallery, studies: `N_("… %(n)s …")` (a module constant or a table of labels), shown with
-  `translate(lang, message, n=3)`; `NC_(context, "…")` where one English string needs another
-  translation here than elsewhere (pgettext);
-- report: `gettext("…")`, `_("…")` in its code and templates (Jinja's i18n extension), `N_` for tables;
-  a sentence with a count in it, `ngettext("%(num)s claim differs", "%(num)s claims differ", n)` (the
-  catalog holds the pair, Chinese one form).
-- kernels: each kernel's `description` (read by `spec_descriptions`: the kernels import nothing above).
-Placeholders are %-format with names, `%(n)s`, `%(x).1f`, a literal % is `%%` (as Jinja's newstyle
-gettext requires), so every message follows one convention, which babel checks (python-format).
-Only literals are extracted: `translate(lang, TEXT["key"])` marks nothing, and a literal inside a
-marking call (`gettext(NAMES["key"])`) would be taken for a message (the catalog test then fails).
-
-`used_messages` reads the marks from the files EXTRACT names, and each study's from STUDY_EXTRACT under
-its folder; each catalog must hold exactly its own (`scope_messages`): a missing or empty translation
-is refused (CatalogError), and tools/po_update.py adds translations, drops the unused and moves a
-message to the catalog of the scope that marks it.
-"""
+"""The one translation system for every text the project shows (figures, report, gallery, studies):
+English in the code, marked for extraction; one gettext catalog per other language (locale/<lang>/),
+plus one per study that marks messages of its own, merged. It lives in the core, below figures and
+report, so that both read one catalog. How to mark a message and add its translation:
+docs/development.md ("Either way, one translation system")."""
 import ast
 import functools
 import io

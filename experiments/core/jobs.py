@@ -13,7 +13,8 @@ import sys
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import Chip, chip
-from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic_cache import cached_hbm_bytes
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, tflops
 
 
@@ -39,6 +40,9 @@ class Job:
     # the scoped-VMEM limit (MiB) the cases are compiled at first; None: the chip's default. The
     # advisor's --vmem-limit, for blocks whose own buffers exceed the default (sure to run out there).
     limit_mib: int | None = None
+    # a block grid's VMEM verdict from its two-step grid (compile_study.study.two_step_grid): the
+    # advisor's, for the toolchains where that is checked to equal the full size's (TWO_STEP_VMEM)
+    two_step_vmem: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +152,7 @@ def beyond_physical_vmem(target: str, case: Case) -> dict | None:
 def chip_columns(c: Chip, case: Case) -> dict:
     """The chip's figures and the case's HBM traffic and roofline: they travel with each row (estimated
     or measured), so figures and reports read only the table."""
-    moved, work = hbm_bytes(case), flops(case.m, case.k, case.n)
+    moved, work = cached_hbm_bytes(case), flops(case.m, case.k, case.n)
     hbm_seconds = moved / c.hbm_bytes_per_s
     return dict(peak_tflops=c.peak_flops[case.dtype] / TERA, hbm_bytes_per_s=c.hbm_bytes_per_s,
                 hbm_bytes=moved, hbm_seconds=hbm_seconds,

@@ -1,25 +1,8 @@
-"""Measuring kernels on a real device: compile, check, warm up, then time.
-
-Per configuration (`measure_case`, run inside a worker process, experiments/measure/timing_worker.py):
-1. compile (`jit(...).lower(...).compile()`); a compiler error is a row (vmem_oom, compile_error);
-2. run once and check the output (experiments/measure/output_check.py: non-finite values, every 128x128 tile
-   against the operands' scale, sampled tiles again on the host; int8 exact); a wrong result is a
-   `wrong_result` row and is not timed; an exception is `runtime_error`;
-3. warm up, then time, rotating among `input_sets` sets of fresh random normal operands, three ways
-   (experiments/measure/timers.py): `device_samples_s` from the profiler's device events (primary),
-   `samples_s` from batches of asynchronous calls, `wall_samples_s` from single blocked calls.
-Raw samples are kept; medians and quartiles are derived downstream (`experiments/measure/statistics.py`).
-
-`run_measure_job` (the Snakemake job's process) never touches the device itself: each configuration
-runs in a worker that is killed when it passes `timeout_s` (a `timeout` row) and restarted when it
-crashes (a `compile_error` or `runtime_error` row), so one configuration cannot stall or end the sweep.
-Kernels whose blocks alone exceed the core's physical VMEM are recorded as `vmem_oom` without
-compiling, as in the compile study.
-
-Nothing here is TPU-specific except the device the jitted call runs on, so the CPU tests run every
-branch (on XLA's matmul: Pallas kernels run on the CPU only in interpret mode, whose timings mean
-nothing).
-"""
+"""Measuring kernels on a real device: compile, check, warm up, then time, each configuration in a
+worker process that is killed past its timeout and restarted when it crashes, so one configuration
+cannot stall or end the sweep (docs/measuring.md: how one configuration is measured). Raw samples are
+kept; medians and quartiles are derived downstream (experiments/measure/statistics.py). Nothing here is
+TPU-specific but the device, so the CPU tests run every branch (on XLA's matmul)."""
 import datetime
 import logging
 import math

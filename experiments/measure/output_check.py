@@ -1,22 +1,8 @@
-"""Is a measured kernel's output right? Checked before anything is timed.
-
-A global relative error hides local faults: one wrong 128x128 tile of an 8192^2 output moves the
-Frobenius error of the whole matrix by only 1/64 of that tile's error, and a NaN makes it NaN, which
-compares false against any tolerance. So the check
-
-1. fails on any non-finite value;
-2. compares every 128x128 tile with a float32 HIGHEST-precision reference (int8: int32, exact), each
-   tile's error measured against the operands' norms rather than against the reference tile (which
-   may be near zero): err(tile) = ||C - R||_F / ||S||_F over the tile, S_ij = sqrt(sum_k a_ik^2 b_kj^2),
-   the scale of the rounding error any correct matmul makes at (i, j). For random normal operands a
-   correct float result has err ~ 1e-3 (one bf16 pass) or ~1e-7 (full float32); a wrong tile has
-   err ~ 1 whatever the size;
-3. checks sampled tiles again on the host, in float64 (int8: int64, exact), so the verdict does not
-   rest on the same device's XLA alone.
-
-Both the device reference and the per-tile sums run as jitted JAX on the default device: the same code
-is tested on the CPU backend.
-"""
+"""Is a measured kernel's output right? Checked before anything is timed, tile by tile: a global
+relative error hides local faults (one wrong 128x128 tile of an 8192^2 output moves it by 1/64 of that
+tile's error; a NaN makes it compare false against any tolerance). The check and its error scale:
+docs/measuring.md. Both the device reference and the per-tile sums run as jitted JAX on the default
+device: the same code is tested on the CPU backend."""
 import math
 
 import jax

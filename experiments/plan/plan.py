@@ -18,7 +18,7 @@ PUBLISHED = Path(__file__).resolve().parents[2] / "data" / "published_v5e.csv"
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    config: dict  # the config with the schema's defaults filled in
+    config: dict  # the checked config it was planned from (plan_config.checked), as given
     correctness: dict  # kernel -> [(Case, mode)]
     targets: list  # TPU generations to compile for: the config's, plus measured or imported ones
     compile_jobs: dict  # (target, experiment, dtype, part) -> core.jobs.Job (jobs.compile_parts;
@@ -39,12 +39,13 @@ class Plan:
 
 
 def make_plan(config: dict, *, device=None, label: str = "local", imported=(), published=PUBLISHED) -> Plan:
-    """Check `config` (schema, then semantics) and expand it into the pipeline's jobs.
+    """Expand `config`, checked against the schema already (plan_config.checked: the workflow checks it
+    once, in rules/common.smk), into the pipeline's jobs, checking what the schema cannot (toolchains,
+    shapes).
 
     `published`: the post's numbers (data/published_v5e.csv), whose configurations some toolchains
     compile. Raises plan_config.ConfigError naming the key and the value.
     """
-    config = plan_config.checked(config)
     toolchains = job_lists.check_toolchains(config)
     correctness = job_lists.correctness_cases(config)
     measure = job_lists.measure_jobs(config, device, label) if device else {}

@@ -5,7 +5,7 @@ The core's figures and findings read each target's own compiler's estimates only
 """
 import pandas as pd
 
-from tpu_matmul_repro.analysis.claims import FEASIBILITY_CLAIMS, claims_table
+from tpu_matmul_repro.analysis.claims import claims_table, feasibility_claims
 from tpu_matmul_repro.analysis.summaries import MATCH, default_limit, post_configs
 from tpu_matmul_repro.analysis.toolchain_rows import primary_rows, toolchains_of
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
@@ -96,7 +96,7 @@ def claims_then(df: pd.DataFrame, primary: str | None) -> pd.DataFrame:
     """The post's claims about what compiles, checked under each toolchain but `primary` (claims.csv's
     columns, the older toolchains first; empty with one toolchain): then_and_now_claims.csv, the key
     findings' column beside this run's verdict (section.py)."""
-    parts = [claims_table(primary_rows(df, other), None, other, only=FEASIBILITY_CLAIMS)
+    parts = [claims_table(primary_rows(df, other), None, other, only=feasibility_claims())
              for other in toolchains_of(df, primary) if other != primary]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
