@@ -64,14 +64,20 @@ class FittedModel:
         return pd.concat(parts).sort_index() if parts else None
 
     def float32_factor(self) -> float | None:
-        return float(self.published.constants.float32_factor) if self.published else None
+        """The fitted float32 factor; None where the model holds it (its float32 cost is per KiB of
+        operands, so no single rate of a float32 dot follows from it)."""
+        if self.published is None or "float32_factor" not in tm.PARAMS:
+            return None
+        return float(self.published.constants.float32_factor)
 
     def write(self, path) -> None:
         from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
 
         b = self.band
         band = None if b is None else dict(n=b.n, halfwidth=_levels(b.halfwidth),
-                                           by_size={s: _levels(w) for s, w in b.by_size.items()})
+                                           by_size={s: _levels(w) for s, w in b.by_size.items()},
+                                           nested={f: {str(level): w for level, w in widths.items()}
+                                                   for f, widths in b.nested.items()})
         fits = {name: dict(_fit_entry(fit), fitted_on=on) for name, (fit, on) in self.fits.items()}
         entry = dict(fits=fits,
                      size_refits={size: _fit_entry(fit) for size, fit in self.size_refits.items()},
@@ -129,7 +135,8 @@ def fit_model(df: pd.DataFrame) -> FittedModel:
         predicted = model.held_out(points)
         if predicted is not None:
             band = intervals.band_of(validation.held_out_errors(points.loc[predicted.index],
-                                                                predicted.model_post_seconds))
+                                                                predicted.model_post_seconds),
+                                     validation.nested_halfwidths(points))
     latest = latest_labels(df[df.source == "measured"]).sort_values(["target", "run_label"])
     for target, label in latest.itertuples(index=False):
         if target not in CHIPS:
@@ -206,6 +213,7 @@ def _fit_of(where: _Where, key: str, entry) -> "tm.Fit":
         for name in set(given) - {*tm.PARAMS, *tm.EXTRA}:
             where.fail(f"{key}.{part}", name, "is not one of the model's constants")
         bounds = {p: (lo, hi) for p, lo, hi in zip(tm.PARAMS, tm.LOWER, tm.UPPER, strict=True)}
+        bounds |= {p: (lo, hi) for p, (lo, hi, _) in tm.EXTRA.items()}
         found[part] = tm.Constants(**{
             p: where.number(v, f"{key}.{part}.{p}", *bounds[p]) if part == "constants" and p in bounds
             else where.number(v, f"{key}.{part}.{p}", finite=False)
@@ -236,4 +244,25 @@ def _band_of(where: _Where, entry) -> intervals.Band:
     for size in where.mapping(entry, "band.by_size"):
         key = f"band.by_size.{size}"
         by_size[size] = widths(where.mapping(entry["by_size"], key), key)
-    return intervals.Band(widths(where.mapping(entry, "band.halfwidth"), "band.halfwidth"), int(n), by_size)
+    nested = {}
+    for figure, levels in where.mapping(entry, "band.nested").items():
+        key = f"band.nested.{figure}"
+        if not isinstance(levels, dict):
+            where.fail(key, levels, "is not an object")
+        for level, sizes in levels.items():  # a level ("0.8") holds a dot: not a key mapping() can split
+            if not isinstance(sizes, dict):
+                where.fail(f"{key}.{level}", sizes, "is not an object")
+            if not _is_number(level):
+                where.fail(f"{key}", level, "is not a level")
+            nested.setdefault(figure, {})[float(level)] = {
+                size: where.number(q, f"{key}.{level}.{size}", 0, finite=False) for size, q in sizes.items()}
+    return intervals.Band(widths(where.mapping(entry, "band.halfwidth"), "band.halfwidth"), int(n), by_size,
+                          nested=nested)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

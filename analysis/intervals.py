@@ -66,6 +66,9 @@ class Band:
     # target -> (n, {level: q}): the split-conformal half-widths of a generation's public errors, a
     # floor for its rows off v5e (public_halfwidths); empty: none scored
     public: dict = dataclasses.field(default_factory=dict)
+    # figure -> {level: {size band: q}}: the band sized without that figure (validation.nested_halfwidths),
+    # which fidelity.csv's coverage checks it against; empty: not sized
+    nested: dict = dataclasses.field(default_factory=dict)
 
     def for_size(self, m, k, n) -> dict:
         """level -> half-width for a problem of m x k x n."""
@@ -104,15 +107,16 @@ def public_halfwidths(scores: pd.DataFrame) -> dict:
             for target, part in rows.groupby("generation")}
 
 
-def band_of(errors: pd.DataFrame) -> Band:
+def band_of(errors: pd.DataFrame, nested: dict | None = None) -> Band:
     """The band sized by held-out errors (validation.held_out_errors: error, fold, band), per size band
-    and, for a row of unknown size, the widest."""
+    and, for a row of unknown size, the widest; `nested`: the bands sized without each figure
+    (validation.nested_halfwidths), kept for the coverage check."""
     by_size = {}
     for level in LEVELS:
         for name, q in validation.conditional_halfwidths(errors, level).items():
             by_size.setdefault(name, {})[level] = q
     widest = {level: max(widths[level] for widths in by_size.values()) for level in LEVELS}
-    return Band(widest, len(errors), by_size)
+    return Band(widest, len(errors), by_size, nested=dict(nested or {}))
 
 
 def add_columns(out: pd.DataFrame, b: Band | None, spread: pd.Series | None = None,

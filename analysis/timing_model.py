@@ -4,9 +4,11 @@ The compiler decides what fits and how it is buffered; a pipeline roofline with 
 gives the time (docs/timing-model.md, which also holds the ablation that chose these inputs):
 
     Pallas grid of S steps (step s: window bytes W_s, prologue P, epilogue E):
-      core     = float32_factor (float32 only) * FLOPs per step / peak + overlapped_step_cycles / clock
+      core     = FLOPs per step / peak + (overlapped_step_cycles + float32_cycles_per_kib * K) / clock
+      K        = KiB of the step's two operand blocks, for float32 operands (0 for bfloat16)
       step s   = max(core, (1 - x) W_s / bw)  +  x W_s / bw
-      device   = P / bw  +  sum_s step s  +  S * step_cycles / clock  +  E / bw
+      device   = P / bw  +  sum_s step s  +  D * dma_cycles / clock  +  E / bw
+      D        = the DMAs the grid issues: each block copied in, each output block written back
       bw       = the chip's HBM bandwidth
       x        = the share of the blocks' bytes the compiler gave no second buffer (single_buffered)
     XLA's matmul: device = max(FLOPs / peak, est_cycles / clock, its minimum HBM bytes / bw)
@@ -25,32 +27,48 @@ import pandas as pd
 
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, chip
-from tpu_matmul_repro.experiments.core.traffic import hbm_bytes, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, hbm_bytes, min_vmem_bytes
 from tpu_matmul_repro.experiments.core.traffic_cache import cached_windows
 from tpu_matmul_repro.experiments.core.units import TERA, seconds_at
 from tpu_matmul_repro.experiments.core.units import flops as flop_count
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.kernels.spec import WHOLE
 
-PARAMS = ("step_cycles", "call_seconds", "float32_factor", "overlapped_step_cycles")
-UNITS = {"step_cycles": "cycles", "call_seconds": "s", "float32_factor": "",
-         "overlapped_step_cycles": "cycles"}
-# Plausible ranges, enforced by the fit: per-step costs up to 2000 cycles (1.3 us at 1.5 GHz); a
-# per-call host overhead up to 10 ms; a float32 dot between one and six bfloat16 MXU passes.
-LOWER = np.array([0.0, 0.0, 1.0, 0.0])
-UPPER = np.array([2000.0, 1e-2, 6.0, 2000.0])
+PARAMS = ("dma_cycles", "call_seconds", "float32_cycles_per_kib", "overlapped_step_cycles")
+UNITS = {"dma_cycles": "cycles", "call_seconds": "s", "float32_cycles_per_kib": "cycles/KiB",
+         "overlapped_step_cycles": "cycles", "step_cycles": "cycles", "float32_factor": ""}
+# Plausible ranges, enforced by the fit: per-DMA and per-step costs up to 2000 cycles (1.3 us at 1.5
+# GHz); a per-call host overhead up to 10 ms; up to 20 cycles per KiB of float32 operands (a step's two
+# float32 blocks read from VMEM and rounded to bfloat16 for the MXU, far below the VPU's rate).
+LOWER = np.array([0.0, 0.0, 0.0, 0.0])
+UPPER = np.array([2000.0, 1e-2, 20.0, 2000.0])
 # Starting points of the fit (the model is piecewise smooth: several starts, the best one kept).
 SCALE = np.array([100.0, 1e-4, 1.0, 100.0])  # typical magnitudes: the fit works in units of these
-STARTS = (np.array([100.0, 1e-4, 2.0, 50.0]), np.array([70.0, 7e-5, 1.4, 35.0]),
-          np.array([130.0, 1.3e-4, 2.6, 65.0]), np.array([40.0, 4e-5, 1.0, 20.0]),
-          np.array([200.0, 2e-4, 4.0, 100.0]))
+STARTS = (np.array([100.0, 1e-4, 0.5, 50.0]), np.array([70.0, 7e-5, 0.25, 35.0]),
+          np.array([130.0, 1.3e-4, 1.0, 65.0]), np.array([40.0, 4e-5, 0.1, 20.0]),
+          np.array([200.0, 2e-4, 2.0, 100.0]))
 # Constants the model holds at a neutral value, because the ablation (analysis/ablation.py) shows that
 # fitting them does not lower its out-of-sample error; it fits them as extras: {name: (lower, upper,
 # starts)}. bandwidth_fraction: the pipeline's DMAs reach the chip's HBM bandwidth. profile_scale:
 # libtpu's static-profile cycles of a Pallas kernel, scaled, as a lower bound of a step's compute.
+# float32_factor: a float32 dot's time in bfloat16 MXU passes (the float32 operands' cost per KiB,
+# float32_cycles_per_kib, took its place). step_cycles: a cost per grid step that nothing overlaps (a
+# cost per DMA issued, dma_cycles, took its place).
+# accumulator_cycles_per_kib: the core's cost of each KiB of the (bm, bn) float32 accumulator it reads
+# and writes back in VMEM per step (overlapped, like the dot). dma_latency_cycles: a latency per DMA
+# inside the copies (small transfers reach less of the bandwidth).
 PROFILE_SCALE = "profile_scale"
 BANDWIDTH_FRACTION = "bandwidth_fraction"
-EXTRA = {BANDWIDTH_FRACTION: (0.05, 1.0, (1.0, 0.8, 0.5)), PROFILE_SCALE: (0.0, 2.0, (0.0, 0.5, 1.0))}
+ACCUMULATOR = "accumulator_cycles_per_kib"
+DMA = "dma_cycles"
+STEP = "step_cycles"
+DMA_LATENCY = "dma_latency_cycles"
+MXU_FILL = "mxu_fill_rows"
+FLOAT32_FACTOR = "float32_factor"
+EXTRA = {BANDWIDTH_FRACTION: (0.05, 1.0, (1.0, 0.8, 0.5)), PROFILE_SCALE: (0.0, 2.0, (0.0, 0.5, 1.0)),
+         ACCUMULATOR: (0.0, 20.0, (0.0, 1.0, 4.0)), STEP: (0.0, 2000.0, (0.0, 50.0, 200.0)),
+         DMA_LATENCY: (0.0, 2000.0, (0.0, 50.0, 200.0)), MXU_FILL: (0.0, 1024.0, (0.0, 32.0, 128.0)),
+         FLOAT32_FACTOR: (1.0, 6.0, (1.0, 1.5, 2.5))}
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 CONFIG = ["kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 # An XLA estimate is flagged when its TFLOP/s falls more than this below that of a smaller size
@@ -64,16 +82,21 @@ class TooFewPoints(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Constants:
-    step_cycles: float
+    dma_cycles: float
     call_seconds: float
-    float32_factor: float
+    float32_cycles_per_kib: float
     overlapped_step_cycles: float
+    step_cycles: float = 0.0  # held (EXTRA)
     bandwidth_fraction: float = 1.0  # held (EXTRA)
     profile_scale: float = 0.0  # held (EXTRA)
+    float32_factor: float = 1.0  # held (EXTRA)
+    accumulator_cycles_per_kib: float = 0.0  # held (EXTRA)
+    dma_latency_cycles: float = 0.0  # held (EXTRA)
+    mxu_fill_rows: float = 0.0  # held (EXTRA)
 
     @classmethod
     def of(cls, x) -> "Constants":
-        return cls(*(float(v) for v in x))
+        return cls(**{p: float(v) for p, v in zip(PARAMS, x, strict=True)})
 
     def vector(self) -> np.ndarray:
         return np.array([getattr(self, p) for p in PARAMS])
@@ -92,6 +115,11 @@ class Features:
     epilogue_bytes: float
     window_bytes: np.ndarray  # distinct window sizes W ...
     window_counts: np.ndarray  # ... and how many steps have each
+    window_dmas: np.ndarray  # DMAs issued in each distinct window (same order as window_bytes)
+    dmas: float  # DMAs of the whole call (copies in and write-backs)
+    operand_kib: float  # KiB of the operand blocks a step's dot reads (both, resident or new)
+    rows: float  # rows of the left operand's block a dot streams through the MXU's weights
+    accumulator_kib: float  # KiB of the accumulator read and written in VMEM per step (k revisits it)
     min_bytes: float  # XLA: operands once
     single_buffered: float  # share of the blocks' bytes without a second buffer (x in the docstring)
     clock_hz: float
@@ -157,15 +185,34 @@ def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
                   clock_hz=c.clock_hz, peak_flops=c.peak_flops[case.dtype], hbm_bytes_per_s=c.hbm_bytes_per_s)
     if not case.facts.pallas:  # XLA's own matmul: its cost model's cycles and its minimum traffic
         out = Features(xla=True, steps=1, prologue_bytes=0.0, epilogue_bytes=0.0, window_bytes=np.zeros(0),
-                       window_counts=np.zeros(0), min_bytes=float(hbm_bytes(case)), **common)
+                       window_counts=np.zeros(0), window_dmas=np.zeros(0), dmas=0.0, accumulator_kib=0.0,
+                       rows=float(case.m), operand_kib=0.0, min_bytes=float(hbm_bytes(case)), **common)
     else:
         w = cached_windows(case)
         out = Features(xla=False, steps=w.steps, prologue_bytes=float(w.prologue_bytes),
                        epilogue_bytes=float(w.epilogue_bytes), window_bytes=np.array(w.window_bytes, float),
-                       window_counts=np.array(w.window_counts, float), min_bytes=float(w.total_bytes),
-                       **common)
+                       window_counts=np.array(w.window_counts, float),
+                       window_dmas=np.array(w.window_dmas, float),
+                       dmas=float(w.dmas), accumulator_kib=_accumulator_kib(case),
+                       rows=float(case.m if case.bm is None else case.bm), operand_kib=_operand_kib(case),
+                       min_bytes=float(w.total_bytes), **common)
     _FEATURES[key] = out
     return out
+
+
+def _operand_kib(case: Case) -> float:
+    """KiB of the two operand blocks one step's dot reads from VMEM (the whole operands without a grid)."""
+    if case.facts.grid == WHOLE:
+        return (case.m * case.k + case.k * case.n) * ITEMSIZE[case.dtype] / 1024
+    return (case.bm * case.bk + case.bk * case.bn) * ITEMSIZE[case.dtype] / 1024
+
+
+def _accumulator_kib(case: Case) -> float:
+    """KiB of float32 (bm, bn) accumulator a step reads and writes in VMEM where the k axis revisits the
+    output block (v3's output, v5's scratch); 0 where each step writes its block once."""
+    if case.facts.grid == WHOLE or case.bk is None or case.bk >= case.k:
+        return 0.0
+    return 2 * case.bm * case.bn * 4 / 1024
 
 
 def device_seconds(f: Features, k: Constants) -> float:
@@ -173,14 +220,19 @@ def device_seconds(f: Features, k: Constants) -> float:
     bw = k.bandwidth_fraction * f.hbm_bytes_per_s
     if f.xla:
         return max(f.flops / f.peak_flops, f.est_cycles / f.clock_hz, f.min_bytes / bw)
-    compute = (k.float32_factor if f.float32 else 1.0) * f.flops / f.steps / f.peak_flops
+    dot = f.flops / f.steps / f.peak_flops
+    compute = (k.float32_factor if f.float32 else 1.0) * dot + k.mxu_fill_rows / f.rows * dot  # held: 1, 0
     if k.profile_scale:
         compute = max(compute, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
-    core = compute + k.overlapped_step_cycles / f.clock_hz
-    copies = f.window_bytes / bw
+    overlapped = k.overlapped_step_cycles + k.accumulator_cycles_per_kib * f.accumulator_kib  # held: 0
+    if f.float32:  # its operands rounded to bfloat16 for one MXU pass, like the dot overlapped by copies
+        overlapped += k.float32_cycles_per_kib * f.operand_kib
+    core = compute + overlapped / f.clock_hz
+    copies = f.window_bytes / bw + f.window_dmas * k.dma_latency_cycles / f.clock_hz
     x = f.single_buffered  # copies without a second buffer wait for the step; the others overlap it
     steady = float(np.sum(f.window_counts * (np.maximum(core, (1 - x) * copies) + x * copies)))
-    return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + f.steps * k.step_cycles / f.clock_hz
+    fixed = f.steps * k.step_cycles + f.dmas * k.dma_cycles
+    return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + fixed / f.clock_hz
 
 
 def post_seconds(f: Features, k: Constants) -> float:

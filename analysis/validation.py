@@ -9,7 +9,9 @@ The result is results/fidelity.csv: one row per estimator, validation, scope and
 leave one experiment out also check the prediction intervals (analysis/intervals.py): the
 band's half-width in ln (halfwidth80, halfwidth95; the size band's where the group has one) and the
 share of the group's points inside the band sized without their own figure (coverage80, coverage95):
-held-out points only.
+held-out points only, and nested: a figure's band is sized from the other figures' errors under refits
+that never saw it either (nested_halfwidths), as the run would size it had the figure never been
+published.
 
 The bands are conditioned on the problem's size, where the error grows (split conformal, normalised):
 each size band's errors are divided by their root mean square (the band's scale), the quantile is
@@ -74,19 +76,44 @@ def conditional_halfwidths(errors: pd.DataFrame, level: float) -> dict:
     return {band: q * scale for band, scale in scales.items()}
 
 
-def coverage(errors: pd.DataFrame, level: float) -> pd.Series:
-    """Per point: inside the band sized by the other folds' errors (its own fold's never count).
-    With a `band` column the bands are conditional on it (conditional_halfwidths), else one for all."""
+def coverage(errors: pd.DataFrame, level: float, nested: dict | None = None) -> pd.Series:
+    """Per point: inside the band sized without its own fold. `nested` ({fold: {level: {size band:
+    half-width}}}, nested_halfwidths) gives each fold's band as the run would have sized it had the
+    fold never been published; a fold it lacks, and every fold without it, is sized by the other
+    folds' errors (conditional on `band` where errors has that column, else one band for all)."""
     inside = pd.Series(False, index=errors.index)
     for fold in errors.fold.unique():
         mine = errors.fold == fold
-        if "band" in errors:
+        if nested and fold in nested:
+            q = errors.band[mine].map(nested[fold][level])
+        elif "band" in errors:
             widths = conditional_halfwidths(errors[~mine], level)
             q = errors.band[mine].map(widths)
         else:
             q = conformal_quantile(errors.error[~mine], level)
         inside[mine] = errors.error[mine] <= q
     return inside
+
+
+def nested_halfwidths(points: pd.DataFrame, fit=None) -> dict:
+    """{figure: {level: {size band: half-width}}}: the band sized, as the run sizes it, from the other
+    figures' points alone, each predicted by a refit without its own figure and without the held-out
+    one. The other figures' errors of the plain cross-validation come from fits that saw the held-out
+    figure, so they size its band too narrow. A figure whose others are too few to cross-validate is
+    left out (coverage then uses the other figures' errors)."""
+    out = {}
+    for figure in sorted(points.experiment.unique(), key=str):
+        rest = points[points.experiment != figure]
+        if rest.experiment.nunique() < 2:
+            continue
+        try:
+            predicted = cross_validate(rest, "experiment", fit).model_post_seconds
+        except tm.TooFewPoints:
+            continue
+        errors = held_out_errors(rest, predicted)
+        if len(errors):
+            out[str(figure)] = {level: conditional_halfwidths(errors, level) for level in LEVELS}
+    return out
 
 
 SCHEMES = {"leave one experiment out": "experiment", "leave one size out": "m"}
@@ -179,7 +206,8 @@ def fidelity_table(df: pd.DataFrame, model, target: str = POST_CHIP) -> pd.DataF
             notes[("model", name)] = f"not validated: {model.not_validated.get(name, 'no refits')}"
         else:
             predictions[("model", name)] = predicted.model_post_seconds
-    bands = interval_checks(points, predictions[("model", "leave one experiment out")])
+    nested = model.band.nested if model.band is not None and model.band.nested else None
+    bands = interval_checks(points, predictions[("model", "leave one experiment out")], nested)
     rows = []
     for (estimator, validation), predicted in predictions.items():
         for scope, group, index in groups(points):
@@ -201,17 +229,21 @@ def held_out_errors(points: pd.DataFrame, predicted: pd.Series) -> pd.DataFrame:
                          "band": size_band(points.m, points.k, points.n)}).dropna()
 
 
-def interval_checks(points: pd.DataFrame, predicted: pd.Series) -> pd.DataFrame | None:
+def interval_checks(points: pd.DataFrame, predicted: pd.Series, nested: dict | None = None,
+                    fit=None) -> pd.DataFrame | None:
     """Per point of the leave-one-experiment-out predictions: whether it lies inside each level's band
-    sized by the other figures' errors only (coverage), its size band, and the table's bands (all
-    errors, per size band)."""
+    sized without its figure (coverage, nested: `nested`, else nested_halfwidths with `fit`), its size
+    band, and the table's bands (all errors, per size band)."""
     errors = held_out_errors(points, predicted)
     if errors.empty:
         return None
+    if nested is None:
+        nested = nested_halfwidths(points, fit)
     out = pd.DataFrame({"band": errors.band}, index=errors.index)
+    out.attrs["nested"] = nested
     for level in LEVELS:
         s = suffix(level)
-        out[f"coverage{s}"] = coverage(errors, level)
+        out[f"coverage{s}"] = coverage(errors, level, nested)
         out.attrs[f"halfwidth{s}"] = conditional_halfwidths(errors, level)
     return out
 
@@ -266,7 +298,7 @@ def band_misses(points: pd.DataFrame, dtype: str = "float32", size: int = LARGE)
                           for r, test in fits.values()])
 
     predicted = held_out()
-    stepless = held_out(step_cycles=0.0, overlapped_step_cycles=0.0)
+    stepless = held_out(dma_cycles=0.0, step_cycles=0.0, overlapped_step_cycles=0.0)
     copyless = held_out(bandwidth_fraction=1e9)  # copies free
     checked = interval_checks(points, predicted.model_post_seconds.reindex(points.index))
     mine = points.index[(points.dtype == dtype) & (points.m >= size)]
@@ -276,7 +308,9 @@ def band_misses(points: pd.DataFrame, dtype: str = "float32", size: int = LARGE)
         "blocks": [_blocks(r) for r in p.itertuples()],
         "post_tflops": p.ref_tflops, "model_tflops": p.ref_tflops * p.ref_seconds / pred.model_post_seconds,
         "ln_error": np.log(pred.model_post_seconds / p.ref_seconds),
-        "halfwidth80": [checked.attrs["halfwidth80"][b] for b in checked.loc[mine, "band"]],
+        # the band each point was checked against: sized without its figure
+        "halfwidth80": [checked.attrs["nested"].get(str(e), {}).get(0.8, checked.attrs["halfwidth80"])[b]
+                        for e, b in zip(p.experiment, checked.loc[mine, "band"], strict=True)],
         "inside80": checked.loc[mine, "coverage80"].astype(bool),
         "step_share": 1 - stepless.loc[mine].model_post_seconds / pred.model_post_seconds,
         "copy_share": 1 - copyless.loc[mine].model_post_seconds / pred.model_post_seconds,

@@ -208,6 +208,8 @@ CONSTANT_NAMES = {
     "profile_scale": N_("scale of libtpu's static profile (compute per step)"),
     "bandwidth_fraction": N_("fraction of the HBM bandwidth the DMAs reach"),
     "step_cycles": N_("fixed cost per grid step (cycles)"),
+    "dma_cycles": N_("fixed cost per DMA issued (cycles)"),
+    "float32_cycles_per_kib": N_("cost per KiB of float32 operand blocks, overlapped by the DMAs (cycles)"),
     "call_seconds": N_("host overhead per blocked call (microseconds)"),
     "float32_factor": N_("float32 dot time relative to one bfloat16 MXU pass"),
     "overlapped_step_cycles": N_("the core's own cost per grid step, overlapped by the DMAs (cycles)"),

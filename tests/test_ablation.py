@@ -27,9 +27,12 @@ def test_every_constant_of_the_model_has_a_variant_without_it():
 
 def test_the_record_is_the_current_variants_and_rule(record):
     assert list(record.variant) == [v.name for v in ablation.VARIANTS]
-    for scope in ablation.SCOPES:  # the deltas are against the model's row
+    # the deltas are against the model's row, but for rows kept from an earlier record (against its model)
+    fresh = ~record.note.fillna("").str.startswith(ablation.RECORDED)
+    assert fresh.iloc[0] and (~fresh).sum() <= 3  # at most the Pallas-cycles rows are kept
+    for scope in ablation.SCOPES:
         against = record[f"loeo {scope}"] - record[f"loeo {scope}"].iloc[0]
-        assert (record[f"delta {scope}"] - against).abs().max() < 1e-12
+        assert (record[f"delta {scope}"] - against)[fresh].abs().max() < 1e-6  # the file's %.6g
     assert [ablation.earns_place(r) for r in record.to_dict("records")][1:] == list(record.earns_place[1:])
 
 
@@ -49,14 +52,36 @@ def test_the_docs_print_the_record(record):
     assert block == ablation.markdown(record)
 
 
+def test_the_docs_state_the_goals_and_where_the_model_stands(record):
+    """The goals sentence is the record's model row against ablation's goals, and says so right."""
+    text = DOCS.read_text()
+    markers = r"<!-- ablation-goals:start -->\n(.*?)\n<!-- ablation-goals:end -->"
+    block = re.search(markers, text, re.S).group(1)
+    assert block == ablation.targets(record)
+    model = record.iloc[0]
+    for scope, goal in ablation.ERROR_GOALS.items():
+        assert f"{scope} {model[f'loeo {scope}']:.3f} (goal ≤ {goal}: " in block
+    lo, hi = ablation.COVERAGE_GOAL
+    assert f"(goal {lo:.2f} to {hi:.2f})" in block
+
+
 def test_the_docs_words_match_the_record(record):
     """The sentences under the table: what they say of the Pallas cycles and bandwidth_fraction."""
     text = " ".join(DOCS.read_text().split())
     by = record.set_index("variant")
     bandwidth = by.loc["with bandwidth_fraction, fitted in [0.05, 1]"]
     assert f"raises it at 8192 by {bandwidth['delta size 8192']:.3f}" in text
-    assert bandwidth["delta all"] < 0 and bandwidth["delta size >= 2048"] < 0  # "lowers ... by less"
-    assert -ablation.MARGIN < bandwidth["delta size >= 2048"]
+    assert (f"(over all points by {bandwidth['delta all']:.3f}, from 2048 by "
+            f"{bandwidth['delta size >= 2048']:.3f})") in text
+    assert all(bandwidth[f"delta {s}"] > 0 for s in ablation.SCOPES)  # "raises the error in every scope"
+    earlier = by.loc["with step_cycles instead of dma_cycles"]  # the model before dma_cycles joined
+    assert f"lowered the error from 2048 to {earlier['loeo size >= 2048']:.3f}" in text
+    model = by.loc[ablation.DEFAULT]
+    assert (f"lowered the 8192 error to {model['loeo size 8192']:.3f} (by {earlier['delta size 8192']:.3f}; "
+            f"from 2048 up by {-earlier['delta size >= 2048']:.3f})") in text
+    mxu = by.loc["with mxu_fill_rows, fitted in [0, 1024]"]
+    assert f"8192 up by {mxu['delta size 8192']:.3f}" in text
+    assert mxu["delta all"] < 0 and mxu["delta size >= 2048"] < 0  # "the lowest error over all ... 2048"
     trusted = by.loc["with Pallas cycles trusted, profile_scale in [0.9, 1.1]"]
     assert "every scope is twice as bad" in text
     assert all(trusted[f"loeo {s}"] >= 1.9 * by.loc[ablation.DEFAULT, f"loeo {s}"] for s in ablation.SCOPES)

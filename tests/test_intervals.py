@@ -67,6 +67,36 @@ def test_coverage_counts_held_out_points_only():
     assert intervals.conformal_quantile(errors.error, 0.8) == 1.0  # in-sample it would have covered a
 
 
+def test_nested_coverage_uses_the_band_sized_without_the_figure():
+    """Given the bands sized without each figure, a figure's points are checked against its own
+    nested band, not against the other figures' errors (which would cover all of them here)."""
+    folds = [f for f in "abcde" for _ in range(5)]
+    errors = pd.DataFrame({"error": [0.5] * 25, "fold": folds, "band": "below 4096"})
+    nested = {f: {0.8: {"below 4096": 1.0 if f == "a" else 0.1}} for f in "abcde"}
+    inside = intervals.coverage(errors, 0.8, nested)
+    assert inside[errors.fold == "a"].all() and not inside[errors.fold != "a"].any()
+    assert intervals.coverage(errors, 0.8).all()  # the other figures' errors alone: every point inside
+
+
+@pytest.mark.slow
+def test_nested_bands_are_sized_by_fits_that_never_saw_the_figure(noisy):
+    """Every fit behind a figure's nested band leaves out that figure and one more."""
+    points, _ = tm.reference_points(noisy)
+    seen = []
+
+    def fit(p):
+        seen.append(set(p.experiment))
+        return tm.fit_published(p)
+
+    nested = validation.nested_halfwidths(points, fit)
+    figures = set(points.experiment)
+    assert set(nested) == figures
+    assert seen and all(len(figures - s) >= 2 for s in seen)
+    for widths in nested.values():
+        assert set(widths) == set(validation.LEVELS)
+        assert all(widths[0.95][b] >= widths[0.8][b] for b in widths[0.8])
+
+
 @pytest.mark.slow
 def test_fidelity_table_checks_coverage_on_the_held_out_validation(noisy, fits):
     table = validation.fidelity_table(noisy, fits)

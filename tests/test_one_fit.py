@@ -74,8 +74,10 @@ def test_a_run_fits_the_model_once_and_every_later_job_reads_it(tmp_path, monkey
     outputs = dict(table=str(table_path), model=str(model_path), log=tmp_path / "a.log")
     run_script("aggregate", Job("aggregate", config, sources, outputs))
     points, _ = tm.reference_points(df)
-    assert len(fits) == 1 + points.experiment.nunique() + points.m.nunique(), \
-        "the aggregate: the fit, and its refits without each of the post's figures and each size"
+    figures = points.experiment.nunique()
+    assert len(fits) == 1 + figures + points.m.nunique() + figures * (figures - 1), \
+        ("the aggregate: the fit, its refits without each of the post's figures and each size, and the "
+         "nested refits that size each figure's band without it (validation.nested_halfwidths)")
     made = len(fits)
     inputs = dict(table=str(table_path), model=str(model_path))
     run_script("summaries", Job("summaries", config, dict(inputs, public=[]), dict(

@@ -19,8 +19,8 @@ from tpu_matmul_repro.experiments.core.traffic import hbm_bytes
 from tpu_matmul_repro.experiments.core.units import MiB, flops
 
 VERSIONS = {"jax_version": "0.10.2", "libtpu_version": "0.0.42.1", "git_sha": "abc"}
-TRUE = tm.Constants(step_cycles=150.0, call_seconds=1e-4,
-                    float32_factor=2.0, overlapped_step_cycles=120.0)
+TRUE = tm.Constants(dma_cycles=75.0, call_seconds=1e-4,
+                    float32_cycles_per_kib=2.0, overlapped_step_cycles=120.0)
 V5E = chip("v5e")
 CONFIGS = (  # (experiment, kernel, dtype, blocks, sizes)
     [("v1", "v1", "float32", None, (512, 1024))]
@@ -253,7 +253,8 @@ def blocks_of(row) -> dict:
 
 def test_measured_run_refits_its_own_constants(synthetic):
     """A TPU run: device time from the model with other constants, wall = device + 150 us."""
-    own = tm.Constants(step_cycles=80.0, call_seconds=1.5e-4, float32_factor=1.5, overlapped_step_cycles=60.0)
+    own = tm.Constants(dma_cycles=40.0, call_seconds=1.5e-4, float32_cycles_per_kib=1.5,
+                       overlapped_step_cycles=60.0)
     est = synthetic[(synthetic.source == "estimate") & (synthetic.status == "ok")].drop_duplicates(tm.CONFIG)
     rows = []
     for r in est.itertuples():
@@ -325,8 +326,8 @@ def test_pallas_rows_need_no_compiler_cycles(synthetic):
 def test_only_each_targets_latest_run_is_fitted(synthetic):
     """An older run of the same target (its own constants) is not fitted: only the latest models the
     table, and a file of many runs must not cost a fit each."""
-    older, latest = (tm.Constants(step_cycles=s, call_seconds=1.5e-4, float32_factor=1.5,
-                                  overlapped_step_cycles=60.0) for s in (150.0, 80.0))
+    older, latest = (tm.Constants(dma_cycles=s, call_seconds=1.5e-4, float32_cycles_per_kib=1.5,
+                                  overlapped_step_cycles=60.0) for s in (75.0, 40.0))
     est = synthetic[(synthetic.source == "estimate") & (synthetic.status == "ok")].drop_duplicates(tm.CONFIG)
     rows = []
     for label, timestamp, k in (("old", "2026-01-01T00:00:00+00:00", older),
@@ -343,7 +344,7 @@ def test_only_each_targets_latest_run_is_fitted(synthetic):
     assert sorted(set(constants.fit) - {without(e) for e in "v1 v2 v3 v4 v5".split()}) == [
         "measured v5e new", "published v5e"]
     fit = constants[constants.fit == "measured v5e new"].set_index("constant").value
-    assert fit["step_cycles"] == pytest.approx(80.0, rel=0.02)
+    assert fit["dma_cycles"] == pytest.approx(40.0, rel=0.02)
     assert (out[out.source == "measured"].model_fit == "measured v5e new").all()
 
 

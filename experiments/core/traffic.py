@@ -121,20 +121,38 @@ class Windows:
     prologue_bytes: int  # copied in before the first step
     epilogue_bytes: int  # written back after the last
     window_bytes: tuple[int, ...]  # the distinct windows W ...
-    window_counts: tuple[int, ...]  # ... and how many steps have each
+    window_counts: tuple[int, ...]  # ... how many steps have each
+    window_dmas: tuple[int, ...]  # ... and the DMAs each issues (blocks copied in, output blocks written)
     total_bytes: int  # hbm_bytes: every copy in and out
+    dmas: int  # every DMA of the call
+
+
+def step_dmas(case: Case, bytes_in: np.ndarray, bytes_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per step: DMAs copying blocks in (0, 1 or 2, read off step_bytes: A's and B's blocks each
+    differ from their sum) and write-backs (0 or 1). A kernel without a grid copies both operands."""
+    if case.facts.grid == WHOLE:
+        return np.array([2]), np.array([1])
+    both = (case.bm * case.bk + case.bk * case.bn) * ITEMSIZE[case.dtype]
+    return np.select([bytes_in == 0, bytes_in == both], [0, 2], 1), (bytes_out > 0).astype(np.int64)
 
 
 def windows(case: Case) -> Windows:
     """step_bytes summarised as the timing model reads them."""
     bytes_in, bytes_out = step_bytes(case)
+    dmas_in, dmas_out = step_dmas(case, bytes_in, bytes_out)
     window = np.zeros(len(bytes_in), dtype=np.int64)
     window[:-1] += bytes_in[1:]  # step s prefetches step s+1's new blocks
     window[1:] += bytes_out[:-1]  # and writes back what step s-1 finished
-    values, counts = np.unique(window, return_counts=True)
+    dmas = np.zeros(len(bytes_in), dtype=np.int64)
+    dmas[:-1] += dmas_in[1:]
+    dmas[1:] += dmas_out[:-1]
+    pairs, counts = np.unique(np.stack([window, dmas], axis=1), axis=0, return_counts=True)
     return Windows(steps=len(bytes_in), prologue_bytes=int(bytes_in[0]), epilogue_bytes=int(bytes_out[-1]),
-                   window_bytes=tuple(int(v) for v in values), window_counts=tuple(int(c) for c in counts),
-                   total_bytes=int(bytes_in.sum() + bytes_out.sum()))
+                   window_bytes=tuple(int(v) for v in pairs[:, 0]),
+                   window_counts=tuple(int(c) for c in counts),
+                   window_dmas=tuple(int(d) for d in pairs[:, 1]),
+                   total_bytes=int(bytes_in.sum() + bytes_out.sum()),
+                   dmas=int(dmas_in.sum() + dmas_out.sum()))
 
 
 def min_vmem_bytes(case: Case) -> int:
