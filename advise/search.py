@@ -42,7 +42,7 @@ from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
-from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.kernels.spec import BLOCKS
@@ -62,15 +62,24 @@ def _row(case: Case, target: str) -> pd.Series:
 
 
 def cheap_bound(case: Case, target: str, k: tm.Constants) -> float:
-    """A lower bound on the modelled device time from counts alone: the padded FLOPs at the peak (and
-    the float32 factor), or the operands and output moved once at the fitted bandwidth, whichever is
-    longer, plus the fixed cost of every grid step; no sum over the grid's steps."""
+    """A lower bound on the modelled device time from counts alone, no sum over the grid's steps: every
+    step's core (its share of the FLOPs at the peak and its overlapped cycles) or the operands and
+    output moved once at the fitted bandwidth, whichever is longer, plus the fixed costs of the steps
+    and of the fewest DMAs the grid can issue (each distinct A and B block copied in once, each output
+    block written back once)."""
     c = chip(target)
-    factor = k.float32_factor if case.dtype == "float32" else 1.0
-    work = factor * flops(case.m, case.k, case.n) / c.peak_flops[case.dtype]
-    moved = tm.features(_row(Case("xla", case.dtype, case.m, case.k, case.n), target), cycles=0.0).min_bytes
     steps = math.prod(case.grid())
-    return max(work, moved / (k.bandwidth_fraction * c.hbm_bytes_per_s)) + steps * k.step_cycles / c.clock_hz
+    overlapped = k.overlapped_step_cycles
+    if case.dtype == "float32":
+        kib = (case.bm * case.bk + case.bk * case.bn) * ITEMSIZE[case.dtype] / 1024
+        overlapped += k.float32_cycles_per_kib * kib
+    factor = k.float32_factor if case.dtype == "float32" else 1.0
+    work = factor * flops(case.m, case.k, case.n) / c.peak_flops[case.dtype] + steps * overlapped / c.clock_hz
+    moved = tm.features(_row(Case("xla", case.dtype, case.m, case.k, case.n), target), cycles=0.0).min_bytes
+    rows, cols, depth = case.grid()
+    fewest_dmas = rows * cols + rows * depth + depth * cols
+    fixed = steps * k.step_cycles + fewest_dmas * k.dma_cycles
+    return max(work, moved / (k.bandwidth_fraction * c.hbm_bytes_per_s)) + fixed / c.clock_hz
 
 
 def lower_bound(case: Case, target: str, k: tm.Constants) -> float:

@@ -247,3 +247,17 @@ def test_real_queries_with_the_real_compiler(run_folder, argv):
         code, text, err = call(argv)  # the compiles from the cache now
     assert code == 0, err
     check_text(text, answered_request(argv, run_folder), layout=False)
+
+
+@settings(max_examples=4 * EXAMPLES, deadline=None)
+@given(shape=st.tuples(*(st.sampled_from([128, 256, 384, 1024, 2048, 4096, 14336]),) * 3),
+       dtype=st.sampled_from(["bfloat16", "float32", "int8"]), target=st.sampled_from(["v5e", "v6e", "7x"]),
+       constants=st.tuples(*(st.floats(0, 2000),) * 4, st.floats(0, 20), st.floats(0.05, 1)))
+def test_the_cheap_bound_never_exceeds_the_exact_one(shape, dtype, target, constants):
+    """Branch and bound prunes by the cheap bound first: it must not pass the exact bound (the model
+    without compiler cycles) for any constants in their ranges, or a candidate that could win is dropped."""
+    dma, step, overlapped, call, per_kib, fraction = constants
+    k = search.tm.Constants(dma_cycles=dma, call_seconds=call * 1e-6, float32_cycles_per_kib=per_kib,
+                            overlapped_step_cycles=overlapped, step_cycles=step, bandwidth_fraction=fraction)
+    for x in candidates("v5", dtype, shape, target)[::7]:
+        assert search.cheap_bound(x.case, target, k) <= search.lower_bound(x.case, target, k) * SLACK
