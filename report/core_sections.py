@@ -238,17 +238,17 @@ def float32_note(best: list[dict], constants: pd.DataFrame, gettext) -> str:
     """One sentence and one number for float32: the model's, and why libtpu's raw estimate differs."""
     rows = [b for b in best if b["dtype"] == "float32" and b["target"] == POST_CHIP
             and b["estimator"] == "model" and not pd.isna(b["fraction_of_xla"])]
-    factor = constants[constants.constant == "float32_factor"] if len(constants) else constants
-    if not rows or factor is None or factor.empty:
+    cost = constants[constants.constant == "float32_cycles_per_kib"] if len(constants) else constants
+    if not rows or cost is None or cost.empty:
         return ""
     r = max(rows, key=lambda b: b["size"])
     return gettext("float32: by the timing model's device time, the best Pallas blocks reach %(tflops).1f "
                    "TFLOP/s at %(size)s, %(pct).0f %% of XLA's %(xla).1f (DEFAULT precision). The post's "
-                   "float32 Pallas times fit a dot %(factor).2f times one bfloat16 MXU pass (the fitted "
-                   "float32_factor, results/timing_model.csv); what slowed its large "
-                   "float32 blocks was their DMAs: twice the bytes of bfloat16, and copies that waited for "
-                   "the dot where the post's compiler gave a block a single buffer.") % {
-        "pct": 100 * r["fraction_of_xla"], "size": r["size"], "factor": float(factor.value.iloc[0]),
+                   "float32 Pallas times fit a cost of %(cost).2f cycles per KiB of a step's operand blocks "
+                   "beside the dot (the fitted float32_cycles_per_kib, results/timing_model.csv); what "
+                   "slowed its large float32 blocks was their DMAs: twice the bytes of bfloat16, and copies "
+                   "that waited for the dot where the post's compiler gave a block a single buffer.") % {
+        "pct": 100 * r["fraction_of_xla"], "size": r["size"], "cost": float(cost.value.iloc[0]),
         "tflops": r.get("best_tflops", float("nan")), "xla": r.get("xla_tflops", float("nan"))}
 
 

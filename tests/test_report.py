@@ -390,10 +390,11 @@ def test_float32_gets_one_sentence_and_the_models_number():
 
     best = [dict(target="v5e", dtype="float32", size=4096, estimator="model", fraction_of_xla=0.45,
                  best_tflops=81.0, xla_tflops=180.0)]
-    constants = pd.DataFrame([dict(constant="float32_factor", value=2.32)])
+    constants = pd.DataFrame([dict(constant="float32_cycles_per_kib", value=0.36),
+                              dict(constant="dma_cycles", value=170.5)])
     note = float32_note(best, constants, lambda m: m)
     assert "81.0 TFLOP/s at 4096, 45 % of XLA's 180.0 (DEFAULT precision)" in note
-    assert "2.32" in note and "0.99" not in note
+    assert "0.36 cycles per KiB" in note and "170" not in note
     assert float32_note(best, pd.DataFrame(), lambda m: m) == ""  # no fit: no sentence
 
 
@@ -436,7 +437,7 @@ def test_chinese_running_text_has_no_english(table):
     zh = re.sub(r"<(pre|code|style|a|title)\b.*?</\1>", " ", zh, flags=re.S)
     zh = re.sub(r'<span class="cite">.*?</span>|<table class="glossary">.*?</table>', " ", zh, flags=re.S)
     text = entities.unescape(re.sub(r"<[^>]+>", " ", zh))
-    names = set("""TPU XLA VMEM HBM MXU DMA Pallas JAX jax libtpu jaxlib jnp matmul TFLOP TOP MiB float32
+    names = set("""TPU XLA VMEM HBM MXU DMA Pallas JAX jax libtpu jaxlib jnp matmul TFLOP TOP MiB KiB float32
         bfloat16 int8 int32 float64 NumPy Spearman n ok PDF SVG PNG BibTeX CC BY MIT Tian Shanquan MatMul
         Kernel v1 v2 v3
         v4 v5 v5e v6e TPU v5 lite Roofline FLOP bm bk bn M K N k A B C scoped Jacobian HIGHEST NaN Inf pip jit
