@@ -347,8 +347,13 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
         reporter.deadline = deadline
     searches = [(target, shape) for target in asked.targets for shape in asked.shapes]
     parts, texts = [], []
-    with compile_workers.limits(deadline, reporter.done_one if reporter else None):
+    with compile_workers.limits(deadline, reporter.done_one if reporter else None), \
+            contextlib.ExitStack() as held:
+        pools = {}  # per target, kept across its searches: a worker starts once, not once per shape
         for i, (target, shape) in enumerate(searches):
+            if target not in pools:
+                pools[target] = held.enter_context(compile_workers.Workers(
+                    target, compilers[target], settings["timeout_s"], workers))
             baseline = baseline_cases(config, target)
             if reporter:
                 reporter.searching(searched(asked, target, shape, compilers[target], baseline), i + 1,
@@ -356,7 +361,7 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
             before = dict(cache.TOTALS)
             found = search.search(shape, asked.dtype, target, asked.kernel, fitted, compilers[target],
                                   settings, vmem_limit_bytes=asked.vmem_limit_bytes, baseline=baseline,
-                                  workers=workers)
+                                  workers=workers, pool=pools[target])
             hits, misses = (cache.TOTALS[k] - before[k] for k in ("hits", "misses"))
             log.info("advice %s on %s: %d of %d compiles from the compile cache, %d compiled here",
                      "x".join(map(str, shape)), target, hits, hits + misses, misses)

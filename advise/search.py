@@ -20,6 +20,7 @@ XLA's matmul is compiled at the shape as it is, with the same-aspect smaller pro
 config's XLA baseline (the planner's), so that its modelled number (the monotone envelope where
 libtpu's cost model dips) is the one the compile study's table gives the same configuration.
 """
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -357,8 +358,10 @@ class Found:
 
 
 def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, settings: dict, *,
-           vmem_limit_bytes: int | None = None, baseline=(), workers: int = 1) -> Found:
-    """The candidates of one problem on one target ranked at a limit (default: the chip's), modelled."""
+           vmem_limit_bytes: int | None = None, baseline=(), workers: int = 1,
+           pool: Workers | None = None) -> Found:
+    """The candidates of one problem on one target ranked at a limit (default: the chip's), modelled;
+    compiled by `pool` (the target's workers, kept across searches), else by workers of its own."""
     k = model.constants
     c = chip(target)
     limit = vmem_limit_bytes or c.default_vmem_limit_bytes
@@ -374,7 +377,8 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     pending_xla = [*xla_context(baseline, dtype, shape), Case("xla", dtype, *shape)]
     frames = [oom_rows(target, sure_oom, limit, libtpu)] if sure_oom else []
     lead = None
-    with Workers(target, compiler, settings["timeout_s"], workers) as pairs:
+    own = contextlib.nullcontext(pool) if pool else Workers(target, compiler, settings["timeout_s"], workers)
+    with own as pairs:
         while todo or pending_xla:
             if pairs.spent() and not pending_xla:  # the time budget ran out: the rest is not compiled
                 frames.append(budget_rows(target, todo, limit))

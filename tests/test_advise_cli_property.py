@@ -261,3 +261,21 @@ def test_the_cheap_bound_never_exceeds_the_exact_one(shape, dtype, target, const
                             overlapped_step_cycles=overlapped, step_cycles=step, bandwidth_fraction=fraction)
     for x in candidates("v5", dtype, shape, target)[::7]:
         assert search.cheap_bound(x.case, target, k) <= search.lower_bound(x.case, target, k) * SLACK
+
+
+def test_a_target_s_workers_start_once_for_all_its_shapes(run_folder):
+    """Starting a compile worker imports jax and libtpu (seconds): one call keeps each target's
+    workers across its shapes, so three shapes on two targets start two pairs, not six."""
+    started = []
+    with stand_in(run_folder), pytest.MonkeyPatch.context() as mp:
+        original = StandInCompiler.__init__
+
+        def counted(self, target, **kwargs):
+            started.append((target, kwargs.get("profile", False)))
+            original(self, target, **kwargs)
+
+        mp.setattr(StandInCompiler, "__init__", counted)
+        code, out, err = call(["1024x1024x1024", "2048x1024x4096", "512x4096x1024", "--target", "v5e",
+                               "--target", "v6e", "--workers", "1"])
+    assert code == 0, err
+    assert sorted(started) == [("v5e", False), ("v5e", True), ("v6e", False), ("v6e", True)]
