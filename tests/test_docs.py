@@ -153,4 +153,4 @@ def test_the_advisor_examples_are_the_tools_runs_of_the_advisor_as_it_prints_now
             assert re.match(r"\S.* at \d+ tokens on \S+ \(", first), first
         else:
             shape = command.split()[1]
-            assert re.match(rf"Use (XLA|blocks \(\d+, ?\d+, ?\d+\)) for {shape} ", first), first
+            assert re.match(rf"Use (XLA|blocks \(bm, bk, bn\) = \(\d+,\d+,\d+\)) for {shape} ", first), first
