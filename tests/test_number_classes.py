@@ -32,9 +32,9 @@ SENTENCES = {  # (where, the sentence with the class word cut out as (?P<word>..
     "en": [("abstract", r"Nothing was measured on a TPU: every speed is (?P<word>\w+)\."),
            ("roofline", r"Every point is (?P<word>[\w ]+)\."),
            ("introduction", r"every TPU TFLOP/s number below is (?P<word>[\w, ]+?)\.")],
-    "zh": [("abstract", r"本次没有在 TPU 上实测任何数据：所有速度都是(?P<word>[^。]+)。"),
+    "zh": [("abstract", r"本次没有在 TPU 上做任何实测，所有速度都是(?P<word>[^。]+)。"),
            ("roofline", r"图中的点都是(?P<word>[^。]+)。"),
-           ("introduction", r"下文 TPU 的 TFLOP/s 数字都是(?P<word>[^。]+)。")],
+           ("introduction", r"下文中 TPU 的 TFLOP/s 数字都是(?P<word>[^。]+)。")],
 }
 
 
