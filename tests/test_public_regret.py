@@ -113,13 +113,14 @@ def record():
 
 
 def test_the_record_is_the_public_data(record):
-    """The recorded scores are data/public_measurements.csv's rows, in order, with their times."""
+    """The recorded scores are data/public_measurements.csv's rows, in order, with their times (to the
+    six significant digits results/public_scores.csv keeps)."""
     scores, _ = record
     data = load()
     assert len(scores) == len(data)
     for column in ("generation", "dtype", "m", "k", "n", "source", "kernel"):
         assert list(scores[column]) == list(data[column])
-    assert np.allclose(scores.measured_seconds, data.seconds, rtol=1e-12)
+    assert np.allclose(scores.measured_seconds, data.seconds, rtol=1e-5, atol=0)
 
 
 def test_the_docs_print_the_tables_of_the_record(record):
