@@ -35,8 +35,9 @@ TEXT = {  # English, marked for extraction; the translations are in locale/ (exp
     "verdict": {"ok": N_("post: ok"), "failed": N_("post: ✗")},
     "missing": N_("%(name)s: no results (%(reason)s)"),
     "no_data": N_("no estimates of the post's configurations"),
-    "agreed": N_("not drawn: the %(n)s other configurations, on which every toolchain agrees with the post"),
-    "all_agree": N_("every toolchain agrees with the post on all %(n)s configurations"),
+    # "no toolchain differs", not "every toolchain agrees": a toolchain may not have compiled them all
+    "agreed": N_("not drawn: the %(n)s other configurations, on which no toolchain differs from the post"),
+    "all_agree": N_("no toolchain differs from the post on any of the %(n)s configurations"),
 }
 NEAR_LIMIT = 0.05  # a bar this close to the limit (a fraction of it) is labelled with its MiB
 COLORS = ["#E69F00", "#009E73", "#CC79A7", "#0072B2"]  # older toolchains first; the pipeline's last (blue)
