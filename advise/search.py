@@ -43,7 +43,7 @@ from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
 from tpu_matmul_repro.experiments.core.jobs import Job
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
-from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, min_vmem_bytes
+from tpu_matmul_repro.experiments.core.traffic import min_vmem_bytes
 from tpu_matmul_repro.experiments.core.units import flops
 from tpu_matmul_repro.kernels import is_pallas
 from tpu_matmul_repro.kernels.spec import BLOCKS
@@ -72,8 +72,7 @@ def cheap_bound(case: Case, target: str, k: tm.Constants) -> float:
     steps = math.prod(case.grid())
     overlapped = k.overlapped_step_cycles
     if case.dtype == "float32":
-        kib = (case.bm * case.bk + case.bk * case.bn) * ITEMSIZE[case.dtype] / 1024
-        overlapped += k.float32_cycles_per_kib * kib
+        overlapped += k.float32_cycles_per_kib * tm.operand_kib(case)
     factor = k.float32_factor if case.dtype == "float32" else 1.0
     work = factor * flops(case.m, case.k, case.n) / c.peak_flops[case.dtype] + steps * overlapped / c.clock_hz
     moved = tm.features(_row(Case("xla", case.dtype, case.m, case.k, case.n), target), cycles=0.0).min_bytes

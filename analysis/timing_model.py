@@ -194,13 +194,13 @@ def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
                        window_counts=np.array(w.window_counts, float),
                        window_dmas=np.array(w.window_dmas, float),
                        dmas=float(w.dmas), accumulator_kib=_accumulator_kib(case),
-                       rows=float(case.m if case.bm is None else case.bm), operand_kib=_operand_kib(case),
+                       rows=float(case.m if case.bm is None else case.bm), operand_kib=operand_kib(case),
                        min_bytes=float(w.total_bytes), **common)
     _FEATURES[key] = out
     return out
 
 
-def _operand_kib(case: Case) -> float:
+def operand_kib(case: Case) -> float:
     """KiB of the two operand blocks one step's dot reads from VMEM (the whole operands without a grid)."""
     if case.facts.grid == WHOLE:
         return (case.m * case.k + case.k * case.n) * ITEMSIZE[case.dtype] / 1024
