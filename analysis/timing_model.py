@@ -215,24 +215,64 @@ def _accumulator_kib(case: Case) -> float:
     return 2 * case.bm * case.bn * 4 / 1024
 
 
-def device_seconds(f: Features, k: Constants) -> float:
-    """Modelled device time of one call (see the module docstring)."""
-    bw = k.bandwidth_fraction * f.hbm_bytes_per_s
-    if f.xla:
-        return max(f.flops / f.peak_flops, f.est_cycles / f.clock_hz, f.min_bytes / bw)
-    dot = f.flops / f.steps / f.peak_flops
-    compute = (k.float32_factor if f.float32 else 1.0) * dot + k.mxu_fill_rows / f.rows * dot  # held: 1, 0
+class Stack:
+    """Features of many configurations as arrays, so that the model evaluates them at once (a fit
+    evaluates the same points thousands of times). Window arrays are padded with empty windows."""
+
+    def __init__(self, feats: list[Features]):
+        def column(name):
+            return np.array([getattr(f, name) for f in feats], dtype=float)
+
+        for name in ("flops", "est_cycles", "steps", "prologue_bytes", "epilogue_bytes", "dmas", "operand_kib",
+                     "rows", "accumulator_kib", "min_bytes", "single_buffered", "clock_hz", "peak_flops",
+                     "hbm_bytes_per_s"):
+            setattr(self, name, column(name))
+        self.xla = np.array([f.xla for f in feats], dtype=bool)
+        self.float32 = np.array([f.float32 for f in feats], dtype=bool)
+        lengths = np.array([len(f.window_bytes) for f in feats], dtype=int)
+        width = int(lengths.max(initial=0))
+        self.window_bytes, self.window_counts, self.window_dmas = (np.zeros((len(feats), width)) for _ in range(3))
+        for i, f in enumerate(feats):
+            self.window_bytes[i, :lengths[i]] = f.window_bytes
+            self.window_counts[i, :lengths[i]] = f.window_counts
+            self.window_dmas[i, :lengths[i]] = f.window_dmas
+        self._lengths = lengths
+
+
+def _row_sums(terms: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Each row's np.sum over its first lengths[i] terms, to the bit: numpy adds up to 7 numbers left to
+    right (the padding adds zeros at the end), more pairwise."""
+    total = np.zeros(len(terms))
+    for j in range(terms.shape[1]):
+        total = total + terms[:, j] if j else terms[:, 0].copy()
+    for i in np.flatnonzero(lengths >= 8):
+        total[i] = np.sum(terms[i, :lengths[i]])
+    return total
+
+
+def device_seconds_of(s: Stack, k: Constants) -> np.ndarray:
+    """Modelled device time of one call of each configuration (see the module docstring)."""
+    bw = k.bandwidth_fraction * s.hbm_bytes_per_s
+    xla = np.fmax(np.fmax(s.flops / s.peak_flops, s.est_cycles / s.clock_hz), s.min_bytes / bw)  # fmax: NaN
+    dot = s.flops / s.steps / s.peak_flops                                        # cycles are no bound
+    compute = np.where(s.float32, k.float32_factor, 1.0) * dot + k.mxu_fill_rows / s.rows * dot  # held: 1, 0
     if k.profile_scale:
-        compute = max(compute, k.profile_scale * f.est_cycles / f.steps / f.clock_hz)
-    overlapped = k.overlapped_step_cycles + k.accumulator_cycles_per_kib * f.accumulator_kib  # held: 0
-    if f.float32:  # its operands rounded to bfloat16 for one MXU pass, like the dot overlapped by copies
-        overlapped += k.float32_cycles_per_kib * f.operand_kib
-    core = compute + overlapped / f.clock_hz
-    copies = f.window_bytes / bw + f.window_dmas * k.dma_latency_cycles / f.clock_hz
-    x = f.single_buffered  # copies without a second buffer wait for the step; the others overlap it
-    steady = float(np.sum(f.window_counts * (np.maximum(core, (1 - x) * copies) + x * copies)))
-    fixed = f.steps * k.step_cycles + f.dmas * k.dma_cycles
-    return (f.prologue_bytes + f.epilogue_bytes) / bw + steady + fixed / f.clock_hz
+        compute = np.fmax(compute, k.profile_scale * s.est_cycles / s.steps / s.clock_hz)
+    overlapped = k.overlapped_step_cycles + k.accumulator_cycles_per_kib * s.accumulator_kib  # held: 0
+    # float32 operands are rounded to bfloat16 for one MXU pass, like the dot overlapped by the copies
+    overlapped = np.where(s.float32, overlapped + k.float32_cycles_per_kib * s.operand_kib, overlapped)
+    core = (compute + overlapped / s.clock_hz)[:, None]
+    copies = s.window_bytes / bw[:, None] + s.window_dmas * k.dma_latency_cycles / s.clock_hz[:, None]
+    x = s.single_buffered[:, None]  # copies without a second buffer wait for the step; the others overlap
+    steady = _row_sums(s.window_counts * (np.maximum(core, (1 - x) * copies) + x * copies), s._lengths)
+    fixed = s.steps * k.step_cycles + s.dmas * k.dma_cycles
+    pallas = (s.prologue_bytes + s.epilogue_bytes) / bw + steady + fixed / s.clock_hz
+    return np.where(s.xla, xla, pallas)
+
+
+def device_seconds(f: Features, k: Constants) -> float:
+    """Modelled device time of one call of one configuration."""
+    return float(device_seconds_of(Stack([f]), k)[0])
 
 
 def post_seconds(f: Features, k: Constants) -> float:
@@ -404,10 +444,12 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
         fitted = dict(zip(names, z * scale, strict=True))
         return Constants(**{**dict.fromkeys(PARAMS, 0.0), **fixed, **fitted})  # others: held
 
+    stack = Stack(feats)
+
     def residuals(z):
         k = full(z)
-        model = [post_seconds(f, k) if post else device_seconds(f, k) for f in feats]
-        return np.log(model) - target
+        device = device_seconds_of(stack, k)
+        return np.log(device + k.call_seconds if post else device) - target
 
     from scipy.optimize import least_squares  # here: a process that only predicts needs no scipy
 
@@ -455,6 +497,5 @@ def fit_measured(points: pd.DataFrame) -> Fit:
 
 
 def predict(points: pd.DataFrame, k: Constants) -> pd.DataFrame:
-    feats = [features(r) for r in points.itertuples()]
-    device = np.array([device_seconds(f, k) for f in feats])
+    device = device_seconds_of(Stack([features(r) for r in points.itertuples()]), k)
     return points.assign(model_device_seconds=device, model_post_seconds=device + k.call_seconds)

@@ -2,6 +2,7 @@
 constants: the fit recovers them, cross-validation never scores a point in its own fit, too few points
 is a clear error, the claims table, a TPU run's re-fit, and the post's plots drawing the post-method
 column."""
+import dataclasses
 import re
 
 import numpy as np
@@ -365,6 +366,27 @@ def test_single_buffered_blocks_add_their_copies_to_the_step(synthetic):
     copies = float(np.sum(f.window_counts * f.window_bytes)) / (TRUE.bandwidth_fraction * f.hbm_bytes_per_s)
     assert single > double
     assert single - double <= copies * (1 + 1e-9)  # at most every copy added once
+
+
+def test_many_configurations_at_once_give_each_one_s_time_to_the_bit(synthetic):
+    """A fit evaluates its points as one stack (padded windows); each point's time must be the one it
+    gets alone, XLA and Pallas rows mixed, and a row with more distinct windows than numpy adds in
+    order (8: pairwise from there)."""
+    feats = [tm.features(r) for r in synthetic[synthetic.source == "estimate"].itertuples()]
+    wide = dataclasses.replace(feats[-1], xla=False, window_bytes=np.geomspace(1e3, 1e8, 9),
+                               window_counts=np.arange(1.0, 10.0), window_dmas=np.full(9, 2.0))
+    feats = [*feats, wide]
+    assert {f.xla for f in feats} == {True, False}
+    k = dataclasses.replace(TRUE, dma_latency_cycles=37.0, mxu_fill_rows=3.0)
+    together = tm.device_seconds_of(tm.Stack(feats), k)
+    alone = [tm.device_seconds_of(tm.Stack([f]), k)[0] for f in feats]
+    assert list(together) == alone
+    rng = np.random.default_rng(0)  # the stack's sums are numpy's, to the bit, for any window count
+    lengths = rng.integers(0, 13, 200)
+    terms = np.zeros((200, 12))
+    for i, n in enumerate(lengths):
+        terms[i, :n] = rng.standard_normal(n) * 10.0 ** rng.uniform(-6, 6, n)
+    assert list(tm._row_sums(terms, lengths)) == [np.sum(t[:n]) for t, n in zip(terms, lengths)]
 
 
 def test_the_posts_runs_are_modelled_with_the_posts_compilers_buffers(synthetic):
