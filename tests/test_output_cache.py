@@ -1,16 +1,11 @@
 """The output cache: a job whose inputs, params, config and software are unchanged gets its outputs back
-byte for byte without running; any change, a corrupt entry or a disabled cache runs it."""
+byte for byte without running; any change, a corrupt entry or a disabled cache runs it. (The tiny run
+made again and then copied back whole, byte for byte: tests/test_workflow.py, after its interruptions.)"""
 import logging
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-import pandas as pd
 import pytest
-import runs
 
 from tpu_matmul_repro.experiments.core import output_cache
 from tpu_matmul_repro.experiments.core.cache_dirs import CACHE_VARIABLE
@@ -169,45 +164,3 @@ def test_a_racing_store_of_the_same_key_does_not_fail(job, monkeypatch, caplog):
         assert "run 2" in job.run()[0]
     monkeypatch.setattr(output_cache.os, "replace", real_replace)
     assert "not stored" in caplog.text
-
-
-def _asked_and_copied(repo: Path) -> tuple[set, set]:
-    """The logs of the jobs that looked their outputs up, and of those whose outputs were copied."""
-    logs = {p: p.read_text(errors="replace") for p in (repo / "logs").rglob("*.log")}
-    asked = {p.relative_to(repo) for p, text in logs.items() if "output cache key " in text}
-    copied = {p.relative_to(repo) for p, text in logs.items()
-              if "outputs copied from the output cache" in text}
-    return asked, copied
-
-
-def _files(folder: Path) -> dict:
-    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-@pytest.mark.slow
-def test_two_runs_make_the_same_bytes_and_the_second_copies_every_cached_job(tiny_run, tmp_path):
-    """The tests' tiny run made again from its inputs with an empty output cache gives every file of
-    results/ byte for byte (no wall time, date, path or commit that differs between runs: each job's
-    keyed inputs are the same bytes); then, results/ deleted, every job that asks the output cache
-    gets its outputs from it. The compile cache stays warm: its entries keep each compile's compile_s."""
-    from tpu_matmul_repro.experiments.core.provenance import git_sha
-
-    table = pd.read_parquet(tiny_run / "results" / "matmul.parquet")
-    named = set(table[table.source == "estimate"].git_sha)  # this checkout's rows (not the carried ones)
-    if named != {git_sha()}:  # e.g. a file edited while the suite runs: the inputs are not the same
-        pytest.skip(f"the tiny run's rows name commit {sorted(named)}, this checkout is at {git_sha()}")
-    repo = runs.copy_run(tiny_run, tmp_path / "repo")
-    env = dict(os.environ, **{CACHE_VARIABLE: str(runs.warm_compiles_cold_outputs(tmp_path / "cache"))})
-    for run in ("made", "copied"):
-        shutil.rmtree(repo / "results"), shutil.rmtree(repo / "logs")
-        result = subprocess.run([sys.executable, "-m", "snakemake", *runs.TINY_RUN, "--cores", "1"],
-                                cwd=repo, env=env, capture_output=True, text=True, timeout=900)
-        assert result.returncode == 0, result.stderr[-3000:]
-        made = _files(repo / "results")
-        assert made.keys() == _files(tiny_run / "results").keys()
-        differ = [str(p) for p, data in made.items() if data != (tiny_run / "results" / p).read_bytes()]
-        assert differ == [], f"{run}: not the tiny run's bytes"
-        asked, copied = _asked_and_copied(repo)
-        rules = {p.parts[1] for p in asked}
-        assert {"estimates", "correctness", "aggregate", "figures", "report"} <= rules
-        assert copied == (asked if run == "copied" else set())

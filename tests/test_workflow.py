@@ -2,6 +2,7 @@
 the same estimates twice on the tiny config; refusing bad configs and dry runs with the cluster
 profiles on the CI-sized config."""
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -243,17 +244,47 @@ def stable_columns(df: pd.DataFrame) -> pd.DataFrame:
     return df.drop(columns=[c for c in ("compile_s",) if c in df]).reset_index(drop=True)
 
 
+def asked_and_copied(repo: Path) -> tuple[set, set]:
+    """The logs of the jobs that looked their outputs up, and of those whose outputs were copied."""
+    logs = {p: p.read_text(errors="replace") for p in (repo / "logs").rglob("*.log")}
+    asked = {p.relative_to(repo) for p, text in logs.items() if "output cache key " in text}
+    copied = {p.relative_to(repo) for p, text in logs.items()
+              if "outputs copied from the output cache" in text}
+    return asked, copied
+
+
+def files(folder: Path) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def same_bytes(run: Path, tiny_run: Path, what: str) -> None:
+    """Every file of `run`'s results/ is the tiny run's, byte for byte, and none is missing or extra."""
+    made = files(run / "results")
+    assert made.keys() == files(tiny_run / "results").keys(), what
+    differ = [str(p) for p, data in made.items() if data != (tiny_run / "results" / p).read_bytes()]
+    assert differ == [], f"{what}: not the tiny run's bytes"
+
+
 @pytest.mark.slow
-def test_interrupted_runs_resume_to_the_same_results(tmp_path, request, monkeypatch):
+def test_interrupted_runs_resume_to_the_same_bytes_which_a_second_run_copies(tmp_path, request, monkeypatch):
     """Interrupted twice (Ctrl-C during the compile study, SIGTERM to Snakemake during the figures),
-    then resumed with the same command: the results equal the session's uninterrupted run's. On the
-    tiny config (tests/runs.py), which runs every stage that can be interrupted: what is tested is the
-    interruption and the resumption, which a larger sweep would only make longer."""
+    then resumed with the same command: the results equal the session's uninterrupted run's, every
+    file of results/ byte for byte (no wall time, date, path or commit that differs between runs: each
+    job's keyed inputs are the same bytes). Then, results/ and logs/ deleted, the same command gets
+    every output from the output cache: each job that asks it copies, and the bytes are the same.
+    On the tiny config (tests/runs.py), which runs every stage that can be interrupted: what is tested is
+    the interruption, the resumption and the cache, which a larger sweep would only make longer."""
+    from tpu_matmul_repro.experiments.core.cache_dirs import CACHE_VARIABLE as CACHE_FOLDER
+    from tpu_matmul_repro.experiments.core.provenance import git_sha
+
     repo = runs.copy_repository(tmp_path / "repo")
-    # Caches of its own: compiles and outputs made again here, not copied from the first run's
-    monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "caches"))
+    # An output cache of its own, empty: every output is made here, not copied from the tiny run's.
+    # The compile cache is the tiny run's (warm): its entries keep each compile's compile_s, a wall time.
+    cache = runs.warm_compiles_cold_outputs(tmp_path / "cache")
+    monkeypatch.setenv(CACHE_FOLDER, str(cache))
     interrupt(repo, "results/estimates/v5e/*.parquet", signal.SIGINT, whole_group=True)
     interrupt(repo, "results/figures/*.png", signal.SIGTERM, whole_group=False)
+    stored = {p.parent.name for p in (cache / "outputs").glob("*/*/manifest.json")}  # by the interrupted runs
     result = runs.snakemake(repo, "--cores", "2")  # the same command, nothing added
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert not list(repo.rglob(".*.tmp"))  # no half-written table left behind
@@ -265,3 +296,20 @@ def test_interrupted_runs_resume_to_the_same_results(tmp_path, request, monkeypa
                                       stable_columns(pd.read_parquet(tiny_run / "results" / table)))
     for lang in ("en", "zh"):
         assert (repo / "results" / "report" / f"report.{lang}.pdf").read_bytes().startswith(b"%PDF")
+    asked, copied = asked_and_copied(repo)
+    assert {"estimates", "correctness", "aggregate", "figures", "report"} <= {p.parts[1] for p in asked}
+    # Made here: the resumed run copied only what an interrupted one had stored (a job stopped after
+    # it stored its outputs but before Snakemake saw it end runs again, and finds them).
+    for log in copied:
+        entry = re.search(r"from the output cache \(.*, entry ([0-9a-f]{16})\)", (repo / log).read_text())
+        assert entry and any(name.startswith(entry[1]) for name in stored), log
+    estimated = pd.read_parquet(tiny_run / "results" / "matmul.parquet").query("source == 'estimate'")
+    if set(estimated.git_sha) != {git_sha()}:  # e.g. a file edited while the suite runs
+        pytest.skip(f"the tiny run's rows name commit {sorted(set(estimated.git_sha))}, this checkout is at "
+                    f"{git_sha()}: the inputs are not the same bytes")
+    same_bytes(repo, tiny_run, "made")
+    shutil.rmtree(repo / "results"), shutil.rmtree(repo / "logs")
+    result = runs.snakemake(repo, "--cores", "2")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    same_bytes(repo, tiny_run, "copied")
+    assert asked_and_copied(repo) == (asked, asked)  # the same jobs asked, and every one copied
