@@ -3,6 +3,7 @@ constants: the fit recovers them, cross-validation never scores a point in its o
 is a clear error, the claims table, a TPU run's re-fit, and the post's plots drawing the post-method
 column."""
 import dataclasses
+import functools
 import re
 
 import numpy as np
@@ -83,8 +84,17 @@ def synthetic_table(noise=0.0, seed=0, highest=()):
 
     XLA's baseline is published in figures v4 and v5 (its own dtype's); v1 fails from 2048 and the
     1024-blocks in bfloat16 from 2048, both in the post and in this "run". `highest`: sizes at which
-    XLA's float32 matmul is also compiled at precision=HIGHEST (never published).
+    XLA's float32 matmul is also compiled at precision=HIGHEST (never published). Each caller gets its
+    own copy, to change as it likes.
     """
+    return _synthetic_table(noise, seed, tuple(highest)).copy()
+
+
+@functools.cache
+def _synthetic_table(noise, seed, highest):
+    """synthetic_table's, made once per test process for each argument: the same seed gives the same
+    table, and its model columns (a fit and its refits) take a second or two, which a dozen tests
+    in several files would otherwise pay again."""
     rng = np.random.default_rng(seed)
     est = [estimate_row("xla", Case("xla_highest", "float32", s, s, s)) for s in highest]
     pub = []
