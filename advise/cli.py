@@ -286,11 +286,8 @@ def model_texts(layout: whole_models.Layout, asked: request.Request, parts: list
         first = next(iter(mine.values()))
         words = whole_models.text(layout, target, chip(target).device_kind, asked.dtype, asked.kernel,
                                   summary)
-        pallas = pd.concat([t[t.kernel != "xla"] for t in mine.values()], ignore_index=True)
-        lines = extrapolation_caveat(pallas, target, libtpu_of(pallas))
-        caveat = "".join(f"\n{line}" for line in lines)
         out.append(f"{words}\nModelled, not measured: {first.interval.iloc[0]}; model: "
-                   f"{first.model_source.iloc[0]}.{caveat}")
+                   f"{first.model_source.iloc[0]}.")
     return out
 
 
@@ -425,7 +422,6 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
                      "not included); every TFLOP/s counts the shape's own FLOPs. XLA: the shape as it is.")
     lines.append(f"Modelled, not measured: libtpu {libtpu}'s deviceless compile for {target} through "
                  f"the timing model ({fitted.source}).")
-    lines += extrapolation_caveat(pallas, target, libtpu)
     lines += public_lines(fitted, target)
     timed = ranked[ranked.model_device_ms.notna()]
     if len(timed):  # each row has its own (its size band, widened by the refits' spread): the first's
@@ -464,19 +460,3 @@ def xla_losses(fitted, target: str) -> str:
 def libtpu_of(rows: pd.DataFrame) -> str:
     """The libtpu versions the rows were compiled with, as the header names them."""
     return ", ".join(sorted(set(rows.libtpu_version.dropna().astype(str)))) or "?"
-
-
-def extrapolation_caveat(pallas: pd.DataFrame, target: str, libtpu: str) -> list[str]:
-    """A line where the candidates' cycles are extrapolated from small grids and the fit's recorded
-    errors for this target and libtpu (data/extrapolation_check.csv) exceed what the tests allow."""
-    from tpu_matmul_repro.experiments.compile_study import extrapolate
-
-    extrapolated = int((pallas.cycles_method == "extrapolated").sum())
-    found = extrapolate.inexact(target, libtpu)
-    if not extrapolated or not found:
-        return []
-    lo, hi, blocks = found
-    return [f"Cycles of {extrapolated} candidates are extrapolated from small grids, and for {target} that "
-            f"fit is inexact: against full static profiles of {blocks} blocks (libtpu {libtpu}) it was "
-            f"off by {lo:+.1f} % to {hi:+.1f} % (data/extrapolation_check.csv). The "
-            "intervals do not include that error."]

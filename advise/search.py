@@ -10,8 +10,8 @@ cheapest FIRST compile first, with XLA's matmul; then only those whose bound lie
 (Leader.reach): the fastest modelled time (the best block's or XLA's) times its 80 % interval's
 factor, or the best block's time where that is longer. The others can neither be the best block nor
 tie with the fastest: a branch and bound on the modelled time whose bound needs no compile. The
-compiles are the compile study's jobs (experiments/compile_study/study.py: representative small
-grids for the VMEM verdict, cycles extrapolated from small grids, the compile cache), with the
+compiles are the compile study's jobs (experiments/compile_study/study.py: two-step grids for the
+VMEM verdict where that is checked to equal the full size's, the compile cache), with the
 planner's settings. At a raised limit a candidate is compiled at the chip's default limit first and
 at the raised one only if it runs out there, so every row says which limits it was compiled at and
 what it needs.

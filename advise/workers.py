@@ -125,7 +125,7 @@ class Workers:
                         return
                     progress = Counted(sum(len(job.cases) for job in parts[i]), self.on_done)
                     done[i] = [row for job in parts[i]
-                               for row in job_rows(job, *guarded, progress, self.versions["libtpu_version"])]
+                               for row in job_rows(job, *guarded, progress)]
             finally:
                 serving.remove(pair)
 

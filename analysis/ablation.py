@@ -133,21 +133,27 @@ def score(points: pd.DataFrame, variant: Variant, with_coverage: bool = True) ->
     return row
 
 
-def has_pallas_cycles(points: pd.DataFrame) -> bool:
+def pallas_cycles(points: pd.DataFrame) -> tuple[int, int]:
+    """(the post's Pallas points with libtpu's cycles, all of them): the profile study profiles grids
+    of at most compile_study.profile_max_steps steps; the others carry none."""
     pallas = is_pallas(points.kernel)
-    return bool(pallas.any() and points.est_cycles[pallas].notna().all())
+    return int(points.est_cycles[pallas].notna().sum()), int(pallas.sum())
 
 
 def ablation_table(points: pd.DataFrame) -> pd.DataFrame:
     """One row per variant (VARIANTS), with its scores, the change against the model per scope
     (positive: the variant's error is higher) and whether the input earns its place."""
     rows = []
+    with_cycles, pallas = pallas_cycles(points)
     for variant in VARIANTS:
         row = dict(variant=variant.name, model_input=variant.model_input, change=variant.change)
-        if variant.needs_pallas_cycles and not has_pallas_cycles(points):
+        if variant.needs_pallas_cycles and not with_cycles:
             row["note"] = ("not computed: this run made no static-profile compile "
                            "(a toolchain with static_profile: true adds them)")
         else:
+            if variant.needs_pallas_cycles:  # a point without cycles gets no profile term (fmax of NaN)
+                row["note"] = (f"{with_cycles} of the post's {pallas} Pallas points carry libtpu's cycles "
+                               "(larger grids than compile_study.profile_max_steps are not profiled)")
             # coverage for the model and the candidates that could join it; an input taken out leaves
             # the model either way, and its twenty nested refits would double the table's time
             row |= score(points, variant, with_coverage=variant.change != "without")

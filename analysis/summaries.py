@@ -134,7 +134,7 @@ def _flagged(xla_rows: pd.DataFrame) -> bool:
 def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
     """Per target (oldest generation first), how the estimates of the post's own Pallas configurations
     at the default VMEM limit were obtained: the toolchain and libtpu they come from, how many have
-    libtpu's cycles (profiled or extrapolated; how many extrapolated), how many none (with the reasons,
+    libtpu's cycles, how many none (with the reasons,
     from cycles_method), how many ran out of VMEM; and whether XLA's cost model gave its estimates."""
     from tpu_matmul_repro.experiments.core.chips import generation_order
 
@@ -151,7 +151,6 @@ def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
             target=target, toolchain=", ".join(sorted(set(mine.toolchain.dropna()))),
             libtpu=", ".join(sorted(set(mine.libtpu_version.dropna()))),
             configurations=len(pallas), compiler_cycles=int(cycles.sum()),
-            extrapolated=int((ok[cycles].cycles_method == "extrapolated").sum()),
             no_number=len(bare),
             no_cycles_because=", ".join(sorted(set(bare.cycles_method.dropna()) - {""})),
             out_of_vmem=int((pallas.status == "vmem_oom").sum()),

@@ -223,15 +223,16 @@ class Stack:
         def column(name):
             return np.array([getattr(f, name) for f in feats], dtype=float)
 
-        for name in ("flops", "est_cycles", "steps", "prologue_bytes", "epilogue_bytes", "dmas", "operand_kib",
-                     "rows", "accumulator_kib", "min_bytes", "single_buffered", "clock_hz", "peak_flops",
-                     "hbm_bytes_per_s"):
+        for name in ("flops", "est_cycles", "steps", "prologue_bytes", "epilogue_bytes", "dmas",
+                     "operand_kib", "rows", "accumulator_kib", "min_bytes", "single_buffered", "clock_hz",
+                     "peak_flops", "hbm_bytes_per_s"):
             setattr(self, name, column(name))
         self.xla = np.array([f.xla for f in feats], dtype=bool)
         self.float32 = np.array([f.float32 for f in feats], dtype=bool)
         lengths = np.array([len(f.window_bytes) for f in feats], dtype=int)
         width = int(lengths.max(initial=0))
-        self.window_bytes, self.window_counts, self.window_dmas = (np.zeros((len(feats), width)) for _ in range(3))
+        self.window_bytes, self.window_counts, self.window_dmas = (np.zeros((len(feats), width))
+                                                                   for _ in range(3))
         for i, f in enumerate(feats):
             self.window_bytes[i, :lengths[i]] = f.window_bytes
             self.window_counts[i, :lengths[i]] = f.window_counts

@@ -255,9 +255,6 @@ def figure_notes(df: pd.DataFrame, kind: str, args: dict, lang: str) -> list[str
     if kind in ("roofline", "generations"):
         rows = figure_rows(df, kind, args)
         notes = plots.flagged_line(plots.modelled(plots.default_limit(rows), "model_device_tflops")[0], lang)
-        if kind == "generations":
-            drawn, _ = plots.generation_view(df, args["experiment"], args["dtype"])
-            notes += plots.extrapolation_notes(drawn, lang)
         return notes
     return []
 

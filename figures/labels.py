@@ -79,14 +79,12 @@ LABELS = {
     "agreement": N_("n = %(n)s, median ratio %(ratio).2f, |log| %(mal).2f, Spearman %(spearman).2f"),
     "best_pallas": N_("best Pallas %(target)s"),
     "xla_target": N_("XLA %(target)s"),
-    "extrapolation_inexact": N_("%(target)s: cycles of %(n)s of its %(points)s best Pallas points are "
-                                "extrapolated from small grids, a fit that libtpu %(libtpu)s's full "
-                                "profiles put off by %(lo)+.1f %% to %(hi)+.1f %% on %(blocks)s blocks "
-                                "(data/extrapolation_check.csv); the numbers do not include that error"),
     "missing_cycles": N_("no estimate drawn at %(sizes)s for %(label)s: %(reason)s"),
     "reason_profiler_crashed": N_("libtpu's static profiler crashed (it compiles: VMEM verdict kept)"),
     "reason_no_static_profile": N_("this libtpu has no static profile"),
-    "reason_extrapolation_failed": N_("a small grid of the same blocks could not be profiled"),
+    "reason_over_profile_max_steps": N_("its grid has more steps than compile_study.profile_max_steps: not "
+                                        "profiled"),
+    "reason_unknown": N_("libtpu gave no cycle estimate"),
     # what an experiment runs: its kernel's SPEC description (kernels/*.py), or one of these
     "description_blocks_of": N_("%(kernel)s's kernel over other block sizes"),
     "description_other": N_("Pallas kernel"),

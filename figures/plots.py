@@ -89,7 +89,7 @@ def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
     bare = rows[(rows.source == "estimate") & (rows.status == "ok") & rows.tflops.isna()]
     groups = {}  # reason -> {configuration: sizes}
     for r in bare.itertuples():
-        reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS else "extrapolation_failed"
+        reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS else "unknown"
         configs = groups.setdefault(reason, {})
         configs.setdefault(config_label(r, lang), set()).add(int(r.m))
     lines = []
@@ -757,26 +757,11 @@ def best_points(pallas: pd.DataFrame) -> pd.DataFrame:
     return pallas.loc[pallas.groupby("m").tflops.idxmax()].sort_values("m")
 
 
-def extrapolation_notes(rows: pd.DataFrame, lang: str) -> list[str]:
-    """A note per target whose drawn best points include cycles extrapolated from small grids where the
-    recorded check of that extrapolation (data/extrapolation_check.csv) found it off by more than the
-    tests allow (extrapolate.inexact)."""
-    from tpu_matmul_repro.experiments.compile_study import extrapolate
-
-    notes = []
-    for target in sorted(set(rows.target), key=generation_order):
-        drawn = best_points(rows[(rows.target == target) & is_pallas(rows.kernel)])
-        for libtpu, n, (lo, hi, blocks) in extrapolate.inexact_rows(drawn, target):
-            notes.append(text(lang, "extrapolation_inexact", target=target, libtpu=libtpu, n=n,
-                              points=len(drawn), lo=lo, hi=hi, blocks=blocks))
-    return notes
-
-
 def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, narrow: bool = False):
     """The best estimated Pallas configuration and XLA per size, one colour per TPU generation
     (`narrow`: the phone's variant)."""
     rows, device = generation_view(df, experiment, dtype)
-    notes = flagged_line(rows, lang) + extrapolation_notes(rows, lang)
+    notes = flagged_line(rows, lang)
     rows = rows[~flagged(rows)]
     # two to an A4 page in the report; narrow: the phone's variant, its legend in one column
     fig, ax = plt.subplots(figsize=(NARROW_INCHES, 4.6) if narrow else (6.4, 3.8))

@@ -148,25 +148,6 @@ def _rate(row) -> str:
             f"{row.model_device_tflops_hi80:.0f}]")
 
 
-EXTRAPOLATION_INEXACT = N_(
-    "Cycles of %(n)d of the ranked blocks are extrapolated from small grids, a fit that libtpu "
-    "%(libtpu)s's full profiles put off by %(lo)+.1f %% to %(hi)+.1f %% on %(blocks)d blocks "
-    "(data/extrapolation_check.csv): the times and intervals do not include that error.")
-
-
-def extrapolation_caveat(ranked: pd.DataFrame, target: str, gettext=_same) -> str:
-    """The sentence for a target whose ranked blocks' cycles are extrapolated where the recorded check
-    of that extrapolation for its libtpu is off by more than the tests allow (extrapolate.inexact);
-    empty otherwise."""
-    from tpu_matmul_repro.experiments.compile_study import extrapolate
-
-    if "cycles_method" not in ranked:
-        return ""
-    for libtpu, n, (lo, hi, blocks) in extrapolate.inexact_rows(ranked, target)[:1]:
-        return gettext(EXTRAPOLATION_INEXACT) % dict(n=n, libtpu=libtpu, lo=lo, hi=hi, blocks=blocks)
-    return ""
-
-
 def advice_section(tables: dict[str, pd.DataFrame], figures, gettext) -> list[dict]:
     """One entry per shape: its figure (`figures`: names -> the report's numbered entries,
     build.Figures.many) and a row per target (best blocks, their rate and VMEM, how many other blocks
@@ -188,7 +169,6 @@ def advice_section(tables: dict[str, pd.DataFrame], figures, gettext) -> list[di
                 xla=_rate(xla.iloc[0]) if len(xla) else "–",
                 recommendation=recommendation(mine, round(best.vmem_limit_mib * MiB), gettext,
                                               csv_hint=False),
-                caveat=extrapolation_caveat(ranked, target, gettext),
                 unchecked=target != POST_CHIP))
         if rows:
             m, k, n = shape.split("x")

@@ -402,49 +402,12 @@ def methods_rows(i: sections.Inputs) -> list[dict]:
             for r in estimate_methods(i.rows).to_dict("records")]
 
 
-EXTRAPOLATION_CHECKED = N_(
-    "%(target)s: cycles of %(n)d of the %(cycles)d configurations with compiler cycles are extrapolated "
-    "from small grids of the same blocks; against libtpu %(libtpu)s's profile of the full grid, that fit "
-    "was off by %(lo)+.1f %% to %(hi)+.1f %% on %(blocks)d blocks (data/extrapolation_check.csv).")
-EXTRAPOLATION_INEXACT = N_(
-    "%(target)s: cycles of %(n)d of the %(cycles)d configurations with compiler cycles are extrapolated "
-    "from small grids of the same blocks; against libtpu %(libtpu)s's profile of the full grid, that fit "
-    "was off by %(lo)+.1f %% to %(hi)+.1f %% on %(blocks)d blocks (data/extrapolation_check.csv), beyond "
-    "the %(tested).0f %% the tests allow: these estimates and their intervals do not include that error.")
-EXTRAPOLATION_UNCHECKED = N_(
-    "%(target)s: cycles of %(n)d of the %(cycles)d configurations with compiler cycles are extrapolated "
-    "from small grids of the same blocks; no check of that fit against full profiles is recorded for "
-    "libtpu %(libtpu)s.")
-
-
-def extrapolation_sentences(methods: list[dict], gettext) -> list[str]:
-    """A sentence per target of `methods` (estimate_methods' rows) with extrapolated cycles: how far the
-    extrapolation was off where benchmarks/extrapolation.py checked it for the target's libtpu."""
-    from tpu_matmul_repro.experiments.compile_study import extrapolate
-
-    out = []
-    for r in methods:
-        if not r["extrapolated"]:
-            continue
-        fields = dict(target=r["target"], n=r["extrapolated"], cycles=r["compiler_cycles"],
-                      libtpu=r["libtpu"])
-        errors = extrapolate.recorded_errors(r["target"], r["libtpu"])
-        if not errors:
-            out.append(gettext(EXTRAPOLATION_UNCHECKED) % fields)
-            continue
-        fields |= dict(lo=min(errors), hi=max(errors), blocks=len(errors), tested=extrapolate.TESTED_PCT)
-        beyond = extrapolate.beyond_tested(errors)
-        out.append(gettext(EXTRAPOLATION_INEXACT if beyond else EXTRAPOLATION_CHECKED) % fields)
-    return out
-
-
 def other_generations(i: sections.Inputs) -> dict | None:
     lead, more = generations(i.specs)
     methods = methods_rows(i)
     if not i.figures(lead) and len(methods) <= 1:
         return None
-    return dict(generation_figures=i.figures(lead), methods=methods, more_generation_figures=i.figures(more),
-                extrapolation=extrapolation_sentences(methods, i.gettext))
+    return dict(generation_figures=i.figures(lead), methods=methods, more_generation_figures=i.figures(more))
 
 
 def advice(i: sections.Inputs) -> dict | None:

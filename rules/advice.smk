@@ -28,7 +28,6 @@ rule advice:
             "scripts/advice.py",
             "CITATION.cff",
             "locale/*/LC_MESSAGES/*.po",
-            "data/extrapolation_check.csv",
         ),
     script:
         "../scripts/advice.py"

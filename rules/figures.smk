@@ -16,13 +16,11 @@ rule figures:
     threads: 2
     params:
         figures=lambda wc: settings(FIGURES),
-        # CITATION.cff: the citation embedded in every file; the catalog: the words in every language;
-        # the extrapolation check: the generations figures' notes on inexact cycles
+        # CITATION.cff: the citation embedded in every file; the catalog: the words in every language
         code=code(
             "scripts/draw_figures.py",
             "figures/*.mplstyle",
             "CITATION.cff",
-            "data/extrapolation_check.csv",
             "locale/*/LC_MESSAGES/*.po",
             *STUDY_CATALOGS,
             modules=study_modules("specs", "figure"),
@@ -57,7 +55,6 @@ rule gallery:
         code=code(
             "scripts/gallery.py",
             "locale/*/LC_MESSAGES/*.po",
-            "data/extrapolation_check.csv",
             *STUDY_CATALOGS,
             modules=study_modules("specs", "figure"),
         ),

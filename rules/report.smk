@@ -50,7 +50,6 @@ rule report:
             "kernels/*.py",
             "figures/*.mplstyle",
             "CITATION.cff",
-            "data/extrapolation_check.csv",
             "benchmarks/default_run.md",
             modules=study_modules("specs", "figure", "section"),
         ),

@@ -9,7 +9,6 @@ from pathlib import Path
 os.environ["JAX_PLATFORMS"] = "cpu"
 
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import runs  # noqa: E402
 
@@ -145,39 +144,3 @@ def table():
         row("v1", "v1", "float32", 2048, status="failed", source="published", limit=None),
     ], {}).drop(columns=["jax_version", "libtpu_version", "git_sha"])
     return combine([estimates], published)
-
-
-def generations_with_extrapolated(table) -> pd.DataFrame:
-    """The table's estimates on v5e, v6e and 7x (7x with libtpu 0.0.52), the Pallas rows' cycles marked
-    extrapolated on v6e and 7x."""
-    est = table[table.source == "estimate"]
-    pallas = est.kernel != "xla"
-    v6e = est.assign(target="v6e", cycles_method=np.where(pallas, "extrapolated", ""))
-    x7 = v6e.assign(target="7x", libtpu_version="0.0.52")
-    return pd.concat([table, v6e, x7], ignore_index=True)
-
-
-@pytest.fixture
-def inexact_7x_record(tmp_path, monkeypatch):
-    """A record of the extrapolation check (data/extrapolation_check.csv's columns) in which 7x's fit
-    is off by more than the tests' 2 % and v6e's is not, for the words that say so: the real record
-    need not hold such a target."""
-    from tpu_matmul_repro.experiments.compile_study import extrapolate
-
-    path = tmp_path / "extrapolation_check.csv"
-    rows = [("v6e", "0.0.42.1", "extrapolated", 0.9), ("v6e", "0.0.42.1", "extrapolated", -0.2),
-            ("7x", "0.0.52", "extrapolated", -1.2), ("7x", "0.0.52", "extrapolated", 13.4),
-            ("7x", "0.0.52", "extrapolated", 0.3), ("7x", "0.0.52", "profiled", 0.0)]
-    columns = ["target", "libtpu_version", "cycles_method", "error_pct"]
-    pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
-    monkeypatch.setattr(extrapolate, "CHECKED", path)
-    return path
-
-
-def recorded_range(target, libtpu):
-    """(smallest, largest, count) of the fit errors recorded for `target` with `libtpu`, as the advisor
-    reads them (cases profiled whole have no fit and are left out)."""
-    from tpu_matmul_repro.experiments.compile_study import extrapolate
-
-    errors = extrapolate.recorded_errors(target, libtpu)
-    return min(errors), max(errors), len(errors)

@@ -89,3 +89,25 @@ def test_the_docs_words_match_the_record(record):
     assert floor["delta size 8192"] > 0  # "make the 8192 error worse"
     xla = by.loc["without XLA's cost-model cycles"]
     assert f"cycles (by {xla['delta size >= 2048']:.3f} from 2048)" in text
+
+
+@pytest.mark.parametrize("cycles, note", [
+    ([None, None, None], "not computed: this run made no static-profile compile"),
+    ([9e6, None, None], "1 of the post's 2 Pallas points carry libtpu's cycles"),
+])
+def test_the_pallas_cycles_rows_are_scored_where_some_points_carry_cycles(monkeypatch, cycles, note):
+    """The profile study profiles grids up to compile_study.profile_max_steps steps only: its rows are
+    scored with the points it has cycles for and say how many; without any, not computed."""
+    points = pd.DataFrame(dict(kernel=["v5", "v3", "xla"], est_cycles=cycles))
+    scored = []
+
+    def fake_score(points, variant, with_coverage=True):
+        scored.append(variant.name)
+        return {f"loeo {scope}": 0.05 for scope in ablation.SCOPES}
+
+    monkeypatch.setattr(ablation, "score", fake_score)
+    table = ablation.ablation_table(points).set_index("variant")
+    for variant in (v for v in ablation.VARIANTS if v.needs_pallas_cycles):
+        assert table.loc[variant.name, "note"].startswith(note)
+        assert (variant.name in scored) == note[0].isdigit()
+    assert pd.isna(table.iloc[0].get("note"))  # the model's own row has no such note

@@ -73,26 +73,3 @@ def test_the_report_s_line_is_the_cli_s_but_for_the_csv_hint():
     assert cli.endswith("and 2 more (--csv lists them); XLA is modelled 100 % slower, beyond the band")
     assert report == cli.replace(" (--csv lists them)", "")
     assert advice_table.recommendation is advice.recommendation  # one function, the CLI's and the report's
-
-
-@pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.usefixtures("inexact_7x_record")
-def test_a_target_whose_extrapolation_is_inexact_says_so_beside_its_recommendation(lang):
-    """7x's ranked blocks with extrapolated cycles: the recorded check of libtpu 0.0.52
-    (data/extrapolation_check.csv) is off by more than the tests' 2 %, and the section says by how much;
-    v6e's (0.0.42.1) is within it: nothing said."""
-    from conftest import recorded_range
-
-    table = pd.concat([v6e_table(), v6e_table().assign(target="7x")], ignore_index=True)
-    table["cycles_method"] = "extrapolated"
-    table["libtpu_version"] = ["0.0.42.1"] * 5 + ["0.0.52"] * 5
-    section = advice.advice_section({"8192x4096x14336": table}, lambda names: [], translations(lang).gettext)
-    caveats = {r["target"]: r["caveat"] for r in section[0]["rows"]}
-    assert caveats["v6e"] == ""
-    lo, hi, blocks = recorded_range("7x", "0.0.52")
-    pct = " %" if lang == "en" else "%"
-    said = caveats["7x"]
-    assert f"{lo:+.1f}{pct}" in said and f"{hi:+.1f}{pct}" in said and "0.0.52" in said, said
-    # the three ranked blocks, not the pruned one nor XLA
-    assert ("Cycles of 3 of the ranked blocks" in said if lang == "en" else "3 个" in said), said
-    assert str(blocks) in said

@@ -1,5 +1,5 @@
 """The compile study against the real TPU compiler (libtpu, deviceless): parsers, OOM path, timeouts,
-unknown targets, and the cycle extrapolation's accuracy against full static profiles."""
+unknown targets, and which compiles give a row its VMEM verdict and cycles."""
 import contextlib
 import dataclasses
 import json
@@ -9,14 +9,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
+from tpu_matmul_repro.experiments.compile_study import cache
 from tpu_matmul_repro.experiments.compile_study.study import (
+    NO_STATIC_PROFILE,
+    OVER_PROFILE_MAX_STEPS,
     TWO_STEP_VMEM,
+    grid_steps,
     job_rows,
     job_versions,
     run_job,
     run_jobs,
-    single_step_axes,
     two_step_grid,
 )
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
@@ -133,28 +135,10 @@ def test_hung_compile_becomes_a_timeout_row():
 
 
 @pytest.mark.compiler
-@pytest.mark.parametrize("target, case", [
-    ("v5e", Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128)),    # 512 steps
-    ("v5e", Case("v3", "float32", 2048, 2048, 2048, 256, 256, 256)),    # 512 steps
-    ("v5e", Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024)),  # 128 steps
-    ("v5e", Case("v5", "bfloat16", 2048, 2048, 2048, 256, 2048, 512)),   # one k step per tile
-    ("v6e", Case("v5", "bfloat16", 4096, 4096, 4096, 256, 512, 1024)),   # 256 steps
-    ("v6e", Case("v5", "bfloat16", 2048, 2048, 2048, 128, 2048, 256)),   # one k step, 128 tiles
-])
-def test_extrapolation_matches_full_profile_within_2_percent(compilers, target, case):
-    profiler = compilers(target, profile=True)
-    full = profiler.compile(case)["est_cycles"]
-    points = [(c, profiler.compile(c)["est_cycles"]) for c in extrapolate.reduced_cases(case)]
-    assert all(extrapolate.grid_counts(c)[1] <= 16 for c, _ in points)  # seconds, not minutes
-    predicted = extrapolate.predict(extrapolate.fit(points), case)
-    assert abs(predicted / full - 1) < 0.02, (predicted, full)
-
-
-@pytest.mark.compiler
 def test_run_job_rows_and_raised_limits():
     cases = (V1_1024, V1_1536, Case("v3", "float32", 1024, 1024, 1024, 128, 128, 128))
     job = Job("v5e", "v1", cases, raise_limits_for=cases[:2], raised_limits_mib=(24, 32, 48, 256),
-              timeout_s=300, profile_max_steps=64, static_profile=True)
+              timeout_s=300, profile_max_steps=512, static_profile=True)  # v3's 512 steps: profiled
     df = run_job(job)
     # Only V1_1536 ran out (27.57 MiB requested): 24 MiB is below that, 256 MiB above v5e's VMEM; it
     # fits at 32 MiB, so its 48 MiB row is the 32 MiB compile's (not compiled again).
@@ -170,8 +154,8 @@ def test_run_job_rows_and_raised_limits():
     ok = df[df.status == "ok"]
     assert ok.est_cycles.notna().all() and (ok.tflops > 0).all()
     assert (ok.tflops <= ok.roofline_tflops * 1.0001).all()
-    assert set(ok.cycles_method) == {"profiled", "extrapolated"}
-    assert df[df.kernel == "v3"].vmem_method.tolist() == ["representative"]
+    assert set(ok.cycles_method) == {"profiled"}
+    assert df[df.kernel == "v3"].vmem_method.tolist() == ["compiled"]
     assert (df.source == "estimate").all() and df.libtpu_version.iloc[0] != "not installed"
     assert set(df.status) <= set(ESTIMATE_STATUSES)
 
@@ -252,115 +236,45 @@ def test_parsers_on_known_strings():
         compiler_output.prefetched_operands("ROOT %dot = f32[8,8] dot(%a, %b)")
 
 
-def test_reduced_cases_keep_blocks_and_cap_grid():
-    case = Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)
-    reduced = extrapolate.reduced_cases(case)
-    assert {(c.bm, c.bk, c.bn) for c in reduced} == {(512, 1024, 1024)}
-    assert max(extrapolate.grid_counts(c)[1] for c in reduced) == 2 * 2 * 4
-    v2 = Case("v2", "float32", 8192, 8192, 8192, 2048, 8192, 2048)
-    assert all(c.m // c.bm == c.n // c.bn for c in extrapolate.reduced_cases(v2))
-    # a single k step and a single tile along m: the capped grids still give the line two points
-    one_k = Case("v5", "bfloat16", 512, 4096, 32768, 512, 4096, 1024)
-    assert sorted(extrapolate.grid_counts(c)[0] for c in extrapolate.reduced_cases(one_k)) == [1, 2]
-    assert dataclasses.replace(case) == case
-
-
-@pytest.mark.parametrize("case", [
-    Case("v5", "bfloat16", 8192, 4096, 14336, 1024, 4096, 256),
-    Case("v5", "bfloat16", 8192, 4096, 14336, 512, 4096, 512),
-    Case("v5", "bfloat16", 512, 4096, 32768, 512, 4096, 1024),   # one tile along m
-    Case("v5", "bfloat16", 8192, 4096, 1024, 512, 4096, 1024),   # one tile along n
-])
-def test_a_single_k_step_fitted_by_rows_keeps_its_axes_and_is_exact_on_a_plane(case):
-    """By rows (7x), a single-k-step case's grids keep its single-step axes, and cycles linear in rows
-    of tiles and tiles (A fetched once a row) are predicted exactly, where a line in tiles is not."""
-    reduced = extrapolate.reduced_cases(case, by_rows=True)
-    assert all(single_step_axes(c) == single_step_axes(case) for c in reduced)
-
-    def plane(c):
-        return 900 + 1100 * c.grid()[0] + 4500 * extrapolate.grid_counts(c)[0]
-
-    points = [(c, plane(c)) for c in reduced]
-    assert abs(extrapolate.predict(extrapolate.fit(points, True), case, True) - plane(case)) <= 1
-    if all(g > 1 for g in case.grid()[:2]):  # the line through tiles misses A's fetch per row
-        line = [(c, plane(c)) for c in extrapolate.reduced_cases(case)]
-        assert abs(extrapolate.predict(extrapolate.fit(line), case) / plane(case) - 1) > 0.02
-
-
-def test_fit_options_turn_off_7x_s_vmem_prefetch_only():
-    assert extrapolate.fit_options("7x", "0.0.52") == {"xla_gf_vmem_memory_space_assignment": False}
-    assert extrapolate.fit_options("v5e", "0.0.42.1") is None
-    assert extrapolate.fit_options("7x", "0.0.0-never-checked") is None
-
-
 class RecordingCompiler:
     """A stand-in for a compile worker: what it was asked (with which options), and a result whose VMEM
-    says the grid's size and whose cycles are linear in tiles and steps, on another line where an
-    operand is prefetched (as 7x's are where they fit in VMEM, unless the options turn that off)."""
+    says the grid's tiles and whose cycles (a profiler's, or XLA's cost model's) its steps."""
 
-    def __init__(self, profile: bool, prefetch_below: int = 0):
-        self.profile, self.prefetch_below, self.asked = profile, prefetch_below, []
+    def __init__(self, profile: bool):
+        self.profile, self.asked = profile, []
 
     def compile(self, case, limit=None, options=None):
         self.asked.append((case, options))
-        tiles, steps = extrapolate.grid_counts(case)
-        prefetched = int(not options and case.m * case.k * 2 < self.prefetch_below)
-        cycles = 500 + 70 * tiles + (11 if prefetched else 9) * steps
-        return dict(status="ok", vmem_bytes=1000 + tiles, oom_limit_bytes=None, error="", compile_s=0.0,
-                    est_cycles=cycles if self.profile else None, prefetched=prefetched)
+        grid = case.grid() or (1,)
+        cycles = 500 + 9 * grid_steps(case) if self.profile or not case.facts.pallas else None
+        return dict(status="ok", vmem_bytes=1000 + grid[0] * grid[-1], oom_limit_bytes=None, error="",
+                    compile_s=0.0, est_cycles=cycles, prefetched=0)
 
 
-@pytest.mark.parametrize("libtpu, m, vmem_method, cycles_method", [
-    # 7x, where A could be prefetched (48 MiB beside 9.5 MiB of blocks, in 64 MiB): the VMEM verdict
-    # at full size; the small grids without prefetch where the full size has none
-    ("0.0.52", 1536, "compiled", "extrapolated"),
-    # ... and profiled whole where the full size prefetches an operand (its small grids would too)
-    ("0.0.52", 512, "compiled", "profiled"),
-    # 7x, where neither operand fits beside the blocks (A 256 MiB): no full-size compile, the small
-    # grids without prefetch, the verdict the representative's
-    ("0.0.52", 8192, "representative", "extrapolated"),
-    ("0.0.42.1", 8192, "representative", "extrapolated"),  # no options: the representative, as before
+@pytest.mark.parametrize("static_profile, case, compiled_by, cycles_method", [
+    # the default run: plain compiles, Pallas without cycles, XLA with its cost model's
+    (False, Case("v5", "bfloat16", 1024, 1024, 1024, 512, 512, 512), "plain", NO_STATIC_PROFILE),
+    (False, Case("xla", "bfloat16", 1024, 1024, 1024), "plain", "xla_cost_model"),
+    # the profile study: a grid of at most profile_max_steps steps (8 here) profiled whole...
+    (True, Case("v5", "bfloat16", 1024, 1024, 1024, 512, 512, 512), "profiler", "profiled"),
+    (True, Case("v2", "float32", 2048, 2048, 2048, 1024, 2048, 1024), "profiler", "profiled"),
+    # ... a larger one compiled plainly, without cycles; XLA as in the default run
+    (True, Case("v5", "bfloat16", 2048, 1024, 1024, 512, 512, 512), "plain", OVER_PROFILE_MAX_STEPS),
+    (True, Case("xla", "bfloat16", 1024, 1024, 1024), "plain", "xla_cost_model"),
 ])
-def test_7x_blocks_are_profiled_as_their_full_size_is_prefetched(libtpu, m, vmem_method, cycles_method):
-    case = Case("v5", "bfloat16", m, 16384, 14336, 512, 4096, 512)
-    assert extrapolate.never_prefetched(case, "7x") == (m == 8192)
-    job = Job("7x", "advice", (case,), timeout_s=1, profile_max_steps=16, static_profile=True)
-    plain = RecordingCompiler(False, prefetch_below=32 * 2**20)
-    profiled = RecordingCompiler(True, prefetch_below=32 * 2**20)
-    (row,) = job_rows(job, plain, profiled, Progress(1, logging.getLogger("test")), libtpu)
-    assert (row["vmem_method"], row["cycles_method"]) == (vmem_method, cycles_method)
-    tiles, steps = extrapolate.grid_counts(case)
-    full_prefetched = case.m * case.k * 2 < 32 * 2**20
-    options = extrapolate.fit_options("7x", libtpu)
-    if options:  # the cycles on the full size's own line: prefetched or not, as the full size is
-        assert row["est_cycles"] == 500 + 70 * tiles + (11 if full_prefetched else 9) * steps
-    if cycles_method == "profiled":
-        assert profiled.asked == [(case, None)]
-    else:
-        assert all(c != case and given == options for c, given in profiled.asked)
-    if vmem_method == "compiled":
-        assert plain.asked == [(case, None)] and row["vmem_bytes"] == 1000 + tiles
-    else:
-        assert plain.asked == [] and row["vmem_bytes"] < 1000 + tiles
-
-
-def test_7x_s_representative_asks_the_full_size_s_vmem_where_no_operand_can_be_prefetched():
-    """The record of benchmarks/representative_vmem.py: where extrapolate.never_prefetched lets the
-    study take 7x's VMEM verdict from the representative (compiled with the fit options), that
-    verdict is the full-size compile's, ok or out of VMEM, to the byte."""
-    record = pd.read_csv(ROOT / "data" / "representative_vmem_check.csv", dtype={"libtpu_version": str})
-    mine = record[record.target == "7x"]
-    assert len(mine) >= 30 and set(mine.full_status) == {"ok", "vmem_oom"}
-    for r in mine.itertuples():
-        case = Case(r.kernel, r.dtype, r.m, r.k, r.n, r.bm, r.bk, r.bn)
-        assert r.never_prefetched == extrapolate.never_prefetched(case, r.target), case.label()
-        assert r.representative == "x".join(map(str, extrapolate.representative(case, True).grid()))
-        options = extrapolate.fit_options(r.target, r.libtpu_version)
-        assert r.fit_options == " ".join(f"{k}={v}" for k, v in options.items())
-    checked = mine[mine.never_prefetched]
-    assert len(checked) == len(mine)
-    assert (checked.full_status == checked.representative_status).all()
-    assert (checked.full_vmem_bytes == checked.representative_vmem_bytes).all()
+def test_a_profiling_job_profiles_whole_grids_up_to_profile_max_steps_only(static_profile, case,
+                                                                          compiled_by, cycles_method):
+    job = Job("v5e", "v5", (case,), timeout_s=1, profile_max_steps=8, static_profile=static_profile)
+    plain, profiler = RecordingCompiler(False), RecordingCompiler(True)
+    (row,) = job_rows(job, plain, profiler, Progress(1, logging.getLogger("test")))
+    used, unused = (profiler, plain) if compiled_by == "profiler" else (plain, profiler)
+    assert used.asked == [(case, None)] and unused.asked == []  # the whole grid, one compile
+    assert (row["vmem_method"], row["cycles_method"]) == ("compiled", cycles_method)
+    grid = case.grid() or (1,)
+    assert row["vmem_bytes"] == 1000 + grid[0] * grid[-1]
+    has_cycles = cycles_method in ("profiled", "xla_cost_model")
+    assert row["est_cycles"] == (500 + 9 * grid_steps(case) if has_cycles else None)
+    assert (row.get("tflops") is not None) == has_cycles
 
 
 @pytest.mark.parametrize("case, probe", [
@@ -374,7 +288,8 @@ def test_a_two_step_job_takes_the_vmem_verdict_from_the_two_step_grid(case, prob
     (row,) = job_rows(job, plain, RecordingCompiler(True), Progress(1, logging.getLogger("test")))
     assert [(c.m, c.k, c.n) for c, _ in plain.asked] == [probe]
     assert (row["m"], row["k"], row["n"], row["vmem_method"]) == (case.m, case.k, case.n, "representative")
-    assert row["vmem_bytes"] == 1000 + extrapolate.grid_counts(plain.asked[0][0])[0]
+    probe_grid = plain.asked[0][0].grid()
+    assert row["vmem_bytes"] == 1000 + probe_grid[0] * probe_grid[-1]
     plain = RecordingCompiler(False)  # the pipeline's own jobs: at full size
     (row,) = job_rows(dataclasses.replace(job, two_step_vmem=False), plain, RecordingCompiler(True),
                       Progress(1, logging.getLogger("test")))
@@ -407,12 +322,12 @@ def test_two_step_vmem_only_where_the_record_shows_the_full_size_s_verdict():
     ("v6e", Case("v5", "bfloat16", 8192, 8192, 8192, 512, 1024, 1024)),
     ("v6e", Case("v3", "float32", 2048, 2048, 2048, 1024, 1024, 1024)),
 ])
-def test_blocked_vmem_from_a_small_grid_matches_the_full_compile(compilers, target, case):
-    """What run_job derives for a 3-D block grid (a profiled compile of its representative small grid)
-    against a plain compile of the full grid: the same verdict and bytes."""
-    probe = extrapolate.representative(case)
-    assert extrapolate.grid_counts(probe)[1] <= 16
-    full, small = compilers(target).compile(case), compilers(target, profile=True).compile(probe)
+def test_blocked_vmem_from_a_two_step_grid_matches_the_full_compile(compilers, target, case):
+    """What a two-step job (the advisor's) derives for a 3-D block grid, a plain compile of its two-step
+    grid, against a plain compile of the full grid: the same verdict and bytes."""
+    probe = two_step_grid(case)
+    assert grid_steps(probe) <= 8
+    full, small = compilers(target).compile(case), compilers(target).compile(probe)
     assert (small["status"], small["vmem_bytes"], small["oom_limit_bytes"]) == (
         full["status"], full["vmem_bytes"], full["oom_limit_bytes"]), (small, full)
 
@@ -424,12 +339,11 @@ def test_run_job_derives_blocked_vmem_and_reuses_the_cache(tmp_path, monkeypatch
              Case("v5", "bfloat16", 4096, 4096, 4096, 1024, 1024, 1024),
              Case("xla", "bfloat16", 1024, 1024, 1024))
     job = Job("v5e", "v5", cases, raise_limits_for=cases[1:2], raised_limits_mib=(32,), timeout_s=300,
-              profile_max_steps=16, static_profile=True)
+              profile_max_steps=128, static_profile=True)  # grids of 128 and 64 steps: profiled
     first = run_job(job)
-    assert list(first.vmem_method) == ["representative", "representative", "representative", "compiled"]
+    assert list(first.vmem_method) == ["compiled"] * 4
     assert list(first.status) == ["ok", "vmem_oom", "ok", "ok"]  # (1024,1024,1024) fits at 32 MiB
-    assert first.error.iloc[1].startswith("compiled at 2048x4096x2048 with the same blocks")
-    assert list(first.cycles_method) == ["extrapolated", "", "extrapolated", "xla_cost_model"]
+    assert list(first.cycles_method) == ["profiled", "", "profiled", "xla_cost_model"]
     entries = sorted((tmp_path / "cache").rglob("*.json"))
     assert entries
     second = run_job(job)  # every compile from the cache: the same rows, compile times included
@@ -472,7 +386,7 @@ def test_a_crashing_static_profiler_leaves_the_vmem_verdict_and_says_why():
     the profiler (each crash costs a worker restart)."""
     cases = (Case("v3", "float32", 1024, 1024, 1024, 256, 256, 256),
              Case("v5", "bfloat16", 2048, 2048, 2048, 512, 1024, 1024))
-    job = Job("v4", "v4", cases, timeout_s=300, profile_max_steps=16, static_profile=True)
+    job = Job("v4", "v4", cases, timeout_s=300, profile_max_steps=64, static_profile=True)  # profiled
     df = run_job(job)
     assert list(df.status) == ["ok", "ok"] and df.vmem_bytes.gt(0).all()
     assert list(df.cycles_method) == ["profiler_crashed", "profiler_crashed"]
@@ -533,14 +447,13 @@ def test_run_job_does_not_compile_searched_blocks_dominated_by_an_out_of_vmem_on
     fits = dataclasses.replace(oom, bk=512)
     cases = (*dominated, post, oom, fits)  # larger blocks first: the job sorts them
     job = Job("v5e", "v5", cases, raise_limits_for=(post,), raised_limits_mib=(), timeout_s=300,
-              profile_max_steps=16, skip_dominated=True, static_profile=True)
+              profile_max_steps=16, skip_dominated=True)
     df = run_job(job)
-    probes = {extrapolate.representative(c) if extrapolate.grid_counts(c)[1] > 16 else c for c in dominated}
+    probes = set(dominated)
     assert compiled and not probes & set(compiled)
     assert [(r.bm, r.bk, r.bn) for r in df.itertuples()] == [(c.bm, c.bk, c.bn) for c in cases]
     assert list(df.status) == ["vmem_oom"] * 4 + ["ok"]
-    # the post's (1024,2048,2048) has 16 grid steps: compiled at full size
-    assert list(df.vmem_method) == ["dominated", "dominated", "compiled", "representative", "representative"]
+    assert list(df.vmem_method) == ["dominated", "dominated", "compiled", "compiled", "compiled"]
     assert df.vmem_bytes.iloc[:2].isna().all() and df.vmem_bytes.iloc[2:].notna().all()
     assert (df.compile_s.iloc[:2] == 0).all() and list(df.search) == [True, True, False, True, True]
     reversed_order = run_job(dataclasses.replace(job, cases=cases[::-1]))  # from the cache
@@ -569,9 +482,8 @@ def test_blocks_beyond_physical_vmem_keep_their_bound_rather_than_being_dominate
     monkeypatch.setattr(tpu_compile.Compiler, "_compile", out_of_vmem)
     small = Case("v5", "bfloat16", 16384, 16384, 16384, 4096, 512, 4096)
     huge = dataclasses.replace(small, bm=8192, bn=8192)  # grids (4,4,32) and (2,2,32): no single steps
-    df = run_job(Job("v5e", "v5", (small, huge), timeout_s=300, profile_max_steps=16, skip_dominated=True,
-                     static_profile=True))
-    assert list(df.vmem_method) == ["representative", "block_bound"]
+    df = run_job(Job("v5e", "v5", (small, huge), timeout_s=300, profile_max_steps=16, skip_dominated=True))
+    assert list(df.vmem_method) == ["compiled", "block_bound"]
     assert df.vmem_bytes.iloc[1] > chip("v5e").vmem_bytes
 
 
@@ -622,20 +534,3 @@ def test_an_error_keeps_no_source_line_of_the_kernel():
     kept = readable_error(quoted)
     assert "source_line" not in kept and 'source_file="kernels/v2_parallel.py"' in kept
     assert kept.endswith("Scoped allocation with size 36.00M and limit 16.00M exceeded")
-
-
-def test_the_docs_quote_the_recorded_extrapolation_errors():
-    """docs/compile-study.md's table against data/extrapolation_check.csv (benchmarks/extrapolation.py):
-    per target and case set, how many blocks were fitted, how many profiled whole, and the range of the
-    fitted ones' errors as recorded."""
-    record = pd.read_csv(extrapolate.CHECKED, dtype={"libtpu_version": str})
-    text = (ROOT / "docs" / "compile-study.md").read_text()
-    groups = record.groupby(["target", "libtpu_version", "case_set"], sort=False)
-    for (target, libtpu, case_set), rows in groups:
-        fitted = rows[rows.cycles_method != "profiled"].error_pct  # as recorded_errors reads them
-        whole = int((rows.cycles_method == "profiled").sum())
-        row = (f"| {target} | {libtpu} | {case_set} | {len(fitted)} | {whole} | "
-               f"{fitted.min():+.2f} % to {fitted.max():+.2f} % |")
-        assert row in text, row
-    v5e_v6e = record[record.target.isin(["v5e", "v6e"])].error_pct.abs()
-    assert v5e_v6e.max() <= extrapolate.TESTED_PCT  # what the accuracy test above holds them to

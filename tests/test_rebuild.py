@@ -28,7 +28,7 @@ STUDY_ONWARDS = {"compile_study_job", "compile_study_target", *TABLE_ONWARDS}
 @pytest.mark.slow
 @pytest.mark.parametrize("module, reruns", [
     ("experiments/correctness/interpret.py", {"correctness_kernel", "correctness_table", "report"}),
-    ("experiments/compile_study/extrapolate.py", STUDY_ONWARDS),
+    ("experiments/compile_study/study.py", STUDY_ONWARDS),
     ("experiments/compile_study/compile_worker.py", STUDY_ONWARDS),
     ("analysis/aggregate.py", TABLE_ONWARDS),
     ("analysis/summaries.py", TABLE_ONWARDS),  # the aggregate's timing model imports it
@@ -89,7 +89,7 @@ def test_a_moved_checkout_reruns_nothing(tiny_run, tmp_path):
 def test_code_closure_follows_imports_and_the_kernel_registry():
     files = {p.relative_to(ROOT).as_posix() for p in closure("scripts/compile_study_job.py")}
     # the worker runs as `python -m`: its import in tpu_compile puts it in the closure
-    assert {"experiments/compile_study/compile_worker.py", "experiments/compile_study/extrapolate.py",
+    assert {"experiments/compile_study/compile_worker.py", "experiments/compile_study/study.py",
             "experiments/core/schema.py"} <= files
     # the registry imports every kernel module at run time
     assert {p.relative_to(ROOT).as_posix() for p in (ROOT / "kernels").glob("*.py")} <= files

@@ -398,33 +398,6 @@ def test_float32_gets_one_sentence_and_the_models_number():
     assert float32_note(best, pd.DataFrame(), lambda m: m) == ""  # no fit: no sentence
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.usefixtures("inexact_7x_record")
-def test_the_generations_section_says_how_far_each_target_s_extrapolation_was_off(table, lang):
-    """Each target with extrapolated cycles gets the range its recorded check found
-    (data/extrapolation_check.csv), and 7x's, beyond the tests' 2 %, says its estimates do not include
-    that error; a target without extrapolated cycles (v5e here) gets no sentence."""
-    from conftest import generations_with_extrapolated, recorded_range
-
-    df = generations_with_extrapolated(table)
-    html = render(df, lang, targets=["v5e", "v6e", "7x"])
-    section = html[html.index('<section id="generations">'):]
-    section = re.sub(r"<[^>]+>", "", section[:section.index("</section>")])
-    pct = " %" if lang == "en" else "%"
-    for target, libtpu in (("v6e", "0.0.42.1"), ("7x", "0.0.52")):
-        lo, hi, _ = recorded_range(target, libtpu)
-        said = (f"{target}: cycles of 3 of the 3 configurations with compiler cycles are extrapolated"
-                if lang == "en" else f"{target}：有编译器周期的 3 个配置中，3 个的周期由相同分块的小网格外推")
-        assert said in section and f"{lo:+.1f}{pct} " in section and f"{hi:+.1f}{pct}" in section, section
-    beyond = "do not include that error" if lang == "en" else "都没有计入这部分误差"
-    assert section.count(beyond) == 1 and section.index(beyond) > section.index("7x")
-    assert "v5e: cycles" not in section and "v5e：有编译器周期" not in section
-    appendix = html[html.index('<section id="appendix-generations">'):]
-    appendix = appendix[:appendix.index("</section>")]
-    assert ("Of which extrapolated" if lang == "en" else "其中外推所得") in appendix
-
-
 def test_chinese_running_text_has_no_english(table):
     """Apart from code, file names, units and names, the Chinese report's running text is Chinese."""
     import html as entities

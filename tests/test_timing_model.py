@@ -396,7 +396,7 @@ def test_many_configurations_at_once_give_each_one_s_time_to_the_bit(synthetic):
     terms = np.zeros((200, 12))
     for i, n in enumerate(lengths):
         terms[i, :n] = rng.standard_normal(n) * 10.0 ** rng.uniform(-6, 6, n)
-    assert list(tm._row_sums(terms, lengths)) == [np.sum(t[:n]) for t, n in zip(terms, lengths)]
+    assert list(tm._row_sums(terms, lengths)) == [np.sum(t[:n]) for t, n in zip(terms, lengths, strict=True)]
 
 
 def test_the_posts_runs_are_modelled_with_the_posts_compilers_buffers(synthetic):

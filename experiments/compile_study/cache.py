@@ -63,7 +63,7 @@ class CompileCache:
     def key(self, case, vmem_limit_bytes: int | None, options: dict | None = None) -> str:
         what = dict(format=FORMAT, context=self.context, case=dataclasses.asdict(case),
                     vmem_limit_bytes=vmem_limit_bytes)
-        if options:  # a compile with options of its own (extrapolate.fit_options)
+        if options:  # a compile with compiler options of its own
             what["compiler_options"] = options
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
 

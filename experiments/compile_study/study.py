@@ -7,8 +7,8 @@ Per row:
   vmem_limit_bytes: the scoped-VMEM limit applied (the chip's default unless raised); oom_limit_bytes:
   the limit the compiler said was exceeded (the scoped limit, or the core's physical VMEM when even
   that is too small);
-- est_cycles: libtpu's estimate (Pallas: its static profile, measured on the full grid or
-  extrapolated from small grids, see cycles_method; XLA: its cost model's cycles);
+- est_cycles: libtpu's estimate (XLA: its cost model's cycles; Pallas, where the job asks for the
+  static profile and the grid has at most profile_max_steps steps: the profile's), see cycles_method;
 - compute_seconds = est_cycles / clock; hbm_seconds = HBM bytes the grid really moves / bandwidth;
 - seconds = max(compute_seconds, hbm_seconds), the best estimate: the static profile does not wait
   for DMAs, and no kernel can move its bytes faster than HBM allows;
@@ -17,10 +17,11 @@ All of it is an estimate for the target, never a measurement.
 """
 import dataclasses
 import logging
+import math
 
 import pandas as pd
 
-from tpu_matmul_repro.experiments.compile_study import cache, extrapolate
+from tpu_matmul_repro.experiments.compile_study import cache
 from tpu_matmul_repro.experiments.compile_study.tpu_compile import Compiler
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import MiB, chip
@@ -40,60 +41,17 @@ from tpu_matmul_repro.kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
 
-# cycles_method of an ok Pallas row whose toolchain cannot profile (libtpu 0.0.5 rejects the flag)
+# cycles_method of an ok Pallas row whose toolchain cannot profile (libtpu 0.0.5 rejects the flag), or
+# whose job does not ask for the profile (the default run)
 NO_STATIC_PROFILE = "no_static_profile"
+# cycles_method of an ok Pallas row of a profiling job whose grid has more than profile_max_steps steps:
+# the profile walks every step, so such a grid is compiled plainly and gets no cycles
+OVER_PROFILE_MAX_STEPS = "over_profile_max_steps"
 # vmem_method of a raised-limit row whose kernel already fits at a lower raised limit: not compiled again
 FITS_LOWER_LIMIT = "fits_lower_limit"
 # vmem_method of a searched configuration known to run out of VMEM from a smaller one that did
 # (dominated_result)
 DOMINATED = "dominated"
-
-
-
-class CycleEstimator:
-    """Compiles with libtpu's static profile: VMEM and cycles of Pallas cases, directly when the grid is
-    small, else fitted from small grids of the same blocks."""
-
-    def __init__(self, profiler: Compiler, max_steps: int):
-        self.profiler, self.max_steps = profiler, max_steps
-        self._results = {}  # (case, limit, options) -> the profiled compile's result
-        # (case, options) -> cycles, shared by the fits of all sizes with the same blocks. A case's
-        # cycles are those of the first limit it compiled at: a raised VMEM limit changes whether a
-        # kernel fits, not the code it compiles to (seen: identical cycles at 32, 64 and 96 MiB).
-        self._cycles = {}
-
-    def compile(self, case: Case, limit: int | None, options: dict | None = None) -> dict:
-        key = (case, limit, _hashable(options))
-        if key not in self._results:
-            self._results[key] = self.profiler.compile(case, limit, options)
-        return self._results[key]
-
-    def _profile(self, case: Case, limit: int | None, options: dict | None = None):
-        key = (case, _hashable(options))
-        if self._cycles.get(key) is None:
-            result = self.compile(case, limit, options)
-            if result["status"] != "ok":
-                log.warning("profile of %s failed: %s %s", case.label(), result["status"],
-                            result["error"][:200])
-            self._cycles[key] = result["est_cycles"]
-        return self._cycles[key]
-
-    def cycles(self, case: Case, limit: int | None, options: dict | None = None, *,
-               whole: bool = False) -> tuple[int | None, str]:
-        """The case's cycles: profiled whole (a small grid, or `whole`), else fitted on its small grids,
-        compiled with `options` (extrapolate.fit_options), and by rows where there are options (the
-        targets whose fit was checked so)."""
-        if whole or extrapolate.grid_counts(case)[1] <= self.max_steps:
-            return self._profile(case, limit), "profiled"
-        by_rows = bool(options)
-        points = [(c, self._profile(c, limit, options)) for c in extrapolate.reduced_cases(case, by_rows)]
-        if any(cycles is None for _, cycles in points):
-            return None, "extrapolation_failed"
-        return extrapolate.predict(extrapolate.fit(points, by_rows), case, by_rows), "extrapolated"
-
-
-def _hashable(options: dict | None):
-    return tuple(sorted(options.items())) if options else None
 
 
 def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
@@ -147,99 +105,63 @@ def run_jobs(jobs, *, stderr=None, python: str | None = None, env: dict | None =
                      **workers) as profiler:
         progress = Progress(sum(len(job.cases) for job in jobs), log)  # one count for the whole batch
         rows = [row for job in jobs
-                for row in job_rows(job, compiler, profiler, progress, row_versions["libtpu_version"])]
+                for row in job_rows(job, compiler, profiler, progress)]
         for name, worker in (("plain", compiler), ("profiled", profiler)):
             if worker.cache:
                 log.info("compile cache (%s compiles): %s", name, worker.cache.summary())
     return frame(rows, row_versions)
 
 
-def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progress,
-             libtpu: str = "") -> list[dict]:
-    """The rows of one job, compiled with the given plain and profiling workers (run_jobs) of a
-    toolchain with `libtpu` (whose profile may depend on XLA's prefetch: extrapolate.fit_options)."""
-    options = extrapolate.fit_options(job.target, libtpu)
-    estimator = CycleEstimator(profiler, job.profile_max_steps)
+def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progress) -> list[dict]:
+    """The rows of one job, compiled with the given plain and profiling workers (run_jobs)."""
     crashed = []  # the first crash of the profiler in this job, if any
 
     def one(case: Case, limit: int | None) -> dict:
         bound = beyond_physical_vmem(job.target, case)
         if bound:
             result, cycles, method, vmem_method = bound, None, "", "block_bound"
-        elif not job.static_profile:  # the model's inputs: a plain compile gives them all
+        elif job.static_profile and case.facts.pallas and profiled_whole(case):
+            result, cycles, method, vmem_method = profiled(case, limit)
+        else:  # the model's inputs: a plain compile gives them all
             probe = two_step_grid(case) if job.two_step_vmem and case.facts.grid == BLOCKS else case
             result = _located(compiler.compile(probe, limit), probe, case)
             vmem_method = "compiled" if probe == case else "representative"
             ok = result["status"] == "ok"
             cycles = result["est_cycles"] if ok and not case.facts.pallas else None
-            method = "" if not ok else NO_STATIC_PROFILE if case.facts.pallas else "xla_cost_model"
-        elif case.facts.grid == BLOCKS and (small_grid(case) or not options):
-            result, cycles, method, vmem_method = probed(case, limit)
-        elif case.facts.grid == BLOCKS and extrapolate.never_prefetched(case, job.target):
-            # the profile depends on XLA's prefetch (7x), but no operand fits beside the blocks: the
-            # small grids, prefetch off, give the verdict (the representative's) and the cycles
-            result, cycles, method, vmem_method = probed(case, limit, options)
-        elif case.facts.pallas and job.static_profile and small_grid(case):
-            # v1, v2 with a small grid: its code depends on the size, so compiled at full size, once:
-            # the profiled compile gives the VMEM verdict and the cycles alike.
-            result, cycles, method, vmem_method = probed(case, limit)
-        else:
-            # at full size: the kernel's code depends on the size (v1, v2, XLA), or the profile depends
-            # on XLA's prefetch into VMEM (7x), which this compile says (and its VMEM verdict, exact
-            # where a representative's may not be): a prefetched case is profiled whole (its small
-            # grids' operands are prefetched otherwise), the others fitted on small grids without it
-            result, cycles, method, vmem_method = compiler.compile(case, limit), None, "", "compiled"
-            if result["status"] == "ok":
-                if not case.facts.pallas:
-                    cycles, method = result["est_cycles"], "xla_cost_model"
-                elif job.static_profile:
-                    cycles, method = estimator.cycles(case, limit, options,
-                                                      whole=bool(options and result.get("prefetched")))
-                else:
-                    method = NO_STATIC_PROFILE
+            method = ("" if not ok else "xla_cost_model" if not case.facts.pallas
+                      else OVER_PROFILE_MAX_STEPS if job.static_profile else NO_STATIC_PROFILE)
         log.info("%s %s limit=%s: %s vmem=%s (%s) cycles=%s (%s) %.1fs", job.target, case.label(), limit,
                  result["status"], result["vmem_bytes"], vmem_method, cycles, method, result["compile_s"])
         return estimate_row(job, case, result, limit, cycles, method, vmem_method)
 
-    def small_grid(case: Case) -> bool:
-        return extrapolate.grid_counts(case)[1] <= job.profile_max_steps
+    def profiled_whole(case: Case) -> bool:
+        return grid_steps(case) <= job.profile_max_steps
 
-    def probed(case: Case, limit: int | None, options: dict | None = None):
-        """VMEM verdict and cycles from one profiled compile. A 3-D block grid's VMEM depends on its
-        blocks and on which grid axes have a single step, not on the grid's extent
-        (tests/test_compile_study.py checks this against full compiles): one profiled compile of a
-        small grid of the same shape of steps gives the VMEM verdict, and is also the largest of the
-        small grids the cycle fit profiles (compiled with `options`, and fitted by rows where there
-        are options). Other kernels come here only with small grids."""
-        probe = (case if small_grid(case) or case.facts.grid != BLOCKS
-                 else extrapolate.representative(case, by_rows=bool(options)))
-        vmem_method = "compiled" if probe == case else "representative"
-        if not job.static_profile:  # this toolchain's libtpu has no static profile: VMEM only
-            result = compiler.compile(probe, limit, options)
-            return (_located(result, probe, case), None,
-                    NO_STATIC_PROFILE if result["status"] == "ok" else "", vmem_method)
-        # libtpu's static profiler crashes on every kernel for some targets (v4; 7x before libtpu
-        # 0.0.52), each crash costing a worker restart: after the first, the job stops trying.
-        result = crashed[0] if crashed else estimator.compile(probe, limit, options)
+    def profiled(case: Case, limit: int | None):
+        """VMEM verdict and cycles from one profiled compile of the whole grid."""
+        # libtpu's static profiler crashes on every kernel for some targets (v4), each crash costing a
+        # worker restart: after the first, the job stops trying.
+        result = crashed[0] if crashed else profiler.compile(case, limit)
         if result["status"] == "compile_error" and "exited with code" in result["error"]:
             # the VMEM verdict from a plain compile, and the crash as the reason there are no cycles
             if not crashed:
-                crashed.append(dict(result, error=f"{result['error']}; on {probe.label()}, after which "
+                crashed.append(dict(result, error=f"{result['error']}; on {case.label()}, after which "
                                                   "this job did not run the profiler again"))
             crash = result["error"]
-            result = compiler.compile(probe, limit, options)
+            result = compiler.compile(case, limit)
             if result["status"] == "ok":
                 result = dict(result,
                               error=f"no cycle estimate: libtpu's static profiler crashed ({crash})")
-                return result, None, "profiler_crashed", vmem_method
+                return result, None, "profiler_crashed", "compiled"
         if result["status"] != "ok":
-            return _located(result, probe, case), None, "", vmem_method
-        return result, *estimator.cycles(case, limit, options), vmem_method
+            return result, None, "", "compiled"
+        cycles = result["est_cycles"]
+        return result, cycles, "profiled" if cycles is not None else NO_STATIC_PROFILE, "compiled"
 
     rows_of = {}  # case -> its rows (default limit, then raised limits), emitted in the job's order
     out_of_vmem = []  # (case, row): compiled at the default limit, out of VMEM (dominated_result)
     # Smaller blocks first, so that a searched configuration dominated by one already out of VMEM is
-    # not compiled. Cases with the same blocks (which share the cycle fit's small grids) keep their order.
+    # not compiled. Cases with the same blocks keep their order.
     for case in sorted(job.cases, key=block_elements):
         # blocks beyond the core's VMEM keep their block_bound row (and its lower bound) instead
         skippable = (job.skip_dominated and searched(case, job)
@@ -316,6 +238,11 @@ def two_step_grid(case: Case) -> Case:
     one: its VMEM verdict is the case's (TWO_STEP_VMEM), and shapes that share blocks share it."""
     m, k, n = (b * min(2, d // b) for d, b in ((case.m, case.bm), (case.k, case.bk), (case.n, case.bn)))
     return dataclasses.replace(case, m=m, k=k, n=n)
+
+
+def grid_steps(case: Case) -> int:
+    """The steps of a case's grid (1 without one): what a static profile walks, each in turn."""
+    return math.prod(case.grid() or (1,))
 
 
 def block_elements(case: Case) -> int:

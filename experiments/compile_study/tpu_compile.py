@@ -117,7 +117,7 @@ class Compiler:
 
     def compile(self, case: "Case", vmem_limit_bytes: int | None = None, options: dict | None = None) -> dict:
         """The compile's result: from the cache when it has it (no worker started), else compiled;
-        `options`: compiler options for this compile alone (extrapolate.fit_options)."""
+        `options`: compiler options for this compile alone (XLA flags by name)."""
         cached = self.cache.get(case, vmem_limit_bytes, options) if self.cache else None
         if cached is not None:
             return dict(cached)

@@ -27,7 +27,7 @@ class Job:
     experiment: str
     cases: tuple  # Case, compiled at the default limit
     timeout_s: float  # per compile
-    profile_max_steps: int  # larger grids: cycles extrapolated from small grids of the same blocks
+    profile_max_steps: int  # with static_profile, larger grids are compiled plainly: no Pallas cycles
     raise_limits_for: tuple = ()  # the experiment's own cases (the rest come from its block search);
     # compiled again at raised limits if they run out of VMEM
     raised_limits_mib: tuple = ()

@@ -77,9 +77,9 @@ COLUMN_SPECS = (
            "small grid of the same blocks), block_bound, dominated (not compiled: at least as large as a "
            "shape out of VMEM) or fits_lower_limit", filled=True),
     Column("est_cycles", "int", "cycles", EST, "libtpu's cycle estimate: a Pallas kernel's static profile "
-           "(cycles_method profiled or extrapolated), XLA's cost model (xla_cost_model)", least=1),
+           "(cycles_method profiled), XLA's cost model (xla_cost_model)", least=1),
     Column("cycles_method", "text", "", EST, "where est_cycles comes from, or why an ok row has none "
-           "(no_static_profile, profiler_crashed, extrapolation_failed)", filled=True),
+           "(no_static_profile, over_profile_max_steps, profiler_crashed)", filled=True),
     Column("compute_seconds", "float", "s", EST, "est_cycles / the chip's clock", bound="quantity"),
     Column("hbm_bytes", "int", "bytes", _EST_MEAS, "bytes the grid moves between HBM and VMEM, from the "
            "kernel's BlockSpecs (a block is copied only when its index changes between steps)", least=0),

@@ -4,8 +4,8 @@ A release (studies/history/releases.py) is compiled in a virtual environment of 
 once with pip by experiments/compile_study/toolchain_env.py in the toolchains' cache folder, except
 where a configured toolchain already has exactly its jax, jaxlib and libtpu: the `post` toolchain's
 environment, or the pipeline's own for today's release. Each compile goes through the compile study's
-own job code (run_job: the same worker, kernels/compat.py, the representative small grids of 3-D
-block kernels) at the chip's default scoped-VMEM limit, without the static profile, so every
+own job code (run_job: the same worker, kernels/compat.py) at full size and the chip's default
+scoped-VMEM limit, without the static profile (profile_max_steps unused), so every
 (release, configuration) result is one entry of the content-addressed compile cache: a rerun, or a
 second bisection that probes the same release, compiles nothing again.
 """
@@ -39,13 +39,12 @@ class Settings:
     target: str  # the post's chip
     sizes: tuple  # the post's configurations at these sizes (the compile study's)
     timeout_s: float  # per compile
-    profile_max_steps: int  # 3-D grids larger than this are compiled as a representative small grid
 
 
 def settings_of(config: dict) -> Settings:
     study = config["compile_study"]
     return Settings(target=POST_CHIP, sizes=tuple(study["sizes"]),
-                    timeout_s=study["timeout_s"], profile_max_steps=study["profile_max_steps"])
+                    timeout_s=study["timeout_s"])
 
 
 def pinned(toolchain: toolchain_plan.Toolchain) -> dict[str, str]:
@@ -107,7 +106,7 @@ class ReleaseCompiler:
     def _compile(self, index: int, by_experiment: dict[str, list[Case]]) -> None:
         release = self.releases[index]
         jobs = [Job(target=self.settings.target, experiment=experiment, cases=tuple(cases),
-                    timeout_s=self.settings.timeout_s, profile_max_steps=self.settings.profile_max_steps,
+                    timeout_s=self.settings.timeout_s, profile_max_steps=0,
                     toolchain=release.name, static_profile=False)
                 for experiment, cases in by_experiment.items()]
         try:

@@ -172,7 +172,7 @@ class FakeCompiler(ReleaseCompiler):
 
     def __init__(self, listed, vmem):
         super().__init__(listed, {"toolchains": None, "targets": ["v5e"]},
-                         Settings("v5e", (2048,), 60, 16))
+                         Settings("v5e", (2048,), 60))
         self.vmem, self.compiled = vmem, []
 
     def _compile(self, index, by_experiment):
