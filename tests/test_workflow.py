@@ -1,6 +1,6 @@
-"""The Snakemake workflow end to end: the shared tiny run's outputs, surviving interruptions and giving
-the same estimates twice on the tiny config; refusing bad configs and dry runs with the cluster
-profiles on the CI-sized config."""
+"""The Snakemake workflow end to end: the shared tiny run's outputs, surviving interruptions to the same
+bytes on the tiny config and copying them back from the output cache; refusing bad configs and dry
+runs with the cluster profiles on the CI-sized config."""
 import os
 import re
 import shutil
