@@ -249,13 +249,15 @@ def test_snakemake_names_a_bad_configfile_before_it_reads_it(tmp_path):
     """Snakemake's command line reads each --configfile before the Snakefile runs: a missing one was a
     FileNotFoundError traceback, a list one 'Config file must be given as JSON or YAML with keys at top
     level.', a latin-1 one a UnicodeDecodeError traceback, none naming the file. The workflow's default
-    profile checks them first."""
+    profile checks them first: those three kinds through Snakemake, every kind's message in process
+    (test_a_bad_configfile_is_one_line_naming_it: the same check)."""
     import subprocess
     import sys
 
     from test_advise import ROOT
 
-    for name, (content, says) in BAD_CONFIGFILES.items():
+    for name in ("missing.yaml", "list.yaml", "latin1.yaml"):
+        content, says = BAD_CONFIGFILES[name]
         if content is not None:
             (tmp_path / name).write_bytes(content)
         run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--cores", "1", "--configfile",
