@@ -333,17 +333,19 @@ def test_blocked_vmem_from_a_two_step_grid_matches_the_full_compile(compilers, t
 
 
 @pytest.mark.compiler
-def test_run_job_derives_blocked_vmem_and_reuses_the_cache(tmp_path, monkeypatch):
+def test_run_job_raises_the_limit_and_reuses_the_cache(tmp_path, monkeypatch):
+    """Plain compiles, as the default run makes them (profiled ones:
+    test_a_profiling_job_profiles_whole_grids_up_to_profile_max_steps_only)."""
     monkeypatch.setenv("TPU_MATMUL_REPRO_CACHE", str(tmp_path / "cache"))
     cases = (Case("v5", "bfloat16", 4096, 4096, 4096, 512, 1024, 1024),
              Case("v5", "bfloat16", 4096, 4096, 4096, 1024, 1024, 1024),
              Case("xla", "bfloat16", 1024, 1024, 1024))
     job = Job("v5e", "v5", cases, raise_limits_for=cases[1:2], raised_limits_mib=(32,), timeout_s=300,
-              profile_max_steps=128, static_profile=True)  # grids of 128 and 64 steps: profiled
+              profile_max_steps=128)
     first = run_job(job)
     assert list(first.vmem_method) == ["compiled"] * 4
     assert list(first.status) == ["ok", "vmem_oom", "ok", "ok"]  # (1024,1024,1024) fits at 32 MiB
-    assert list(first.cycles_method) == ["profiled", "", "profiled", "xla_cost_model"]
+    assert list(first.cycles_method) == ["no_static_profile", "", "no_static_profile", "xla_cost_model"]
     entries = sorted((tmp_path / "cache").rglob("*.json"))
     assert entries
     second = run_job(job)  # every compile from the cache: the same rows, compile times included
