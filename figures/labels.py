@@ -81,7 +81,8 @@ LABELS = {
     "xla_target": N_("XLA %(target)s"),
     "missing_cycles": N_("no estimate drawn at %(sizes)s for %(label)s: %(reason)s"),
     "reason_profiler_crashed": N_("libtpu's static profiler crashed (it compiles: VMEM verdict kept)"),
-    "reason_no_static_profile": N_("this libtpu has no static profile"),
+    "reason_no_static_profile": N_("no static profile: not asked for (plain compiles), or this libtpu has "
+                                   "none"),
     "reason_over_profile_max_steps": N_("its grid has more steps than compile_study.profile_max_steps: not "
                                         "profiled"),
     "reason_unknown": N_("libtpu gave no cycle estimate"),

@@ -823,3 +823,25 @@ def test_a_reason_of_untested_claims_is_said_once_below_the_table():
     made = core_sections.appendix_claims(Inputs())
     assert made["claim_notes"] == [dict(mark="*", reason=missing)]
     assert [r["mark"] for r in made["claim_rows"]] == ["*", "*", "*", "", ""]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_generations_table_says_why_no_cycles_in_words(table, lang):
+    """The appendix's table of how each target's numbers were obtained gives each reason for no cycles
+    as the figures' notes word it, never the cycles_method code it comes from."""
+    from tpu_matmul_repro.figures.labels import text
+
+    est = table[table.source == "estimate"]
+    pallas = est.kernel != "xla"
+    v6e = est.assign(target="v6e", cycles_method=np.where(pallas, "over_profile_max_steps", ""))
+    rows = pd.concat([est.assign(cycles_method=np.where(pallas, "no_static_profile", "")), v6e])
+    rows = rows.assign(tflops=np.where(rows.kernel != "xla", np.nan, rows.tflops), toolchain="current")
+
+    class Inputs:
+        gettext = staticmethod(lambda message: message)
+
+    Inputs.rows, Inputs.lang = rows, lang
+    made = {r["target"]: r["no_cycles_because"] for r in core_sections.methods_rows(Inputs())}
+    assert made == {"v5e": text(lang, "reason_no_static_profile"),
+                    "v6e": text(lang, "reason_over_profile_max_steps")}
+    assert not any(code in why for why in made.values() for code in ("no_static_profile", "over_profile_max"))
