@@ -129,6 +129,13 @@ def text(lang: str, key: str, **values) -> str:
     return translate(lang, LABELS[key], **values)
 
 
+def reason_key(cycles_method: str) -> str:
+    """The LABELS key that says why a compiled configuration has no cycles (reason_unknown for a
+    cycles_method without its own)."""
+    key = f"reason_{cycles_method}"
+    return key if key in LABELS else "reason_unknown"
+
+
 def join(lang: str, how: str, parts) -> str:
     """`parts` joined as `lang` joins sentences ("sentences"), names ("list") or names and one more
     ("two")."""

@@ -22,7 +22,7 @@ from tpu_matmul_repro.experiments.core import cases
 from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP, generation_order
 from tpu_matmul_repro.experiments.core.schema import SOURCES
 from tpu_matmul_repro.experiments.core.units import TERA, MiB, flops, unit_name
-from tpu_matmul_repro.figures.labels import LABELS, join, source_names, text
+from tpu_matmul_repro.figures.labels import join, reason_key, source_names, text
 from tpu_matmul_repro.kernels import is_pallas, kernel_facts
 from tpu_matmul_repro.kernels.checks import DTYPES
 from tpu_matmul_repro.kernels.spec import SPLIT
@@ -89,12 +89,12 @@ def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
     bare = rows[(rows.source == "estimate") & (rows.status == "ok") & rows.tflops.isna()]
     groups = {}  # reason -> {configuration: sizes}
     for r in bare.itertuples():
-        reason = r.cycles_method if f"reason_{r.cycles_method}" in LABELS else "unknown"
+        reason = reason_key(r.cycles_method)
         configs = groups.setdefault(reason, {})
         configs.setdefault(config_label(r, lang), set()).add(int(r.m))
     lines = []
     for reason, configs in groups.items():
-        why = text(lang, f"reason_{reason}")
+        why = text(lang, reason)
         every = set().union(*configs.values())
         labels = [label if sizes == every else f"{label} @ {', '.join(str(s) for s in sorted(sizes))}"
                   for label, sizes in configs.items()]

@@ -21,7 +21,7 @@ from tpu_matmul_repro.experiments.core.i18n import N_, glossary
 from tpu_matmul_repro.experiments.core.units import unit_name
 from tpu_matmul_repro.figures.catalog import model_column
 from tpu_matmul_repro.figures.cite import bibtex, citation, post_attribution
-from tpu_matmul_repro.figures.labels import LABELS, experiment_description, join, text
+from tpu_matmul_repro.figures.labels import experiment_description, join, reason_key, text
 from tpu_matmul_repro.figures.plots import roofline_published
 from tpu_matmul_repro.kernels import is_pallas, source_file
 from tpu_matmul_repro.kernels.checks import DTYPES
@@ -400,8 +400,7 @@ def timing_model(i: sections.Inputs) -> dict:
 def methods_rows(i: sections.Inputs) -> list[dict]:
     """estimate_methods' rows, with the toolchain's name and each reason for no cycles in words."""
     def because(codes: str) -> str:
-        return "; ".join(text(i.lang, f"reason_{c}" if f"reason_{c}" in LABELS else "reason_unknown")
-                         for c in codes.split(", ") if c)
+        return "; ".join(text(i.lang, reason_key(c)) for c in codes.split(", ") if c)
 
     return [dict(r, toolchain_name=toolchain_name(r["toolchain"], i.gettext),
                  no_cycles_because=because(r["no_cycles_because"]))

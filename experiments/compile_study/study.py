@@ -242,7 +242,7 @@ def two_step_grid(case: Case) -> Case:
 
 def grid_steps(case: Case) -> int:
     """The steps of a case's grid (1 without one): what a static profile walks, each in turn."""
-    return math.prod(case.grid() or (1,))
+    return math.prod(case.grid())
 
 
 def block_elements(case: Case) -> int:
