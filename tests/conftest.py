@@ -11,6 +11,7 @@ os.environ["JAX_PLATFORMS"] = "cpu"
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import runs  # noqa: E402
+import session_values  # noqa: E402
 
 from tpu_matmul_repro.analysis.aggregate import combine  # noqa: E402
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame  # noqa: E402
@@ -85,6 +86,14 @@ def made_once(name: str, make, tmp_path_factory) -> Path:
             make(folder)
             done.touch()
     return folder
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _values_made_once_per_session(tmp_path_factory):
+    """session_values.made_once_per_session shares its values between this session's workers."""
+    session_values.made_in_folder = lambda name, make: made_once(name, make, tmp_path_factory)
+    yield
+    session_values.made_in_folder = None
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from session_values import made_once_per_session
 
 from tpu_matmul_repro.analysis import claims, model_columns, validation
 from tpu_matmul_repro.analysis import timing_model as tm
@@ -97,9 +98,17 @@ def synthetic_model(noise=0.0, seed=0, highest=()):
 
 @functools.cache
 def _synthetic(noise, seed, highest):
-    """synthetic_table's table and fits, made once per test process for each argument: the same seed
-    gives the same table, and its model columns (a fit and its refits) take a second or two, which a
-    dozen tests in several files would otherwise pay again."""
+    """synthetic_table's table and fits, made once per test session for each argument (the first
+    worker to ask fits it, the other reads its pickle): the same seed gives the same table, and its
+    model columns (a fit and its refits) take a second or two, which a dozen tests in several files
+    would otherwise pay again."""
+    name = f"synthetic-{noise}-{seed}-{'-'.join(map(str, highest))}"
+    return made_once_per_session(name, lambda: model_columns.apply(_combined(noise, seed, highest).copy()))
+
+
+@functools.cache
+def _combined(noise, seed, highest):
+    """synthetic_table before its model columns: the estimates and the published rows, combined."""
     rng = np.random.default_rng(seed)
     est = [estimate_row("xla", Case("xla_highest", "float32", s, s, s)) for s in highest]
     pub = []
@@ -119,8 +128,7 @@ def _synthetic(noise, seed, highest):
         pub.append(published_row("v1", case, status="failed"))
     estimates = to_frame(est, VERSIONS)
     published = to_frame(pub, {}).drop(columns=list(VERSIONS))
-    df = combine([estimates], published)
-    return model_columns.apply(df)
+    return combine([estimates], published)
 
 
 # the module's fitted table (synthetic) made once: every test of this file on one worker
@@ -148,7 +156,8 @@ def test_fit_recovers_known_constants(synthetic):
 
 
 def test_fit_with_noise_stays_within_its_uncertainty():
-    points, _ = tm.reference_points(synthetic_table(noise=0.03, seed=1))
+    # the table before its model columns: the points and this fit need none of them
+    points, _ = tm.reference_points(_combined(noise=0.03, seed=1, highest=()).copy())
     fit = tm.fit_published(points)
     for name in tm.PARAMS:
         value, error = getattr(fit.constants, name), getattr(fit.std_errors, name)
@@ -451,7 +460,7 @@ def test_xla_highest_is_modelled_from_its_compile_and_never_fitted(synthetic, wi
     assert same.model_device_seconds.to_numpy() == pytest.approx(
         synthetic.model_device_seconds.to_numpy(), nan_ok=True)
     assert len(without) == len(same)
-    fit = fit_model(with_highest).published.constants
+    fit = synthetic_model(highest=HIGHEST_SIZES).published.constants  # fit_model(with_highest)
     for r in rows.itertuples():
         work = flops(r.m, r.k, r.n)
         expected = max(work / V5E.peak_flops["float32"], r.est_cycles / V5E.clock_hz,
