@@ -396,6 +396,7 @@ def test_device_events_are_read_from_the_device_plane_as_a_tpu_profile_lays_them
     assert durations == pytest.approx([4e-7, 5e-7])
 
 
+@pytest.mark.slow  # cpu_rows: a measurement worker process
 def test_cpu_runs_record_the_dispatch_floor_and_flag_rows_near_it(cpu_rows):
     assert (cpu_rows.dispatch_floor_s > 0).all() and (cpu_rows.dispatch_floor_s < 1e-3).all()
     assert cpu_rows.dispatch_floor_s.nunique() == 1  # measured once per run, recorded on every row
