@@ -1,8 +1,6 @@
-"""A content-addressed cache of compile results, shared by all jobs and kept across runs outside
-results/ ($TPU_MATMUL_REPRO_CACHE, "off" disables it; else ~/.cache/tpu-matmul-repro/compile). Its key
-and what it trusts: docs/compile-study.md ("The compile cache") and docs/reliability.md (an entry that
-does not read back whole, physically possible and matching its digest is recomputed with one warning;
-a cache that cannot be written is said once, and the run compiles uncached)."""
+"""A content-addressed cache of compile results, shared by all jobs and kept across runs outside results/
+(docs/compile-study.md, "The compile cache"; docs/reliability.md: what it trusts).
+"""
 import dataclasses
 import functools
 import hashlib

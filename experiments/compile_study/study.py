@@ -1,19 +1,5 @@
 """The TPU compile study: compile each configuration for a target and turn what the compiler reports
-into one tidy row per (configuration, scoped-VMEM limit).
-
-Per row:
-- status: ok, vmem_oom, compile_error or timeout;
-- vmem_bytes: VMEM used (ok) or requested (vmem_oom; empty where not compiled: vmem_method "dominated");
-  vmem_limit_bytes: the scoped-VMEM limit applied (the chip's default unless raised); oom_limit_bytes:
-  the limit the compiler said was exceeded (the scoped limit, or the core's physical VMEM when even
-  that is too small);
-- est_cycles: libtpu's estimate (XLA: its cost model's cycles; Pallas, where the job asks for the
-  static profile and the grid has at most profile_max_steps steps: the profile's), see cycles_method;
-- compute_seconds = est_cycles / clock; hbm_seconds = HBM bytes the grid really moves / bandwidth;
-- seconds = max(compute_seconds, hbm_seconds), the best estimate: the static profile does not wait
-  for DMAs, and no kernel can move its bytes faster than HBM allows;
-- tflops = FLOPs / seconds; roofline_tflops = FLOPs / max(FLOPs / peak, hbm_seconds).
-All of it is an estimate for the target, never a measurement.
+into one tidy row per (configuration, scoped-VMEM limit); the columns: docs/outputs.md. All estimates.
 """
 import dataclasses
 import logging

@@ -1,9 +1,5 @@
-"""A toolchain's two steps in the pipeline: its environment's marker, and its compile jobs (one
-Snakemake job per toolchain and target).
-
-Both turn a toolchain that cannot be installed into a result, not a failed run: the marker records
-the error, and the compile job writes toolchain_error rows carrying it. The error goes to the console too,
-so a run that ends well still says loudly that one toolchain is missing.
+"""A toolchain's two steps in the pipeline: its environment's marker and its compile jobs. A toolchain
+that cannot be installed becomes toolchain_error rows and a loud console line, not a failed run.
 """
 import json
 import sys

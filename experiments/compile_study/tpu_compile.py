@@ -1,10 +1,5 @@
-"""The parent side of deviceless TPU compiles: `Compiler` runs compile workers (compile_worker.py) with
-a timeout.
-
-Each compile runs in a worker process: a hung compile is killed at the timeout, and libtpu's
-static-profile flag, which must be set before libtpu loads and slows every compile in its process,
-stays confined to the profiling worker. The compile itself is in compile_worker.py, whose import closure is
-what the compile cache hashes: nothing here can change a compile's result.
+"""The parent side of deviceless TPU compiles: `Compiler` runs compile workers (compile_worker.py), one
+process each, so a hung compile is killed at the timeout and the static-profile flag stays in its worker.
 """
 import contextlib
 import os

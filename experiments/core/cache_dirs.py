@@ -1,8 +1,6 @@
-"""Where the project keeps what it can rebuild but would rather not: outside results/, so deleting
-results/ (or a second checkout) reuses it. No pandas here: compile workers of other toolchains use it.
-Both caches read their variable here, not in experiments/compile_study/: the figure, correctness and
-report jobs import the output cache, and their code digests follow their imports, so an edit of the
-compile code would otherwise rerun them all."""
+"""Where the project keeps what it can rebuild: outside results/. No pandas here (other toolchains'
+compile workers import it); the caches read their variable here so compile-code edits rerun no other job.
+"""
 import os
 from pathlib import Path
 

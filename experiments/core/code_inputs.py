@@ -1,11 +1,5 @@
-"""The code behind each stage, derived from its script's imports, and one digest of it.
-
-Snakemake reruns a script rule when the script changes, not when a module it imports does. Each rule
-therefore carries a param `code`: a digest of every repository file its script imports, directly or
-through other modules (found by reading import statements, not by running anything), plus the data
-files that code reads (templates, catalogs, styles). Editing any of them changes the digest and reruns
-the stage and everything after it; moving or copying the checkout changes no content and reruns
-nothing (paths in the digest are relative to the repository root).
+"""The code behind each stage: its script's import closure, read from import statements, and one digest
+of it plus the data files it reads (docs/reproducibility.md, "What reruns when").
 """
 import ast
 import functools

@@ -1,8 +1,6 @@
-"""The one translation system for every text the project shows (figures, report, gallery, studies):
-English in the code, marked for extraction; one gettext catalog per other language (locale/<lang>/),
-plus one per study that marks messages of its own, merged. It lives in the core, below figures and
-report, so that both read one catalog. How to mark a message and add its translation:
-docs/development.md ("Either way, one translation system")."""
+"""The one translation system for every text the project shows: English in the code, one gettext catalog
+per other language and per study (docs/development.md, "Either way, one translation system").
+"""
 import ast
 import functools
 import io

@@ -1,10 +1,5 @@
-"""What planning hands to the stages: the jobs (a compile-study Job, a MeasureJob and its Settings), the
-toolchain and the device they run on, and the rules every stage applies to a case alike (which cases
-are searched, which raised limits are worth trying, which blocks cannot fit, the columns each row
-carries).
-
-Here, below the stages, so that the planner (experiments/plan/) builds these types without importing a
-stage and no stage imports the planner or another stage (tests/test_structure.py orders them).
+"""What planning hands to the stages: the job, toolchain and device types and the rules every stage
+applies to a case alike; below the stages, so no stage imports the planner (tests/test_structure.py).
 """
 import dataclasses
 import hashlib

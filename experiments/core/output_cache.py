@@ -1,17 +1,5 @@
-"""A content-addressed cache of a job's outputs, for jobs whose outputs follow from their inputs alone.
-
-A figure, the report or a kernel's correctness rows are the same bytes whenever the job's inputs are:
-its input files (by content), its params (the code digest of its script's import closure among them),
-the workflow's config and the installed packages. The key is the sha256 of exactly those, so a run
-after `results/` was deleted, or in a second checkout, copies each such output back instead of
-drawing, typesetting or interpreting it again (experiments/compile_study/cache.py does the same for
-single compiles). An entry is a folder of the output files and a manifest with their sha256, itself
-sealed with the sha256 of its own content (experiments/core/integrity.py); one whose manifest or files
-do not match is made again and overwritten, never trusted, with one warning naming the entry.
-
-Where: $TPU_MATMUL_REPRO_CACHE/outputs when that variable is set ("off" disables this cache and the
-compile cache alike), else $XDG_CACHE_HOME/tpu-matmul-repro/outputs (~/.cache/... by default). Nothing
-prunes it: each new table adds its figures and report (~26 MB); delete the folder to reclaim the space.
+"""A content-addressed cache of the outputs of jobs whose outputs follow from their inputs alone
+(figures, the report, correctness rows): docs/reproducibility.md, "Caches".
 """
 import hashlib
 import json

@@ -1,9 +1,5 @@
-"""The tidy results table, defined once: its columns, their types, its statuses and its key.
-
-One row per estimate, measurement or published number (`source`). Every stage that writes rows
-(the compile study, the measurement harness, the published reference) and every stage that reads
-them (aggregation, figures, report) takes the column list from here; `conform` gives any frame the
-table's columns in order and its dtypes.
+"""The tidy results table, defined once: its columns, types, statuses and key, and the checks a carried
+measurement file passes before it joins the table (check_measured).
 """
 import dataclasses
 

@@ -1,10 +1,5 @@
-"""Which device this run measures on, if any: a TPU found by `jax.devices()`, the CPU on request, or none.
-
-Decided once, when Snakemake reads the workflow, so the measurement jobs exist only where they can
-run. The probe runs `jax.devices()` in a child process (a process that opened the TPU holds it until it
-exits) and only where TPU hardware is visible (/dev/accel*, /dev/vfio): elsewhere it costs nothing and
-the run is estimate-only. The answer is cached in the environment, which Snakemake's job processes
-inherit, so they never probe a TPU that a measuring job already holds.
+"""Which device this run measures on, if any: a TPU found by `jax.devices()` in a child process (only
+where TPU hardware is visible), the CPU on request, or none; decided once and cached in the environment.
 """
 import glob
 import json

@@ -1,8 +1,6 @@
-"""Measuring kernels on a real device: compile, check, warm up, then time, each configuration in a
-worker process that is killed past its timeout and restarted when it crashes, so one configuration
-cannot stall or end the sweep (docs/measuring.md: how one configuration is measured). Raw samples are
-kept; medians and quartiles are derived downstream (experiments/measure/statistics.py). Nothing here is
-TPU-specific but the device, so the CPU tests run every branch (on XLA's matmul)."""
+"""Measuring kernels on a real device: compile, check, warm up, then time each configuration in a worker
+process killed past its timeout and restarted when it crashes (docs/measuring.md). Raw samples are kept.
+"""
 import datetime
 import logging
 import math

@@ -1,7 +1,5 @@
-"""One planning call: a checked config in, every job of the pipeline out.
-
-The Snakefile (rules/common.smk) and the tests call `make_plan` alike, so what a test plans is what a
-run does. Device detection stays outside (it probes the machine): its answer comes in as `device`.
+"""One planning call: a checked config in, every job of the pipeline out. The Snakefile and the tests
+call `make_plan` alike; device detection stays outside and comes in as `device`.
 """
 import dataclasses
 from pathlib import Path
