@@ -146,9 +146,7 @@ def _whole(value, least: int = 1) -> bool:
 
 def problem(result: dict, case, target: str | None) -> str:
     """Why `result` cannot be a cache entry for `case` compiled for `target` ("" if it can): its fields
-    and their types, and the physics: an out-of-VMEM verdict only for a request above the limit it
-    names, no VMEM used (and no limit) above the chip's physical VMEM, no estimate faster than the
-    chip's peak for the case's dtype."""
+    and types, and the physics (an out-of-VMEM request above its limit, no VMEM or speed past the chip's)."""
     if set(result) != set(RESULT_FIELDS):
         return f"fields {sorted(result)}, not {sorted(RESULT_FIELDS)}"
     status, cycles = result["status"], result["est_cycles"]
@@ -213,9 +211,8 @@ def _checkout_digest() -> str:
 
 
 def compile_code_digest(root: Path | None = None) -> str:
-    """The digest of the code that decides a compile: the compile worker and what it imports (the
-    kernels, the case and chip tables, the compiler-output parsers), by syntax tree, so comments and
-    line wrapping do not count. The parent's process, cache and planning code are not in it."""
+    """The digest of the code that decides a compile: the compile worker's import closure, by syntax tree
+    (comments and wrapping do not count); the parent's process, cache and planning code are not in it."""
     from tpu_matmul_repro.experiments.core.code_inputs import ROOT, closure, digest
 
     root = ROOT if root is None else Path(root)

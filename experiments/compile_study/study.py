@@ -64,20 +64,15 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
 
 def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | None = None,
             versions: dict | None = None) -> pd.DataFrame:
-    """Compile the cases of `job` (and raised-limit retries) and return its tidy rows; with
-    job.skip_dominated, a searched case dominated by one out of VMEM is not compiled (dominated_result).
-
-    `python` and `env`: the toolchain's environment for the compile workers (default: this process's),
-    `versions` its jax, jaxlib and libtpu versions for the rows (default: this process's).
-    """
+    """Compile the cases of `job` (and raised-limit retries) and return its tidy rows. `python`, `env`:
+    the toolchain's environment for the workers, `versions` its versions for the rows (default: ours)."""
     return run_jobs([job], stderr=stderr, python=python, env=env, versions=versions)
 
 
 def run_jobs(jobs, *, stderr=None, python: str | None = None, env: dict | None = None,
              versions: dict | None = None) -> pd.DataFrame:
-    """run_job for several jobs of one target and toolchain, one after the other, with the same two
-    compile workers: their rows, in the jobs' order. Starting a worker and its first compile take a
-    second or two, more than all the compiles of a small job (the post toolchain's, XLA's)."""
+    """run_job for several jobs of one target and toolchain with the same two compile workers (starting
+    one takes longer than all compiles of a small job): their rows, in the jobs' order."""
     jobs = list(jobs)
     shared = {(job.target, job.toolchain, job.timeout_s) for job in jobs}
     if len(shared) != 1:
@@ -176,8 +171,7 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
 
 def fits_higher_limit(fits: dict, limit: int) -> dict:
     """The row of a kernel at a raised limit above one it already fits in, without compiling it again:
-    the limit decides whether the kernel fits, not the code it compiles to, so its VMEM use and cycles
-    are those at the lower limit (tests/test_compile_study.py checks this against compiles)."""
+    the limit decides whether it fits, not its code (tests/test_compile_study.py checks this)."""
     return dict(fits, vmem_limit_bytes=limit, compile_s=0.0, vmem_method=FITS_LOWER_LIMIT)
 
 
@@ -242,19 +236,13 @@ def single_step_axes(case: Case) -> tuple[bool, ...]:
 
 
 def dominated_result(case: Case, out_of_vmem) -> dict | None:
-    """A vmem_oom result, without compiling, for a blocked kernel whose bm and bn are at least as large
-    as those of a kernel with the same bk, for the same problem, that ran out of VMEM at the default
-    limit with a single step along the same grid axes. `out_of_vmem`: (case, row) pairs compiled out of
-    VMEM.
+    """A vmem_oom result, without compiling, for a searched blocked kernel whose bm and bn are at least
+    those of one with the same bk and problem that ran out of VMEM at the default limit with a single step
+    along the same grid axes (`out_of_vmem`: (case, row) pairs compiled out of VMEM).
 
-    The VMEM a block grid asks for grows with each block dimension (its pipelined buffers and the
-    accumulator) and depends on which axes have a single step (those buffers are not double-buffered),
-    not on the grid's extent. The same bk, because a block search is split into jobs by bk
-    (plan/job_lists.compile_parts): the rows then do not depend on how it is split. Used for searched
-    configurations only: the post's own keep the compiler's requested bytes, which the report quotes and
-    the raised limits are chosen from. vmem_bytes stays empty (the compiler was not asked);
-    tests/test_compile_study.py compiles dominated configurations to check the verdict.
-    """
+    VMEM grows with each block dimension and depends on which axes have a single step, not on the grid's
+    extent; the same bk because a search is split into jobs by bk (compile_parts). vmem_bytes stays empty;
+    tests/test_compile_study.py compiles dominated configurations to check the verdict."""
     if case.facts.grid != BLOCKS:
         return None
     for other, row in out_of_vmem:

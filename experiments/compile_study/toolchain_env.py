@@ -37,11 +37,8 @@ def read_manifest(path: Path) -> dict | None:
 
 
 def ensure(toolchain: Toolchain, path: Path, *, pip_args=(), log=None) -> dict:
-    """The toolchain's environment at `path`, built first if needed; returns its manifest, with BUILT
-    True if this call built it, False if it was there (or another process built it meanwhile).
-
-    Raises ToolchainInstallError naming the toolchain when venv or pip fail.
-    """
+    """The toolchain's environment at `path`, built first if needed; its manifest, with BUILT True if
+    this call built it. ToolchainInstallError naming the toolchain when venv or pip fail."""
     if toolchain.pipeline:
         raise ValueError(f"toolchain {toolchain.name!r} is the pipeline's own environment: nothing to build")
     path = Path(path)

@@ -44,9 +44,8 @@ def NC_(context: str, message: str) -> tuple[str, str]:
 
 
 def spec_descriptions(fileobj, keywords, comment_tags, options):
-    """A babel extractor (EXTRACT): the `description` of each kernel's facts (kernels/__init__.py), which
-    figure titles and report headings show in each language; kernels/ marks nothing (it imports no layer
-    above)."""
+    """A babel extractor (EXTRACT): each kernel's `description` (kernels/__init__.py), which figure titles
+    and report headings show; kernels/ marks nothing (it imports no layer above)."""
     for node in ast.walk(ast.parse(fileobj.read())):
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "KernelFacts":
             for keyword in node.keywords:

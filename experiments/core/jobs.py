@@ -129,11 +129,8 @@ def raised_limits(target: str, limits_mib, requested_bytes: int) -> list[int]:
 
 
 def beyond_physical_vmem(target: str, case: Case) -> dict | None:
-    """A vmem_oom result, without compiling, for a kernel whose blocks alone exceed the core's VMEM.
-
-    No limit can make such a kernel fit, and libtpu takes minutes to say so (v1 at 8192: > 2 min).
-    The row's error says it was not compiled; vmem_bytes is then the lower bound, not the compiler's.
-    """
+    """A vmem_oom result, without compiling, for a kernel whose blocks alone exceed the core's VMEM: no
+    limit can make it fit, and libtpu takes minutes to say so; vmem_bytes is then the lower bound."""
     if not case.facts.pallas:
         return None
     need, have = min_vmem_bytes(case), chip(target).vmem_bytes

@@ -49,9 +49,8 @@ def environment() -> dict:
 
 
 def key_parts(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> dict:
-    """What a job's outputs follow from: rule, input contents, params, config, software, the environment
-    variables of jax, XLA and libtpu, output names, and `extra`: what else the script reads (e.g. the
-    report's date). Values must be JSON."""
+    """What a job's outputs follow from: rule, input contents, params, config, software, jax's, XLA's and
+    libtpu's environment variables, output names and `extra` (what else the script reads); JSON values."""
     return dict(format=FORMAT, rule=rule, inputs=[file_digest(p) for p in inputs],
                 params=params, config=config, software=software(), environment=environment(),
                 outputs=[Path(p).name for p in outputs], extra=extra or {})
@@ -117,9 +116,8 @@ class OutputCache:
         return True
 
     def store(self, key: str, outputs) -> None:
-        """Keep copies of `outputs` under `key`: written beside the entry, then renamed into place. Best
-        effort: the outputs are made already, so a cache that cannot take them (full, read-only, or an
-        entry another job stored first) only logs why."""
+        """Keep copies of `outputs` under `key`, written beside the entry and renamed into place; best effort:
+        a cache that cannot take them only logs why."""
         entry = self._entry(key)
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
@@ -144,13 +142,9 @@ class OutputCache:
 
 
 def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
-    """Restore the job's outputs from the cache, or call make() and store what it wrote.
-
-    `snakemake` is the script's Snakemake object: its rule, input, params, config and output make the
-    key, with `extra` (what else the script reads). make() does the work and writes every output (its
-    heavy imports belong inside it); it returns False when those outputs do not follow from the key
-    alone (e.g. a compile timed out, which another run may not), and then nothing is stored.
-    """
+    """Restore the job's outputs from the cache, or call make() and store what it wrote; `snakemake`'s rule,
+    input, params, config and output, with `extra`, make the key. make() returns False when its outputs do
+    not follow from the key alone (a compile timed out), and then nothing is stored."""
     root = cache_root()
     outputs = list(snakemake.output)
     if root is None:

@@ -21,9 +21,8 @@ PROBE = ("import json, jax; d = jax.devices(); "
 
 
 def count_chips(device_kind: str, devices: int, distinct_coords: int | None = None) -> int:
-    """Chips behind `devices` JAX devices. A JAX device is a chip on single-core chips (v5e, v6e) and on
-    megacore chips (v4, v5p: one device drives both TensorCores), but one TensorCore on 7x (two per
-    chip). Devices on one chip share their coordinates, so their count is the answer where known."""
+    """Chips behind `devices` JAX devices: one device per chip but on 7x (one per TensorCore); devices on
+    one chip share their coordinates, so their count is the answer where known."""
     if distinct_coords:
         return distinct_coords
     version = chip_version(device_kind)

@@ -65,9 +65,7 @@ def calls_per_batch(single_call_s: float, out_bytes: int, settings: Settings) ->
 def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counter,
                  phase=lambda name: None) -> dict:
     """Compile, check and time `call` on `case`; a dict of status, error, errors and raw samples.
-
-    `phase(name)` is told "compiling", "checking" and "timing" as they start (the worker reports
-    them, so a configuration killed at its timeout says where it hung)."""
+    `phase(name)` is told each phase as it starts: a configuration killed at its timeout says where."""
     result = empty_result()
     inputs = [operands(case, seed) for seed in range(settings.input_sets)]
     phase("compiling")

@@ -37,13 +37,8 @@ class Plan:
 
 
 def make_plan(config: dict, *, device=None, label: str = "local", imported=(), published=PUBLISHED) -> Plan:
-    """Expand `config`, checked against the schema already (plan_config.checked: the workflow checks it
-    once, in rules/common.smk), into the pipeline's jobs, checking what the schema cannot (toolchains,
-    shapes).
-
-    `published`: the post's numbers (data/published_v5e.csv), whose configurations some toolchains
-    compile. Raises plan_config.ConfigError naming the key and the value.
-    """
+    """Expand `config`, checked already (plan_config.checked), into the pipeline's jobs, checking what the
+    schema cannot; `published`: data/published_v5e.csv. plan_config.ConfigError names key and value."""
     toolchains = job_lists.check_toolchains(config)
     correctness = job_lists.correctness_cases(config)
     measure = job_lists.measure_jobs(config, device, label) if device else {}
