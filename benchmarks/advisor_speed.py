@@ -1,19 +1,6 @@
-"""Time the advisor for one shape per target, cold and warm, beside the machine's yardstick, and record
-the figures in benchmarks/advisor_speed.csv (docs/advisor.md quotes the summary of each target's latest
-commit's runs: a VM's speed drifts by a tenth or more between runs, so one run is not a record).
-
+"""Time the advisor for one shape per target, cold and warm, beside the machine's yardstick, into
+benchmarks/advisor_speed.csv (method and goals: docs/development.md, "Benchmarks").
     python3 benchmarks/advisor_speed.py [--targets v5e v6e v5p 7x] [--shape 8192x4096x14336] [--many v6e]
-
-The model is fitted once first, into the user's cache, as `advise --results none` fits it (minutes
-from an empty cache; not timed). Then per target: "cold", `advise SHAPE --target T --results none`
-with an empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder holding only a copy of the fitted
-model), and "warm", the same again with the cache that run filled. Each row: the wall time, the CPU
-seconds of the advisor and its compile workers, the compiles made and found cached (from the
-advisor's log), the 1-minute load average at its start. Then "cold, 21 shapes": one call, empty cache,
-on the 21 LLM projections of MANY_SHAPES (--many: its target). benchmarks/calibrate.py times nine fixed
-compiles before and after all runs: the machine's speed then, since this project's VMs differ by two
-to three times and drift within minutes. The goals, on a 2-core machine: cold <= 20 s on every
-target, warm <= 2 s, the 21 shapes cold <= 2 min.
 """
 import argparse
 import datetime

@@ -1,29 +1,6 @@
-"""Time the default pipeline run as a user meets it, and record the figures in benchmarks/default_run.md.
-
+"""Time the default run as a user meets it (cold, warm, no-op) from clean clones, into
+benchmarks/default_run.md (method and goals: docs/development.md, "Benchmarks").
     python3 benchmarks/default_run.py [--cores 1 2 2 1] [--fresh-toolchains]
-
-From a clean clone of this checkout's HEAD, in the current Python environment:
-  1. a cold run for each --cores value, in order (default 1, 2, 2, 1): each in a clean clone with an
-     empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder) and no cut CJK font for the Chinese
-     figures (figures/style.py), no results. Each value twice, in mirrored order, so that a drift of
-     the machine's speed during the benchmark weighs on both alike: the speed-up is the ratio of the
-     mean times;
-  2. warm cache: results/ of the first run deleted, its compile cache kept;
-  3. no-op: everything up to date.
-Toolchain environments (the post's jax 0.4.36 and libtpu 0.0.5, ~1 GB) are built once per machine and
-kept outside results/ (experiments/compile_study/toolchain_env.py): "cold" means no compiles cached,
-not no packages, unless --fresh-toolchains gives each cold run an empty toolchain folder, as on a
-machine that never ran the project (pip's own download cache stays). Each run's row says whether it
-built the environment or reused it (its toolchain_environment log).
-
-Each figure is the wall time of `python3 -m snakemake --cores N`, with the CPU seconds of all its
-processes (Snakemake, its jobs, their compile workers), which load on a shared machine inflates less;
-the file records the date, commit and machine. The targets: cold <= 4 min with --cores 1 on a
-2-core machine, the advice and the public scoring included; warm <= 30 s; no-op <= 4 s. Before and
-after each cold run,
-benchmarks/calibrate.py times nine fixed compiles: the machine's speed at the time, quoted beside the
-run (this VM's speed drifts by 10-25 %). Each run's mean CPUs busy (from /proc/stat: Linux only)
-tells idle cores from slow ones.
 """
 import argparse
 import datetime
