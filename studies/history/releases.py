@@ -1,9 +1,5 @@
-"""The jax releases between two toolchains, each with the jaxlib and libtpu its `[tpu]` extra pins.
-
-`pip install "jax[tpu]==X"` is what a user of release X got on a TPU host, so that pair is the release
-the history bisects over (studies/history/bisect.py). The list is read once from the jax wheels'
-metadata by tools/list_releases.py and kept in data/releases.csv (both in this folder), so planning
-needs no network.
+"""The jax releases between two toolchains, each with the jaxlib and libtpu its `[tpu]` extra pins
+(what a user of it got on a TPU host), read from data/releases.csv (tools/list_releases.py wrote it).
 """
 import csv
 import dataclasses
@@ -59,10 +55,8 @@ def tpu_extra(metadata: str) -> dict[str, str]:
 
 def release_from_metadata(jax_version: str, metadata: str, *, on_index: dict[str, set[str]],
                           jax_date: str = "", jax_commit: str = "") -> Release:
-    """The release of jax `jax_version` from its METADATA: the jaxlib and libtpu that `pip install
-    "jax[tpu]==X"` installs from the index today (`on_index`: the versions of jaxlib and libtpu offered
-    for this platform), i.e. the highest each requirement allows. A release whose extra allows no
-    libtpu or jaxlib on the index is kept, marked not installable, with the reason."""
+    """The release of jax `jax_version` from its METADATA: the highest jaxlib and libtpu its `[tpu]` extra
+    allows among `on_index` (the versions offered here); none allowed: kept, not installable, with why."""
     extra = tpu_extra(metadata)
     notes, problems, chosen = [], [], {}
     for package in ("jaxlib", "libtpu"):
