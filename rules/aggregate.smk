@@ -78,30 +78,10 @@ rule summaries:
         # the public measurements' scope rows (rules/validation.smk), where the config scores them
         public=PUBLIC_FILES[1:],
     output:
-        fidelity=report(
-            "results/fidelity.csv",
-            caption="../report/captions/fidelity.rst",
-            category="Tables",
-            labels={"table": "fidelity.csv"},
-        ),
-        constants=report(
-            "results/timing_model.csv",
-            caption="../report/captions/timing_model.rst",
-            category="Tables",
-            labels={"table": "timing_model.csv"},
-        ),
-        best_vs_xla=report(
-            "results/best_vs_xla.csv",
-            caption="../report/captions/best_vs_xla.rst",
-            category="Tables",
-            labels={"table": "best_vs_xla.csv"},
-        ),
-        ablation=report(
-            "results/model_ablation.csv",
-            caption="../report/captions/model_ablation.rst",
-            category="Tables",
-            labels={"table": "model_ablation.csv"},
-        ),
+        fidelity=reported_table("fidelity"),
+        constants=reported_table("timing_model"),
+        best_vs_xla=reported_table("best_vs_xla"),
+        ablation=reported_table("model_ablation"),
     log:
         "logs/aggregate/summaries.log",
     conda:
@@ -117,12 +97,7 @@ rule claims:
         table="results/matmul.parquet",
         model="results/timing_model.json",
     output:
-        report(
-            "results/claims.csv",
-            caption="../report/captions/claims.rst",
-            category="Tables",
-            labels={"table": "claims.csv"},
-        ),
+        reported_table("claims"),
     log:
         "logs/aggregate/claims.log",
     conda:

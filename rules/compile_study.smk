@@ -20,7 +20,7 @@ rule compile_study_job:
         # Two libtpu processes per job; the profiling one grows with the grids it walks.
         mem_mb=4000,
     params:
-        job=lambda wc: settings(PLAN.compile_jobs[(wc.target, wc.experiment, wc.dtype, wc.part)]),
+        job=lambda wc: codec.encode(PLAN.compile_jobs[(wc.target, wc.experiment, wc.dtype, wc.part)]),
         code=code("scripts/compile_study_job.py"),
     script:
         "../scripts/compile_study_job.py"

@@ -14,8 +14,8 @@ rule correctness_kernel:
     # The SLURM and Kubernetes profiles set 2 threads (and CPUs) for it.
     threads: 1
     params:
-        cases=lambda wc: settings(PLAN.correctness[wc.kernel]),
-        tolerance=lambda wc: settings(config["correctness"]["tolerance"]),
+        cases=lambda wc: codec.encode(PLAN.correctness[wc.kernel]),
+        tolerance=lambda wc: codec.encode(config["correctness"]["tolerance"]),
         num_cores=config["correctness"]["tpu_interpret"]["num_cores"],
         code=code("scripts/correctness_kernel.py"),
     script:

@@ -15,7 +15,7 @@ rule figures:
     # gives a job no more than --cores; --set-threads figures=N for more).
     threads: 2
     params:
-        figures=lambda wc: settings(FIGURES),
+        figures=lambda wc: codec.encode(FIGURES),
         # CITATION.cff: the citation embedded in every file; the catalog: the words in every language
         code=code(
             "scripts/draw_figures.py",
@@ -51,7 +51,7 @@ rule gallery:
     conda:
         "../environment.yml"
     params:
-        figures=lambda wc: settings(FIGURES),
+        figures=lambda wc: codec.encode(FIGURES),
         code=code(
             "scripts/gallery.py",
             "locale/*/LC_MESSAGES/*.po",

@@ -14,7 +14,7 @@ rule measure_job:
     # raise): there the profile gives the job a node of its own (profiles/slurm: --exclusive).
     threads: workflow.resource_settings.cores or 1
     params:
-        job=lambda wc: settings(PLAN.measure[(wc.experiment, wc.dtype)]),
+        job=lambda wc: codec.encode(PLAN.measure[(wc.experiment, wc.dtype)]),
         # the worker runs as `python -m`, outside the script's imports
         code=code("scripts/measure_job.py", "experiments/measure/timing_worker.py"),
     script:

@@ -19,7 +19,7 @@ rule toolchain_environment:
     conda:
         "../environment.yml"
     params:
-        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
+        toolchain=lambda wc: codec.encode(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
         code=code("scripts/toolchain_environment.py"),
     script:
@@ -47,8 +47,8 @@ rule toolchain_study_job:
     params:
         # "all" (runs: published): every job of the toolchain for the target, sharing compile workers;
         # else one (experiment, dtype) (experiments/plan/toolchains.py: batches)
-        jobs=lambda wc: settings(TOOLCHAIN_BATCHES[(wc.toolchain, wc.target, wc.batch)]),
-        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
+        jobs=lambda wc: codec.encode(TOOLCHAIN_BATCHES[(wc.toolchain, wc.target, wc.batch)]),
+        toolchain=lambda wc: codec.encode(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
         code=code("scripts/toolchain_study_job.py"),
     script:

@@ -27,8 +27,8 @@ rule history_bisect:
     resources:
         mem_mb=4000,
     params:
-        settings=settings(settings_of(config)),
-        toolchains=settings(TOOLCHAINS),
+        settings=codec.encode(settings_of(config)),
+        toolchains=codec.encode(TOOLCHAINS),
         code=code("studies/history/scripts/bisect.py"),
     script:
         "scripts/bisect.py"
