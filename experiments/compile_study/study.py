@@ -27,32 +27,33 @@ from tpu_matmul_repro.kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
 
-# cycles_method of an ok Pallas row whose toolchain cannot profile (libtpu 0.0.5 rejects the flag), or
-# whose job does not ask for the profile (the default run)
+# cycles_method of an ok Pallas row not profiled: its toolchain cannot (libtpu 0.0.5) or its job does
+# not ask to; or its grid has more than profile_max_steps steps, each of which the profile would walk
 NO_STATIC_PROFILE = "no_static_profile"
-# cycles_method of an ok Pallas row of a profiling job whose grid has more than profile_max_steps steps:
-# the profile walks every step, so such a grid is compiled plainly and gets no cycles
 OVER_PROFILE_MAX_STEPS = "over_profile_max_steps"
-# vmem_method of a raised-limit row whose kernel already fits at a lower raised limit: not compiled again
+# vmem_method of rows not compiled: a raised limit above one the kernel fits in (fits_higher_limit), a
+# searched configuration dominated by one out of VMEM (dominated_result)
 FITS_LOWER_LIMIT = "fits_lower_limit"
-# vmem_method of a searched configuration known to run out of VMEM from a smaller one that did
-# (dominated_result)
 DOMINATED = "dominated"
+
+
+def case_columns(job: Job, case: Case) -> dict:
+    """The columns every estimate row of `case` in `job` has, whatever its outcome."""
+    c = chip(job.target)
+    return dict(source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
+                experiment=job.experiment, kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
+                bm=case.bm, bk=case.bk, bn=case.bn, search=searched(case, job))
 
 
 def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
                  method: str, vmem_method: str) -> dict:
     c = chip(job.target)
     row = dict(
-        source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
-        experiment=job.experiment,
-        kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
-        bm=case.bm, bk=case.bk, bn=case.bn, status=result["status"], vmem_bytes=result["vmem_bytes"],
+        case_columns(job, case), status=result["status"], vmem_bytes=result["vmem_bytes"],
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
         raised_limit=limit is not None, est_cycles=cycles, vmem_method=vmem_method,
         cycles_method=method if result["status"] == "ok" else "",
         compile_s=result["compile_s"], error=result["error"],
-        search=searched(case, job),
         **chip_columns(c, case),
     )
     if result["status"] == "ok" and cycles:
@@ -186,14 +187,9 @@ def job_versions(versions: dict | None) -> dict:
 def toolchain_error_rows(job: Job, error: str, versions: dict | None = None) -> pd.DataFrame:
     """One toolchain_error row per case of `job`: its toolchain could not be installed or started, so
     nothing was compiled; `error` names the toolchain and says why."""
-    c = chip(job.target)
-    rows = [dict(source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
-                 experiment=job.experiment, kernel=case.kernel, dtype=case.dtype,
-                 m=case.m, k=case.k, n=case.n,
-                 bm=case.bm, bk=case.bk, bn=case.bn, status="toolchain_error",
-                 vmem_limit_bytes=c.default_vmem_limit_bytes, raised_limit=False,
-                 search=searched(case, job), error=readable_error(error))
-            for case in job.cases]
+    limit = chip(job.target).default_vmem_limit_bytes
+    rows = [dict(case_columns(job, case), status="toolchain_error", vmem_limit_bytes=limit,
+                 raised_limit=False, error=readable_error(error)) for case in job.cases]
     return frame(rows, job_versions(versions or {}))
 
 
