@@ -60,11 +60,6 @@ def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
-def job_key(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> str:
-    """The key of a job's outputs: the digest of its key_parts."""
-    return _digest(key_parts(rule, inputs, params, config, outputs, extra))
-
-
 def parts_line(parts: dict) -> str:
     """Each part's short digest, for the log: two runs' logs side by side say which part made a miss
     (each input file's own digest, so the input that changed is named)."""
