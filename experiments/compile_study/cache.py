@@ -51,8 +51,7 @@ def cache_root() -> Path | None:
 
 
 class CompileCache:
-    """Results of one kind of compile (target, profile on or off, toolchain, code), keyed by case and
-    limit."""
+    """Results of one kind of compile (target, profile, toolchain, code), keyed by case and limit."""
 
     def __init__(self, root: Path, context: dict):
         self.root, self.context = Path(root), context
@@ -193,8 +192,7 @@ def compile_context(target: str, profile: bool, versions: dict, code_digest: str
 
 
 def for_target(target: str, profile: bool, versions: dict) -> CompileCache | None:
-    """The cache for compiles for `target` with the toolchain whose jax, jaxlib and libtpu versions are
-    in `versions` (a row's version columns), or None when disabled."""
+    """The cache for `target`'s compiles by the toolchain of `versions`; None when disabled."""
     root = cache_root()
     if root is None:
         return None

@@ -222,8 +222,7 @@ def grid_steps(case: Case) -> int:
 
 
 def block_elements(case: Case) -> int:
-    """The elements of a case's blocks (0 without blocks): an order in which no case comes after one
-    whose blocks are at least as large along every axis."""
+    """The elements of a case's blocks (0 without): no case comes after one at least as large."""
     return (case.bm * case.bk * case.bn) if case.facts.grid == BLOCKS else 0
 
 

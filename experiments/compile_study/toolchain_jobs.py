@@ -34,8 +34,7 @@ def environment_marker(toolchain: Toolchain, path, marker, log, *, pip_args=()) 
 
 
 def run_toolchain_jobs(jobs, toolchain: Toolchain, path, marker, log, *, stderr=None) -> pd.DataFrame:
-    """Compile `jobs` (of one target) with the toolchain's Python, sharing its compile workers, or
-    return their toolchain_error rows."""
+    """Compile `jobs` (of one target) with the toolchain's Python, or return their toolchain_error rows."""
     jobs = list(jobs)
     targets = sorted({job.target for job in jobs})
     if len(targets) != 1:

@@ -104,8 +104,7 @@ class Compiler:
         return self._proc
 
     def compile(self, case: "Case", vmem_limit_bytes: int | None = None, options: dict | None = None) -> dict:
-        """The compile's result: from the cache when it has it (no worker started), else compiled;
-        `options`: compiler options for this compile alone (XLA flags by name)."""
+        """The compile's result, from the cache where it has it; `options`: compiler options (XLA flags)."""
         cached = self.cache.get(case, vmem_limit_bytes, options) if self.cache else None
         if cached is not None:
             return dict(cached)

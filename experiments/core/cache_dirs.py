@@ -16,8 +16,7 @@ def user_cache(name: str) -> Path:
 
 
 def cache_folder(name: str) -> Path | None:
-    """The folder of the compile ("compile") or output ("outputs") cache, or None when turned off:
-    under $TPU_MATMUL_REPRO_CACHE when that is set (see CACHE_VARIABLE), else user_cache(name)."""
+    """The folder of the `name` cache under $TPU_MATMUL_REPRO_CACHE, else user_cache(name); None when off."""
     configured = os.environ.get(CACHE_VARIABLE)
     if configured is None:
         return user_cache(name)

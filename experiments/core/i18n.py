@@ -98,8 +98,7 @@ def used_messages(under: tuple[str, ...] = ("",)) -> frozenset[tuple[str, str | 
 
 
 def scope_messages(study: str | None = None) -> frozenset[tuple[str, str | None]]:
-    """The messages one catalog holds: the core's marks (study None), or those a study marks in its
-    folder that the core does not."""
+    """The messages one catalog holds: the core's (study None), or a study's that the core does not mark."""
     core = frozenset().union(*(_marked(method, pattern) for method, pattern in EXTRACT))
     if study is None:
         return core
@@ -144,8 +143,7 @@ def _checked(lang: str, _versions: tuple) -> Translations:
 
 
 def translations(lang: str) -> Translations:
-    """The checked translations for `lang` (English: the identity), the core's and every study's
-    merged; read again when a catalog changes."""
+    """The checked translations for `lang` (English: the identity), core's and studies' merged."""
     if lang == "en":
         return Translations()
     paths = [catalog_path(lang, study) for study in scopes()]

@@ -55,8 +55,7 @@ class Device:
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """How to measure: from the config's `measure` section (defaults in config/schema.yaml only; see
-    experiments/plan/job_lists.measure_settings)."""
+    """How to measure: the config's `measure` section (job_lists.measure_settings)."""
 
     warmup: int
     samples: int
@@ -86,8 +85,7 @@ class MeasureJob:
 
 @dataclasses.dataclass(frozen=True)
 class Toolchain:
-    """A compiler (jax, jaxlib, libtpu) and what it compiles; experiments/plan/toolchains.py reads the
-    config's `toolchains` section into these."""
+    """A compiler (jax, jaxlib, libtpu) and what it compiles: the config's `toolchains`."""
 
     name: str
     pins: tuple = ()  # ((package, version), ...), sorted; empty for the pipeline's own environment

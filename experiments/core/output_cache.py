@@ -20,8 +20,7 @@ FORMAT = 2  # bump when an entry's layout or the key's parts change
 
 
 def cache_root() -> Path | None:
-    """$TPU_MATMUL_REPRO_CACHE/outputs, ~/.cache/tpu-matmul-repro/outputs, or None when that variable
-    turns the caches off."""
+    """$TPU_MATMUL_REPRO_CACHE/outputs, else the user's cache folder; None when caches are off."""
     return cache_folder("outputs")
 
 

@@ -70,8 +70,7 @@ def _open(path, kind: str) -> int:
 
 
 def check_file(path, kind: str) -> int:
-    """The size of `path` if it is a regular file within its kind's limit; ReadError otherwise. For a
-    reader that takes a path of its own (parquet)."""
+    """The size of `path`, a regular file within its kind's limit, else ReadError (for parquet)."""
     fd = _open(path, kind)
     try:
         return os.fstat(fd).st_size
@@ -95,8 +94,7 @@ def read_bytes(path, kind: str) -> bytes:
 
 
 def decoded(data: bytes, path) -> str:
-    """`data` as UTF-8 text; ReadError naming `path`, the first byte that is not UTF-8, its offset and
-    its line."""
+    """`data` as UTF-8; ReadError naming `path` and the first byte that is not UTF-8, its offset and line."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -124,8 +124,7 @@ def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None,
 
 
 class InProcess:
-    """Runs configurations in this process: for tests of the bookkeeping with stand-in calls (no
-    isolation: a hang hangs the caller). `experiments.measure.process.Worker` is the real runner."""
+    """Runs configurations in this process, for tests of the bookkeeping (no isolation: process.Worker)."""
 
     def __init__(self, build=build, clock=time.perf_counter, found: dict | None = None):
         self.build, self.clock, self.found = build, clock, found  # found: pretend to be that device

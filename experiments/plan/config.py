@@ -36,8 +36,7 @@ def _schema_file(_mtime_ns: int) -> dict:
 
 
 def schema() -> dict:
-    """config/schema.yaml, with its kernel enums filled from the kernel registry (kernels/) and its
-    target enums from CHIPS."""
+    """config/schema.yaml, its kernel enums filled from the kernel registry, its target enums from CHIPS."""
     loaded = copy.deepcopy(_schema_file(SCHEMA.stat().st_mtime_ns))
     defs = loaded["$defs"]
     defs["kernel"]["enum"] = list(DECLARED)
@@ -167,8 +166,7 @@ def _walk(config):
 
 
 def with_defaults(config: dict, node: dict | None = None) -> dict:
-    """A copy of `config` with every default of the schema filled in, at every depth: the schema is the
-    one place defaults live."""
+    """A copy of `config` with the schema's defaults filled in at every depth (their one place)."""
     root = schema() if node is None else None
     node = root if node is None else node
     return _fill(copy.deepcopy(config), node, root or node)
@@ -242,8 +240,7 @@ def _generations(_mtime_ns: int) -> dict:
 
 
 def check_generations(config: dict) -> None:
-    """ConfigError in one line for a target that the pipeline's libtpu cannot compile for without a TPU,
-    as data/tpu_generations.csv records it."""
+    """ConfigError for a target the pipeline's libtpu cannot compile for (data/tpu_generations.csv)."""
     try:
         known = _generations(GENERATIONS.stat().st_mtime_ns)
     except OSError:
@@ -365,8 +362,7 @@ def load_yaml(path, kind: str = "config file") -> dict:
 
 
 def load_with_overlays(*paths) -> dict:
-    """config/config.yaml with the config files at `paths` merged in as `--configfile` merges them
-    (Snakemake's update_config): a study's overlay."""
+    """config/config.yaml with the files at `paths` merged as `--configfile` merges them."""
     from snakemake.utils import update_config
 
     config = load_yaml(ROOT / "config" / "config.yaml")

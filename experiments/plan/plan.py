@@ -74,8 +74,7 @@ def known_targets(devices, imported_paths) -> list[str]:
 
 
 def validate(config: dict) -> dict:
-    """Schema and semantic checks; returns the config with the schema's defaults filled in, or raises
-    ConfigError. A `cpu` measurement is planned too (a TPU's plan differs only in its device)."""
+    """`config` checked and planned (a `cpu` measurement too), with its defaults; ConfigError otherwise."""
     config = plan_config.checked(config)
     cpu = Device("cpu", "cpu", "cpu", 1) if config["measure"]["device"] == "cpu" else None
     make_plan(config, device=cpu, label="check")

@@ -41,8 +41,7 @@ class Release:
 
 
 def resolve(requirement: str, available) -> str | None:
-    """The version pip installs for `requirement` (e.g. "==0.0.10.*", ">=0.4.36,<=0.4.37"): the highest
-    release in `available` it allows; None if there is none."""
+    """The highest release in `available` that `requirement` allows (as pip picks it), None if none."""
     allowed = [v for v in SpecifierSet(requirement).filter(available, prereleases=False)]
     return max(allowed, key=Version) if allowed else None
 

@@ -68,8 +68,7 @@ def from_csv(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def agreement(table: pd.DataFrame, name: str) -> dict:
-    """Feasibility agreement of toolchain `name` with the post over the configurations it compiled,
-    and the libtpu it was."""
+    """Feasibility agreement of toolchain `name` with the post where it compiled, and its libtpu."""
     compared = table[f"{name}_agrees"].dropna().astype(bool) if f"{name}_agrees" in table else pd.Series([])
     libtpu = table[f"{name}_libtpu"].dropna() if f"{name}_libtpu" in table else pd.Series([])
     return dict(toolchain=name, n=len(compared), agree=int(compared.sum()),

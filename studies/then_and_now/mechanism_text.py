@@ -53,8 +53,7 @@ def block_bytes(kernel_blocks: tuple, dtype: str) -> float:
 
 
 def per_configuration(mechanism: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration: the four pairs' bytes, whether its block buffers doubled, and which
-    component doubled them."""
+    """One row per configuration: the four pairs' bytes, whether its buffers doubled, and which component."""
     rows = []
     for blocks in mechanism[BLOCKS].drop_duplicates().itertuples(index=False, name=None):
         b, a = _bytes(mechanism, BEFORE, blocks), _bytes(mechanism, AFTER, blocks)
