@@ -6,7 +6,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from default_run import cpu_model  # benchmarks/, this script's folder
 
 from tpu_matmul_repro.experiments.core.atomic_write import write_atomic
 
@@ -86,15 +86,6 @@ def measured_commit() -> str:
                               f":!{OUT.relative_to(REPO)}"], cwd=REPO, capture_output=True, text=True,
                              check=True).stdout.strip()
     return sha.removesuffix("-dirty") if not changed else sha
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux), else what platform says."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def runs(targets, shape: str, models: list[Path], many: str | None) -> list[dict]:

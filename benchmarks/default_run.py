@@ -84,9 +84,17 @@ def clone(dest: Path) -> Path:
     return dest
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else what platform says."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpu = cpu_model()
     mem = next((int(line.split()[1]) // 1024 // 1024
                 for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), 0)
     return (f"{os.cpu_count()} cores ({cpu}), {mem} GiB, {platform.platform()}, "
