@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tpu_matmul_repro.experiments.core import integrity, reading
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
+from tpu_matmul_repro.experiments.core.runtime import logged
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,13 @@ class OutputCache:
             log.warning("output cache: entry %s not stored (%s)", key[:16], e)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def cached_job(snakemake, make, extra=None) -> None:
+    """A job's script: make(log) with the job's log, by reuse_or_make; `extra()`: what else the outputs
+    follow from."""
+    with logged(snakemake.log[0]) as log:
+        reuse_or_make(snakemake, lambda: make(log), log, extra=extra() if extra else None)
 
 
 def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
