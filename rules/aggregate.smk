@@ -19,10 +19,8 @@ rule check_carried:
         "../scripts/check_carried.py"
 
 
-# One configuration measured under one run label in two files (a file copied under two names, or this
-# run's own file carried back in) stops here too, naming both files, before the aggregate starts. The
-# mark is named after the set of files it vouches for: a refused set leaves the good set's mark in place,
-# so taking the bad file out again leaves the previous run complete, not to be remade.
+# One configuration under one run label in two files stops here, naming both. The mark is named after
+# the set of files it vouches for: taking a refused file out again leaves the previous run complete.
 UNIQUE_MARK = (
     "results/carried/all-files-%s.unique"
     % hashlib.sha256("\n".join(MEASURED + IMPORTED).encode()).hexdigest()[:12]

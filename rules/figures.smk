@@ -11,8 +11,7 @@ rule figures:
         "logs/figures/figures.log",
     conda:
         "../environment.yml"
-    # One job draws them all (figures/batch.py), in as many processes as it has threads: 2 (Snakemake
-    # gives a job no more than --cores; --set-threads figures=N for more).
+    # One job draws them all, in a process per thread (--set-threads figures=N for more than 2).
     threads: 2
     params:
         figures=lambda wc: codec.encode(FIGURES),
@@ -30,7 +29,7 @@ rule figures:
 
 
 # The gallery: every figure as a card with caption, files and snippets to paste; and the licence,
-# attribution and citation that travel with results/. Reads the table, the catalog and the figures.
+# attribution and citation that travel with results/.
 rule gallery:
     input:
         table="results/matmul.parquet",

@@ -1,7 +1,5 @@
-# The timing model scored on public TPU matmul measurements, never fitted on them
-# (analysis/public_validation.py): each generation's cases compiled as the compile study's are (the same
-# script, its compile cache), then scored against the run's model. Their scope rows join fidelity.csv
-# (rules/aggregate.smk: summaries).
+# The timing model scored on public TPU matmul measurements, never fitted on them: each generation's
+# cases compiled as the compile study's are, then scored; their scope rows join fidelity.csv.
 
 
 rule public_compiles:
