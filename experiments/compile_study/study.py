@@ -232,12 +232,8 @@ def single_step_axes(case: Case) -> tuple[bool, ...]:
 
 def dominated_result(case: Case, out_of_vmem) -> dict | None:
     """A vmem_oom result, without compiling, for a searched blocked kernel whose bm and bn are at least
-    those of one with the same bk and problem that ran out of VMEM at the default limit with a single step
-    along the same grid axes (`out_of_vmem`: (case, row) pairs compiled out of VMEM).
-
-    VMEM grows with each block dimension and depends on which axes have a single step, not on the grid's
-    extent; the same bk because a search is split into jobs by bk (compile_parts). vmem_bytes stays empty;
-    tests/test_compile_study.py compiles dominated configurations to check the verdict."""
+    those of an `out_of_vmem` case (default limit) with the same bk, problem and single-step axes: VMEM
+    grows with each block dimension, whatever the grid's extent (tests/test_compile_study.py checks it)."""
     if case.facts.grid != BLOCKS:
         return None
     for other, row in out_of_vmem:

@@ -93,9 +93,8 @@ def logged(log_path):
 
 
 def record_interrupts() -> list:
-    """A list that gets an entry for each Ctrl-C (SIGINT) this process receives, which is then handled
-    as before (KeyboardInterrupt): the Snakefile's onerror tells an interrupted run from a failed one.
-    Left as it is where SIGINT is ignored (a shell's background job) or handled otherwise."""
+    """A list that gets an entry for each Ctrl-C this process receives, then handled as before: the
+    Snakefile's onerror tells an interrupted run from a failed one. Left alone where SIGINT is not default."""
     received = []
 
     def note(signum, frame):

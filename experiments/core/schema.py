@@ -223,11 +223,8 @@ _PATTERNS = {"target": r"[a-z0-9][a-z0-9-]*", "experiment": r"[A-Za-z0-9]+",
 
 
 def check_measured(path, *, min_samples: int, max_rows: int, tolerance: dict) -> pd.DataFrame:
-    """A carried measurement file, read and checked before it joins the table; raises DataError.
-
-    Every column a later step reads is checked, so that the aggregate cannot fail on a file that passed
-    (docs/reliability.md lists each check); `tolerance` is measure.tolerance.
-    """
+    """A carried measurement file read and checked, every column a later step reads, before it joins the
+    table (docs/reliability.md lists each check); DataError otherwise. `tolerance`: measure.tolerance."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

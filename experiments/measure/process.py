@@ -66,10 +66,8 @@ class Worker:
         return self.found
 
     def _receive(self, deadline: float):
-        """The next message, ("timeout", None) past the deadline, or ("exit", code) if the worker died.
-
-        Messages are length-prefixed and read from the raw pipe (no buffered reader: it could hold a
-        whole next message while select() waits on the empty pipe)."""
+        """The next message, ("timeout", None) past the deadline, or ("exit", code) if the worker died; read
+        length-prefixed from the raw pipe (a buffered reader could hold a message while select() waits)."""
         fd = self._proc.stdout.fileno()
         while True:
             if len(self._buffer) >= HEADER.size:

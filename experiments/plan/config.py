@@ -60,11 +60,9 @@ MAX_DEPTH = 32
 
 
 def checked(config: dict) -> dict:
-    """`config` checked against the schema (ConfigError naming key and value), with its defaults.
-
-    In order: its size and depth bounded, the text `--config` leaves ('6') read as YAML reads it where
-    the schema wants no text, NaN and infinity refused, the generations, the schema, the advice shapes.
-    """
+    """`config` checked against the schema (ConfigError naming key and value), with its defaults: bounded,
+    `--config`'s text ('6') read as YAML reads it where the schema wants no text, NaN refused, then the
+    generations, the schema and the advice shapes."""
     check_bounded(config)
     config = normalised(config)
     check_finite(config)

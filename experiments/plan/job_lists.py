@@ -189,12 +189,10 @@ def check_search_dtypes(spec: dict, key: str) -> None:
 
 
 def compile_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
-    """The compile study's Snakemake jobs: a job with a block search split into `parts` jobs keyed
-    (target, experiment, dtype, "<i>of<n>"), others as one part ("1of1").
-
-    All block shapes with one `bk` stay in one part, so the rows do not depend on the split (a searched
-    shape is skipped when a smaller one of its bk ran out of VMEM in its job: study.dominated_result).
-    Groups are dealt out largest first to the part with the least work so far (_work)."""
+    """The compile study's Snakemake jobs, keyed (target, experiment, dtype, "<i>of<n>"): a job with a block
+    search split into `parts`, each bk's shapes in one part (so no row depends on the split, as
+    study.dominated_result compares within a bk), dealt out largest first to the part with the least work
+    (_work); others one part, "1of1"."""
     out = {}
     for (target, experiment, dtype), job in jobs.items():
         by_bk = {}

@@ -111,9 +111,8 @@ def read(path) -> list[Release]:
 
 
 def probed(releases: list[Release]) -> list[Release]:
-    """The releases the history compiles: the list without the not installable ones at its end (a newer
-    jax whose [tpu] extra pins a libtpu the index does not offer yet), which it keeps only to say so.
-    Indices into it are indices into the full list."""
+    """The releases the history compiles: the list without the not installable ones at its end (kept only to
+    say so); indices into it are indices into the full list."""
     end = len(releases)
     while end and not releases[end - 1].installable:
         end -= 1
