@@ -121,11 +121,8 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     rows, stages = [], {}
-    # Written once, when the runs end or stop (an interrupted benchmark keeps what it measured), not
-    # between runs: the record is a tracked file of the checkout the project is installed from, whose
-    # commit every row of the table names (git_sha, "-dirty" once a tracked file changes), so a record
-    # written after the cold run would make the warm run's table differ from the cold run's, and every
-    # figure and report miss the output cache.
+    # Written once the runs end or stop, never between them: a tracked file changed mid-benchmark would
+    # make the checkout "-dirty" and the warm run miss the output cache (docs/development.md).
     try:
         measure(args, rows, stages)
     finally:
@@ -166,21 +163,15 @@ def measure(args, rows, stages) -> None:
         print(rows[-1], flush=True)
 
 
-def json_of(script: str, what: str):
-    """The last line of `python3 benchmarks/<script> --json --repeat 3`, parsed; None (the report shows
-    nothing) if it fails: the benchmark's own runs still count."""
-    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--json", "--repeat", "3"],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        print(f"{what} failed:\n{result.stderr[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 def calibration() -> float | None:
-    """benchmarks/calibrate.py's fixed compiles, median of three, in seconds: the machine's speed now."""
-    result = json_of("calibrate.py", "yardstick")
-    return None if result is None else result["compiles_s"]
+    """benchmarks/calibrate.py's fixed compiles, median of three, in seconds: the machine's speed now;
+    None (the record shows nothing) if it fails: the benchmark's own runs still count."""
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "calibrate.py"), "--json", "--repeat",
+                             "3"], capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"yardstick failed:\n{result.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(result.stdout.strip().splitlines()[-1])["compiles_s"]
 
 
 def yardsticks(pair) -> str:
