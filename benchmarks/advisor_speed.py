@@ -32,10 +32,6 @@ _COMPILES = re.compile(r"advice \S+ on \S+: (\d+) of (\d+) compiles from the com
                        r"(\d+) compiled here")
 
 
-def goal(run: str, target: str) -> float | None:
-    return GOALS.get(run)
-
-
 def compiles(log: str) -> tuple[int, int]:
     """(compiled here, from the cache) of the searches in an advisor's verbose log, summed."""
     found = _COMPILES.findall(log)
@@ -120,7 +116,7 @@ def table(rows: pd.DataFrame) -> str:
     lines = ["| target | run | wall | CPU | compiled (cached) | load at start | goal (wall) | met |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows.itertuples():
-        g = goal(r.run, r.target)
+        g = GOALS.get(r.run)
         met = "" if g is None else ("yes" if r.wall_s <= g else "no")
         lines.append(f"| {r.target} | {r.run} | {r.wall_s:.1f} s | {r.cpu_s:.1f} s | {r.compiled} "
                      f"({r.cached}) | {r.load:.2f} | {'' if g is None else f'<= {g:.0f} s'} | {met} |")
@@ -135,7 +131,7 @@ def summary(record: pd.DataFrame) -> str:
              "| median meets it |", "|---|---|---|---|---|---|---|---|"]
     for (target, run), group in record.groupby(["target", "run"], sort=False):
         group = group[group.git_sha == group.git_sha.iloc[-1]]
-        wall, g = group.wall_s.median(), goal(run, target)
+        wall, g = group.wall_s.median(), GOALS.get(run)
         met = "" if g is None else ("yes" if wall <= g else "no")
         lines.append(f"| {target} | {run} | {group.git_sha.iloc[0][:7]} | {len(group)} | {wall:.1f} s "
                      f"({group.wall_s.min():.1f}-{group.wall_s.max():.1f} s) | "
