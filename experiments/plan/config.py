@@ -163,11 +163,10 @@ def _walk(config):
             stack.extend(reversed([((*path, i), v) for i, v in enumerate(value)]))
 
 
-def with_defaults(config: dict, node: dict | None = None) -> dict:
+def with_defaults(config: dict) -> dict:
     """A copy of `config` with the schema's defaults filled in at every depth (their one place)."""
-    root = schema() if node is None else None
-    node = root if node is None else node
-    return _fill(copy.deepcopy(config), node, root or node)
+    root = schema()
+    return _fill(copy.deepcopy(config), root, root)
 
 
 def _resolve(node: dict, root: dict) -> dict:
