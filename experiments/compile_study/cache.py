@@ -72,9 +72,7 @@ class CompileCache:
         path = self._path(key)
         try:
             if not path.exists():
-                self.misses += 1
-                _tally("misses")
-                return None
+                return self._miss()
             entry = integrity.unsealed(reading.read_text(path, "cache entry"))
             result = entry.get("result")
             if not isinstance(result, dict) or entry.get("key") != key:  # a list, a number, another key
@@ -92,18 +90,18 @@ class CompileCache:
                 log.warning("compile cache: entries without a digest (%s, the first) were written before "
                             "entries carried one; each is compiled again and rewritten with one", path)
             log.info("compile cache: %s: %s; compiling again", path, e)
-            self.misses += 1
-            _tally("misses")
-            return None
+            return self._miss()
         except (OSError, ValueError, KeyError, TypeError) as e:  # a folder, bad JSON, a changed value, ...
             log.warning("compile cache: %s is corrupt (%s); compiling again", path, e)
             self.corrupt += 1
-            self.misses += 1
-            _tally("misses")
-            return None
+            return self._miss()
         self.hits += 1
         _tally("hits")
         return result
+
+    def _miss(self) -> None:
+        self.misses += 1
+        _tally("misses")
 
     def put(self, case, vmem_limit_bytes: int | None, result: dict, options: dict | None = None) -> None:
         """Keep `result`, if it is deterministic and sound; best effort, as a cache is."""
