@@ -183,19 +183,16 @@ def problem(result: dict, case, target: str | None) -> str:
     return ""
 
 
-def compile_context(target: str, profile: bool, versions: dict, code_digest: str) -> dict:
-    """What, besides the case and the limit, decides a compile's result."""
-    return dict(target=target, profile=profile, versions=versions, code=code_digest,
-                libtpu_init_args=os.environ.get("LIBTPU_INIT_ARGS", ""))
-
-
 def for_target(target: str, profile: bool, versions: dict) -> CompileCache | None:
     """The cache for `target`'s compiles by the toolchain of `versions`; None when disabled."""
     root = cache_root()
     if root is None:
         return None
     toolchain = {k: versions.get(k) for k in ("jax_version", "jaxlib_version", "libtpu_version")}
-    return CompileCache(root, compile_context(target, profile, toolchain, _checkout_digest()))
+    # what, besides the case and the limit, decides a compile's result
+    context = dict(target=target, profile=profile, versions=toolchain, code=_checkout_digest(),
+                   libtpu_init_args=os.environ.get("LIBTPU_INIT_ARGS", ""))
+    return CompileCache(root, context)
 
 
 WORKER = Path("experiments") / "compile_study" / "compile_worker.py"
