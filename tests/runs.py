@@ -61,7 +61,10 @@ def copy_repository(dest: Path) -> Path:
     files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
     for name in files:
-        if (ROOT / name).is_file():
+        if (ROOT / name).is_symlink():  # the package's links to its folders
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            (dest / name).symlink_to((ROOT / name).readlink())
+        elif (ROOT / name).is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, dest / name)
     (dest / "config" / "tiny.yaml").write_text(yaml.safe_dump(TINY))

@@ -3,7 +3,7 @@ tests/test_timing_model.py (published numbers made by the model from known const
 import numpy as np
 import pandas as pd
 import pytest
-from test_timing_model import synthetic_table
+from test_timing_model import synthetic_model, synthetic_table
 
 from tpu_matmul_repro.analysis import claims, intervals, model_columns, validation
 from tpu_matmul_repro.analysis import timing_model as tm
@@ -21,7 +21,7 @@ def noisy():
 
 @pytest.fixture(scope="module")
 def fits(noisy):
-    return fit_model(noisy)
+    return synthetic_model(noise=0.1, seed=3)
 
 
 def test_intervals_bracket_every_modelled_number(noisy):

@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_timing_model import synthetic_table
+from test_timing_model import synthetic_model, synthetic_table
 
 from tpu_matmul_repro.advise import cli
 from tpu_matmul_repro.advise import model as advisor_model
 from tpu_matmul_repro.analysis import intervals, model_columns
 from tpu_matmul_repro.analysis import public_regret as pr
-from tpu_matmul_repro.analysis.fitted_model import fit_model
 from tpu_matmul_repro.analysis.public_measurements import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,7 +172,7 @@ def test_the_command_writes_the_docs_between_markers(tmp_path, record):
 
 def test_public_errors_set_a_floor_under_off_v5e_bands():
     noisy = synthetic_table(noise=0.1, seed=3)
-    fitted = fit_model(noisy)
+    fitted = synthetic_model(noise=0.1, seed=3)
     est = noisy[noisy.source == "estimate"]
     rows = pd.concat([est, est.assign(target="v6e", device_kind="TPU v6 lite")], ignore_index=True)
     public = intervals.public_halfwidths(pd.DataFrame(dict(

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from test_timing_model import synthetic_table
+from test_timing_model import synthetic_model, synthetic_table
 
 from tpu_matmul_repro.analysis import public_validation as pv
 from tpu_matmul_repro.analysis import timing_model as tm
@@ -69,7 +69,7 @@ def run():
 
 @pytest.fixture(scope="module")
 def fits(run):
-    return fit_model(run)
+    return synthetic_model(noise=0.1, seed=3)
 
 
 @pytest.fixture(scope="module")

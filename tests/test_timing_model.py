@@ -87,14 +87,19 @@ def synthetic_table(noise=0.0, seed=0, highest=()):
     XLA's float32 matmul is also compiled at precision=HIGHEST (never published). Each caller gets its
     own copy, to change as it likes.
     """
-    return _synthetic_table(noise, seed, tuple(highest)).copy()
+    return _synthetic(noise, seed, tuple(highest))[0].copy()
+
+
+def synthetic_model(noise=0.0, seed=0, highest=()):
+    """The fits behind synthetic_table's model columns (fit_model of that table: a test checks)."""
+    return _synthetic(noise, seed, tuple(highest))[1]
 
 
 @functools.cache
-def _synthetic_table(noise, seed, highest):
-    """synthetic_table's, made once per test process for each argument: the same seed gives the same
-    table, and its model columns (a fit and its refits) take a second or two, which a dozen tests
-    in several files would otherwise pay again."""
+def _synthetic(noise, seed, highest):
+    """synthetic_table's table and fits, made once per test process for each argument: the same seed
+    gives the same table, and its model columns (a fit and its refits) take a second or two, which a
+    dozen tests in several files would otherwise pay again."""
     rng = np.random.default_rng(seed)
     est = [estimate_row("xla", Case("xla_highest", "float32", s, s, s)) for s in highest]
     pub = []
@@ -115,7 +120,7 @@ def _synthetic_table(noise, seed, highest):
     estimates = to_frame(est, VERSIONS)
     published = to_frame(pub, {}).drop(columns=list(VERSIONS))
     df = combine([estimates], published)
-    return model_columns.apply(df)[0]
+    return model_columns.apply(df)
 
 
 # the module's fitted table (synthetic) made once: every test of this file on one worker
@@ -125,6 +130,11 @@ pytestmark = pytest.mark.xdist_group("timing_model")
 @pytest.fixture(scope="module")
 def synthetic():
     return synthetic_table()
+
+
+def test_the_synthetic_model_is_the_fit_of_its_table():
+    """Tests take synthetic_model for fit_model(synthetic_table(...)): the same fits, to the bit."""
+    assert synthetic_model(noise=0.1, seed=3) == fit_model(synthetic_table(noise=0.1, seed=3))
 
 
 @pytest.mark.slow
