@@ -7,14 +7,13 @@ from tpu_matmul_repro.kernels import is_pallas
 
 
 def blocks_text(bm, bk, bn, sep: str = ", ") -> str:
-    """Blocks as the claims, tables and advice name them: "(512, 1024, 1024)"; "(512,1024,1024)" with
-    sep="," (the advisor's compact column). Not in experiments/core/cases.py (config_label), whose every
-    edit would miss the whole compile cache (its key holds the compile worker's imports)."""
+    """Blocks as the claims, tables and advice name them: "(512, 1024, 1024)". Not in cases.py, whose
+    every edit would miss the whole compile cache (its key holds the compile worker's imports)."""
     return "(" + sep.join(str(int(b)) for b in (bm, bk, bn)) + ")"
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
-# No rank correlation on fewer points: with 3 or 4 any order is a coin toss (issue 26).
+# No rank correlation on fewer points: with 3 or 4 any order is a coin toss.
 MIN_RANK_POINTS = 5
 def default_limit(df: pd.DataFrame) -> pd.DataFrame:
     """Rows compiled at the chip's default scoped-VMEM limit (not the raised-limit retries)."""
@@ -35,13 +34,8 @@ def paired(df: pd.DataFrame, target: str = POST_CHIP, other: str = "published") 
 
 def fidelity(df: pd.DataFrame, *, target: str = POST_CHIP, other: str = "published",
              min_size: int = 2048) -> pd.DataFrame:
-    """Agreement of estimates with `other` per experiment and overall, for sizes >= min_size.
-
-    Columns: experiment ("all" for the total), n (configurations both sides computed),
-    median_abs_log_ratio (median |ln(estimate / other)|; 0.1 is about 10 %), spearman (rank
-    correlation of TFLOP/s), feasibility_n and feasibility_agreement (share of configurations where
-    both say ok, or both say it failed).
-    """
+    """Agreement of estimates with `other` per experiment and overall ("all"), for sizes >= min_size:
+    n, median |ln(estimate / other)|, Spearman of TFLOP/s, and the share agreeing on what compiles."""
     pairs = paired(df, target, other)
     pairs = pairs[pairs.m >= min_size]
     # XLA's baseline repeats in every experiment of its dtype: count each configuration once overall.
@@ -67,11 +61,8 @@ def fidelity(df: pd.DataFrame, *, target: str = POST_CHIP, other: str = "publish
 
 # XLA's matmul at precision=HIGHEST (kernels/xla_highest.py): best-vs-XLA's like-for-like float32 column
 HIGHEST_KERNEL = "xla_highest"
-# The precision each Pallas dot runs at. The kernels' float32 `a_ref[...] @ b_ref[...]` sets none, which
-# Pallas lowers to a tpu.matmul without a precision attribute, as for Precision.DEFAULT (jax
-# jax/_src/pallas/mosaic/lowering.py, _dot_general_lowering_rule: "That's the default in Mosaic");
-# libtpu 0.0.42.1 compiles both to the same code (docs/timing-model.md: identical static-profile
-# cycles). XLA's jnp.matmul sets none either: DEFAULT.
+# The precision each dot runs at: neither the kernels' `a_ref[...] @ b_ref[...]` nor jnp.matmul sets
+# one, which Mosaic and XLA run as Precision.DEFAULT (docs/timing-model.md).
 PALLAS_PRECISION = XLA_PRECISION = "DEFAULT"
 
 ESTIMATORS = {  # estimator -> (TFLOP/s column, what it is); both sides of a fraction use the same one
@@ -81,16 +72,8 @@ ESTIMATORS = {  # estimator -> (TFLOP/s column, what it is); both sides of a fra
 
 
 def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
-    """Per target, dtype, size and estimator: the best Pallas configuration as a fraction of XLA.
-
-    Like with like: both sides come from the same estimator. An XLA estimate flagged as falling with
-    size (estimate_nonmonotonic) gives no fraction (xla_flagged says so). post_xla_tflops is the post's
-    measured XLA (v5e) where it has one, and fraction_of_post_xla compares it with the best
-    configuration's modelled time as the post measured (one blocked call, model_post_tflops).
-    Each side's precision is stated (pallas_precision, xla_precision); xla_highest_tflops is XLA's
-    matmul at precision=HIGHEST by the same estimator, where the run compiles it (float32), and
-    fraction_of_xla_highest the best configuration against it.
-    """
+    """Per target, dtype, size and estimator: the best Pallas configuration as a fraction of XLA by the
+    same estimator (none against a flagged XLA dip), of the post's measured XLA and of XLA at HIGHEST."""
     est = default_limit(df[(df.source == "estimate") & (df.status == "ok") & df.m.isin(sizes)])
     published = df[(df.source == "published") & (df.kernel == "xla") & (df.status == "ok")]
     rows = []
@@ -132,10 +115,8 @@ def _flagged(xla_rows: pd.DataFrame) -> bool:
 
 
 def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
-    """Per target (oldest generation first), how the estimates of the post's own Pallas configurations
-    at the default VMEM limit were obtained: the toolchain and libtpu they come from, how many have
-    libtpu's cycles, how many none (with the reasons,
-    from cycles_method), how many ran out of VMEM; and whether XLA's cost model gave its estimates."""
+    """Per target, how the estimates of the post's Pallas configurations at the default limit were
+    obtained: toolchain, libtpu, cycles or why none, out of VMEM; and XLA's cost-model estimates."""
     from tpu_matmul_repro.experiments.core.chips import generation_order
 
     est = post_configs(default_limit(df[df.source == "estimate"]))
