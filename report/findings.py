@@ -1,7 +1,6 @@
-"""Findings computed from the tidy table, never written by hand: every number the report states
-comes from here, so a fixture table yields the fixture's numbers (tests/test_report.py). Which
-configurations each experiment's findings are about comes from the post's claims (analysis/claims.py
-REGISTRY), on any target, with the in-sample numbers the figures beside them draw."""
+"""Findings computed from the tidy table, never written by hand: the configurations each experiment's
+findings are about come from the post's claims (analysis/claims.py), with the numbers the figures
+beside them draw."""
 import dataclasses
 
 import pandas as pd
@@ -73,8 +72,7 @@ def tflops_at(rows: pd.DataFrame, size: int) -> float | None:
 
 
 def xla_default(rows: pd.DataFrame) -> pd.DataFrame:
-    """XLA's rows at the precision the post compared with (DEFAULT): never its HIGHEST variant. A table
-    from before estimates carried their precision tells them apart by kernel."""
+    """XLA's rows at the precision the post compared with (DEFAULT), never its HIGHEST variant."""
     xla = rows[~is_pallas(rows.kernel)]
     if "precision" in xla and xla.precision.fillna("").ne("").all():
         return xla[xla.precision == XLA_PRECISION]
@@ -83,9 +81,8 @@ def xla_default(rows: pd.DataFrame) -> pd.DataFrame:
 
 @dataclasses.dataclass
 class Versus:
-    """A Pallas number as a fraction of XLA at DEFAULT precision: of this run's XLA, estimated or
-    modelled the same way (`basis` "run"), or, where that estimate falls with size (flagged), of the
-    post's measured XLA (`basis` "post")."""
+    """A Pallas number as a fraction of XLA at DEFAULT precision: this run's (`basis` "run"), or where
+    that is a flagged dip, the post's measured XLA (`basis` "post")."""
 
     tflops: float
     xla: float
@@ -97,8 +94,7 @@ class Versus:
 
 
 def xla_tflops(df, target, dtype, size) -> float | None:
-    """This run's XLA at DEFAULT precision, unless flagged as falling with size (a cost-model artefact):
-    then None."""
+    """This run's XLA at DEFAULT precision; None where flagged as falling with size."""
     rows = xla_default(estimates(df, target))
     rows = rows[rows.dtype == dtype]
     if "estimate_nonmonotonic" in rows:
@@ -146,8 +142,7 @@ def raised_limit_results(df: pd.DataFrame, target: str) -> list[dict]:
 
 
 def tflops_of(row) -> float | None:
-    """The number the experiment figures draw for a row: the timing model's, timed as the post did,
-    where the table has it (analysis.views.experiment_rows), else libtpu's estimate."""
+    """The number the experiment figures draw for a row (analysis.views.experiment_rows)."""
     if row is None:
         return None
     for column in ("model_post_tflops", "tflops"):
@@ -179,11 +174,8 @@ def summary(df: pd.DataFrame, target: str) -> dict:
 
 
 def claim_findings(df: pd.DataFrame, target: str) -> list[dict]:
-    """What the report states about each claim's configuration on `target`, in the claims' order: where
-    a configuration of a compile claim stops compiling ("compiles"); a speed claim's configuration
-    against XLA ("speed"); and, for a claim about the post's best blocks ("best", "near"), where the
-    blocks of a compile claim run out of VMEM in its experiment ("runs_out") and the best blocks this
-    run found in its dtype ("best_found")."""
+    """What the report states about each claim's configuration on `target`, in the claims' order:
+    "compiles", "speed" against XLA, and for a claim about the best blocks "runs_out" and "best_found"."""
     failing = [c.blocks for c in claims.REGISTRY if c.kind == "compiles" and c.blocks is not None]
     out = []
     for c in claims.REGISTRY:

@@ -1,11 +1,6 @@
-"""Typography of the report's text: Chinese punctuation, a space between Chinese and a Latin word or a
-number, and numbers that keep their units.
-
-`punctuation_problems` is the rule a Chinese text is held to (tests/test_i18n.py checks every
-translation with it, tests/test_report.py the rendered page); `keep_units` is applied to the rendered
-page, so that no line break falls between a number and its unit ("75.1 TFLOP/ s", "80 / %") or inside
-a tuple of numbers ("(512, / 512, 512)").
-"""
+"""Typography of the report's text: Chinese punctuation (punctuation_problems, the rule translations
+are held to), a space between Chinese and a Latin word or a number, and numbers kept on one line
+with their units (keep_units)."""
 import html as entities
 import re
 
@@ -28,9 +23,8 @@ _PARENTHESES = re.compile(r"\([^()（）]*\)")
 
 
 def punctuation_problems(text: str) -> list[str]:
-    """Each place a Chinese `text` uses Latin punctuation or spacing, with the rule it breaks. Code in
-    a text (a tuple such as (512, 1024, 1024), `cycles_method = no_static_profile`) passes: the rules
-    look at punctuation beside Chinese characters, and at commas between names, not numbers."""
+    """Each place a Chinese `text` uses Latin punctuation or spacing, with the rule it breaks (code in the
+    text passes: the rules look at punctuation beside Chinese characters)."""
     if not re.search(f"[{CJK}]", text):
         return []
     out = []
@@ -81,8 +75,7 @@ def _wrap_text(part: str) -> str:
 
 
 def visible_text(html: str, *, skip_code: bool = True) -> str:
-    """The text a reader sees in `html` (a page or a part of one): tags removed, entities decoded,
-    without code, preformatted blocks, styles and scripts; block elements on lines of their own."""
+    """The text a reader sees in `html`: no tags, code, pre, style or script; blocks on lines of their own."""
     body = html[html.index("<body"):] if "<body" in html else html
     if skip_code:
         body = _SKIP.sub(" ", body)
@@ -98,7 +91,7 @@ GLUED = re.compile(f"(?<=[{CJK}])(?=[0-9A-Za-z])|(?<=[0-9A-Za-z])(?=[{CJK}])")
 
 def space_cjk(html: str) -> str:
     """`html` with a space wherever its text (not tags, code, pre, style or title) glues Chinese to a
-    Latin word or a number, as a template filling a Chinese sentence with a number does."""
+    Latin word or a number."""
     out, last = [], 0
     for skip in _SKIP.finditer(html):
         out.append(_space_text(html[last:skip.start()]))
