@@ -1,10 +1,6 @@
-"""How to draw each kind of figure, and what each one is: its caption and alt text in every language and
-the provenance embedded in its files (figures/figure_specs.py: which figures a configuration yields).
-
-A kind of figure is one `Entry`: its drawing function and its caption and alt-text templates. A new
-kind is a new entry (and, if the configuration yields it, a line in figures/figure_specs.py:figure_specs); the
-gallery, the report and the embedded metadata pick it up from here. A study adds its kinds with
-`register` (studies/README.md)."""
+"""How to draw each kind of figure (an `Entry`: its drawing function, caption and alt-text templates)
+and what each one is, in every language, with the provenance embedded in its files; a study adds
+its kinds with `register` (docs/development.md, "A figure")."""
 import dataclasses
 from pathlib import Path
 from typing import Callable
@@ -35,10 +31,8 @@ from tpu_matmul_repro.figures.style import save, use_style
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """One kind of figure. Caption and alt templates may use the figure's arguments (experiment, dtype,
-    target) and the fields `describe` derives from the table: sources, libtpu, unit, sizes (a range),
-    size_list, description,
-    n_series, others, targets."""
+    """One kind of figure. Caption and alt templates may use the figure's arguments and the fields
+    `describe` derives from the table (sources, libtpu, unit, sizes, size_list, description, ...)."""
 
     draw: Callable
     caption: str  # English, marked for extraction (N_); translated and filled by `describe`
@@ -117,8 +111,7 @@ def register(kind: str, entry: Entry) -> None:
 
 
 def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
-    """The rows a figure draws from: its target's (or all targets'), its experiment's and data type's;
-    their versions and commit are the figure's provenance."""
+    """The rows a figure draws from: its target's (or all), experiment's and data type's."""
     rows = df[df.target == args["target"]] if "target" in args else df[df.source == "estimate"]
     if kind == "experiment":
         mine = rows[(rows.experiment == args["experiment"]) & (rows.dtype == args["dtype"])]
@@ -146,8 +139,7 @@ MODEL_COLUMNS = {"experiment": "model_post_tflops", "roofline": "model_device_tf
 
 
 def model_column(rows: pd.DataFrame, kind: str) -> str | None:
-    """"post" or "device" where a figure of `kind` draws the timing model's numbers (analysis.views.modelled),
-    else None (libtpu's estimates)."""
+    """"post" or "device" where a figure of `kind` draws the timing model's numbers, else None."""
     column = MODEL_COLUMNS.get(kind)
     if column is None or column not in rows or not rows[rows.source == "estimate"][column].notna().any():
         return None
@@ -177,8 +169,7 @@ def experiment_modelled(rows: pd.DataFrame) -> bool:
 
 
 def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
-    """How each kind of number in the figure was obtained, with the line style it is drawn in (the post's
-    figures draw the timing model's estimates, timed as the post did, where the table has them)."""
+    """How each kind of number in the figure was obtained, with the line style it is drawn in."""
     parts = []
     for source, part, first in plots.present_sources(rows, ("estimate", "measured", "published")):
         if source == "estimate":
@@ -196,9 +187,8 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
 
 def drawn_table(df: pd.DataFrame, kind: str, primary: str | None = None,
                 served: dict | None = None) -> pd.DataFrame:
-    """The table a figure of `kind` is drawn from (render) and described from (describe, provenance):
-    each target's own compiler's estimates unless the kind compares toolchains, each target's latest
-    measured run. One function for both, so that a caption names only the toolchains drawn."""
+    """The table a figure of `kind` is drawn and described from (so a caption names only what is drawn):
+    each target's own compiler's estimates unless the kind compares toolchains, the latest runs."""
     if not CATALOG[kind].every_toolchain:
         df = primary_rows(df, primary, served)
     return latest_runs(df)
@@ -206,8 +196,7 @@ def drawn_table(df: pd.DataFrame, kind: str, primary: str | None = None,
 
 def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, primary: str | None = None,
              served: dict | None = None, model=None) -> dict:
-    """Caption and alt text of one figure in one language, filled in from the rows it is drawn from
-    (`primary`, `served`: as for render; a table already cut to them needs neither) and the run's
+    """Caption and alt text of one figure in one language, from the rows it is drawn from and the run's
     fits (`model`: how far off the curves are out of sample; None: not said)."""
     df = drawn_table(df, kind, primary, served)
     rows = figure_rows(df, kind, args)
@@ -293,9 +282,8 @@ def figure_title(fig) -> str:
 
 def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None,
            served: dict | None = None, model=None) -> list[Path]:
-    """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
-    pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
-    for the targets another toolchain is `served` for; None: every row; `model`: the run's fits)."""
+    """Draw one figure in every language and format, each file carrying its provenance (`primary`,
+    `served`: whose estimates are drawn, drawn_table; `model`: the run's fits)."""
     df = drawn_table(df, kind, primary, served)  # one measured curve per configuration: the latest run
     drawn = dict(args, model=model) if CATALOG[kind].uses_model else args
     paths, narrow = [], []

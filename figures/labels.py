@@ -1,5 +1,5 @@
-"""Every string a figure shows, by a short name: English source strings marked for extraction (N_), their
-translations in the one catalog (locale/<lang>/LC_MESSAGES/messages.po, experiments/core/i18n.py)."""
+"""Every string a figure shows, by a short name: English source strings marked N_(), translated in the
+one catalog (locale/<lang>/LC_MESSAGES/messages.po)."""
 import re
 
 from tpu_matmul_repro.experiments.core.i18n import N_, NC_, translate
@@ -115,9 +115,8 @@ SOURCE_NAMES = {"published": N_("published"), "measured": N_("measured"), "estim
 
 
 def experiment_description(experiment: str, kernel: str | None, in_language) -> str:
-    """What an experiment runs, through `in_language` (a language's gettext): its kernel's SPEC
-    description where the experiment is that kernel (v1, v2, v3, v5), else that it runs the kernel over
-    other blocks (v4, v3's kernel); "Pallas kernel" where no row says which kernel ran."""
+    """What an experiment runs, in a language: its kernel's description, or that it runs that kernel over
+    other blocks (v4); "Pallas kernel" where no row says which kernel ran."""
     if kernel is None:
         return in_language(LABELS["description_other"])
     if experiment == kernel:
@@ -137,8 +136,7 @@ def reason_key(cycles_method: str) -> str:
 
 
 def join(lang: str, how: str, parts) -> str:
-    """`parts` joined as `lang` joins sentences ("sentences"), names ("list") or names and one more
-    ("two")."""
+    """`parts` joined as `lang` joins sentences ("sentences"), names ("list") or two names ("two")."""
     return translate(lang, JOINS[how]).join(parts)
 
 
@@ -147,8 +145,7 @@ LOWER_CASE_NAMES = re.compile(r"(libtpu|jax|jaxlib|jnp|bm|bk|bn|v\d)\b")
 
 
 def sentence(lang: str, words: str) -> str:
-    """`words` begun as a sentence (notes after a caption's full stop): English capitalises its first
-    letter unless it begins with a name spelt in lower case (libtpu, bm, v5); Chinese has no case."""
+    """`words` begun as a sentence: capitalised unless it begins with a lower-case name (libtpu, v5)."""
     if lang != "en" or not words[:1].islower() or LOWER_CASE_NAMES.match(words):
         return words
     return words[0].upper() + words[1:]
