@@ -59,12 +59,6 @@ class FittedModel:
                  for value in sorted(points[column].unique(), key=str) if str(value) in refits]
         return pd.concat(parts).sort_index() if parts else None
 
-    def float32_factor(self) -> float | None:
-        """The fitted float32 factor; None where the model holds it (no single float32 rate follows)."""
-        if self.published is None or "float32_factor" not in tm.PARAMS:
-            return None
-        return float(self.published.constants.float32_factor)
-
     def write(self, path) -> None:
         from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
 

@@ -62,7 +62,7 @@ CATALOG = {
                "out of VMEM, hollow squares fit a raised limit; a dash-dot line marks the default limit."),
     ),
     "roofline": Entry(
-        plots.plot_roofline, uses_model=True,
+        plots.plot_roofline,
         caption=N_("Roofline on %(target)s: the throughput of every configuration that compiles, against "
                    "its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under the compute "
                    "peak and the HBM bandwidth; %(sources)s."),

@@ -434,12 +434,11 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     return fig
 
 
-def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False, model=None):
+def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     """Arithmetic intensity against modelled (else estimated) throughput under the target's compute and
     HBM roofs, one panel per data type, one colour and marker per experiment."""
     rows, device, notes = roofline_view(df, target, lang)
     published = roofline_published(df, target)
-    factor = model.float32_factor() if device and model is not None else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
     panels = max(1, len(dtypes))
@@ -479,15 +478,9 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     for ax, dtype in zip(axes, dtypes, strict=True):
         part = rows[rows.dtype == dtype]
         post = published[published.dtype == dtype]
-        chip_peak = peak = float(part.peak_tflops.iloc[0])
+        peak = float(part.peak_tflops.iloc[0])
         label = text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype))
-        if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
-            peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
-        if peak < chip_peak:  # XLA's float32 at DEFAULT is one bfloat16 pass: the chip's peak is its roof
-            ax.plot(x, np.minimum(chip_peak, bw * x / TERA), color=XLA_COLOR, linewidth=0.8, linestyle="--",
-                    zorder=1)
-            label += "\n" + wrap(text(lang, "xla_roof", peak=chip_peak), 30, indent="")
         # In the empty corner above the HBM roof (no point can be there), wrapped to the panel; the
         # bandwidth too: written along the slope it lay over the low-intensity points.
         roofs = f"{wrap(label, 30, indent='')}\n{text(lang, 'hbm_roof', bw=bw / 1e9)}"
@@ -518,11 +511,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
                                           markersize=5, label=text(lang, "published_key"))
         ax.set_xscale("log")
         ax.set_yscale("log")
-        # room above the roof for its labels, and for every point (XLA's float32 can beat the model's
-        # roof) and the HBM roof's foot
+        # room above the roof for its labels, and for every point and the HBM roof's foot
         lowest_post = float(post.tflops.min()) if len(post) else np.inf
         low = min(float(part.tflops.min()), lowest_post, bw * x[0] / TERA)
-        ax.set_ylim(low / 1.5, max(chip_peak, float(part.tflops.max())) * 4)
+        ax.set_ylim(low / 1.5, max(peak, float(part.tflops.max())) * 4)
         place_clear(ax, roofs)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
@@ -602,14 +594,10 @@ def roofline_published(df: pd.DataFrame, target: str) -> pd.DataFrame:
     return placed.rename_axis(None)
 
 
-def point_roofs(points: pd.DataFrame, factor: float | None) -> pd.Series:
-    """Each point's roof on the roofline: the lower of the HBM slope and its compute peak (the chip's;
-    a Pallas float32 dot's, peak / the model's float32 factor, where the figure draws modelled times)."""
-    intensity = flops(points.m, points.k, points.n) / points.hbm_bytes.astype(float)
-    peak = points.peak_tflops.astype(float)
-    if factor:
-        peak = peak.where((points.dtype != "float32") | (points.kernel == "xla"), peak / factor)
-    return np.minimum(peak, points.hbm_bytes_per_s.astype(float) * intensity / TERA)
+def point_roofs(points: pd.DataFrame) -> pd.Series:
+    """Each point's roof on the roofline: the lower of the HBM slope and the chip's compute peak."""
+    slope = points.hbm_bytes_per_s.astype(float) / points.hbm_bytes.astype(float) / TERA
+    return np.minimum(points.peak_tflops.astype(float), slope * flops(points.m, points.k, points.n))
 
 
 def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
