@@ -48,8 +48,17 @@ _SKIP = re.compile(r"<(pre|code|style|script|title|textarea)\b.*?</\1>", re.S | 
 _TAG = re.compile(r"(<[^>]*>)")
 
 
-def _wrap(text: str) -> str:
-    return KEPT.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', text)
+def _in_text(html: str, change) -> str:
+    """`html` with `change` applied to its text: not tags, nor code, pre, style, script or title."""
+    def text_of(part: str) -> str:
+        return "".join(piece if piece.startswith("<") else change(piece) for piece in _TAG.split(part))
+
+    out, last = [], 0
+    for skip in _SKIP.finditer(html):
+        out += [text_of(html[last:skip.start()]), skip.group(0)]
+        last = skip.end()
+    out.append(text_of(html[last:]))
+    return "".join(out)
 
 
 def message_problems(message: str) -> list[str]:
@@ -61,17 +70,7 @@ def message_problems(message: str) -> list[str]:
 def keep_units(html: str) -> str:
     """`html` with every number-and-unit of its text (not inside tags, code, pre, style or title)
     wrapped in <span class="nb"> (white-space: nowrap, style.css)."""
-    out, last = [], 0
-    for skip in _SKIP.finditer(html):
-        out.append(_wrap_text(html[last:skip.start()]))
-        out.append(skip.group(0))
-        last = skip.end()
-    out.append(_wrap_text(html[last:]))
-    return "".join(out)
-
-
-def _wrap_text(part: str) -> str:
-    return "".join(piece if piece.startswith("<") else _wrap(piece) for piece in _TAG.split(part))
+    return _in_text(html, lambda text: KEPT.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', text))
 
 
 def visible_text(html: str, *, skip_code: bool = True) -> str:
@@ -92,17 +91,7 @@ GLUED = re.compile(f"(?<=[{CJK}])(?=[0-9A-Za-z])|(?<=[0-9A-Za-z])(?=[{CJK}])")
 def space_cjk(html: str) -> str:
     """`html` with a space wherever its text (not tags, code, pre, style or title) glues Chinese to a
     Latin word or a number."""
-    out, last = [], 0
-    for skip in _SKIP.finditer(html):
-        out.append(_space_text(html[last:skip.start()]))
-        out.append(skip.group(0))
-        last = skip.end()
-    out.append(_space_text(html[last:]))
-    return "".join(out)
-
-
-def _space_text(part: str) -> str:
-    return "".join(piece if piece.startswith("<") else GLUED.sub(" ", piece) for piece in _TAG.split(part))
+    return _in_text(html, lambda text: GLUED.sub(" ", text))
 
 
 def glued(text: str) -> list[str]:
