@@ -129,10 +129,6 @@ def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
     return rows
 
 
-def _values(rows: pd.DataFrame, column: str) -> list[str]:
-    return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
-
-
 # The timing model's column a kind draws in place of libtpu's estimate, where the table has it.
 MODEL_COLUMNS = {"experiment": "model_post_tflops", "roofline": "model_device_tflops",
                  "search": "model_device_tflops", "generations": "model_device_tflops"}
@@ -163,11 +159,6 @@ def kinds_label(kinds: list[str], lang: str) -> str:
     return join(lang, "list", (source_names(lang)[k] for k in kinds))
 
 
-def experiment_modelled(rows: pd.DataFrame) -> bool:
-    """Whether an experiment figure draws the timing model's numbers (analysis.views.experiment_rows)."""
-    return model_column(rows, "experiment") == "post"
-
-
 def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
     """How each kind of number in the figure was obtained, with the line style it is drawn in."""
     parts = []
@@ -175,8 +166,8 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
         if source == "estimate":
             key = {"post": "caption_modelled", "device": "caption_modelled_device"}.get(
                 model_column(rows, kind), "caption_estimate")
-            parts.append(text(lang, key, libtpu=", ".join(_values(part, "libtpu_version")) or "?",
-                              target=join(lang, "list", _values(part, "target"))))
+            parts.append(text(lang, key, libtpu=", ".join(views.versions(part, "libtpu_version")) or "?",
+                              target=join(lang, "list", views.versions(part, "target"))))
         elif source == "measured":
             parts.append(text(lang, "caption_measured", device_kind=first.device_kind))
         else:  # the roofline fills the post's points (its own hollow markers are the run's)
@@ -212,7 +203,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
             args["experiment"], views.experiment_kernel(df, args["experiment"]), translations(lang).gettext)
         if "experiment" in args else "",
         sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
-        libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
+        libtpu=", ".join(views.versions(estimates, "libtpu_version")) or "?",
         unit=unit_name(args.get("dtype")),
         sizes=(translate(lang, JOINS["range"], first=sizes[0], last=sizes[-1]) if len(sizes) > 1
                else str(sizes[0])) if sizes else "–",
@@ -220,13 +211,13 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
         n_series=len({plots.config_key(r) for r in drawn.itertuples()}) if len(drawn) else 0,
         others=join(lang, "two", (text(lang, f"others_{s}") for s in others))
         or text(lang, "others_published"),
-        targets=join(lang, "list", _values(estimates, "target")),
+        targets=join(lang, "list", views.versions(estimates, "target")),
         numbers=kinds_label(kinds_of(rows, kind)[:1], lang),
     )
     entry = CATALOG[kind]
     caption = translate(lang, entry.caption, **fields)
     notes = figure_notes(df, kind, args, lang)
-    if kind == "experiment" and experiment_modelled(rows):  # the curves: how far off, left out of the fit
+    if kind == "experiment" and model_column(rows, "experiment") == "post":  # the curves' held-out error
         score = views.out_of_sample(df, model, args["experiment"], args["dtype"], args["target"])
         if score:
             notes.insert(0, text(lang, "caption_out_of_sample", score=text(
@@ -243,8 +234,7 @@ def figure_notes(df: pd.DataFrame, kind: str, args: dict, lang: str) -> list[str
         return plots.experiment_view(df, args["experiment"], args["dtype"], args["target"], lang)[2]
     if kind in ("roofline", "generations"):
         rows = figure_rows(df, kind, args)
-        notes = plots.flagged_line(plots.modelled(plots.default_limit(rows), "model_device_tflops")[0], lang)
-        return notes
+        return plots.flagged_line(plots.modelled(plots.default_limit(rows), "model_device_tflops")[0], lang)
     return []
 
 
@@ -253,8 +243,8 @@ def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, ti
     """What a figure file says about itself: title, caption, sources, toolchain, commit, licence, URLs."""
     rows = figure_rows(latest_runs(df), kind, args)  # df: render's, already the drawn table
     info = describe(df, name, kind, args, lang, model=model)
-    toolchain = [f"{tool} {', '.join(_values(rows, f'{tool}_version'))}"
-                 for tool in ("jax", "jaxlib", "libtpu") if _values(rows, f"{tool}_version")]
+    toolchain = [f"{tool} {', '.join(views.versions(rows, f'{tool}_version'))}"
+                 for tool in ("jax", "jaxlib", "libtpu") if views.versions(rows, f"{tool}_version")]
     c = citation()
     sources = [sources_sentence(rows, lang, kind)]
     if "published" in info["sources"]:
@@ -263,7 +253,7 @@ def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, ti
         "title": title, "caption": info["caption"], "alt": info["alt"],
         "sources": " ".join(s for s in sources if s),
         "toolchain": ", ".join(toolchain) or "–",
-        "commit": ", ".join(_values(rows, "git_sha")) or "unknown",
+        "commit": ", ".join(views.versions(rows, "git_sha")) or "unknown",
         "licence": f"{RESULTS_LICENCE}; credit: {c.title} v{c.version}"
                    + ("; published numbers: " + c.post_author + f" ({c.post_licence})"
                       if "published" in info["sources"] else ""),
