@@ -11,9 +11,7 @@ from pathlib import Path
 import jinja2
 import jinja2.ext
 import pandas as pd
-import pygments
 import pygments.formatters
-import pygments.lexers
 import yaml
 from babel.support import Translations
 from markupsafe import Markup
