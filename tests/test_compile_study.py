@@ -196,7 +196,7 @@ def test_physical_vmem_oom_message_is_parsed():
     assert compiler_output.vmem_oom_sizes(message) == (round(195.84 * MiB), round(127.94 * MiB))
 
 
-@pytest.mark.parametrize("spelling", ["resolved", "as imported"])
+@pytest.mark.parametrize("spelling", ["resolved", "as imported", "through the package"])
 def test_an_old_compilers_error_keeps_its_finding_and_not_the_checkout_path(spelling, tmp_path, monkeypatch):
     # jax 0.4.38's words for v1 at 2048 on v5e (the post toolchain): the custom call quoted whole, then
     # the sentence that matters, past the first 1000 characters.
@@ -206,9 +206,10 @@ def test_an_old_compilers_error_keeps_its_finding_and_not_the_checkout_path(spel
         monkeypatch.setattr(compiler_output, "_CHECKOUT_SPELLINGS",
                             [f"{tmp_path / 'link'}/", f"{checkout}/"])
         checkout = tmp_path / "link"
+    kernel_folder = "tpu_matmul_repro/kernels" if spelling == "through the package" else "kernels"
     message = ("RESOURCE_EXHAUSTED: Ran out of memory in memory space vmem while allocating on stack for "
                '%_matmul_v1 = f32[2048,2048]{1,0:T(8,128)} custom-call(...), metadata={op_name="pallas_call"'
-               f' source_file="{checkout}/kernels/v1_naive.py" source_line=37}}, backend_config='
+               f' source_file="{checkout}/{kernel_folder}/v1_naive.py" source_line=37}}, backend_config='
                '{"custom_call_config": {"body": "' + "TUzvUgFNTElS" * 120 + '", "needs_layout_passes": true}}'
                ". Scoped allocation with size 48.82M and limit 16.00M exceeded scoped vmem limit by 32.82M.")
     failure = compiler_output.compile_failure(RuntimeError(message))

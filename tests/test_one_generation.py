@@ -1,6 +1,7 @@
 """A TPU generation is one edit: a generation added to experiments/core/chips.py's CHIPS alone reaches
 the config's checks, the plan, the advisor and the figures."""
 import dataclasses
+from pathlib import Path
 
 import matplotlib.colors
 import pytest
@@ -10,7 +11,7 @@ from test_advise_cli_property import call, stand_in
 
 from tpu_matmul_repro.experiments.core import chips
 
-ROOT = chips.__file__.rsplit("/experiments/", 1)[0]
+ROOT = str(Path(chips.__file__).resolve().parents[2])
 FAKE = "v9z"
 COLOR = "#123456"
 

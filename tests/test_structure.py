@@ -5,6 +5,7 @@ import ast
 import functools
 import re
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -37,12 +38,44 @@ def tracked(*suffixes: str) -> list[Path]:
 
 
 def test_the_installed_package_is_the_tree():
-    """pyproject.toml lists every folder of the seven with an __init__.py, and nothing else."""
+    """pyproject.toml lists the package and every folder of the seven with an __init__.py, nothing else;
+    tpu_matmul_repro/ links to each of the seven folders."""
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert setuptools["package-dir"] == {PACKAGE: "."}
+    assert setuptools["package-dir"] == {"": "."}
     folders = {".".join((PACKAGE, *p.parent.relative_to(ROOT).parts))
                for package in LAYERS for p in (ROOT / package).rglob("__init__.py")}
-    assert sorted(setuptools["packages"]) == sorted(folders)
+    assert sorted(setuptools["packages"]) == sorted(folders | {PACKAGE})
+    links = {p.name: p.readlink() for p in (ROOT / PACKAGE).iterdir() if p.is_symlink()}
+    assert links == {folder: Path("..", folder) for folder in LAYERS}
+
+
+def test_every_import_of_the_package_is_a_file_a_static_checker_finds():
+    """Each `tpu_matmul_repro.<...>` the code imports is a module or package file under tpu_matmul_repro/,
+    the path an editor or mypy/pyright looks at (no import hook needed)."""
+    name = rf"({PACKAGE}(?:\.\w+)*)"
+    pattern = re.compile(rf"^\s*(?:from\s+{name}\s+import|import\s+{name})", re.M)
+    imported = {a or b for path in tracked(".py", ".smk", "Snakefile")
+                for a, b in pattern.findall(path.read_text())}
+    assert len(imported) > 50
+
+    def on_disk(name: str) -> bool:
+        path = ROOT.joinpath(*name.split("."))
+        return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+    assert sorted(name for name in imported if not on_disk(name)) == []
+
+
+def test_the_editable_install_is_a_plain_path_file():
+    """What an editable install adds to site-packages is the checkout's path, not an import hook (which
+    static checkers cannot follow)."""
+    added = [p for folder in map(Path, sys.path) if folder.is_dir()
+             for p in folder.glob("__editable__*tpu_matmul_repro*")]
+    if not added:
+        pytest.skip("not an editable install")
+    assert [p.name for p in added if p.suffix != ".pth"] == []  # a finder module is an import hook
+    lines = [line for p in added for line in p.read_text().splitlines() if line.strip()]
+    assert [line for line in lines if line.startswith("import")] == []
+    assert str(ROOT) in {str(Path(line).resolve()) for line in lines}
 
 
 def test_no_path_setup_and_no_import_by_folder_name():

@@ -14,8 +14,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# The installed package: its modules are this repository's folders (pyproject.toml maps each
-# `tpu_matmul_repro.<folder>` to `<folder>/`).
+# The installed package: `tpu_matmul_repro.<folder>` is `<folder>/` (tpu_matmul_repro/ links to each).
 PACKAGE = "tpu_matmul_repro"
 
 

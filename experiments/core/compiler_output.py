@@ -22,9 +22,11 @@ _OOM_SIZES = (
 # Older compilers quote the failing custom call whole: its Mosaic module as kilobytes of base64 (in
 # whatever quoting) and the kernel's absolute source path (see readable_error).
 _BASE64_RUN = re.compile(r"[A-Za-z0-9+/=]{200,}")
-_CHECKOUT = Path(__file__).parents[2]
-_CHECKOUT_SPELLINGS = sorted({f"{os.path.abspath(_CHECKOUT)}/", f"{_CHECKOUT.resolve()}/"},
-                             key=len, reverse=True)  # the longer first: one may contain the other
+_CHECKOUT = Path(__file__).resolve().parents[2]
+# A module's path is the checkout's, or the installed package's link to it (tpu_matmul_repro/kernels/...);
+# the longer first: one may contain the other.
+_CHECKOUT_SPELLINGS = sorted({f"{c}/{p}" for c in (os.path.abspath(_CHECKOUT), _CHECKOUT.resolve())
+                              for p in ("tpu_matmul_repro/", "")}, key=len, reverse=True)
 ERROR_CHARS = 1000  # what a row keeps of an error message
 
 
