@@ -27,7 +27,6 @@ class Feasibility:
     first_failure: int | None
     need_mib: float | None
     limit_mib: float | None
-    physical: bool  # the failure exceeds the core's physical VMEM, not just the scoped limit
 
 
 def estimates(df: pd.DataFrame, target: str) -> pd.DataFrame:
@@ -50,18 +49,14 @@ def feasibility(rows: pd.DataFrame) -> Feasibility | None:
         first_failure=int(first.m) if first is not None else None,
         need_mib=float(first.vmem_bytes) / MiB if first is not None and pd.notna(first.vmem_bytes) else None,
         limit_mib=float(limit) / MiB if limit is not None and pd.notna(limit) else None,
-        physical=bool(first is not None and pd.notna(first.oom_limit_bytes)
-                      and first.oom_limit_bytes > first.vmem_limit_bytes),
     )
 
 
-def config_rows(df, target, experiment, dtype, kernel, blocks=None, splits=None) -> pd.DataFrame:
+def config_rows(df, target, experiment, dtype, kernel, blocks=None) -> pd.DataFrame:
     rows = estimates(df, target)
     rows = rows[(rows.experiment == experiment) & (rows.dtype == dtype) & (rows.kernel == kernel)]
     if blocks is not None:
         rows = rows[(rows.bm == blocks[0]) & (rows.bk == blocks[1]) & (rows.bn == blocks[2])]
-    if splits is not None:
-        rows = rows[rows.m // rows.bm == splits]
     return rows
 
 
