@@ -105,7 +105,7 @@ class Figures:
     def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str,
                  advice: dict | None = None, model=None):
         self.df, self.specs, self.lang, self.gettext, self.model = df, specs, lang, gettext, model
-        self.href, self.commit, self.count = figures_href, commit, 0
+        self.href, self.commit = figures_href, commit
         self.advice = advice or {}  # {shape: the advisor's table}, its figures' captions
         # numbers from the report's order of every figure, which the gallery uses too; a figure whose
         # section has no rows in this table is not placed, and its number is not reused
@@ -114,7 +114,6 @@ class Figures:
     def __call__(self, name: str) -> dict | None:
         if name not in self.specs:
             return None
-        self.count += 1
         kind, args = self.specs[name]
         suffix = "" if self.lang == "en" else f".{self.lang}"
         href, base = self.href, name

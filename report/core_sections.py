@@ -402,11 +402,11 @@ def methods_rows(i: sections.Inputs) -> list[dict]:
 
 
 def other_generations(i: sections.Inputs) -> dict | None:
-    lead, more = generations(i.specs)
+    lead, _ = generations(i.specs)
     methods = methods_rows(i)
     if not i.figures(lead) and len(methods) <= 1:
         return None
-    return dict(generation_figures=i.figures(lead), methods=methods, more_generation_figures=i.figures(more))
+    return dict(generation_figures=i.figures(lead), methods=methods)
 
 
 def advice(i: sections.Inputs) -> dict | None:
