@@ -26,7 +26,7 @@ def fidelity_score(fidelity: pd.DataFrame, key: tuple, scope: str = "all") -> di
     if hit.empty or not hit.n.iloc[0] or pd.isna(hit.median_abs_log_ratio.iloc[0]):
         return None
     r = hit.iloc[0]
-    return dict(n=int(r.n), mal=float(r.median_abs_log_ratio), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
+    return dict(n=int(r.n), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
 
 
 # The findings table's cells, by kind of claim (analysis/claims.py: Claim.kind), from a claims.csv row's
