@@ -80,19 +80,15 @@ class Counted(Progress):
 
 
 class Workers:
-    """`pairs` pairs of compile workers for one target and toolchain; `deadline` and `on_done` default
-    to those of limits()."""
+    """`pairs` pairs of compile workers for one target and toolchain, under limits()' deadline."""
 
-    def __init__(self, target: str, compiler: dict, timeout_s: float, pairs: int = 1, *,
-                 deadline: float | None = None, on_done=None):
-        deadline = _LIMITS["deadline"] if deadline is None else deadline
-        on_done = on_done or _LIMITS["on_done"]
+    def __init__(self, target: str, compiler: dict, timeout_s: float, pairs: int = 1):
         self.versions = job_versions(compiler.get("versions"))
         python = compiler.get("python")
         options = dict(timeout_s=timeout_s, python=python, env=compiler.get("env"),
                        toolchain=compiler["toolchain"] if python else "")
         self.stop = threading.Event()
-        self.deadline, self.on_done = deadline, on_done or (lambda: None)
+        self.deadline, self.on_done = _LIMITS["deadline"], _LIMITS["on_done"] or (lambda: None)
         self.pairs = [(Compiler(target, cache=cache.for_target(target, False, self.versions), **options),
                        Compiler(target, profile=True, cache=cache.for_target(target, True, self.versions),
                                 **options)) for _ in range(max(1, pairs))]
