@@ -1,8 +1,8 @@
-"""Summaries of the tidy table: agreement with the post (fidelity) and the best kernel against XLA."""
+"""Summaries of the tidy table: the best kernel against XLA, how each target's estimates were made, and
+the row filters the stages share."""
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.kernels import is_pallas
 
 
@@ -23,40 +23,6 @@ def default_limit(df: pd.DataFrame) -> pd.DataFrame:
 def post_configs(df: pd.DataFrame) -> pd.DataFrame:
     """Rows of the post's own configurations (not the wider block search)."""
     return df[~df.search.eq(True)] if "search" in df else df
-
-
-def paired(df: pd.DataFrame, target: str = POST_CHIP, other: str = "published") -> pd.DataFrame:
-    """Estimate rows at the default VMEM limit joined with `other` rows of the same configuration."""
-    est = default_limit(df[(df.source == "estimate") & (df.target == target)])
-    ref = df[(df.source == other) & (df.target == target)]
-    return est.merge(ref[MATCH + ["status", "tflops"]], on=MATCH, suffixes=("", f"_{other}"))
-
-
-def fidelity(df: pd.DataFrame, *, target: str = POST_CHIP, other: str = "published",
-             min_size: int = 2048) -> pd.DataFrame:
-    """Agreement of estimates with `other` per experiment and overall ("all"), for sizes >= min_size:
-    n, median |ln(estimate / other)|, Spearman of TFLOP/s, and the share agreeing on what compiles."""
-    pairs = paired(df, target, other)
-    pairs = pairs[pairs.m >= min_size]
-    # XLA's baseline repeats in every experiment of its dtype: count each configuration once overall.
-    distinct = pairs.drop_duplicates(MATCH[1:])
-    rows = []
-    for experiment, group in [("all", distinct), *pairs.groupby("experiment")]:
-        both = group[(group.status == "ok") & (group[f"status_{other}"] == "ok")]
-        both = both[both.tflops.notna() & both[f"tflops_{other}"].notna()]
-        ratio = np.log(both.tflops / both[f"tflops_{other}"])
-        est_ok = group.status == "ok"
-        ref_ok = group[f"status_{other}"] == "ok"
-        rows.append(dict(
-            target=target, compared_with=other, experiment=experiment, n=len(both),
-            median_abs_log_ratio=float(np.median(np.abs(ratio))) if len(both) else np.nan,
-            median_ratio=float(np.exp(np.median(ratio))) if len(both) else np.nan,
-            spearman=float(both.tflops.corr(both[f"tflops_{other}"], method="spearman"))
-            if len(both) >= MIN_RANK_POINTS else np.nan,
-            feasibility_n=len(group),
-            feasibility_agreement=float((est_ok == ref_ok).mean()) if len(group) else np.nan,
-        ))
-    return pd.DataFrame(rows)
 
 
 # XLA's matmul at precision=HIGHEST (kernels/xla_highest.py): best-vs-XLA's like-for-like float32 column

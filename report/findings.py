@@ -11,10 +11,8 @@ from tpu_matmul_repro.analysis.summaries import (
     XLA_PRECISION,
     best_vs_xla,
     default_limit,
-    fidelity,
     post_configs,
 )
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.kernels import is_pallas
 
@@ -160,11 +158,9 @@ def summary(df: pd.DataFrame, target: str) -> dict:
     out["modelled"] = bool(modelled)
     out["findings"] = claim_findings(df, target)
     best = best_vs_xla(best_df)
-    out["best_all"] = best[best.target == target].to_dict("records") if len(best) else []
     if len(best):  # one estimator per row in the findings: the timing model where the table has it
         best = best[best.estimator == ("model" if (best.estimator == "model").any() else "compiler")]
     out["best"] = best[best.target == target].to_dict("records") if len(best) else []
-    out["raised"] = raised_limit_results(df, target)
     return out
 
 
@@ -187,11 +183,3 @@ def claim_findings(df: pd.DataFrame, target: str) -> list[dict]:
                 config_rows(df, target, c.experiment, c.dtype, c.kernel, blocks=b))) for b in failing]
             out.append(found | dict(finding="best_found"))
     return out
-
-
-def agreement(df: pd.DataFrame, target: str = POST_CHIP) -> dict | None:
-    """Agreement of the estimates with the post's published numbers (None without published rows)."""
-    if not ((df.source == "published") & (df.target == target)).any():
-        return None
-    table = fidelity(df, target=target)
-    return table.set_index("experiment").to_dict("index")
