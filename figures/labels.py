@@ -71,7 +71,6 @@ LABELS = {
     "size_panel": N_("M = K = N = %(size)s"),
     "bm": N_("bm"),
     "bn": N_("bn"),
-    "best_bk": N_("bk %(bk)s"),
     "no_data": N_("no data for this figure"),
     "identity": N_("y = x"),
     "agreement": N_("n = %(n)s, median ratio %(ratio).2f, |log| %(mal).2f, Spearman %(spearman).2f"),
