@@ -396,7 +396,7 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
     c = chip(target)
     pallas = ranked[ranked.kernel != "xla"]
     counts = pallas.status.value_counts().to_dict()
-    libtpu = libtpu_of(ranked)
+    libtpu = ", ".join(sorted(set(ranked.libtpu_version.dropna().astype(str)))) or "?"
     m, k, n = shape
     default = c.default_vmem_limit_bytes
     limit = (f"{target}'s default" if found.limit == default
@@ -446,7 +446,3 @@ def xla_losses(fitted, target: str) -> str:
             f"measured, the model picked a block measured beside XLA at {p.pallas_picks_vs_xla}, and that "
             f"block lost to the measured XLA at {p.losses_to_xla}.")
 
-
-def libtpu_of(rows: pd.DataFrame) -> str:
-    """The libtpu versions the rows were compiled with, as the header names them."""
-    return ", ".join(sorted(set(rows.libtpu_version.dropna().astype(str)))) or "?"

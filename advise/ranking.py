@@ -61,7 +61,7 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     names, times = labels(table.loc[order]), table.model_device_seconds.loc[order].to_numpy()
     first = ""
     for i, index in enumerate(order):
-        if i and same_time(times[i - 1], times[i]):
+        if i and abs(times[i - 1] - times[i]) <= SAME * max(abs(times[i - 1]), abs(times[i])):
             table.at[index, "same_time_as"] = first
         else:
             first = names[index]
@@ -84,10 +84,6 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     out = out.reindex(columns=COLUMNS).reset_index(drop=True)
     out["recommendation"] = recommendation(out, found.limit)
     return out
-
-
-def same_time(a: float, b: float) -> bool:
-    return bool(abs(a - b) <= SAME * max(abs(a), abs(b)))
 
 
 def kernel_shape(r) -> tuple[int, int, int]:
@@ -200,7 +196,8 @@ def tie_set(table: pd.DataFrame, best, use_xla: bool) -> str:
     """The configurations the model cannot tell from the recommended one, twins collapsed."""
     tied = table[(table.tie != "") & (table.same_time_as == "") & table["rank"].notna()]
     twins = twin_labels(table)
-    names = [blocks_label(r) + twins_of(twins, r) for r in tied.itertuples()]
+    names = [blocks_label(r) + "".join(f" = {twin}" for twin in twins.get(blocks_label(r), []))
+             for r in tied.itertuples()]
     if not use_xla:
         xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
         if len(xla) and xla.model_device_ms.iloc[0] <= best.model_device_ms_hi80:
@@ -215,11 +212,6 @@ def labels(rows: pd.DataFrame) -> pd.Series:
     """blocks_label of every row, at once."""
     whole = rows[["bm", "bk", "bn"]].astype("Int64").astype(str)
     return "(" + whole.bm + "," + whole.bk + "," + whole.bn + ")"
-
-
-def twins_of(twins: dict, r) -> str:
-    """' = (b,k,m)' for each row with the same modelled time as `r` (twins: twin_labels)."""
-    return "".join(f" = {twin}" for twin in twins.get(blocks_label(r), []))
 
 
 def twin_labels(table: pd.DataFrame) -> dict:

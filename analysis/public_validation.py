@@ -1,6 +1,8 @@
 """The timing model scored on public TPU matmul measurements (data/public_measurements.csv), never
 fitted on them: each row modelled as a case of a project kernel from its own compile, or left out
 with the reason (docs/timing-model.md, "Scored on public measurements, never fitted")."""
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -132,7 +134,7 @@ def scores_table(table: pd.DataFrame, estimates: pd.DataFrame, run: pd.DataFrame
                    shape_class=r.shape_class, dispatch_included=r.dispatch_included, timing=timing,
                    settings=r.settings, locator=r.locator, measured_seconds=r.seconds,
                    modelled_kernel=case.kernel if case else "", skip_reason=r.skip_reason)
-        est = by_case.get((r.generation, *_case_key(case))) if case else None
+        est = by_case.get((r.generation, *dataclasses.astuple(case))) if case else None
         if case and not fits:
             row["skip_reason"] = why
         elif case and est is None:
@@ -150,10 +152,6 @@ def scores_table(table: pd.DataFrame, estimates: pd.DataFrame, run: pd.DataFrame
                 row.update(_prediction(est, time, r.seconds))
         rows.append(row)
     return pd.DataFrame(rows).reindex(columns=SCORE_COLUMNS)
-
-
-def _case_key(case: Case) -> tuple:
-    return (case.kernel, case.dtype, case.m, case.k, case.n, case.bm, case.bk, case.bn)
 
 
 def _prediction(est: dict, time: str, measured: float) -> dict:

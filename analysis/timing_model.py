@@ -249,11 +249,6 @@ def post_seconds(f: Features, k: Constants) -> float:
 
 # --- which rows the fit may use ------------------------------------------------------------------
 
-def _xla_estimates(df: pd.DataFrame) -> pd.DataFrame:
-    """XLA's estimates, at DEFAULT precision and its variants alike (kernels.is_pallas is False)."""
-    return df[(df.source == "estimate") & ~is_pallas(df.kernel) & (df.status == "ok") & df.tflops.notna()]
-
-
 def aspect(df: pd.DataFrame) -> pd.Series:
     """A problem's shape up to scale ("m/k:n/k"): at one aspect FLOP per byte only rises with size."""
     k = df.k.astype(float)
@@ -264,7 +259,8 @@ def best_smaller_rate(df: pd.DataFrame) -> pd.Series:
     """Per XLA estimate: the best TFLOP/s the cost model gives a smaller problem of the same target,
     kernel (precision), dtype and aspect (NaN where there is none, and for other rows)."""
     best = pd.Series(np.nan, index=df.index)
-    est = _xla_estimates(df)
+    # XLA's estimates, at DEFAULT precision and its variants alike
+    est = df[(df.source == "estimate") & ~is_pallas(df.kernel) & (df.status == "ok") & df.tflops.notna()]
     for _, group in est.groupby([est.target, est.kernel, est.dtype, aspect(est)]):
         shapes = group.drop_duplicates(["m", "k", "n"])
         shapes = shapes.assign(_work=flop_count(shapes.m.astype(float), shapes.k.astype(float),
