@@ -25,9 +25,7 @@ except ModuleNotFoundError as e:
     ) from None
 
 # Read strictly first (file and line of a YAML error, a key given twice, aliases and nesting bounded),
-# then as Snakemake does; and the environment the jobs read (docs/reliability.md). The default profile
-# has read each --configfile so already, before Snakemake's command line did (profiles/default); this
-# read covers a run without that profile.
+# then as Snakemake does; the default profile did so already, this covers a run without it.
 try:
     source_date_epoch()
     for _path in ["config/config.yaml", *workflow.config_settings.configfiles]:
@@ -40,11 +38,10 @@ except (ConfigError, UserError) as e:
 configfile: "config/config.yaml"
 
 
-# Ctrl-C: Snakemake stops the jobs and each job exits without a traceback (scripts/_job.py); this run
-# says once that it was interrupted and how to resume (onerror below).
+# Ctrl-C: each job exits without a traceback (scripts/_job.py); the run says once how to resume.
 INTERRUPTED = record_interrupts()
-# The outputs the jobs replace, kept until the run ends: a failed or stopped job's are put back, with
-# Snakemake's metadata records of them (its persistence's own methods: snakemake 9.x, requirements.txt).
+# The outputs the jobs replace, put back with their metadata records where a job fails or is stopped
+# (Snakemake's persistence's own methods: snakemake 9.x, requirements.txt).
 PREVIOUS = PreviousOutputs()
 
 
@@ -78,8 +75,8 @@ include: "rules/aggregate.smk"
 include: "rules/validation.smk"
 
 
-# Optional studies, one folder each (studies/README.md), before the figures and the report that they add
-# to: those the config's `studies` names add their outputs to `all` and their tables to the report's inputs.
+# Optional studies (studies/README.md), before the figures and the report they add to: their outputs
+# join `all`, their tables the report's inputs.
 STUDY_OUTPUTS = []
 REPORT_TABLES = {}  # name -> results/<name>.csv, read by a study's report section (report/sections.py)
 if PUBLIC_FILES:  # the public scores' report section (report/public_scores.py)

@@ -1,14 +1,5 @@
-"""Candidate block shapes of a problem on a chip, pruned before any compile.
-
-Edges are the MXU's width times powers of two (a smaller block leaves MXU columns idle; lane-wide
-128 where no MXU-wide edge divides a dimension), up to the whole (padded) dimension, and the
-dimension itself as one block where it is a multiple of the lane width. A dimension an edge does not
-divide is zero-padded to a whole number of blocks: the candidate is the kernel on the padded problem,
-whose FLOPs and bytes it is charged (the padding's own copy is not). An edge that pads a dimension by
-more than PAD_LIMIT is no candidate, unless no edge pads it less. Blocks whose own buffers exceed the
-scoped-VMEM limit, or whose padded operands exceed the chip's HBM, are dropped before any compile
-(search.py says so).
-"""
+"""Candidate block shapes of a problem on a chip: the MXU's width times powers of two up to the whole
+(zero-padded) dimension, pruned before any compile (docs/advisor.md, "Any shape a TPU holds")."""
 import dataclasses
 
 from tpu_matmul_repro.advise.request import operand_bytes, padded
@@ -30,9 +21,8 @@ class Candidate:
 
 
 def edges(dim: int, width: int) -> list[int]:
-    """Block edges for a dimension: width x 2^j up to the whole padded dimension (lane-wide 128 x 2^j
-    too where no MXU-wide edge divides it), and the dimension itself; each padding the dimension by at
-    most PAD_LIMIT, or the least-padding ones where none does."""
+    """Block edges for a dimension: width x 2^j up to the whole padded dimension (lane-wide too where no
+    MXU-wide edge divides it) and the dimension itself, padding it by at most PAD_LIMIT where any does."""
     if dim <= width:
         return [dim]
     found = set()

@@ -41,8 +41,7 @@ class Stopped(BaseException):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line (AdviceError), and which reads an argument such as
-    '-1x128x128' as a (negative) shape, not as an unknown option."""
+    """argparse whose errors are one line (AdviceError), reading '-1x128x128' as a shape, not an option."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -92,8 +91,7 @@ def presets() -> list[str]:
 
 
 def compiler_for(target: str, config: dict) -> dict:
-    """The compiler of `target`: the pipeline's own, or a toolchain the config has serve it, whose
-    environment is built with pip on first use (experiments/compile_study/toolchain_env.py)."""
+    """The compiler of `target`: the pipeline's own, or the toolchain serving it (installed on first use)."""
     from tpu_matmul_repro.experiments.plan import toolchains
 
     served = toolchains.served(config)
@@ -145,8 +143,7 @@ def checked_config(path: Path) -> dict:
 
 
 def results_of(text: str | None) -> tuple[Path | None, str]:
-    """(the results/ folder whose model to use, or None; why none, for the header): --results as given,
-    else ./results of the current folder where it has one, never the installed checkout's."""
+    """(the results/ folder whose model to use, or None; why none): --results, else ./results if any."""
     if text == NO_RESULTS:
         return None, "--results none"
     if text is not None:
@@ -171,9 +168,8 @@ def time_budget(text: str) -> float:
 
 @contextlib.contextmanager
 def stopped_by_signals():
-    """SIGTERM and SIGHUP raise Stopped in the main thread (Python's default would end the process
-    without stopping its compile workers); each later one, while the call winds down, is ignored, as
-    is a second Ctrl-C. Where main() does not run in the main thread, nothing changes."""
+    """SIGTERM and SIGHUP raise Stopped in the main thread, so the compile workers are stopped; later
+    signals, while the call winds down, are ignored. Off the main thread nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -198,9 +194,8 @@ def stopped_by_signals():
 
 
 def main(argv=None) -> int:
-    """The command: exit 0 with the advice, 2 with one line naming what is wrong with the request, 130
-    on Ctrl-C and 128 + the signal on SIGTERM or SIGHUP (one line each, every compile worker stopped),
-    141 where stdout was closed before the answer was written (`advise ... | head -1`)."""
+    """The command: exit 0 with the advice, 2 with one line naming what is wrong with the request; on
+    signals and a closed stdout as docs/advisor.md says (130, 128 + the signal, 141)."""
     with stopped_by_signals():
         try:
             return answer(sys.argv[1:] if argv is None else argv)
@@ -294,10 +289,9 @@ def model_texts(layout: whole_models.Layout, asked: request.Request, parts: list
 def advise(shapes, *, dtype: str = "bfloat16", targets=(POST_CHIP,), kernel: str = "v5",
            vmem_limit: str | int | None = None, results="results", config=None,
            workers: int = 2) -> pd.DataFrame:
-    """The advisor as a function: the ranked table (every column of --csv) of `shapes` ("MxKxN" or
-    (m, k, n)) on `targets`; AdviceError in one line for a request it refuses. `vmem_limit`: bytes or
-    a size such as "32MiB"; `results`: a run's results/ (default: the current folder's; None: the
-    advisor's own fit); `config`: a config dict or file (default config/config.yaml). No time budget."""
+    """The advisor as a function: the ranked table (every column of --csv) of `shapes` on `targets`;
+    AdviceError for a refused request. `vmem_limit`: bytes or "32MiB"; `results` None: the advisor's
+    own fit; `config`: a dict or file. No time budget."""
     limit = request.parse_vmem_limit(vmem_limit) if isinstance(vmem_limit, str) else vmem_limit
     asked = request.checked(list(shapes), dtype, list(targets), kernel, limit)
     config = checked_config(ROOT / "config" / "config.yaml" if config is None else Path(config)) \
@@ -322,11 +316,8 @@ def advice(asked: request.Request, config: dict, compilers: dict, results: Path 
            fallback: bool = True, log=None, workers: int = 1, reporter: Reporter | None = None,
            budget_s: float | None = None, why_no_results: str = "--results none", public: bool = True):
     """The ranked table (one frame per target and shape) and its text, for a checked request; with
-    fallback False (the pipeline), only the run's own model. `log`: where to say how many compiles came
-    from the compile cache (default: this module's logger); `reporter`: the CLI's progress lines;
-    `budget_s`: seconds of compiling after which nothing more is compiled (None: no limit), counted
-    from the first search; `why_no_results`: the header's reason where `results` is None; `public`: use
-    the run's public scores (results/public_scores.csv) where it has them."""
+    fallback False (the pipeline), only the run's own model. `budget_s`: seconds of compiling from the
+    first search (None: no limit); `public`: use the run's public scores where it has them."""
     from tpu_matmul_repro.experiments.compile_study import cache
     from tpu_matmul_repro.experiments.core.provenance import provenance
     from tpu_matmul_repro.experiments.plan.job_lists import compile_settings
@@ -405,7 +396,7 @@ def header(ranked: pd.DataFrame, found, shape, asked, target: str, fitted) -> li
     c = chip(target)
     pallas = ranked[ranked.kernel != "xla"]
     counts = pallas.status.value_counts().to_dict()
-    libtpu = libtpu_of(ranked)
+    libtpu = ", ".join(sorted(set(ranked.libtpu_version.dropna().astype(str)))) or "?"
     m, k, n = shape
     default = c.default_vmem_limit_bytes
     limit = (f"{target}'s default" if found.limit == default
@@ -444,8 +435,7 @@ def public_lines(fitted, target: str) -> list[str]:
 
 
 def xla_losses(fitted, target: str) -> str:
-    """How often the model's pick among measured configurations lost to a measured XLA on the target
-    (the run's public scores), as the recommendation says it; "" where the run has no scores."""
+    """How often the model's pick lost to a measured XLA on the target (the run's public scores)."""
     p = fitted.public.get(target)
     if p is None:
         return ""
@@ -456,7 +446,3 @@ def xla_losses(fitted, target: str) -> str:
             f"measured, the model picked a block measured beside XLA at {p.pallas_picks_vs_xla}, and that "
             f"block lost to the measured XLA at {p.losses_to_xla}.")
 
-
-def libtpu_of(rows: pd.DataFrame) -> str:
-    """The libtpu versions the rows were compiled with, as the header names them."""
-    return ", ".join(sorted(set(rows.libtpu_version.dropna().astype(str)))) or "?"

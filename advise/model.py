@@ -1,22 +1,6 @@
-"""The timing model the advisor uses: constants fitted on the post's published v5e numbers only, and
-the half-widths of its prediction intervals (analysis/intervals.py).
-
-Where from, first found first:
-1. a pipeline run's results/timing_model.json (analysis/fitted_model.py: the run's one fit, its refits
-   without each of the post's figures and the band), checked at the door: a file no run wrote is
-   refused in one line naming the file, the key and the value. A run that fitted nothing (no
-   "published v5e" fit, no band) is not refused: the advisor goes on to 2 and says why in its header;
-   the pipeline's own advice job never does (the model it ranks with is the run's own);
-2. the advisor's own cache (<cache>/advise/model-<key>.json), keyed by the published numbers, the
-   compiler's versions and the modelling code;
-3. fitted here: the post's published configurations compiled for v5e through the planner's jobs
-   (experiments/plan/job_lists.published_jobs, the compile cache makes this one-off), fitted by the
-   pipeline's own function (fitted_model.fit_model); then cached.
-
-With the run's model comes the run's results/public_scores.csv, where there is one: off v5e each
-generation's public errors set a floor under its band (intervals.public_halfwidths), and the header
-quotes the scores (`public`).
-"""
+"""The timing model the advisor uses, first found first: a pipeline run's results/timing_model.json
+(checked at the door), the advisor's own cache, or fitted here from the post's configurations by the
+pipeline's own function (docs/advisor.md, "Where the model comes from")."""
 import dataclasses
 import functools
 import hashlib
@@ -44,6 +28,8 @@ PUBLISHED = ROOT / "data" / "published_v5e.csv"
 CODE = ("analysis/timing_model.py", "analysis/intervals.py", "analysis/fitted_model.py",
         "analysis/validation.py", "analysis/model_columns.py",
         "experiments/core/traffic.py", "experiments/core/chips.py", "advise/model.py")
+
+
 class ResultsError(AdviceError):
     """A results/ file that is there but cannot be a pipeline's: one line naming file, row, column, value."""
 
@@ -74,9 +60,8 @@ class PublicScores:
 
 
 def with_public(model: Model, results: Path) -> Model:
-    """The run's model with its public scores (results/public_scores.csv) where the run has them: the
-    floor under each generation's band off v5e and the header's numbers. ResultsError for a file that
-    cannot be a run's."""
+    """The run's model with its public scores where the run has them (the band's floor off v5e, the
+    header's numbers); ResultsError for a file that cannot be a run's."""
     from tpu_matmul_repro.analysis import public_regret
 
     path = Path(results) / "public_scores.csv"
@@ -115,9 +100,7 @@ def _model_of(fitted: FittedModel, source: str) -> tuple[Model | None, str]:
 
 
 def from_results(results: Path, public: bool = True) -> tuple[Model | None, str]:
-    """The run's model, or None and why not; ResultsError for a file there that no run wrote (beyond
-    FittedModel.read's checks: a band sized on more points than the post published, or wider than any
-    fit of them gives)."""
+    """The run's model, or None and why not; ResultsError for a file there that no run wrote."""
     path = Path(results) / "timing_model.json"
     if not path.exists():
         return None, f"no {_shown(path)}"
@@ -189,8 +172,7 @@ def _checked(values: dict) -> tm.Constants:
 
 
 def fitted(config: dict) -> Model:
-    """Compile the post's configurations for v5e (the planner's jobs), fit the model on the published
-    numbers and size the band, with the pipeline's own function."""
+    """Compile the post's configurations for v5e and fit the model with the pipeline's own function."""
     from tpu_matmul_repro.analysis.aggregate import combine, load_published
     from tpu_matmul_repro.experiments.compile_study.study import run_jobs
     from tpu_matmul_repro.experiments.plan.job_lists import published_jobs
@@ -216,10 +198,8 @@ def fits_here(results: Path | None, versions: dict) -> bool:
 
 def load(config: dict, results: Path | None, versions: dict, *, fallback: bool = True,
          absent: str = "--results none", public: bool = True) -> Model:
-    """The model: the run's (results/), else the cache's, else fitted here. With fallback False
-    (the pipeline's advice job), only the run's own, and AdviceError in one line if it has none.
-    `absent`: why there is no run's model where `results` is None, as the header says it; `public`: read
-    the run's results/public_scores.csv where it has one (the pipeline: where it is the job's input)."""
+    """The model: the run's (results/), else the cache's, else fitted here; with fallback False only the
+    run's own. `absent`: why there is no run's model, for the header; `public`: read its public scores."""
     why = absent
     if results is not None:
         model, why = from_results(results, public)

@@ -1,6 +1,6 @@
-"""The advice of a pipeline run (rules/advice.smk) ranks with the run's own timing model: checked while
-the run is planned that the model will have points to fit, so that a config which compiles none of the
-post's configurations stops before any job, in one line, instead of writing an empty model."""
+"""The advice of a pipeline run ranks with the run's own timing model: checked while the run is
+planned that the model will have points to fit, so a config that compiles none of the post's
+configurations stops before any job, in one line."""
 import numpy as np
 import pandas as pd
 
@@ -16,10 +16,8 @@ TARGET = POST_CHIP  # the published numbers the model is fitted on are this chip
 
 
 def planned_points(plan, published) -> pd.DataFrame:
-    """The post's published configurations (status ok) that the plan's jobs compile for v5e as an
-    experiment's own, with the rows a fit pairs them with (timing_model.reference_points): its
-    experiment and configuration columns. XLA's published points pair with the baseline where the
-    plan compiles the same experiment and dtype at that shape (aggregate.attach_baseline)."""
+    """The post's published ok configurations that the plan's jobs compile for v5e, as a fit pairs them
+    (XLA's with the baseline of the same experiment and dtype at that shape)."""
     toolchain = plan.served.get(TARGET, primary(plan.config))
     jobs = [job for job in (*plan.compile_jobs.values(), *plan.toolchain_jobs.values())
             if job.target == TARGET and job.toolchain == toolchain]
@@ -41,9 +39,8 @@ def planned_points(plan, published) -> pd.DataFrame:
 
 
 def missing_fit(plan, published) -> str:
-    """Why the run's timing model could not rank advice ("" when it can): too few planned points for
-    the fit, for a fit without one of the post's figures (the cross-validation that sizes the band), or
-    for one of the band's levels."""
+    """Why the run's timing model could not rank advice ("" when it can): too few planned points for the
+    fit, for a refit without a figure, or for one of the band's levels."""
     points = planned_points(plan, published)
     need = len(tm.PARAMS) + 2  # timing_model._fit: the constants and two degrees of freedom
     short = [(str(value), len(train)) for value, train, _ in validation.folds(points, "experiment")

@@ -1,7 +1,5 @@
-"""Progress lines on stderr while the advisor works, so that a call is never silent: nothing for a call
-done within FIRST_S, then a line every EVERY_S (and at each new shape or target) saying what it is
-doing, how many configurations are done, how many compiles came from the compile cache, and how much
-of the time budget is left; one line at the end of a call that printed any."""
+"""Progress lines on stderr while the advisor works, so that a call is never silent: after FIRST_S, a
+line every EVERY_S and at each new search, and one at the end of a call that printed any."""
 import dataclasses
 import sys
 import threading

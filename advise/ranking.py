@@ -1,7 +1,5 @@
-"""The advice as a ranked table: the intervals the pipeline gives every modelled number, ties within the
-interval said to be ties, what each candidate needs of VMEM, XLA's estimate for the same shape, what
-bounds each row (the chip's peak, its HBM bandwidth, or neither) and a recommendation generated from
-those numbers: one configuration on top, with the lines that use it."""
+"""The advice as a ranked table: every modelled number's interval, ties said to be ties, each
+candidate's VMEM, XLA's estimate, what bounds each row, and a recommendation generated from them."""
 import json
 import math
 
@@ -31,8 +29,7 @@ SAME = 1e-9  # modelled times closer than this (relative) are one time: a twin's
 TIE_BREAK = ("equal modelled times rank the blocks that need less VMEM first, then those with fewer grid "
              "steps, then the smaller (bm, bk, bn)")
 # A row is compute- or bandwidth-bound where the chip's peak or its HBM bandwidth alone accounts for at
-# least this share of its modelled time (the larger one names it); overhead-bound where neither does:
-# per-step and per-call costs, float32's extra passes or waits take most of it.
+# least this share of its modelled time (the larger one names it); overhead-bound where neither does.
 BOUND_SHARE = 0.5
 
 
@@ -64,7 +61,7 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     names, times = labels(table.loc[order]), table.model_device_seconds.loc[order].to_numpy()
     first = ""
     for i, index in enumerate(order):
-        if i and same_time(times[i - 1], times[i]):
+        if i and abs(times[i - 1] - times[i]) <= SAME * max(abs(times[i - 1]), abs(times[i])):
             table.at[index, "same_time_as"] = first
         else:
             first = names[index]
@@ -89,10 +86,6 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
     return out
 
 
-def same_time(a: float, b: float) -> bool:
-    return bool(abs(a - b) <= SAME * max(abs(a), abs(b)))
-
-
 def kernel_shape(r) -> tuple[int, int, int]:
     """The problem the row's kernel runs: the shape asked, or the one zero-padded to whole blocks."""
     if padded(r):
@@ -106,10 +99,8 @@ def grid_steps(r) -> int:
 
 
 def bound_of(r, model) -> dict:
-    """What bounds a modelled row (BOUND_SHARE), and its share of the chip's peak FLOP/s and of its
-    HBM bandwidth, in %: the shape's own FLOPs per modelled device second (as TFLOP/s counts them), and
-    the bytes the kernel moves between HBM and VMEM (every block it reads again, the padding's; XLA:
-    its operands and output once) per modelled device second."""
+    """What bounds a modelled row (BOUND_SHARE), and its share in % of the chip's peak FLOP/s (the
+    shape's own FLOPs) and of its HBM bandwidth (the bytes the kernel moves, padding included)."""
     seconds = r.model_device_seconds
     if pd.isna(seconds) or not seconds > 0:
         return dict(bound="", peak_flops_pct=np.nan, hbm_bandwidth_pct=np.nan)
@@ -132,8 +123,7 @@ def bound_of(r, model) -> dict:
 
 
 def share(r) -> str:
-    """A row's bound and its share of what bounds it: '83 % of peak FLOP/s'; where overhead bounds it,
-    the larger of the two shares."""
+    """A row's share of what bounds it, '83 % of peak FLOP/s' (overhead: the larger share)."""
     flops_share = f"{r.peak_flops_pct:.0f} % of peak FLOP/s"
     hbm_share = f"{r.hbm_bandwidth_pct:.0f} % of HBM bandwidth"
     if r.bound == "compute":
@@ -172,9 +162,8 @@ def note(r, limit: int) -> str:
 
 
 def headline(table: pd.DataFrame) -> list[str]:
-    """The answer a user can paste: the one configuration to use (the fastest modelled: the best blocks,
-    or XLA where it is modelled faster), with the lines that use it, the set the model cannot tell
-    from it, the reason and the tie-break rule."""
+    """The answer a user can paste: the fastest modelled configuration with the lines that use it, the
+    set the model cannot tell from it, the reason and the tie-break rule."""
     if table.empty:
         return ["No recommendation: no candidate and no XLA estimate."]
     first = next(table.head(1).itertuples())  # rows as tuples: a Series' .dtype is its own
@@ -207,7 +196,8 @@ def tie_set(table: pd.DataFrame, best, use_xla: bool) -> str:
     """The configurations the model cannot tell from the recommended one, twins collapsed."""
     tied = table[(table.tie != "") & (table.same_time_as == "") & table["rank"].notna()]
     twins = twin_labels(table)
-    names = [blocks_label(r) + twins_of(twins, r) for r in tied.itertuples()]
+    names = [blocks_label(r) + "".join(f" = {twin}" for twin in twins.get(blocks_label(r), []))
+             for r in tied.itertuples()]
     if not use_xla:
         xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
         if len(xla) and xla.model_device_ms.iloc[0] <= best.model_device_ms_hi80:
@@ -224,11 +214,6 @@ def labels(rows: pd.DataFrame) -> pd.Series:
     return "(" + whole.bm + "," + whole.bk + "," + whole.bn + ")"
 
 
-def twins_of(twins: dict, r) -> str:
-    """' = (b,k,m)' for each row with the same modelled time as `r` (twins: twin_labels)."""
-    return "".join(f" = {twin}" for twin in twins.get(blocks_label(r), []))
-
-
 def twin_labels(table: pd.DataFrame) -> dict:
     """{a ranked row's blocks: the blocks of the rows of the same modelled time (same_time_as)}."""
     twins = table[table.same_time_as.fillna("") != ""]
@@ -237,7 +222,7 @@ def twin_labels(table: pd.DataFrame) -> dict:
 
 def block_lines(r) -> list[str]:
     """The arguments of pl.pallas_call that run the row's kernel with its blocks, as kernels/ writes
-    them (v3_block.tiling: grid (m/bm, n/bn, k/bk), k innermost), with its scoped-VMEM limit."""
+    them, with its scoped-VMEM limit."""
     m, k, n = kernel_shape(r)
     bm, bk, bn = int(r.bm), int(r.bk), int(r.bn)
     facts = DECLARED[r.kernel]
@@ -266,8 +251,7 @@ def xla_lines(r) -> list[str]:
 
 
 def text(table: pd.DataFrame, header: list[str], checked: str = "") -> str:
-    """The ranked table for a terminal, its recommendation and the lines that use it on top; `checked`:
-    a line under the recommendation on how its picks fared against public measurements."""
+    """The ranked table for a terminal, the recommendation on top; `checked`: a line under it."""
     s = f"{LEVEL}"
     lines = headline(table) + ([checked] if checked else []) + [""] + header
     lines.append(f"Band: x/f is the {s} % prediction interval, from t/f to t x f (never faster than the "

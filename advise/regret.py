@@ -1,17 +1,6 @@
-"""The advisor's ranking checked on the post's own block sweeps: at each size of a figure that times
-several blocks of one kernel (figures 4 and 5), the block the advisor would pick (the fastest modelled
-device time, by a fit that left that figure out) against the best the post published there.
-
-regret = published time of the pick / best published time - 1 (0: the pick is the post's best), and
-the same for the worst block of the pick's tie set (the blocks within the 80 % band's factor of it:
-its size band's, sized on the other figures' errors, as validation.coverage checks a band). Only the
-post's own blocks at each size can be scored, and only those with an estimate (today's compiler fits
-them at the default or a raised limit); the advisor's own candidates go further. The raw compiler's
-pick (libtpu's estimate alone) is scored beside it.
-
-`python -m tpu_matmul_repro.advise.regret results/matmul.parquet` prints the table of a run (its fits:
-results/timing_model.json beside the table).
-"""
+"""The advisor's ranking checked on the post's own block sweeps (figures 4 and 5): the pick by the
+refit without that figure against the post's best, as regret; run as a module on a run's
+results/matmul.parquet it prints the table (docs/advisor.md, "The ranking checked against the post")."""
 import math
 import sys
 from pathlib import Path
@@ -34,9 +23,8 @@ def sweeps(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def regret(df: pd.DataFrame, model) -> pd.DataFrame:
-    """One row per (figure, size) of a block sweep: the model's pick by the run's refit without that
-    figure (`model`, a FittedModel), the compiler's pick, the post's best, their regrets and the tie
-    set's worst regret. The advisor ranks by device time."""
+    """One row per (figure, size) of a block sweep: the model's pick by the refit without that figure,
+    the compiler's pick, the post's best, their regrets and the tie set's worst regret."""
     points, _ = tm.reference_points(df, source="published", target=POST_CHIP)
     predicted = model.held_out(points)
     device = predicted.model_device_seconds

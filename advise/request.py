@@ -5,7 +5,7 @@ import math
 import re
 
 from tpu_matmul_repro.experiments.core.chips import CHIPS, chip
-from tpu_matmul_repro.experiments.core.traffic import ITEMSIZE, hbm_problem  # noqa: F401
+from tpu_matmul_repro.experiments.core.traffic import hbm_problem
 from tpu_matmul_repro.experiments.core.traffic import matmul_bytes as operand_bytes  # noqa: F401
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.kernels import DECLARED

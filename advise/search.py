@@ -1,25 +1,6 @@
-"""Compile a problem's candidate blocks and XLA's matmul for a target at a scoped-VMEM limit, and model
-them with the pipeline's own code (analysis/model_columns.modelled).
-
-Before any compile: blocks whose buffers exceed the limit are out of VMEM (vmem_floor: a lower bound
-from the block shapes, one buffer of each, or two where libtpu is known to double-buffer them), and
-every other candidate gets a lower bound on its modelled time (the model without compiler cycles:
-peak and bandwidth alone, which the full model never undercuts; first a cheap one from its FLOPs,
-operands and step count, the exact one where the cheap one cannot decide). The
-cheapest FIRST compile first, with XLA's matmul; then only those whose bound lies within the reach
-(Leader.reach): the fastest modelled time (the best block's or XLA's) times its 80 % interval's
-factor, or the best block's time where that is longer. The others can neither be the best block nor
-tie with the fastest: a branch and bound on the modelled time whose bound needs no compile. The
-compiles are the compile study's jobs (experiments/compile_study/study.py: two-step grids for the
-VMEM verdict where that is checked to equal the full size's, the compile cache), with the
-planner's settings. At a raised limit a candidate is compiled at the chip's default limit first and
-at the raised one only if it runs out there, so every row says which limits it was compiled at and
-what it needs.
-
-XLA's matmul is compiled at the shape as it is, with the same-aspect smaller problems of the
-config's XLA baseline (the planner's), so that its modelled number (the monotone envelope where
-libtpu's cost model dips) is the one the compile study's table gives the same configuration.
-"""
+"""Compile a problem's candidate blocks and XLA's matmul for a target at a scoped-VMEM limit and model
+them with the pipeline's own code: a branch and bound on the modelled time, whose bound (the model
+without compiler cycles) prunes what can neither be the best block nor tie (docs/advisor.md)."""
 import contextlib
 import dataclasses
 import itertools
@@ -63,11 +44,8 @@ def _row(case: Case, target: str) -> pd.Series:
 
 
 def cheap_bound(case: Case, target: str, k: tm.Constants) -> float:
-    """A lower bound on the modelled device time from counts alone, no sum over the grid's steps: every
-    step's core (its share of the FLOPs at the peak and its overlapped cycles) or the operands and
-    output moved once at the fitted bandwidth, whichever is longer, plus the fixed costs of the steps
-    and of the fewest DMAs the grid can issue (each distinct A and B block copied in once, each output
-    block written back once)."""
+    """A lower bound on the modelled device time from counts alone: the steps' core or the operands and
+    output moved once, whichever is longer, plus the fixed costs of the steps and the fewest DMAs."""
     c = chip(target)
     steps = math.prod(case.grid())
     overlapped = k.overlapped_step_cycles
@@ -87,12 +65,8 @@ def lower_bound(case: Case, target: str, k: tm.Constants) -> float:
     return tm.device_seconds(tm.features(_row(case, target), cycles=0.0), k)
 
 
-# libtpu versions whose compiles of a block grid with more than one step along every axis always asked
-# at least two buffers of each block (the Pallas pipeline's double buffering) plus v5's accumulator:
-# every such compile in the compile cache, 562 of 0.0.42.1 (v5e, v6e; v3 and v5, bfloat16, float32,
-# int8) and 28 of 0.0.52 (7x), asked 1.00 times that or more; 0.0.50.1 asks the same bytes as 0.0.42.1
-# for every configuration of the post (results/then_and_now.csv's eras). Not so for older ones: 0.0.5
-# to 0.0.30 gave large float32 blocks one buffer, so for them only the blocks' own buffers bound the VMEM.
+# libtpu versions seen to ask two buffers of each block (and v5's accumulator once) for every grid with
+# more than one step along every axis (docs/advisor.md); older ones gave large float32 blocks one.
 DOUBLE_BUFFERED_LIBTPU = ("0.0.42.1", "0.0.50.1", "0.0.52")
 DOUBLE_BUFFER_BOUND = "double_buffer_bound"  # vmem_method of a candidate out of VMEM by that bound
 
@@ -105,38 +79,32 @@ def double_buffered_bytes(case: Case) -> int:
 
 def vmem_floor(case: Case, libtpu: str) -> tuple[int, str]:
     """(a lower bound on the VMEM the compiler asks for `case`, how it was found): the blocks' own
-    buffers; two of each where libtpu double-buffers them (DOUBLE_BUFFERED_LIBTPU) and every grid axis
-    has more than one step (a single-step axis can leave its blocks one buffer)."""
+    buffers, or two of each where libtpu double-buffers them and no grid axis has a single step."""
     if (libtpu in DOUBLE_BUFFERED_LIBTPU and case.facts.grid == BLOCKS
             and not any(single_step_axes(case))):
         return double_buffered_bytes(case), DOUBLE_BUFFER_BOUND
     return min_vmem_bytes(case), "block_bound"
 
 
-def oom_rows(target: str, cases, limit: int, libtpu: str = "") -> pd.DataFrame:
+def uncompiled_rows(target: str, cases, limit: int, status: str, fields) -> pd.DataFrame:
+    """Rows of `cases` left without a compile; `fields(case)` says why."""
     c = chip(target)
+    return pd.DataFrame([dict(
+        source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
+        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status=status, vmem_limit_bytes=limit, **fields(x))
+        for x in cases])
 
+
+def oom_rows(target: str, cases, limit: int, libtpu: str = "") -> pd.DataFrame:
     def why(x):
         need, method = vmem_floor(x, libtpu)
         what = ("its blocks alone need" if method == "block_bound"
                 else "two buffers of each of its blocks (libtpu's pipelining) need")
-        return dict(vmem_bytes=need, vmem_method=method,
+        return dict(oom_limit_bytes=limit, vmem_bytes=need, vmem_method=method,
                     error=f"not compiled: {what} {need / MiB:.2f} MiB, more than the scoped limit of "
                           f"{limit / MiB:.0f} MiB (a lower bound from the block shapes)")
 
-    return pd.DataFrame([dict(
-        source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
-        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="vmem_oom", vmem_limit_bytes=limit,
-        oom_limit_bytes=limit, **why(x)) for x in cases])
-
-
-def budget_rows(target: str, cases, limit: int) -> pd.DataFrame:
-    """Rows of `cases` the time budget left without a compile (workers.Workers.spent)."""
-    c = chip(target)
-    return pd.DataFrame([dict(
-        source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
-        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="timeout", vmem_limit_bytes=limit,
-        error=BUDGET_SPENT) for x in cases])
+    return uncompiled_rows(target, cases, limit, "vmem_oom", why)
 
 
 def aspect_of(shape) -> tuple[float, float]:
@@ -145,9 +113,8 @@ def aspect_of(shape) -> tuple[float, float]:
 
 
 def xla_context(baseline, dtype: str, shape) -> list[Case]:
-    """The config's XLA baseline problems (`baseline`: its cases, from the planner) of the shape's dtype
-    and aspect that are smaller than it: what the compile study's table holds beside the shape, which
-    the monotone envelope compares it with (timing_model.best_smaller_rate)."""
+    """The config's XLA baseline problems of the shape's dtype and aspect smaller than it: what the
+    monotone envelope compares it with in the compile study's table."""
     work = flops(*shape)
     return sorted({c for c in baseline if c.dtype == dtype and aspect_of((c.m, c.k, c.n)) == aspect_of(shape)
                    and flops(c.m, c.k, c.n) < work}, key=lambda c: flops(c.m, c.k, c.n))
@@ -156,9 +123,7 @@ def xla_context(baseline, dtype: str, shape) -> list[Case]:
 def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings: dict,
                   limit_mib: int | None) -> pd.DataFrame:
     """The compile study's rows of `cases`: at the default limit, and at `limit_mib` too where they run
-    out at the default (a Job's raised-limit retries); blocks whose buffers exceed the default
-    (vmem_floor) are compiled at `limit_mib` only, with a row saying why not at the default. The pairs
-    of `workers` compile at once, each taking the next part no pair has taken (split_for_pairs)."""
+    out at the default; blocks whose vmem_floor exceeds the default at `limit_mib` only."""
     default = chip(target).default_vmem_limit_bytes
     libtpu = job_versions(compiler.get("versions"))["libtpu_version"]
     beyond = tuple(c for c in cases if limit_mib and c.facts.pallas and vmem_floor(c, libtpu)[0] > default)
@@ -182,10 +147,8 @@ def compile_cases(workers: Workers, target: str, cases, compiler: dict, settings
 
 
 def split_for_pairs(cases: list) -> list[list]:
-    """`cases` as the parts the pairs of workers take one at a time (Workers.run): XLA's together first,
-    then each block shape alone, the largest blocks first (their compiles take longest), so that no
-    pair waits long at the batch's end for another's last part. A block out of VMEM spares the larger
-    ones of later batches (dominated), not those of its own."""
+    """`cases` as the parts the pairs of workers take one at a time: XLA's together first, then each
+    block shape alone, the largest first, so that no pair waits long at the batch's end."""
     xla = [case for case in cases if not case.facts.pallas]
     blocks = sorted((case for case in cases if case.facts.pallas),
                     key=lambda c: (-(c.bm * c.bk + c.bk * c.bn + c.bm * c.bn), c.bm, c.bk, c.bn))
@@ -193,9 +156,8 @@ def split_for_pairs(cases: list) -> list[list]:
 
 
 def dominated(case: Case, out_of_vmem: list[Case]) -> Case | None:
-    """A compiled block shape out of VMEM at this limit that `case` is at least as large as along every
-    axis, with single steps along the same axes: VMEM grows with each block edge and does not depend on
-    the grid's extent (the compile study's dominated_result, across bk: one search, one job here)."""
+    """A block shape out of VMEM at this limit that `case` is at least as large as along every axis,
+    with single steps along the same axes (VMEM grows with each block edge, not with the grid)."""
     axes = single_step_axes(case)
     for other in out_of_vmem:
         if (other.bm <= case.bm and other.bk <= case.bk and other.bn <= case.bn
@@ -206,19 +168,18 @@ def dominated(case: Case, out_of_vmem: list[Case]) -> Case | None:
 
 def dominated_rows(target: str, cases: dict, limit: int) -> pd.DataFrame:
     """Rows of `cases` ({case: the out-of-VMEM blocks it dominates}), not compiled."""
-    c = chip(target)
-    return pd.DataFrame([dict(
-        source="estimate", target=target, device_kind=c.device_kind, kernel=x.kernel, dtype=x.dtype, m=x.m,
-        k=x.k, n=x.n, bm=x.bm, bk=x.bk, bn=x.bn, status="vmem_oom", vmem_limit_bytes=limit,
-        oom_limit_bytes=limit, vmem_method=DOMINATED,
-        error=f"not compiled: its blocks are at least as large along every axis as ({o.bm},{o.bk},{o.bn}), "
-              "which ran out of VMEM at this limit, with single steps along the same axes")
-        for x, o in cases.items()])
+    def why(x):
+        o = cases[x]
+        return dict(oom_limit_bytes=limit, vmem_method=DOMINATED,
+                    error=f"not compiled: its blocks are at least as large along every axis as "
+                          f"({o.bm},{o.bk},{o.bn}), which ran out of VMEM at this limit, with single steps "
+                          "along the same axes")
+
+    return uncompiled_rows(target, cases, limit, "vmem_oom", why)
 
 
 def fits_of(model) -> dict:
-    """The advisor's model as the {name: (fit, fitted on)} that model_columns.modelled takes: the fit
-    on every published point and its refits without each figure."""
+    """The advisor's model (the published fit and its refits) as model_columns.modelled takes it."""
     nan = tm.Constants(*[math.nan] * len(tm.PARAMS))
 
     def fit(constants):
@@ -229,8 +190,7 @@ def fits_of(model) -> dict:
 
 
 def band_factor(row) -> float:
-    """The factor of a modelled row's 80 % band above its time (its size band's, widened by the
-    refits' spread): two times tie when the slower is within the faster's factor."""
+    """The factor of a modelled row's 80 % band above its time: within it, two times tie."""
     return float(row.model_device_seconds_hi80 / row.model_device_seconds)
 
 
@@ -250,16 +210,14 @@ class Leader:
 
     @property
     def reach(self) -> float:
-        """The longest lower bound a candidate not yet compiled may have and still tie with the
-        leader or be the best block; inf until a block has a time."""
+        """The longest lower bound a candidate may have and still tie or be the best block (inf: none yet)."""
         if math.isnan(self.best_block_seconds):
             return math.inf
         return max(self.tie_seconds, self.best_block_seconds)
 
 
 def leader_of(pallas: pd.DataFrame, xla: pd.DataFrame) -> Leader | None:
-    """The Leader of modelled rows: `pallas`, the blocks' (timed or not), `xla`, XLA's at the shape;
-    None where neither has a time."""
+    """The Leader of the blocks' and XLA's modelled rows; None where neither has a time."""
     timed = pallas[(pallas.status == "ok") & pallas.model_device_seconds.notna()]
     timed = timed.sort_values(["model_device_seconds", "bm", "bk", "bn"])
     xla = xla[xla.model_device_seconds.notna()]
@@ -289,8 +247,8 @@ def _keys(rows: pd.DataFrame) -> list[tuple]:
 
 
 def at_limit(rows: pd.DataFrame, limit: int) -> pd.DataFrame:
-    """One row per configuration: the one that fits at the smallest limit up to `limit` it was compiled
-    at, else the one at the highest limit tried; `limits_tried` says what each compiled limit gave."""
+    """One row per configuration: the smallest limit up to `limit` it fits at, else the highest tried;
+    `limits_tried` says what each limit gave."""
     rows = rows.reset_index(drop=True)
     group = pd.Series(pd.factorize(pd.Series(_keys(rows)))[0], index=rows.index)
     order = rows.assign(_g=group, _tried=[_tried(r) for r in rows.itertuples()])
@@ -321,11 +279,9 @@ def _tried(r) -> str:
 
 def next_batch(todo: list, bounds: dict, cheap: dict, reach: float, target: str,
                k: tm.Constants, pairs: int, limit: int) -> tuple[list, list]:
-    """(the cases to compile next, the rest): until a block has a time (reach inf), the FIRST of the
-    smallest exact bounds (computed for the EXACT_FIRST of the smallest cheap ones); then those whose
-    bound lies within `reach`, smaller blocks first, WAVE a pair at a time: a wave's out-of-VMEM
-    verdicts and better times can spare the next wave's compiles. The rest stay to do: a new best
-    with a wider band can widen the reach again."""
+    """(the cases to compile next, the rest): until a block has a time, the FIRST smallest exact bounds;
+    then those within `reach`, smaller blocks first, WAVE a pair at a time, so that a wave's verdicts
+    and times can spare the next wave's compiles."""
     if math.isinf(reach):
         # first those whose blocks leave room to double-buffer them (most kernels need it): a first
         # time found quickly, rather than the largest blocks' out-of-VMEM verdicts; only an order
@@ -380,7 +336,8 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     with own as pairs:
         while todo or pending_xla:
             if pairs.spent() and not pending_xla:  # the time budget ran out: the rest is not compiled
-                frames.append(budget_rows(target, todo, limit))
+                frames.append(uncompiled_rows(target, todo, limit, "timeout",
+                                              lambda _: dict(error=BUDGET_SPENT)))
                 todo = []
                 times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
                 break
@@ -438,8 +395,8 @@ def reach_words(lead: Leader) -> str:
 
 
 def as_asked(rows: pd.DataFrame, shape) -> pd.DataFrame:
-    """Candidate rows on the problem asked: the padded problem in padded_shape, m, k and n the shape's,
-    and every TFLOP/s column counting the shape's own FLOPs (the padding's are work, not output)."""
+    """Candidate rows on the problem asked: the padded problem in padded_shape, and every TFLOP/s column
+    counting the shape's own FLOPs (the padding's are work, not output)."""
     rows = rows.reset_index(drop=True)
     kernel_shape = list(zip(rows.m.astype(int), rows.k.astype(int), rows.n.astype(int), strict=True))
     rows["padded_shape"] = ["" if s == tuple(shape) else "x".join(map(str, s)) for s in kernel_shape]

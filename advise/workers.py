@@ -1,14 +1,6 @@
-"""Compile workers kept for a whole search: the advisor compiles in batches (the first candidates, then
-those the bound cannot prune), and each start of a worker imports jax and loads libtpu, seconds of
-CPU that study.run_jobs spends once per call. Here each pair (a plain and a profiling worker, as
-run_jobs opens them) serves every batch of a search, and several pairs compile at once. The rows are
-study.job_rows', made exactly as in run_jobs.
-
-Every compile goes through a Guard: after the call's deadline (--time-budget) a compile the cache does
-not hold is not started, and one running is cut at the deadline, each answered with a timeout row
-saying so; on an exception in the parent (Ctrl-C, SIGTERM, an error), the workers are killed at once,
-the compiles running in other threads return without a result the cache keeps, and no thread starts
-another: no worker outlives its parent's call."""
+"""Compile workers kept for a whole search (each start imports jax and loads libtpu), several pairs
+at once, rows made as study.run_jobs makes them; every compile goes through a Guard, so nothing
+compiles past the deadline and no worker outlives its parent's call (docs/advisor.md)."""
 import concurrent.futures
 import contextlib
 import logging
@@ -88,28 +80,22 @@ class Counted(Progress):
 
 
 class Workers:
-    """`pairs` pairs of compile workers for one target and toolchain (`compiler`: cli.compiler_for).
-    `deadline`: time.monotonic() after which nothing more is compiled; `on_done`: called once per
-    configuration done (the CLI's progress lines); both default to those of limits()."""
+    """`pairs` pairs of compile workers for one target and toolchain, under limits()' deadline."""
 
-    def __init__(self, target: str, compiler: dict, timeout_s: float, pairs: int = 1, *,
-                 deadline: float | None = None, on_done=None):
-        deadline = _LIMITS["deadline"] if deadline is None else deadline
-        on_done = on_done or _LIMITS["on_done"]
+    def __init__(self, target: str, compiler: dict, timeout_s: float, pairs: int = 1):
         self.versions = job_versions(compiler.get("versions"))
         python = compiler.get("python")
         options = dict(timeout_s=timeout_s, python=python, env=compiler.get("env"),
                        toolchain=compiler["toolchain"] if python else "")
         self.stop = threading.Event()
-        self.deadline, self.on_done = deadline, on_done or (lambda: None)
+        self.deadline, self.on_done = _LIMITS["deadline"], _LIMITS["on_done"] or (lambda: None)
         self.pairs = [(Compiler(target, cache=cache.for_target(target, False, self.versions), **options),
                        Compiler(target, profile=True, cache=cache.for_target(target, True, self.versions),
                                 **options)) for _ in range(max(1, pairs))]
 
     def run(self, parts: list[list]) -> pd.DataFrame:
-        """The rows of each part's jobs, in the parts' order. Each pair takes the next part no pair has
-        taken (give the largest first): a pair done early takes more, rather than waiting while
-        another compiles a large part."""
+        """The rows of each part's jobs, in the parts' order; each pair takes the next part no pair has
+        taken, so a pair done early takes more."""
         untaken, lock = iter(range(len(parts))), threading.Lock()
         done = [[] for _ in parts]
         serving = []  # the pairs whose thread is serving: halted below until none is left

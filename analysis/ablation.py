@@ -1,11 +1,6 @@
-"""Which inputs carry the timing model: the model fitted with and without each, scored out of sample.
-
-Each variant changes one input of the model (a constant held at its neutral value, a compiler number
-taken away, or one added) and is scored by leave one experiment out on the post's points, as the
-model is (validation.cross_validate). An input stays in the model only if taking it out raises the
-median held-out error at size >= 2048 or at 8192 by at least MARGIN; an input outside the model
-enters only if it lowers one of them by MARGIN without raising any scope by as much (earns_place).
-"""
+"""Which inputs carry the timing model: each variant (an input taken out, or one added) fitted and
+scored out of sample, and whether it earns its place (docs/timing-model.md, "Which inputs carry
+the prediction"). Run as a module it prints and writes the table."""
 import dataclasses
 from collections.abc import Callable
 
@@ -106,9 +101,8 @@ def _fit_of(variant: Variant):
 
 
 def score(points: pd.DataFrame, variant: Variant, with_coverage: bool = True) -> dict:
-    """One variant's held-out medians (all, >= 2048, 8192, per figure), in-sample rms and, with
-    `with_coverage`, the nested coverage of its 80 % band per scope (validation.interval_checks: twenty
-    refits more)."""
+    """One variant's held-out medians per scope and figure, in-sample rms and, with `with_coverage`,
+    the nested coverage of its 80 % band per scope (twenty refits more)."""
     points = variant.points(points)
     fit = _fit_of(variant)
     full = fit(points)
@@ -134,15 +128,13 @@ def score(points: pd.DataFrame, variant: Variant, with_coverage: bool = True) ->
 
 
 def pallas_cycles(points: pd.DataFrame) -> tuple[int, int]:
-    """(the post's Pallas points with libtpu's cycles, all of them): the profile study profiles grids
-    of at most compile_study.profile_max_steps steps; the others carry none."""
+    """(the post's Pallas points with libtpu's cycles, all of them)."""
     pallas = is_pallas(points.kernel)
     return int(points.est_cycles[pallas].notna().sum()), int(pallas.sum())
 
 
 def ablation_table(points: pd.DataFrame) -> pd.DataFrame:
-    """One row per variant (VARIANTS), with its scores, the change against the model per scope
-    (positive: the variant's error is higher) and whether the input earns its place."""
+    """One row per variant: its scores, the change against the model per scope, and earns_place."""
     rows = []
     with_cycles, pallas = pallas_cycles(points)
     for variant in VARIANTS:
@@ -185,8 +177,7 @@ def _cell(value) -> str:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    """The ablation as the docs print it: one line per variant, the held-out medians, the nested
-    coverage of the 80 % band (– where not computed) and the verdict."""
+    """The ablation as the docs print it, one line per variant."""
     lines = ["| variant | all | ≥ 2048 | 8192 | in-sample rms | coverage80 all | ≥ 2048 | 8192 "
              "| earns its place |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -219,10 +210,8 @@ RECORDED = "from the record, not recomputed: a table with libtpu's static-profil
 
 
 def keep_recorded(table: pd.DataFrame, record: pd.DataFrame) -> pd.DataFrame:
-    """`table` with the rows it could not compute (a note, no score) taken from `record` where that
-    holds them: the Pallas-cycles rows of a table with static-profile compiles. A kept row keeps its
-    scores, deltas and verdict against the record's own model row (whose form the note names), as
-    they were made; its coverage stays empty where the record has none."""
+    """`table` with the rows it could not compute taken from `record` where it holds them, as they were
+    made (scored against the record's own model, which the note names)."""
     recorded = record.set_index("variant")
     form = record.iloc[0].get("constants", "")
     rows = []

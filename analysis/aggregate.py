@@ -1,10 +1,6 @@
-"""The tidy results table: estimates, measurements and the post's published numbers, one row each.
-
-Key: (source, toolchain, target, experiment, kernel, dtype, m, k, n, bm, bk, bn, vmem_limit_bytes, run_label);
-run_label names a measurement run (a machine), so two machines' measurements of a target both stay. XLA's
-baseline is compiled once per target and dtype (experiment "xla") and joins every experiment of the
-same dtype here, at that experiment's sizes, so each experiment's rows carry their own baseline.
-"""
+"""The tidy results table: estimates, measurements and the post's published numbers, one row per KEY
+(run_label keeps two machines' runs apart); XLA's baseline, compiled once per target and dtype,
+joins every experiment of the same dtype at that experiment's sizes."""
 import pandas as pd
 
 from tpu_matmul_repro.analysis.summaries import HIGHEST_KERNEL
@@ -45,12 +41,8 @@ def load_published(path) -> pd.DataFrame:
 
 
 def load_measured(paths) -> pd.DataFrame:
-    """Measured rows from results/measured/ and data/measured/ files, statistics derived from samples.
-
-    Carried files reach here checked (rules/aggregate.smk: check_carried, check_carried_files), so the
-    errors below guard only against a file that bypassed the gate. What a file holds in the columns
-    derived here or later (DERIVED) is dropped, never read.
-    """
+    """Measured rows from results/measured/ and data/measured/ files, statistics derived from samples
+    (a file's own DERIVED columns are dropped); the checks guard a file that bypassed the carried gate."""
     frames = []
     for path in paths:
         try:
@@ -79,10 +71,8 @@ def load_measured(paths) -> pd.DataFrame:
 
 
 def attach_baseline(rows: pd.DataFrame) -> pd.DataFrame:
-    """Copy each source's and target's XLA rows into every experiment of the same dtype, at its (m, k, n).
-
-    XLA rows that join no experiment (a CPU measurement of XLA alone) stay as experiment "xla".
-    """
+    """Copy each source's and target's XLA rows into every experiment of the same dtype, at its (m, k, n);
+    those that join none stay as experiment "xla"."""
     # each toolchain's baseline joins its own experiments ("" for measured rows)
     rows = rows.assign(toolchain=rows["toolchain"].fillna("") if "toolchain" in rows else "")
     # only the DEFAULT baseline joins the experiments; its variants (xla_highest) stay under "xla"
@@ -138,8 +128,7 @@ def combine(estimates: list[pd.DataFrame], published: pd.DataFrame | None,
 
 
 def estimate_precision(kernel: str) -> str:
-    """The precision an estimate's dot is compiled at: HIGHEST for XLA's full-float32 variant, DEFAULT
-    for every other kernel (no Pallas dot and no jnp.matmul of the post sets one)."""
+    """The precision an estimate's dot is compiled at: HIGHEST for XLA's variant, else DEFAULT."""
     return "HIGHEST" if kernel == HIGHEST_KERNEL else "DEFAULT"
 
 

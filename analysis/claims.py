@@ -1,8 +1,6 @@
-"""Every claim of the post (REGISTRY), checked against this run's table: results/claims.csv.
-
-One row per claim: its kind's rule (RULES), the post's value and this run's, where the numbers come
-from, the verdict, a reason made from the very numbers the rule used, and `values` (JSON), from which
-the verdict is recomputed (verdict_of). The evidence and the decision: docs/verdicts.md."""
+"""Every claim of the post (REGISTRY), checked against this run's table (results/claims.csv): per
+claim its rule, the post's value and this run's, their source, the verdict, its reason and the
+values it is recomputed from (verdict_of). The rules and the evidence: docs/verdicts.md."""
 import dataclasses
 import json
 import math
@@ -32,11 +30,9 @@ AXIS_MARGINS = 1.1
 
 @dataclasses.dataclass(frozen=True)
 class Claim:
-    """One claim of the post: what it says (`wording`, translated in locale/), the rule it is checked by
-    (`kind`: RULES, checked by CHECKS[kind]) and the configuration it is about. `claimed`: the post's
-    number ("about"); `versus`: the (experiment, kernel, dtype) the configuration beats ("beats"), with
-    the same blocks. "best" compares the claimed blocks with every other blocks the post published for
-    the experiment at `size`."""
+    """One claim of the post: its `wording`, its `kind` (RULES, checked by CHECKS[kind]) and the
+    configuration it is about; `claimed`: the post's number ("about"); `versus`: the (experiment,
+    kernel, dtype) it beats with the same blocks ("beats")."""
 
     id: str
     kind: str
@@ -185,9 +181,8 @@ EXACT = ("margin", "band", "post_margin", "post_error")  # values a verdict is r
 
 
 def decided(margin: float, band: float, post_margin: float = 1.0, post_error: float = 0.0) -> tuple[str, str]:
-    """(verdict, note id) of a speed claim holding by `margin` (ln) at this run's number, with the
-    band's half-width `band` (ln; 0 for a measurement), the post's own margin and its reading error
-    (ln; the module docstring)."""
+    """(verdict, note id) of a speed claim holding by `margin` (ln) with the band's half-width `band`
+    (0 for a measurement), the post's own margin and its reading error (all ln)."""
     post_fails, post_unsure = post_margin < -post_error, abs(post_margin) < post_error
     if margin + band < 0:
         return "differs", "differs_measured" if band == 0 else "differs_band"
@@ -199,8 +194,7 @@ def decided(margin: float, band: float, post_margin: float = 1.0, post_error: fl
 
 
 def reading_error(df: pd.DataFrame, experiment: str, value: float) -> float:
-    """The ln half-width of a value read off the post's figure of `experiment`: READING_ERROR of the
-    figure's axis (its largest published number with matplotlib's margins) over the value."""
+    """The ln half-width of a value read off the post's figure of `experiment` (READING_ERROR of its axis)."""
     shown = df[(df.source == "published") & (df.target == TARGET) & (df.experiment == experiment)].tflops
     return READING_ERROR * AXIS_MARGINS * float(shown.max()) / value if shown.notna().any() else 0.0
 
@@ -219,10 +213,7 @@ def verdict_of(row) -> str:
 def _rows(df, experiment, dtype, kernel, blocks=None):
     rows = df[(df.target == TARGET) & (df.experiment == experiment) & (df.dtype == dtype)
               & (df.kernel == kernel)]
-    rows = post_configs(default_limit(rows))
-    if blocks is not None:
-        rows = rows[(rows.bm == blocks[0]) & (rows.bk == blocks[1]) & (rows.bn == blocks[2])]
-    return rows
+    return _blocks(post_configs(default_limit(rows)), blocks)
 
 
 def _blocks(hit: pd.DataFrame, blocks) -> pd.DataFrame:
@@ -233,8 +224,7 @@ def _blocks(hit: pd.DataFrame, blocks) -> pd.DataFrame:
 
 class Evidence:
     """The speeds a claim is decided on, timed as the post did: this run's measurements where it made
-    them, else the run's timing model (`model`, fitted once: analysis/fitted_model.py) predicting each of
-    the post's points by the refit that left its figure out, with the half-width of its 80 % band."""
+    them, else the model's prediction by the refit that left its figure out, with its 80 % band."""
 
     def __init__(self, df: pd.DataFrame, model):
         measured = df[(df.source == "measured") & (df.target == TARGET) & (df.status == "ok")]
@@ -262,8 +252,7 @@ class Evidence:
                          & (p.m == size)], blocks)
 
     def covered(self, configs) -> bool:
-        """True where this run measured every configuration of `configs` (experiment, dtype, kernel,
-        size, blocks): the claim is then decided on measurements."""
+        """True where this run measured every configuration of `configs`: decided on measurements."""
         return len(self.measured) > 0 and all(len(self._measured(*c[2:])) for c in configs)
 
     def halfwidth(self, size) -> float:
@@ -279,12 +268,6 @@ class Evidence:
         seconds = hit.wall_seconds if measured else hit.model_post_seconds
         return tflops(work, float(seconds.iloc[0]))
 
-    def limit_mib(self, experiment, dtype, kernel, size, blocks=None) -> int | None:
-        """The scoped-VMEM limit (MiB) the configuration's estimate was compiled at."""
-        hit = self._modelled(experiment, dtype, kernel, size, blocks)
-        limits = hit.vmem_limit_bytes.dropna() if len(hit) else []
-        return int(limits.iloc[0]) // MiB if len(limits) else None
-
     def source(self, measured: bool) -> tuple[str, dict]:
         """(kind, values) of where a claim's speeds come from (SOURCES)."""
         if measured:
@@ -296,8 +279,10 @@ class Evidence:
         """The limits note's values for the configurations a modelled claim compares."""
         default = chip(TARGET).default_vmem_limit_bytes // MiB
         out = []
-        for label, *where in configs:
-            mib = self.limit_mib(*where)
+        for label, *where in configs:  # the limit each configuration's estimate was compiled at
+            hit = self._modelled(*where)
+            limits = hit.vmem_limit_bytes.dropna() if len(hit) else []
+            mib = int(limits.iloc[0]) // MiB if len(limits) else None
             raised = "*" if mib is not None and mib > default else ""
             out.append(f"{label} {mib if mib is not None else '?'} MiB{raised}")
         return dict(limits="; ".join(out), default=default)
@@ -310,8 +295,8 @@ def _published(df, experiment, dtype, kernel, size, blocks=None) -> float | None
 
 
 def _compiles(df, evidence, claim: Claim):
-    """Largest size that compiles and the first that fails, this run against the post: measured where
-    this run measured every size the post reports for the configuration, else the compiler's verdict."""
+    """Largest size that compiles and the first that fails, this run (measured where it measured every
+    size the post reports, else the compiler's verdict) against the post."""
     where = (claim.experiment, claim.dtype, claim.kernel, claim.blocks)
     post = _rows(df[df.source == "published"], *where).sort_values("m")
     measured = _rows(df[df.source == "measured"], *where)
@@ -503,8 +488,7 @@ CHECKS = {"compiles": _compiles, "about": _about, "best": _best, "near": _near, 
 
 
 def source_text(kind: str, values: dict, gettext=lambda m: m) -> str:
-    """claims.csv's source column (and the report's, through a language's gettext): the class of the
-    claim's numbers (SOURCE_CLASSES), then how they were obtained (SOURCES)."""
+    """claims.csv's source column: the class of the claim's numbers, then how they were obtained."""
     how = gettext(SOURCES[kind]) % values
     if kind not in SOURCE_CLASSES:
         return how
@@ -536,16 +520,13 @@ def rule_text(kind: str, gettext=lambda m: m) -> str:
 
 
 def feasibility_claims() -> tuple[str, ...]:
-    """Claims about which configurations compile: the only ones a toolchain without cycle estimates (the
-    post's libtpu 0.0.5) can check."""
+    """Claims about what compiles: all a toolchain without cycle estimates can check."""
     return tuple(c.id for c in REGISTRY if c.kind == "compiles")
 
 
 def claims_table(df: pd.DataFrame, model, toolchain: str = TOOLCHAIN, only=None) -> pd.DataFrame:
-    """One row per claim of the post (REGISTRY), checked against the table's estimates of `toolchain`
-    (the caller passes that toolchain's rows) and the run's timing model (`model`, a FittedModel; None
-    for claims about what compiles only); `only`: the claim ids to check (default: all).
-    Measurements: each target's latest run, the one the figures draw and the claims name."""
+    """One row per claim (REGISTRY, or the ids `only`), checked against `toolchain`'s rows, each
+    target's latest measured run and `model` (a FittedModel; None for claims about what compiles)."""
     df = latest_runs(df)
     checked = [c for c in REGISTRY if only is None or c.id in only]
     evidence = Evidence(df, model) if any(c.kind != "compiles" for c in checked) else None

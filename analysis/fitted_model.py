@@ -1,8 +1,6 @@
-"""The timing model fitted once per run (the aggregate does it): the fit on the post's published v5e
-points, its refits without each of the post's figures and without each size, each target's measured
-fit and the prediction band, written to results/timing_model.json. Every later stage reads that
-file and predicts with its constants; only the ablation (analysis/ablation.py) fits again.
-"""
+"""The timing model fitted once per run (by the aggregate): the published fit, its refits without
+each figure and each size, each target's measured fit and the band, written to and read back from
+results/timing_model.json; only the ablation fits again."""
 import dataclasses
 import json
 import math
@@ -16,7 +14,6 @@ from tpu_matmul_repro.experiments.core.chips import CHIPS, POST_CHIP
 
 PUBLISHED = f"published {POST_CHIP}"
 WITHOUT = " without "
-BY_FIGURE, BY_SIZE = validation.SCHEMES  # the two cross-validations, as fidelity.csv names them
 
 
 def without(experiment: str) -> str:
@@ -53,8 +50,7 @@ class FittedModel:
         return {name.split(WITHOUT, 1)[1]: fit for name, (fit, _) in self.fits.items() if is_refit(name)}
 
     def held_out(self, points: pd.DataFrame, column: str = "experiment") -> pd.DataFrame | None:
-        """validation.cross_validate's predictions, from the refits made once: each point predicted by
-        the fit that left its figure (or size) out, `fold` naming it; None without those refits."""
+        """validation.cross_validate's predictions from the refits made once; None without them."""
         refits = self.refits(column)
         if not refits or not len(points):
             return None
@@ -62,13 +58,6 @@ class FittedModel:
                  .assign(fold=str(value))
                  for value in sorted(points[column].unique(), key=str) if str(value) in refits]
         return pd.concat(parts).sort_index() if parts else None
-
-    def float32_factor(self) -> float | None:
-        """The fitted float32 factor; None where the model holds it (its float32 cost is per KiB of
-        operands, so no single rate of a float32 dot follows from it)."""
-        if self.published is None or "float32_factor" not in tm.PARAMS:
-            return None
-        return float(self.published.constants.float32_factor)
 
     def write(self, path) -> None:
         from tpu_matmul_repro.experiments.core.atomic_write import write_text_atomic
@@ -109,9 +98,8 @@ class FittedModel:
 
 
 def fit_model(df: pd.DataFrame) -> FittedModel:
-    """Every fit the table allows, made here once: the post's published points of the post's chip, their
-    refits without each figure and each size, and each target's latest measured run (if it has enough
-    points; older runs are not fitted, as only the latest one models the table)."""
+    """Every fit the table allows, made here once: the post's published points, their refits without
+    each figure and each size, and each target's latest measured run with enough points."""
     fits, size_refits, not_validated, unfitted, band = {}, {}, {}, "", None
     points, _ = tm.reference_points(df, source="published", target=POST_CHIP)
     if len(points):
@@ -150,8 +138,7 @@ def fit_model(df: pd.DataFrame) -> FittedModel:
 
 
 def constants_table(model: FittedModel) -> pd.DataFrame:
-    """One row per fit and constant (results/timing_model.csv): value, standard error, unit, range,
-    points, at a bound."""
+    """One row per fit and constant (results/timing_model.csv)."""
     rows = []
     for name, (fit, source) in model.fits.items():
         for p, lo, hi in zip(tm.PARAMS, tm.LOWER, tm.UPPER, strict=True):

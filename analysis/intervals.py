@@ -1,30 +1,6 @@
-"""Prediction intervals of the timing model, from its out-of-sample errors (split conformal, by size).
-
-The errors: |ln(modelled / published)| of every published v5e point, each predicted by the fit that
-left its figure out (leave one experiment out, validation.cross_validate): errors of points no fit
-had seen. They grow with the problem's size, so the bands are conditioned on it
-(validation.conditional_halfwidths): each size band's errors are scaled by their root mean square,
-the half-width of the level-L band is the split-conformal quantile of the scaled errors (the
-ceil((n + 1) L)-th smallest, infinite when n is too small for L) times the row's size band's scale,
-and a modelled time t gets [t exp(-q), t exp(q)], cut at the chip's peak (no time below FLOPs /
-peak). Under exchangeability within a size band a new point of that kind falls inside with
-probability about L; validation.coverage checks it on held-out points only (results/fidelity.csv).
-
-Where the band is calibrated: v5e rows of one of the post's figures (and a dtype it published) are
-modelled by the fit that left that figure out (model_columns), the very predictions the errors come
-from. Every other row (other generations, int8, the block search's configurations on v5e outside a
-figure) is modelled by the fit on every point; its band is v5e's for its size, never narrower, plus
-how far its prediction moves between the leave-one-experiment-out refits (`spread`, the largest
-|ln(refit / full fit)|), and its row says that no measurement checks it.
-
-Off v5e, where public measurements of that generation were scored (results/public_scores.csv, never
-fitted on), a row's half-width is at least their split-conformal quantile (`public_halfwidths`: the
-ceil((n + 1) L)-th smallest |ln(modelled / measured)| of the generation's modelled public rows), and its
-row says so: the band is then as wide as the model's errors there, not only v5e's.
-
-Only the post-method time (one blocked call) has reference numbers; device time gets the same
-half-width in ln (the model's two times differ by the constant call_seconds).
-"""
+"""Prediction intervals of the timing model from its out-of-sample errors (split conformal,
+conditioned on size; off v5e widened by the refits' spread and floored by public errors), as
+columns of the table. The method: docs/timing-model.md."""
 import dataclasses
 import math
 
@@ -44,21 +20,16 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_COLUMNS
 from tpu_matmul_repro.experiments.core.units import TERA, flops
 
-# The widest half-width in ln a run's band may have when it is read back (timing_model.json, the
-# advisor's cache): a factor of ten either way. The timing model's bands are a few tenths
-# (results/fidelity.csv); one wider than this is not a band a fit of the post's points gives, and would
-# print intervals such as [4.9, 2.7e22] ms that say nothing.
+# The widest half-width in ln a band read back may have: a factor of ten either way. The model's bands
+# are a few tenths; a wider one is no band a fit of the post's points gives, and would say nothing.
 MAX_HALFWIDTH = math.log(10)
 VALIDATION = "leave one experiment out"  # the cross-validation whose errors size the bands (fidelity.csv)
 
 
 @dataclasses.dataclass(frozen=True)
 class Band:
-    """Half-widths in ln per level, and the number of held-out errors behind them.
-
-    `halfwidth` (level -> q) is the widest size band's, the band for a row of unknown size;
-    `by_size` (size band -> level -> q) the conditional ones (empty: one band for every size).
-    """
+    """Half-widths in ln per level (`halfwidth`: the widest size band's, for a row of unknown size;
+    `by_size`: size band -> level -> q) and the number of held-out errors behind them."""
 
     halfwidth: dict  # level -> q
     n: int
@@ -99,18 +70,16 @@ class Band:
 
 
 def public_halfwidths(scores: pd.DataFrame) -> dict:
-    """target -> (n, {level: q}) for each generation other than v5e with modelled public rows
-    (public_scores.csv's generation, log_ratio): q the split-conformal quantile of their |ln| errors
-    at each level, infinite where n is too small for it (then no floor at that level)."""
+    """target -> (n, {level: q}) off v5e: q the split-conformal quantile of the generation's modelled
+    public rows' |ln| errors (infinite where n is too small: no floor at that level)."""
     rows = scores[scores.log_ratio.notna() & (scores.generation != POST_CHIP)]
     return {target: (len(part), {level: conformal_quantile(part.log_ratio.abs(), level) for level in LEVELS})
             for target, part in rows.groupby("generation")}
 
 
 def band_of(errors: pd.DataFrame, nested: dict | None = None) -> Band:
-    """The band sized by held-out errors (validation.held_out_errors: error, fold, band), per size band
-    and, for a row of unknown size, the widest; `nested`: the bands sized without each figure
-    (validation.nested_halfwidths), kept for the coverage check."""
+    """The band sized by held-out errors (validation.held_out_errors), per size band and the widest;
+    `nested` (validation.nested_halfwidths) is kept for the coverage check."""
     by_size = {}
     for level in LEVELS:
         for name, q in validation.conditional_halfwidths(errors, level).items():
@@ -122,9 +91,7 @@ def band_of(errors: pd.DataFrame, nested: dict | None = None) -> Band:
 def add_columns(out: pd.DataFrame, b: Band | None, spread: pd.Series | None = None,
                 calibrated: pd.Series | None = None) -> None:
     """The interval columns of every row with modelled times, and model_interval saying how they were
-    made; empty where there is no band or no modelled time. `calibrated`: rows modelled by the fit
-    that left their figure out (their band is the conditional band as it was checked); the others'
-    half-width adds `spread` (ln), how far the leave-one-experiment-out refits move their prediction."""
+    made. Rows not `calibrated` (not modelled by the fit that left their figure out) add `spread` (ln)."""
     for col in INTERVAL_COLUMNS:
         out[col] = np.nan
     out["model_interval"] = ""

@@ -1,7 +1,5 @@
-"""The table's modelled columns, from the run's fits (analysis/fitted_model.py; the model:
-analysis/timing_model.py). Every estimate row gets both modelled times and names its fit; measured rows
-get the modelled times of their configuration and their ratios to them.
-"""
+"""The table's modelled columns from the run's fits: both modelled times, the fit's name and the
+bands for estimates; for measured rows their configuration's modelled times and the ratios."""
 import numpy as np
 import pandas as pd
 
@@ -24,8 +22,7 @@ from tpu_matmul_repro.kernels import is_pallas
 
 
 def choose_fit(all_fits: dict, target: str):
-    """A target's measured fit (its latest run's) if it has one, else the published v5e fit (for another
-    generation: its own clock, peak and bandwidth with v5e's constants, an extrapolation)."""
+    """A target's latest measured fit, else the published v5e fit (off v5e: an extrapolation)."""
     measured = [n for n in all_fits if n.startswith(f"measured {target} ")]
     if measured:
         return measured[-1]
@@ -34,19 +31,8 @@ def choose_fit(all_fits: dict, target: str):
 
 def apply(df: pd.DataFrame, toolchain: str | None = None,
           served: dict | None = None) -> tuple[pd.DataFrame, FittedModel]:
-    """The table with its modelled columns, and the run's fits (fit_model: the only fit of a run).
-
-    With `toolchain`, only that toolchain's estimates (and those of the compilers `served` names for
-    some targets, and the published and measured rows) are fitted and modelled; other toolchains' rows
-    (the post's compiler: no Pallas cycles) keep empty columns.
-
-    Estimate rows get model_device_seconds / _tflops and model_post_seconds / _tflops from the fit
-    named in model_fit; measured rows get the modelled times of their configuration's estimate and
-    measured_over_model (device time) and wall_over_model (blocked-call time). XLA estimates whose
-    TFLOP/s falls with size are flagged (estimate_nonmonotonic), and their modelled columns use the
-    best smaller problem's rate (xla_estimate_method monotone_envelope), never the dip. Every modelled
-    column has its prediction intervals beside it (analysis/intervals.py).
-    """
+    """The table with its modelled columns (docs/outputs.md), and the run's fits (fit_model). With
+    `toolchain`, only its rows (and `served`'s, published and measured) are modelled; others stay empty."""
     df = df.assign(post_vmem_bytes=post_vmem_bytes(df)) if len(df) else df
     if toolchain is not None:
         from tpu_matmul_repro.analysis.toolchain_rows import primary_rows
@@ -65,10 +51,8 @@ def apply(df: pd.DataFrame, toolchain: str | None = None,
 
 
 def modelled(df: pd.DataFrame, all_fits: dict, band: intervals.Band | None) -> pd.DataFrame:
-    """The modelled columns of `df` from fits already made ({name: (fit, what it was fitted on)}: the
-    published fit and its refits without each figure) and the published fit's band: what turns a
-    compile into a modelled number, for the compile study's table (apply) and the advisor's alike
-    (advise/search.py), so one configuration gets one number."""
+    """The modelled columns of `df` from fits already made ({name: (fit, fitted on)}) and the band: one
+    path for the compile study's table and the advisor's, so one configuration gets one number."""
     out = df.copy()
     out["estimate_nonmonotonic"] = flag_nonmonotonic(out) if len(out) else False
     xla = ((out.source == "estimate") & ~is_pallas(out.kernel) & (out.status == "ok")
@@ -95,20 +79,16 @@ def modelled(df: pd.DataFrame, all_fits: dict, band: intervals.Band | None) -> p
 
 
 def out_of_sample(rows: pd.DataFrame, all_fits: dict, published_dtypes: set) -> pd.Series:
-    """Per v5e row: the name of the refit that left its figure out, where there is one and the post
-    published its dtype ("" elsewhere): the row is modelled out of sample, like the post's point."""
+    """Per v5e row of a published dtype: the refit that left its figure out ("" elsewhere)."""
     names = rows.experiment.map(lambda e: without(e) if without(e) in all_fits else "")
     return names.where((rows.target == POST_CHIP) & rows.dtype.isin(published_dtypes), "")
 
 
 def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, spread: pd.Series,
            calibrated: pd.Series) -> None:
-    """The modelled times of the `rows` of each target from its chosen fit.
-
-    v5e rows of the post's figures take the refit without their figure (out_of_sample); the others
-    the chosen fit. `spread` gets, per row, the largest |ln| by which a leave-one-experiment-out refit
-    moves its device time; `calibrated` marks the rows whose band was checked as it is used (their
-    figure's refit, a published kind, compiler cycles, not the block search)."""
+    """The modelled times of the `rows` of each target from its chosen fit (out_of_sample's refit where
+    it has one). `spread`: the largest |ln| a refit moves a row's device time; `calibrated`: rows whose
+    band was checked as it is used."""
     envelope = envelope_cycles(out)
     refits = {name: fit for name, (fit, _) in all_fits.items() if is_refit(name)}
     published = set(out[out.source == "published"].dtype)
@@ -138,8 +118,7 @@ def _model(out: pd.DataFrame, rows: pd.Series, all_fits: dict, spread: pd.Series
 
 
 def _measured_ratios(out: pd.DataFrame, spread: pd.Series, calibrated: pd.Series) -> None:
-    """Measured rows: the modelled times of the same target and configuration (of their experiment
-    where it has them: its out-of-sample refit), and the ratios."""
+    """Measured rows: the modelled times of their configuration (their experiment's first), and ratios."""
     measured = out.source == "measured"
     if not measured.any():
         return

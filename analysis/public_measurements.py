@@ -1,14 +1,6 @@
-"""Public TPU matmul measurements (data/public_measurements.csv): a validation set, never fitted on.
-
-Each row is one number printed by a public source (documentation notebook, benchmark README or result
-file, tutorial output, pull-request text), with its shape, dtype, generation, kernel, timing method and
-where to find it; data/public_measurements.md describes the sources. `load` reads and checks the file
-and adds `shape_class`; `python3 -m tpu_matmul_repro.analysis.public_measurements [FILE]` prints the
-rows per source and generation, or one line naming the bad value and exits 2.
-
-`seconds` is derived from the printed value: s, ms, us scale to seconds; TFLOP/s gives
-2 m k n / (value * 1e12). The check recomputes it.
-"""
+"""Public TPU matmul measurements (data/public_measurements.csv, described in
+data/public_measurements.md): `load` reads and checks the file (seconds recomputed from the printed
+value) and adds `shape_class`; as a module it prints the rows per source and generation."""
 import math
 import sys
 from pathlib import Path
@@ -49,8 +41,7 @@ def seconds_from(value: float, unit: str, m: int, k: int, n: int) -> float:
 
 
 def shape_class(m: int, k: int, n: int) -> str:
-    """unaligned: a dimension is not a multiple of 128; square: m = k = n; llm_projection: any other
-    shape (in this set, a token count m against a layer's (k, n), or a layer-sized rectangle)."""
+    """unaligned (a dimension not a multiple of 128), square, or llm_projection (any other shape)."""
     if any(d % LANE for d in (m, k, n)):
         return "unaligned"
     return "square" if m == k == n else "llm_projection"

@@ -1,27 +1,6 @@
-"""The advisor's choice scored on public TPU measurements (results/public_scores.csv), never fitted on.
-
-Choices: at each shape where one source measured several configurations the same way (one generation,
-dtype, shape, source and timing method; the project's kernels model at least two of them), the
-configuration the advisor's rule picks among those measured (the fastest modelled) against the best
-measured. Regret = measured time of the pick / best measured time - 1 (TpuGraphs' slowdown: 0 where the
-pick is the best). The pick is scored among the measured configurations only: the advisor's own
-candidates go further, but nobody measured them. Where the pick is a Pallas block and XLA was measured
-beside it, the pick loses to XLA when XLA's measured time is shorter.
-
-The advisor's own pick against a measured XLA: where a source measured XLA alone at a shape, the
-advisor's answer there (`advise --csv` over those shapes, with the same run's model: its best block, or
-XLA where XLA is modelled faster) loses when it is a block whose modelled time (of the row's timing:
-device, or device plus the call for host-timed rows) is longer than XLA's measured time; the block
-itself was never measured, so its modelled time stands in for it.
-
-Accuracy: per generation, the modelled rows' median |ln(model / measured)|, their median signed ln
-(below 0: the model is optimistic) and the share inside their 80 % band.
-
-`python3 -m tpu_matmul_repro.analysis.public_regret [SCORES.csv] [--advice ADVICE.csv] [--docs DIR]`
-prints the tables (markdown); with --docs it writes them between the markers of DIR/advisor.md, the
-sentence of the band's public floor between those of DIR/timing-model.md, and keeps the rows they come
-from in DIR/data/ (public_scores.csv, public_advice.csv), from which the tests recompute them.
-"""
+"""The advisor's choice scored on public TPU measurements never fitted on (regret, losses to a
+measured XLA, accuracy per generation), printed as markdown or written into docs/ (--docs);
+the method: docs/advisor.md, "Scored on public measurements"."""
 import math
 import re
 import sys
@@ -88,9 +67,8 @@ def configurations(group: pd.DataFrame) -> pd.DataFrame:
 
 
 def choices(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per shape where a source measured two or more configurations that the model predicts:
-    the best measured, the model's pick among them, its regret, whether the best lies in the pick's
-    80 % tie set, and, where XLA was measured beside a Pallas pick, whether the pick loses to it."""
+    """Per shape where a source measured two or more modelled configurations: the best measured, the
+    model's pick, its regret, its 80 % tie set, and whether a Pallas pick loses to a measured XLA."""
     modelled = scores[scores.model_seconds.notna()]
     rows = []
     for key, group in modelled.groupby(GROUP, sort=True):
@@ -126,8 +104,7 @@ def accuracy(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def by_generation(scores: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per generation: the accuracy columns, the shapes with a choice, the pick's median and worst
-    regret, how often it is the best, and how often a Pallas pick loses to a measured XLA."""
+    """Per generation: accuracy, and the choices' regret and losses to a measured XLA."""
     table = choices(scores) if table is None else table
     out = accuracy(scores)
     extra = []
@@ -161,10 +138,9 @@ def read_advice(path) -> pd.DataFrame:
 
 
 def advisor_picks(scores: pd.DataFrame, advice: pd.DataFrame) -> pd.DataFrame:
-    """One row per public XLA measurement at a shape the advice covers and where no other configuration
-    was measured: the advisor's pick there, its modelled time of the row's timing, whether it loses to
-    the measured XLA, and whether it would if the model erred on the block as on XLA (the median signed
-    error of the generation's and dtype's modelled XLA rows, `xla_bias`)."""
+    """Per public XLA measurement at a shape the advice covers, where nothing else was measured: the
+    advisor's pick, its modelled time, whether it loses to the measured XLA, and whether it would if
+    the model erred on the block as on XLA (`xla_bias`)."""
     xla = scores[(scores.kernel == "xla") & scores.model_seconds.notna()]
     bias = xla.groupby(["generation", "dtype"]).log_ratio.median()
     others = scores[scores.kernel != "xla"].groupby(["generation", "dtype", "m", "k", "n"]).size()
@@ -196,8 +172,7 @@ def advisor_picks(scores: pd.DataFrame, advice: pd.DataFrame) -> pd.DataFrame:
 
 
 def picks_summary(picks: pd.DataFrame) -> pd.DataFrame:
-    """Per generation and dtype: the measured XLA rows, the advisor's Pallas picks among them, their
-    losses to XLA and the median modelled slowdown of a losing pick against the measured XLA."""
+    """Per generation and dtype: the advisor's picks against measured XLA, and their losses."""
     rows = []
     for (g, dtype), part in picks.groupby(["generation", "dtype"]):
         pallas = part[part.pick != XLA]
@@ -287,8 +262,7 @@ def _replace(page: Path, markers: tuple, text: str) -> str:
 
 
 def write_docs(folder: Path, scores: pd.DataFrame, advice: pd.DataFrame | None) -> None:
-    """The tables into advisor.md, the band's sentence into timing-model.md (between their markers),
-    and the rows they come from into data/."""
+    """The tables and the band's sentence into the pages' markers, and their rows into data/."""
     advisor = _replace(folder / PAGES[0], MARKERS, markdown(scores, advice))
     model = _replace(folder / PAGES[1], BAND_MARKERS, band_sentence(scores))
     data = folder / "data"

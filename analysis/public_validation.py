@@ -1,15 +1,8 @@
 """The timing model scored on public TPU matmul measurements (data/public_measurements.csv), never
-fitted on them.
+fitted on them: each row modelled as a case of a project kernel from its own compile, or left out
+with the reason (docs/timing-model.md, "Scored on public measurements, never fitted")."""
+import dataclasses
 
-A public row the project can model becomes a case of one of its kernels: XLA's matmul is the `xla`
-kernel (jnp.matmul at DEFAULT precision); a Pallas kernel with stated blocks is `v5` (a block grid with
-a float32 VMEM accumulator, the JAX guide's design). A plain deviceless compile of that exact shape for
-the row's generation (the compile study's, with its cache) gives what the model reads: XLA's cost-model
-cycles, a Pallas grid's VMEM request (its buffering). The model's default fit, on the post's v5e numbers,
-predicts the row as the pipeline models any estimate (model_columns.modelled): device time for rows
-timed with a profiler, device time plus call_seconds for host-timed rows, and the 80 % and 95 % bands
-the pipeline gives that row. Rows it cannot model stay in the scores with the reason.
-"""
 import numpy as np
 import pandas as pd
 
@@ -72,9 +65,8 @@ def planned(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def compile_jobs(table: pd.DataFrame, *, timeout_s: float, toolchain: str) -> dict[str, Job]:
-    """One compile job per generation: the distinct cases of its rows that can be modelled, plain
-    compiles (no static profile) at the chip's default VMEM limit, as the compile study's own cases
-    (raise_limits_for: not a block search; no raised limits)."""
+    """One compile job per generation: its modelled rows' distinct cases, plain compiles at the chip's
+    default VMEM limit, as the compile study's own."""
     plan = planned(table)
     jobs = {}
     for target in sorted(set(plan.generation[plan.case.notna()])):
@@ -88,9 +80,7 @@ def compile_jobs(table: pd.DataFrame, *, timeout_s: float, toolchain: str) -> di
 
 
 def compile_estimates(job: Job, compiler=None, log=None) -> pd.DataFrame:
-    """The estimate rows of a job's cases: the compile study's (study.run_jobs, its compile cache
-    included), or with `compiler` (anything with the Compiler's compile(case, limit)) instead of
-    libtpu's."""
+    """The estimate rows of a job's cases: the compile study's, or `compiler`'s (compile(case, limit))."""
     from tpu_matmul_repro.experiments.compile_study import study
     from tpu_matmul_repro.experiments.core.runtime import Progress
     from tpu_matmul_repro.experiments.core.schema import frame
@@ -104,9 +94,7 @@ def compile_estimates(job: Job, compiler=None, log=None) -> pd.DataFrame:
 
 
 def default_fits(run: pd.DataFrame, model) -> tuple[dict, "intervals.Band | None", str]:
-    """The run's fit on the post's published v5e numbers and its refits without each figure (the
-    pipeline's default model, from the run's fits `model`; measured fits are not used), its band, and
-    why there is no fit ("" when there is one)."""
+    """The run's published fit and its refits (no measured fit), its band, and why there is no fit."""
     fits = {name: value for name, value in model.fits.items() if name == PUBLISHED or is_refit(name)}
     if PUBLISHED not in fits:
         points, _ = tm.reference_points(run, source="published", target=POST_CHIP)
@@ -121,9 +109,8 @@ def _key(df: pd.DataFrame) -> list:
 
 
 def modelled_estimates(estimates: pd.DataFrame, run: pd.DataFrame, fits: dict, band) -> pd.DataFrame:
-    """The public estimate rows with the pipeline's modelled columns and bands. The run's own XLA
-    estimates of the same targets join them while they are modelled: an XLA estimate whose rate falls
-    below a smaller problem's of the same aspect is flagged as the pipeline flags it (the envelope)."""
+    """The public estimate rows with the pipeline's modelled columns and bands, modelled beside the run's
+    XLA estimates of the same targets, so a cost-model dip is flagged as in the table."""
     xla = run[(run.source == "estimate") & ~is_pallas(run.kernel) & run.target.isin(set(estimates.target))]
     both = pd.concat([estimates.assign(_public=True), xla.assign(_public=False)], ignore_index=True)
     out = model_columns.modelled(both, fits, band)
@@ -131,9 +118,8 @@ def modelled_estimates(estimates: pd.DataFrame, run: pd.DataFrame, fits: dict, b
 
 
 def scores_table(table: pd.DataFrame, estimates: pd.DataFrame, run: pd.DataFrame, model) -> pd.DataFrame:
-    """One row per public row: its measurement, the model's prediction and band, its error, or why it
-    is not modelled (skip_reason). `estimates`: the public cases' compiles (compile_estimates);
-    `run`: the pipeline run's table; `model`: its fits (a FittedModel)."""
+    """One row per public row: its measurement, the model's prediction, band and error, or why it is not
+    modelled (skip_reason); `estimates`: the public cases' compiles; `model`: the run's FittedModel."""
     plan = planned(table)
     fits, band, why = (default_fits(run, model) if len(run)
                        else ({}, None, "not fitted: the run has no table"))
@@ -148,7 +134,7 @@ def scores_table(table: pd.DataFrame, estimates: pd.DataFrame, run: pd.DataFrame
                    shape_class=r.shape_class, dispatch_included=r.dispatch_included, timing=timing,
                    settings=r.settings, locator=r.locator, measured_seconds=r.seconds,
                    modelled_kernel=case.kernel if case else "", skip_reason=r.skip_reason)
-        est = by_case.get((r.generation, *_case_key(case))) if case else None
+        est = by_case.get((r.generation, *dataclasses.astuple(case))) if case else None
         if case and not fits:
             row["skip_reason"] = why
         elif case and est is None:
@@ -168,13 +154,8 @@ def scores_table(table: pd.DataFrame, estimates: pd.DataFrame, run: pd.DataFrame
     return pd.DataFrame(rows).reindex(columns=SCORE_COLUMNS)
 
 
-def _case_key(case: Case) -> tuple:
-    return (case.kernel, case.dtype, case.m, case.k, case.n, case.bm, case.bk, case.bn)
-
-
 def _prediction(est: dict, time: str, measured: float) -> dict:
-    """The modelled time of the row's timing, its error and its bands (the pipeline's interval columns:
-    half-width q in ln, the lower end cut at the chip's peak)."""
+    """The modelled time of the row's timing, its error and its bands (the pipeline's interval columns)."""
     seconds = float(est[f"model_{time}_seconds"])
     out = dict(model_seconds=seconds, log_ratio=float(np.log(seconds / measured)),
                tflops_ratio=measured / seconds)
@@ -201,10 +182,7 @@ ALL = "all"
 
 
 def fidelity_rows(scores: pd.DataFrame) -> pd.DataFrame:
-    """fidelity.csv's rows for the public scores (compared_with "public"): per generation and over all
-    of them, every row and by dtype, shape class, both, timing and source; n counts the modelled rows,
-    n_left_out and left_out the rows of the generation that are not, by reason. halfwidth<L> is the
-    widest band of the group's rows, coverage<L> the share of them inside their band."""
+    """fidelity.csv's rows for the public scores, per generation and over all, by SCOPES."""
     rows = []
     for target in [*sorted(set(scores.generation), key=generation_order), ALL]:
         mine = scores if target == ALL else scores[scores.generation == target]
@@ -223,8 +201,7 @@ def fidelity_rows(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def group_scores(part: pd.DataFrame) -> dict:
-    """n, median |ln(model / measured)|, median TFLOP/s ratio (model over measured), Spearman of TFLOP/s,
-    and per level the widest half-width and the coverage."""
+    """validation.scores of the group, and per level the widest half-width and the coverage."""
     points = pd.DataFrame({"ref_seconds": part.measured_seconds.astype(float)})
     out = validation.scores(points, part.model_seconds.astype(float))
     for level in LEVELS:

@@ -1,12 +1,6 @@
-"""Measured runs: which of them each stage after the aggregate reads.
-
-A carried file may hold the same sweep measured run after run (one `run_label` each), so the table
-grows with runs while what a reader is shown must grow with configurations only. The figures draw,
-and the summaries, claims and gallery read, each target's latest run: `read_results` reads no other
-measured run, and no raw samples, from the table's file. The report's measurements section reads a
-few columns of every measured row (`read_measured`) and shows a table per run where a target has few
-runs, else each configuration's latest run beside the median over its runs (report/tables.py).
-"""
+"""Which measured runs each stage after the aggregate reads: each target's latest (read_results),
+or a few columns of every measured row for the report's measurements section (read_measured);
+streamed, so memory follows the rows kept (docs/measuring.md)."""
 import pandas as pd
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -32,10 +26,7 @@ def latest_labels(measured: pd.DataFrame, n: int = 1) -> pd.DataFrame:
 
 
 def latest_runs(df: pd.DataFrame) -> pd.DataFrame:
-    """Measured rows of each target's latest run only (by timestamp), other rows unchanged.
-
-    Figures draw one measured curve per configuration; the table keeps every run.
-    """
+    """Measured rows of each target's latest run only (by timestamp), other rows unchanged."""
     measured = df[df.source == "measured"]
     if measured.empty:
         return df
@@ -55,12 +46,8 @@ def scan(path, columns, where) -> pa.Table:
 
 
 def read_results(path) -> pd.DataFrame:
-    """The tidy table as the stages after the aggregate need it: every column but the raw samples
-    (their statistics are columns already) and, of the measured rows, each target's latest run only.
-
-    Each run's last timestamp is gathered row group by row group; then only the rows kept are read,
-    so memory grows with the configurations kept, not with the runs the file holds.
-    """
+    """The tidy table without raw samples and with each target's latest measured run only, streamed:
+    memory grows with the configurations kept, not with the runs the file holds."""
     names = pq.ParquetFile(path).schema_arrow.names
     columns = [c for c in names if c not in SAMPLE_COLUMNS]
     measured = ds.field("source") == "measured"

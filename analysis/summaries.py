@@ -1,20 +1,19 @@
-"""Summaries of the tidy table: agreement with the post (fidelity) and the best kernel against XLA."""
+"""Summaries of the tidy table: the best kernel against XLA, how each target's estimates were made, and
+the row filters the stages share."""
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.kernels import is_pallas
 
 
 def blocks_text(bm, bk, bn, sep: str = ", ") -> str:
-    """Blocks as the claims, tables and advice name them: "(512, 1024, 1024)"; "(512,1024,1024)" with
-    sep="," (the advisor's compact column). Not in experiments/core/cases.py (config_label), whose every
-    edit would miss the whole compile cache (its key holds the compile worker's imports)."""
+    """Blocks as the claims, tables and advice name them: "(512, 1024, 1024)". Not in cases.py, whose
+    every edit would miss the whole compile cache (its key holds the compile worker's imports)."""
     return "(" + sep.join(str(int(b)) for b in (bm, bk, bn)) + ")"
 
 MATCH = ["experiment", "kernel", "dtype", "m", "k", "n", "bm", "bk", "bn"]
 SUMMARY_SIZES = (2048, 4096, 8192)
-# No rank correlation on fewer points: with 3 or 4 any order is a coin toss (issue 26).
+# No rank correlation on fewer points: with 3 or 4 any order is a coin toss.
 MIN_RANK_POINTS = 5
 def default_limit(df: pd.DataFrame) -> pd.DataFrame:
     """Rows compiled at the chip's default scoped-VMEM limit (not the raised-limit retries)."""
@@ -26,52 +25,10 @@ def post_configs(df: pd.DataFrame) -> pd.DataFrame:
     return df[~df.search.eq(True)] if "search" in df else df
 
 
-def paired(df: pd.DataFrame, target: str = POST_CHIP, other: str = "published") -> pd.DataFrame:
-    """Estimate rows at the default VMEM limit joined with `other` rows of the same configuration."""
-    est = default_limit(df[(df.source == "estimate") & (df.target == target)])
-    ref = df[(df.source == other) & (df.target == target)]
-    return est.merge(ref[MATCH + ["status", "tflops"]], on=MATCH, suffixes=("", f"_{other}"))
-
-
-def fidelity(df: pd.DataFrame, *, target: str = POST_CHIP, other: str = "published",
-             min_size: int = 2048) -> pd.DataFrame:
-    """Agreement of estimates with `other` per experiment and overall, for sizes >= min_size.
-
-    Columns: experiment ("all" for the total), n (configurations both sides computed),
-    median_abs_log_ratio (median |ln(estimate / other)|; 0.1 is about 10 %), spearman (rank
-    correlation of TFLOP/s), feasibility_n and feasibility_agreement (share of configurations where
-    both say ok, or both say it failed).
-    """
-    pairs = paired(df, target, other)
-    pairs = pairs[pairs.m >= min_size]
-    # XLA's baseline repeats in every experiment of its dtype: count each configuration once overall.
-    distinct = pairs.drop_duplicates(MATCH[1:])
-    rows = []
-    for experiment, group in [("all", distinct), *pairs.groupby("experiment")]:
-        both = group[(group.status == "ok") & (group[f"status_{other}"] == "ok")]
-        both = both[both.tflops.notna() & both[f"tflops_{other}"].notna()]
-        ratio = np.log(both.tflops / both[f"tflops_{other}"])
-        est_ok = group.status == "ok"
-        ref_ok = group[f"status_{other}"] == "ok"
-        rows.append(dict(
-            target=target, compared_with=other, experiment=experiment, n=len(both),
-            median_abs_log_ratio=float(np.median(np.abs(ratio))) if len(both) else np.nan,
-            median_ratio=float(np.exp(np.median(ratio))) if len(both) else np.nan,
-            spearman=float(both.tflops.corr(both[f"tflops_{other}"], method="spearman"))
-            if len(both) >= MIN_RANK_POINTS else np.nan,
-            feasibility_n=len(group),
-            feasibility_agreement=float((est_ok == ref_ok).mean()) if len(group) else np.nan,
-        ))
-    return pd.DataFrame(rows)
-
-
 # XLA's matmul at precision=HIGHEST (kernels/xla_highest.py): best-vs-XLA's like-for-like float32 column
 HIGHEST_KERNEL = "xla_highest"
-# The precision each Pallas dot runs at. The kernels' float32 `a_ref[...] @ b_ref[...]` sets none, which
-# Pallas lowers to a tpu.matmul without a precision attribute, as for Precision.DEFAULT (jax
-# jax/_src/pallas/mosaic/lowering.py, _dot_general_lowering_rule: "That's the default in Mosaic");
-# libtpu 0.0.42.1 compiles both to the same code (docs/timing-model.md: identical static-profile
-# cycles). XLA's jnp.matmul sets none either: DEFAULT.
+# The precision each dot runs at: neither the kernels' `a_ref[...] @ b_ref[...]` nor jnp.matmul sets
+# one, which Mosaic and XLA run as Precision.DEFAULT (docs/timing-model.md).
 PALLAS_PRECISION = XLA_PRECISION = "DEFAULT"
 
 ESTIMATORS = {  # estimator -> (TFLOP/s column, what it is); both sides of a fraction use the same one
@@ -81,16 +38,8 @@ ESTIMATORS = {  # estimator -> (TFLOP/s column, what it is); both sides of a fra
 
 
 def best_vs_xla(df: pd.DataFrame, sizes=SUMMARY_SIZES) -> pd.DataFrame:
-    """Per target, dtype, size and estimator: the best Pallas configuration as a fraction of XLA.
-
-    Like with like: both sides come from the same estimator. An XLA estimate flagged as falling with
-    size (estimate_nonmonotonic) gives no fraction (xla_flagged says so). post_xla_tflops is the post's
-    measured XLA (v5e) where it has one, and fraction_of_post_xla compares it with the best
-    configuration's modelled time as the post measured (one blocked call, model_post_tflops).
-    Each side's precision is stated (pallas_precision, xla_precision); xla_highest_tflops is XLA's
-    matmul at precision=HIGHEST by the same estimator, where the run compiles it (float32), and
-    fraction_of_xla_highest the best configuration against it.
-    """
+    """Per target, dtype, size and estimator: the best Pallas configuration as a fraction of XLA by the
+    same estimator (none against a flagged XLA dip), of the post's measured XLA and of XLA at HIGHEST."""
     est = default_limit(df[(df.source == "estimate") & (df.status == "ok") & df.m.isin(sizes)])
     published = df[(df.source == "published") & (df.kernel == "xla") & (df.status == "ok")]
     rows = []
@@ -132,10 +81,8 @@ def _flagged(xla_rows: pd.DataFrame) -> bool:
 
 
 def estimate_methods(df: pd.DataFrame) -> pd.DataFrame:
-    """Per target (oldest generation first), how the estimates of the post's own Pallas configurations
-    at the default VMEM limit were obtained: the toolchain and libtpu they come from, how many have
-    libtpu's cycles, how many none (with the reasons,
-    from cycles_method), how many ran out of VMEM; and whether XLA's cost model gave its estimates."""
+    """Per target, how the estimates of the post's Pallas configurations at the default limit were
+    obtained: toolchain, libtpu, cycles or why none, out of VMEM; and XLA's cost-model estimates."""
     from tpu_matmul_repro.experiments.core.chips import generation_order
 
     est = post_configs(default_limit(df[df.source == "estimate"]))

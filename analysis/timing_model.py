@@ -1,24 +1,6 @@
-"""A timing model of how the Pallas TPU pipeline runs a grid, fitted to the post's published numbers.
-
-The compiler decides what fits and how it is buffered; a pipeline roofline with fitted per-step costs
-gives the time (docs/timing-model.md, which also holds the ablation that chose these inputs):
-
-    Pallas grid of S steps (step s: window bytes W_s, prologue P, epilogue E):
-      core     = FLOPs per step / peak + (overlapped_step_cycles + float32_cycles_per_kib * K) / clock
-      K        = KiB of the step's two operand blocks, for float32 operands (0 for bfloat16)
-      step s   = max(core, (1 - x) W_s / bw)  +  x W_s / bw
-      device   = P / bw  +  sum_s step s  +  D * dma_cycles / clock  +  E / bw
-      D        = the DMAs the grid issues: each block copied in, each output block written back
-      bw       = the chip's HBM bandwidth
-      x        = the share of the blocks' bytes the compiler gave no second buffer (single_buffered)
-    XLA's matmul: device = max(FLOPs / peak, est_cycles / clock, its minimum HBM bytes / bw)
-    as the post timed it: post = device + call_seconds
-
-W_s is what step s+1 copies in plus the output block step s-1 wrote back (traffic.step_bytes). x comes
-from the VMEM the compiler requested; the post's points use the post's own compiler's request
-(post_vmem_bytes). The constants are fitted by least squares on ln(time) to the post's published v5e
-numbers only (fit_published), within physical ranges.
-"""
+"""The timing model of how the Pallas TPU pipeline runs a grid (a pipeline roofline with fitted
+per-step costs), its features, and its least-squares fit to the post's published v5e numbers;
+the form, the constants and the ablation that chose them: docs/timing-model.md."""
 import dataclasses
 import itertools
 
@@ -47,20 +29,11 @@ SCALE = np.array([100.0, 1e-4, 1.0, 100.0])  # typical magnitudes: the fit works
 STARTS = (np.array([100.0, 1e-4, 0.5, 50.0]), np.array([70.0, 7e-5, 0.25, 35.0]),
           np.array([130.0, 1.3e-4, 1.0, 65.0]), np.array([40.0, 4e-5, 0.1, 20.0]),
           np.array([200.0, 2e-4, 2.0, 100.0]))
-# Constants the model holds at a neutral value, because the ablation (analysis/ablation.py) shows that
-# fitting them does not lower its out-of-sample error; it fits them as extras: {name: (lower, upper,
-# starts)}. bandwidth_fraction: the pipeline's DMAs reach the chip's HBM bandwidth. profile_scale:
-# libtpu's static-profile cycles of a Pallas kernel, scaled, as a lower bound of a step's compute.
-# float32_factor: a float32 dot's time in bfloat16 MXU passes (the float32 operands' cost per KiB,
-# float32_cycles_per_kib, took its place). step_cycles: a cost per grid step that nothing overlaps (a
-# cost per DMA issued, dma_cycles, took its place).
-# accumulator_cycles_per_kib: the core's cost of each KiB of the (bm, bn) float32 accumulator it reads
-# and writes back in VMEM per step (overlapped, like the dot). dma_latency_cycles: a latency per DMA
-# inside the copies (small transfers reach less of the bandwidth).
+# Candidate constants the model holds at a neutral value, because the ablation shows that fitting them
+# does not lower its out-of-sample error (docs/timing-model.md): {name: (lower, upper, starts)}.
 PROFILE_SCALE = "profile_scale"
 BANDWIDTH_FRACTION = "bandwidth_fraction"
 ACCUMULATOR = "accumulator_cycles_per_kib"
-DMA = "dma_cycles"
 STEP = "step_cycles"
 DMA_LATENCY = "dma_latency_cycles"
 MXU_FILL = "mxu_fill_rows"
@@ -128,7 +101,7 @@ class Features:
 
 
 def _get(row, name):
-    """A field of a row given as a namedtuple (itertuples) or a Series (where .dtype is the Series')."""
+    """A field of a row given as a namedtuple (itertuples) or a Series."""
     return row[name] if isinstance(row, pd.Series) else getattr(row, name)
 
 
@@ -146,9 +119,8 @@ _FEATURES: dict = {}  # (case, target, cycles, vmem) -> Features
 
 
 def single_buffered(case: Case, vmem_bytes) -> float:
-    """The share of a Pallas grid's block bytes that the compiler's VMEM request gives no second
-    buffer: 0 where it holds two of every block (or where no request is known), 1 where it holds one.
-    The accumulator scratch (v5) is counted once: it is never copied."""
+    """The share of a grid's block bytes the compiler's VMEM request gives no second buffer (0 if unknown);
+    the accumulator scratch (v5) is counted once: it is never copied."""
     if case.facts.grid == WHOLE or vmem_bytes is None or pd.isna(vmem_bytes):  # no grid, nothing to buffer
         return 0.0
     once = min_vmem_bytes(case)  # one buffer of each block, plus the accumulator
@@ -158,18 +130,15 @@ def single_buffered(case: Case, vmem_bytes) -> float:
 
 
 def model_vmem(row):
-    """The VMEM request the model reads the buffering from: a reference point's run's own
-    (model_vmem_bytes, set by reference_points), else the row's."""
+    """The VMEM request the buffering is read from: model_vmem_bytes (reference_points), else the row's."""
     if "model_vmem_bytes" in _fields(row) and pd.notna(_get(row, "model_vmem_bytes")):
         return _get(row, "model_vmem_bytes")
     return _get(row, "vmem_bytes") if "vmem_bytes" in _fields(row) else None
 
 
 def features(row, cycles: float | None = None, vmem_bytes=None) -> Features:
-    """The model's inputs for a table row (an estimate of one configuration for one target); cached
-    per configuration, as the step counts of large grids take milliseconds. `cycles` replaces the row's
-    est_cycles (0: none, for a model-only estimate from the chip's peak and bandwidth alone);
-    `vmem_bytes` the VMEM request the buffering is read from (default: model_vmem(row))."""
+    """The model's inputs for a table row, cached (large grids' step counts take milliseconds).
+    `cycles` replaces est_cycles (0: the chip's peak and bandwidth alone); `vmem_bytes`: model_vmem(row)."""
     case, target = case_of(row), _get(row, "target")
     if cycles is None:  # reference points carry the cycles the model uses (model_cycles: the envelope)
         envelope = _get(row, "model_cycles") if "model_cycles" in _fields(row) else np.nan
@@ -208,16 +177,14 @@ def operand_kib(case: Case) -> float:
 
 
 def _accumulator_kib(case: Case) -> float:
-    """KiB of float32 (bm, bn) accumulator a step reads and writes in VMEM where the k axis revisits the
-    output block (v3's output, v5's scratch); 0 where each step writes its block once."""
+    """KiB of float32 accumulator a step reads and writes in VMEM where the k axis revisits it."""
     if case.facts.grid == WHOLE or case.bk is None or case.bk >= case.k:
         return 0.0
     return 2 * case.bm * case.bn * 4 / 1024
 
 
 class Stack:
-    """Features of many configurations as arrays, so that the model evaluates them at once (a fit
-    evaluates the same points thousands of times). Window arrays are padded with empty windows."""
+    """Features of many configurations as arrays (padded with empty windows), evaluated at once."""
 
     def __init__(self, feats: list[Features]):
         def column(name):
@@ -241,8 +208,7 @@ class Stack:
 
 
 def _row_sums(terms: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Each row's np.sum over its first lengths[i] terms, to the bit: numpy adds up to 7 numbers left to
-    right (the padding adds zeros at the end), more pairwise."""
+    """Each row's np.sum over its first lengths[i] terms, to the bit (numpy adds 8 or more pairwise)."""
     total = np.zeros(len(terms))
     for j in range(terms.shape[1]):
         total = total + terms[:, j] if j else terms[:, 0].copy()
@@ -252,7 +218,7 @@ def _row_sums(terms: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def device_seconds_of(s: Stack, k: Constants) -> np.ndarray:
-    """Modelled device time of one call of each configuration (see the module docstring)."""
+    """Modelled device time of one call of each configuration (docs/timing-model.md)."""
     bw = k.bandwidth_fraction * s.hbm_bytes_per_s
     xla = np.fmax(np.fmax(s.flops / s.peak_flops, s.est_cycles / s.clock_hz), s.min_bytes / bw)  # fmax: NaN
     dot = s.flops / s.steps / s.peak_flops                                        # cycles are no bound
@@ -283,11 +249,6 @@ def post_seconds(f: Features, k: Constants) -> float:
 
 # --- which rows the fit may use ------------------------------------------------------------------
 
-def _xla_estimates(df: pd.DataFrame) -> pd.DataFrame:
-    """XLA's estimates, at DEFAULT precision and its variants alike (kernels.is_pallas is False)."""
-    return df[(df.source == "estimate") & ~is_pallas(df.kernel) & (df.status == "ok") & df.tflops.notna()]
-
-
 def aspect(df: pd.DataFrame) -> pd.Series:
     """A problem's shape up to scale ("m/k:n/k"): at one aspect FLOP per byte only rises with size."""
     k = df.k.astype(float)
@@ -295,11 +256,11 @@ def aspect(df: pd.DataFrame) -> pd.Series:
 
 
 def best_smaller_rate(df: pd.DataFrame) -> pd.Series:
-    """Per XLA estimate: the best TFLOP/s libtpu's cost model gives a smaller problem of the same
-    target, kernel (precision), dtype and aspect (NaN where there is none, and for other rows). Squares
-    have one aspect: the best of the smaller sizes."""
+    """Per XLA estimate: the best TFLOP/s the cost model gives a smaller problem of the same target,
+    kernel (precision), dtype and aspect (NaN where there is none, and for other rows)."""
     best = pd.Series(np.nan, index=df.index)
-    est = _xla_estimates(df)
+    # XLA's estimates, at DEFAULT precision and its variants alike
+    est = df[(df.source == "estimate") & ~is_pallas(df.kernel) & (df.status == "ok") & df.tflops.notna()]
     for _, group in est.groupby([est.target, est.kernel, est.dtype, aspect(est)]):
         shapes = group.drop_duplicates(["m", "k", "n"])
         shapes = shapes.assign(_work=flop_count(shapes.m.astype(float), shapes.k.astype(float),
@@ -311,9 +272,7 @@ def best_smaller_rate(df: pd.DataFrame) -> pd.Series:
 
 
 def flag_nonmonotonic(df: pd.DataFrame) -> pd.Series:
-    """True for XLA estimates whose TFLOP/s falls (by more than the tolerance) below that of a smaller
-    problem of the same target, dtype and aspect, while FLOP per byte rises with size: the cost
-    model's dip."""
+    """True for XLA estimates whose TFLOP/s falls below a smaller problem's of the same aspect: a dip."""
     best = best_smaller_rate(df)
     return (df.tflops < (1 - NONMONOTONIC_TOLERANCE) * best).fillna(False).astype(bool)
 
@@ -324,8 +283,7 @@ MONOTONE_ENVELOPE = "monotone_envelope"  # a flagged dip: the best smaller probl
 
 
 def envelope_cycles(df: pd.DataFrame) -> pd.Series:
-    """Cycles of the best smaller problem's rate for the XLA estimates flagged as dips (NaN elsewhere):
-    what the modelled columns use instead of the dip (the raw estimate keeps its columns)."""
+    """Cycles at the best smaller problem's rate for XLA estimates flagged as dips (NaN elsewhere)."""
     best, flagged = best_smaller_rate(df), flag_nonmonotonic(df)
     clock = df.target.map(lambda t: chip(t).clock_hz if t in CHIPS else np.nan).astype(float)
     work = flop_count(df.m.astype(float), df.k.astype(float), df.n.astype(float))
@@ -336,9 +294,8 @@ POST_TOOLCHAIN = "post"  # the config's name for the post's own compiler (jax 0.
 
 
 def post_vmem_bytes(df: pd.DataFrame) -> pd.Series:
-    """Per row: the VMEM the post's compiler requested for the same target and configuration at the
-    default limit (NaN where the table has no such compile). A table that already carries the column
-    (read back from results/) keeps its values where it has no post compile of its own."""
+    """Per row: the VMEM the post's compiler requested for it at the default limit (NaN where unknown);
+    a table that carries the column keeps its values where it has no post compile of its own."""
     key = ["target", *MATCH]
     known = df.post_vmem_bytes.astype(float) if "post_vmem_bytes" in df else pd.Series(np.nan, index=df.index)
     if "toolchain" not in df or not len(df):
@@ -354,8 +311,7 @@ def post_vmem_bytes(df: pd.DataFrame) -> pd.Series:
 
 def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
     """One ok estimate per (experiment, configuration) of a target: the default VMEM limit's, else
-    the smallest raised limit that compiled (today's compiler asks slightly more VMEM than the post's
-    did for some configurations; the kernel and its cycles are the same)."""
+    the smallest raised limit that compiled."""
     cycles = df.est_cycles.notna() | is_pallas(df.kernel)  # the model uses XLA's cycles, not a kernel's
     est = df[(df.source == "estimate") & (df.target == target) & (df.status == "ok") & cycles]
     est = est[~est.search.eq(True)].copy()
@@ -366,14 +322,9 @@ def estimate_for(df: pd.DataFrame, target: str) -> pd.DataFrame:
 
 def reference_points(df: pd.DataFrame, *, source: str = "published", target: str = POST_CHIP,
                      run_label=None) -> tuple[pd.DataFrame, dict]:
-    """Rows of `source` paired with this run's estimate of the same configuration.
-
-    Returns the points (estimate columns, plus ref_seconds, ref_wall_seconds, ref_tflops, in_fit and
-    model_vmem_bytes: for the post's numbers, the VMEM the post's compiler requested, which the model
-    reads the run's buffering from) and the count of reference rows left out, by reason. Points whose
-    XLA estimate is flagged as non-monotonic stay (they are scored) but never enter a fit (in_fit
-    False): the flag comes from the estimates alone, so leaving them out uses nothing of the reference.
-    """
+    """Rows of `source` paired with this run's estimate of the same configuration (plus ref_seconds,
+    ref_wall_seconds, ref_tflops, in_fit, model_vmem_bytes), and the count left out by reason. Points
+    whose XLA estimate is a flagged dip are scored but never fitted (in_fit False)."""
     ref = df[(df.source == source) & (df.target == target)]
     if run_label is not None:
         ref = ref[ref.run_label == run_label]
@@ -422,9 +373,8 @@ class Fit:
 
 def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=None,
          fixed: dict | None = None, extra: dict | None = None) -> Fit:
-    """Least squares on ln(time): `post` compares device + call_seconds (the post's timing), else
-    device time alone (call_seconds then fixed at `fixed_call`). `fixed`: constants held at a value;
-    `extra`: constants beyond the model's, {name: (lower, upper, starts)} (EXTRA)."""
+    """Least squares on ln(time) of device + call_seconds (`post`), else of device time alone with
+    call_seconds at `fixed_call`; `fixed`: constants held; `extra`: constants added (EXTRA's form)."""
     fixed = dict(fixed or {})
     if not post:
         fixed["call_seconds"] = fixed_call or 0.0
@@ -474,16 +424,15 @@ def _fit(feats: list[Features], seconds: np.ndarray, *, post: bool, fixed_call=N
 
 
 def fit_published(points: pd.DataFrame, **form) -> Fit:
-    """The constants from published points (reference_points(df) with source published); `form`:
-    _fit's `fixed` and `extra`, for the ablation's variants."""
+    """The constants from published points; `form`: _fit's `fixed` and `extra` (the ablation's)."""
     points = points[points.in_fit]
     feats = [features(r) for r in points.itertuples()]
     return _fit(feats, points.ref_seconds.to_numpy(), post=True, **form)
 
 
 def fit_measured(points: pd.DataFrame) -> Fit:
-    """Constants from a TPU run's own measurements: call_seconds is the median of wall time minus
-    device time (the run measured both), the others are fitted to device time."""
+    """Constants from a TPU run's measurements: call_seconds the median of wall minus device time, the
+    others fitted to device time."""
     ok = points[points.in_fit].dropna(subset=["ref_seconds", "ref_wall_seconds"])
     if len(ok) < 3:
         raise TooFewPoints(f"{len(ok)} measured points with both device and wall time: need at least 3")

@@ -7,8 +7,8 @@ from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 
 
 def primary_rows(df: pd.DataFrame, primary: str | None, served: dict | None = None) -> pd.DataFrame:
-    """`df` with each target's estimates from its own compiler only: the toolchain `served` names for
-    that target (experiments/plan/toolchains.served), else `primary` (None: `df` unchanged)."""
+    """`df` with each target's estimates from its own compiler only: `served`'s for that target, else
+    `primary` (None: `df` unchanged)."""
     if primary is None or "toolchain" not in df:
         return df
     served = served or {}
@@ -17,8 +17,7 @@ def primary_rows(df: pd.DataFrame, primary: str | None, served: dict | None = No
 
 
 def toolchains_of(df: pd.DataFrame, primary: str | None) -> list[str]:
-    """The toolchains with estimates for the post's chip, the other ones oldest first (by their jax
-    release, then name: the eras in order), `primary` last."""
+    """The toolchains with estimates for the post's chip, oldest jax release first, `primary` last."""
     est = df[(df.source == "estimate") & (df.target == POST_CHIP)]
     names = sorted(set(est.toolchain.dropna()) - {primary, ""}) if "toolchain" in est else []
     if "jax_version" in est:

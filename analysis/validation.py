@@ -1,24 +1,6 @@
-"""How well the timing model predicts the post: cross-validated, beside the raw compiler's estimate.
-
-Two schemes, each scoring every point by a fit that did not contain it:
-  leave one experiment out: fit on the points of four of the post's figures, predict the fifth's;
-    a configuration the held-out figure also shows elsewhere (XLA's baseline, v4's 128-blocks = v3's)
-    leaves the fit too, so no fit has seen a point it predicts, under any name;
-  leave one size out: fit on every size but one, predict that one.
-The result is results/fidelity.csv: one row per estimator, validation, scope and group. The rows of
-leave one experiment out also check the prediction intervals (analysis/intervals.py): the
-band's half-width in ln (halfwidth80, halfwidth95; the size band's where the group has one) and the
-share of the group's points inside the band sized without their own figure (coverage80, coverage95):
-held-out points only, and nested: a figure's band is sized from the other figures' errors under refits
-that never saw it either (nested_halfwidths), as the run would size it had the figure never been
-published.
-
-The bands are conditioned on the problem's size, where the error grows (split conformal, normalised):
-each size band's errors are divided by their root mean square (the band's scale), the quantile is
-taken over all the normalised errors, and a point's half-width is that quantile times its size
-band's scale. Pooling the normalised errors keeps every level finite with the post's 61 points; a
-band of its own per size (14 points at 8192) would leave the 95 % band infinite.
-"""
+"""How well the timing model predicts the post: cross-validated (leave one experiment out, leave one
+size out) beside the raw compiler's estimate, with the prediction bands' nested coverage
+(results/fidelity.csv; the method: docs/timing-model.md)."""
 import dataclasses
 import math
 
@@ -30,7 +12,6 @@ from tpu_matmul_repro.analysis.summaries import MIN_RANK_POINTS, blocks_text
 from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.schema import INTERVAL_LEVELS
 
-# Prediction-interval levels (analysis/intervals.py sizes the bands; here they are checked)
 LEVELS = tuple(level / 100 for level in INTERVAL_LEVELS)
 
 
@@ -59,8 +40,7 @@ def size_band(m, k, n) -> pd.Series | str:
 
 
 def band_scales(errors: pd.DataFrame) -> dict:
-    """Per size band: the root mean square of its errors (the normalised conformal's scale). A band
-    without errors takes the largest scale of the others: no band is narrower than the data allow."""
+    """Per size band: the root mean square of its errors; a band without errors takes the widest's."""
     scales = {band: float(np.sqrt(np.mean(np.square(part.error))))
               for band, part in errors.groupby("band") if len(part) and (part.error > 0).any()}
     widest = max(scales.values(), default=np.nan)
@@ -68,8 +48,8 @@ def band_scales(errors: pd.DataFrame) -> dict:
 
 
 def conditional_halfwidths(errors: pd.DataFrame, level: float) -> dict:
-    """Per size band: the level's half-width in ln from `errors` (columns error, band): the
-    split-conformal quantile of the normalised errors times the band's scale."""
+    """Per size band: the level's half-width in ln, the conformal quantile of the normalised errors
+    times the band's scale."""
     scales = band_scales(errors)
     score = errors.error / errors.band.map(scales)
     q = conformal_quantile(score, level)
@@ -77,10 +57,8 @@ def conditional_halfwidths(errors: pd.DataFrame, level: float) -> dict:
 
 
 def coverage(errors: pd.DataFrame, level: float, nested: dict | None = None) -> pd.Series:
-    """Per point: inside the band sized without its own fold. `nested` ({fold: {level: {size band:
-    half-width}}}, nested_halfwidths) gives each fold's band as the run would have sized it had the
-    fold never been published; a fold it lacks, and every fold without it, is sized by the other
-    folds' errors (conditional on `band` where errors has that column, else one band for all)."""
+    """Per point: inside the band sized without its own fold: `nested`'s (nested_halfwidths) where it
+    has the fold, else from the other folds' errors (per size band where errors has `band`)."""
     inside = pd.Series(False, index=errors.index)
     for fold in errors.fold.unique():
         mine = errors.fold == fold
@@ -96,11 +74,8 @@ def coverage(errors: pd.DataFrame, level: float, nested: dict | None = None) -> 
 
 
 def nested_halfwidths(points: pd.DataFrame, fit=None) -> dict:
-    """{figure: {level: {size band: half-width}}}: the band sized, as the run sizes it, from the other
-    figures' points alone, each predicted by a refit without its own figure and without the held-out
-    one. The other figures' errors of the plain cross-validation come from fits that saw the held-out
-    figure, so they size its band too narrow. A figure whose others are too few to cross-validate is
-    left out (coverage then uses the other figures' errors)."""
+    """{figure: {level: {size band: half-width}}}: the band sized from the other figures' points alone,
+    each predicted by a refit without both; a figure whose others are too few is left out."""
     out = {}
     for figure in sorted(points.experiment.unique(), key=str):
         rest = points[points.experiment != figure]
@@ -130,8 +105,7 @@ def folds(points: pd.DataFrame, column: str):
 
 
 def fold_fits(points: pd.DataFrame, column: str, fit=None) -> dict:
-    """{held-out value: (fit without it, the test index)}; a fold whose training set is too small
-    raises TooFewPoints naming the fold."""
+    """{held-out value: (fit without it, the test index)}; TooFewPoints names a fold too small."""
     fit = fit or tm.fit_published
     out = {}
     for value, train, test in folds(points, column):
@@ -145,10 +119,7 @@ def fold_fits(points: pd.DataFrame, column: str, fit=None) -> dict:
 
 
 def cross_validate(points: pd.DataFrame, column: str, fit=None) -> pd.DataFrame:
-    """Points with model_post_seconds predicted by fits without them; `fold` names the held-out group.
-
-    A fold whose training set is too small raises TooFewPoints naming the fold.
-    """
+    """Points with model_post_seconds predicted by fits without them; `fold` names the held-out group."""
     parts = [tm.predict(points.loc[test], result.constants).assign(fold=str(value))
              for value, (result, test) in fold_fits(points, column, fit).items()]
     return pd.concat(parts).sort_index()
@@ -181,12 +152,8 @@ def groups(points: pd.DataFrame):
 
 
 def fidelity_table(df: pd.DataFrame, model, target: str = POST_CHIP) -> pd.DataFrame:
-    """The model (in-sample and both cross-validations, from the run's fits: `model`, a
-    fitted_model.FittedModel) and the raw compiler against the post.
-
-    Every row states n (points scored) and the reference rows left out (of the scores, or of the
-    fits only), by reason. Raises TooFewPoints when the published points gave no fit (fewer than 6).
-    """
+    """The model (in sample and both cross-validations, from `model`, a FittedModel) and the raw
+    compiler against the post; each row states n and the rows left out, by reason."""
     points, left_out = tm.reference_points(df, source="published", target=target)
     if len(points) == 0:
         return pd.DataFrame()
@@ -231,9 +198,8 @@ def held_out_errors(points: pd.DataFrame, predicted: pd.Series) -> pd.DataFrame:
 
 def interval_checks(points: pd.DataFrame, predicted: pd.Series, nested: dict | None = None,
                     fit=None) -> pd.DataFrame | None:
-    """Per point of the leave-one-experiment-out predictions: whether it lies inside each level's band
-    sized without its figure (coverage, nested: `nested`, else nested_halfwidths with `fit`), its size
-    band, and the table's bands (all errors, per size band)."""
+    """Per held-out point: inside each level's band sized without its figure (nested), its size band,
+    and the table's bands (all errors, per size band) in attrs."""
     errors = held_out_errors(points, predicted)
     if errors.empty:
         return None
@@ -249,10 +215,8 @@ def interval_checks(points: pd.DataFrame, predicted: pd.Series, nested: dict | N
 
 
 def interval_scores(checked: pd.DataFrame | None, index, band: str | None = None) -> dict:
-    """A group's share of held-out points inside the band (coverage<L>) and the band's half-width in ln
-    (halfwidth<L>): for a size band's row (`band`) that band's, as the model applies it, also where
-    no point falls in it (band_scales: the widest band's); else the widest of its points' bands; NaN
-    for validations that do not size the bands."""
+    """A group's share of points inside the band (coverage<L>) and the band's half-width (halfwidth<L>):
+    a size band's row its band's, else the widest of its points' bands; NaN where nothing was checked."""
     out = {}
     for level in LEVELS:
         s = suffix(level)
@@ -265,8 +229,8 @@ def interval_scores(checked: pd.DataFrame | None, index, band: str | None = None
 
 
 def headline(table: pd.DataFrame) -> dict:
-    """The benchmark numbers: per estimator and validation, overall and from 2048 up, Spearman, and the
-    worst experiment's median; of the post's numbers only (fidelity.csv also scores other references)."""
+    """Per estimator and validation, against the post's numbers: overall and from 2048 up, Spearman, and
+    the worst experiment's median."""
     if "compared_with" in table:
         table = table[table.compared_with.fillna("published") == "published"]
     out = {}
@@ -289,8 +253,8 @@ BOUND = 0.5  # per-step costs (or copies) at least this share of the modelled ti
 
 
 def band_misses(points: pd.DataFrame, dtype: str = "float32", size: int = LARGE) -> pd.DataFrame:
-    """The post's `dtype` points from `size` up, each predicted by the refit without its figure: inside
-    its 80 % band or not, and for a point outside, the reason its own numbers give (band_miss_reason)."""
+    """The post's `dtype` points from `size` up, predicted without their figure: inside the 80 % band or
+    not, and why not (band_miss_reason)."""
     fits = fold_fits(points, "experiment")
 
     def held_out(**changes):  # each point by the refit without its figure, constants changed as given
@@ -324,9 +288,7 @@ def _blocks(r) -> str:
 
 
 def band_miss_reason(r) -> str:
-    """Why a point lies outside its band, from its own numbers: XLA's non-monotonic cost model (the
-    model takes the best smaller size's rate instead), per-step costs or HBM copies that decide the
-    modelled time, or else how far the model is off."""
+    """Why a point lies outside its band, from its own numbers."""
     off = f"{abs(np.expm1(r.ln_error)):.0%}"  # the post against the model
     if r.nonmonotonic:
         return (f"XLA's cost-model rate dips at this size (flagged, never fitted); the model takes the best "

@@ -1,6 +1,5 @@
-"""The rows a figure draws and a report table prints, as data: which estimator's numbers (the timing
-model's or libtpu's), which estimates are flagged, the out-of-sample scores of a figure's points and the
-fidelity figure's panels. figures/plots.py draws them; report/tables.py prints the same rows."""
+"""The rows a figure draws and a report table prints, as data: which estimator's numbers, which
+estimates are flagged, a figure's out-of-sample scores and the fidelity figure's panels."""
 import pandas as pd
 
 from tpu_matmul_repro.analysis.summaries import post_configs
@@ -8,10 +7,7 @@ from tpu_matmul_repro.experiments.core.units import flops, tflops
 
 
 def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
-    """Estimate rows with `tflops` replaced by the timing model's `column` (model_post_tflops: timed as
-    the post did, for its figures; model_device_tflops: device time), where the table has it.
-    Model-only estimates (no compiler cycles) keep no number here: only the generations figure draws
-    them, in a style of their own."""
+    """Estimate rows with `tflops` replaced by the timing model's `column` where the table has it."""
     if column not in rows or not rows[column].notna().any():
         return rows, False
     out = rows.copy()
@@ -21,24 +17,20 @@ def modelled(rows: pd.DataFrame, column: str) -> tuple[pd.DataFrame, bool]:
 
 
 def experiment_rows(rows: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
-    """The post's configurations with the numbers an experiment's figure draws and its report table
-    prints (one estimator per view): the timing model's, timed as the post timed its calls (one
-    blocked call), where the table has them; else libtpu's estimate. Returns (rows, modelled)."""
+    """(the post's configurations with the timing model's post-method numbers where the table has them,
+    else libtpu's, whether modelled): what an experiment's figure draws and its table prints."""
     return modelled(post_configs(rows), "model_post_tflops")
 
 
 def flagged(rows: pd.DataFrame) -> pd.Series:
-    """Estimates flagged as falling with size (an XLA cost-model artefact): every figure leaves them
-    undrawn and says so in one line, and no fraction rests on them (summaries.best_vs_xla)."""
+    """Estimates flagged as falling with size (an XLA cost-model dip): no figure draws them."""
     if "estimate_nonmonotonic" not in rows:
         return pd.Series(False, index=rows.index)
     return (rows.source == "estimate") & rows.estimate_nonmonotonic.eq(True)
 
 
 def out_of_sample(df: pd.DataFrame, model, experiment: str, dtype: str, target: str) -> dict | None:
-    """The scores (analysis/validation.scores) of this figure's points predicted by the run's refits
-    (`model`, a FittedModel) that left the post's figure out, as results/fidelity.csv has them; None
-    where there are none."""
+    """validation.scores of this figure's points predicted by the refits without it; None without them."""
     from tpu_matmul_repro.analysis import timing_model as tm
     from tpu_matmul_repro.analysis import validation
 
@@ -74,11 +66,8 @@ def versions(rows: pd.DataFrame, column: str = "libtpu_version") -> list[str]:
 
 
 def fidelity_panels(df: pd.DataFrame, model, target: str) -> list[tuple[str, str, pd.DataFrame, dict]]:
-    """(reference source, estimator, points, scores) per panel of the fidelity figure: the points
-    results/fidelity.csv scores at sizes from 2048 up (analysis/validation.py: one point
-    per configuration the post plotted in each of its figures, so XLA's baseline counts once per
-    figure), with y the estimator's TFLOP/s: libtpu's raw estimate, and against the post also the
-    timing model predicted by the run's refit (`model`, a FittedModel) that left the point's figure out."""
+    """(reference source, estimator, points, scores) per panel of the fidelity figure: fidelity.csv's
+    points from 2048 up, y the TFLOP/s of libtpu's estimate and (against the post) the held-out model."""
     from tpu_matmul_repro.analysis import timing_model as tm
     from tpu_matmul_repro.analysis import validation
 
@@ -105,6 +94,5 @@ def fidelity_panels(df: pd.DataFrame, model, target: str) -> list[tuple[str, str
 
 
 def tied(rows: pd.DataFrame) -> pd.Series:
-    """Per row: whether the advisor marked it a tie with the fastest. The advisor's table in memory
-    leaves a non-tie's `tie` empty, its CSV read back leaves it NaN: both are no tie."""
+    """Per row: whether the advisor marked it a tie with the fastest (empty or NaN: no tie)."""
     return rows.tie.fillna("").astype(str).str.strip() != ""

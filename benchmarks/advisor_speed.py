@@ -1,25 +1,11 @@
-"""Time the advisor for one shape per target, cold and warm, beside the machine's yardstick, and record
-the figures in benchmarks/advisor_speed.csv (docs/advisor.md quotes the summary of each target's latest
-commit's runs: a VM's speed drifts by a tenth or more between runs, so one run is not a record).
-
+"""Time the advisor for one shape per target, cold and warm, beside the machine's yardstick, into
+benchmarks/advisor_speed.csv (method and goals: docs/development.md, "Benchmarks").
     python3 benchmarks/advisor_speed.py [--targets v5e v6e v5p 7x] [--shape 8192x4096x14336] [--many v6e]
-
-The model is fitted once first, into the user's cache, as `advise --results none` fits it (minutes
-from an empty cache; not timed). Then per target: "cold", `advise SHAPE --target T --results none`
-with an empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder holding only a copy of the fitted
-model), and "warm", the same again with the cache that run filled. Each row: the wall time, the CPU
-seconds of the advisor and its compile workers, the compiles made and found cached (from the
-advisor's log), the 1-minute load average at its start. Then "cold, 21 shapes": one call, empty cache,
-on the 21 LLM projections of MANY_SHAPES (--many: its target). benchmarks/calibrate.py times nine fixed
-compiles before and after all runs: the machine's speed then, since this project's VMs differ by two
-to three times and drift within minutes. The goals, on a 2-core machine: cold <= 20 s on every
-target, warm <= 2 s, the 21 shapes cold <= 2 min.
 """
 import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import resource
 import shutil
@@ -30,6 +16,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from default_run import cpu_model  # benchmarks/, this script's folder
 
 from tpu_matmul_repro.experiments.core.atomic_write import write_atomic
 
@@ -43,10 +30,6 @@ MANY_SHAPES = [f"{m}x{k}x{n}" for k, n in ((4096, 4096), (4096, 7168), (7168, 40
 # the advisor's log line (advise/cli.py's advice()) that counts a search's compiles
 _COMPILES = re.compile(r"advice \S+ on \S+: (\d+) of (\d+) compiles from the compile cache, "
                        r"(\d+) compiled here")
-
-
-def goal(run: str, target: str) -> float | None:
-    return GOALS.get(run)
 
 
 def compiles(log: str) -> tuple[int, int]:
@@ -101,15 +84,6 @@ def measured_commit() -> str:
     return sha.removesuffix("-dirty") if not changed else sha
 
 
-def cpu_model() -> str:
-    """The CPU's model name (Linux), else what platform says."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
-
-
 def runs(targets, shape: str, models: list[Path], many: str | None) -> list[dict]:
     """Per target a cold call (a fresh cache holding only the fitted model) and a warm one (the cache
     it filled); then the 21 shapes in one cold call on `many`."""
@@ -142,7 +116,7 @@ def table(rows: pd.DataFrame) -> str:
     lines = ["| target | run | wall | CPU | compiled (cached) | load at start | goal (wall) | met |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows.itertuples():
-        g = goal(r.run, r.target)
+        g = GOALS.get(r.run)
         met = "" if g is None else ("yes" if r.wall_s <= g else "no")
         lines.append(f"| {r.target} | {r.run} | {r.wall_s:.1f} s | {r.cpu_s:.1f} s | {r.compiled} "
                      f"({r.cached}) | {r.load:.2f} | {'' if g is None else f'<= {g:.0f} s'} | {met} |")
@@ -157,7 +131,7 @@ def summary(record: pd.DataFrame) -> str:
              "| median meets it |", "|---|---|---|---|---|---|---|---|"]
     for (target, run), group in record.groupby(["target", "run"], sort=False):
         group = group[group.git_sha == group.git_sha.iloc[-1]]
-        wall, g = group.wall_s.median(), goal(run, target)
+        wall, g = group.wall_s.median(), GOALS.get(run)
         met = "" if g is None else ("yes" if wall <= g else "no")
         lines.append(f"| {target} | {run} | {group.git_sha.iloc[0][:7]} | {len(group)} | {wall:.1f} s "
                      f"({group.wall_s.min():.1f}-{group.wall_s.max():.1f} s) | "

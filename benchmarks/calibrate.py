@@ -1,13 +1,6 @@
-"""Time a fixed set of TPU compiles on this machine: a yardstick for the default run's wall time.
-
+"""Time a fixed set of TPU compiles, uncached, on this machine: the yardstick quoted beside each
+benchmark's times, since this VM's speed drifts (docs/development.md, "Benchmarks").
     python3 benchmarks/calibrate.py [--repeat 3]
-
-This project's machine is a VM whose speed drifts by 10-25 % over hours (the same compiles took 9.7 s
-at one time and 11.0 s 40 minutes later), and the default run is about two thirds compiles. The
-benchmark (benchmarks/default_run.py) runs this before and after each cold run and quotes it beside
-the run's time. It is a rough guide only: 20 seconds of compiles can miss a drift during a 10-minute
-run (on 2026-12-01 a run 13 % slower than another had the faster yardstick before it). No cache:
-every compile is real; the workers' start-up (loading libtpu) is timed apart.
 """
 import argparse
 import json

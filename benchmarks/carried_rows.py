@@ -1,25 +1,6 @@
-"""Peak memory and wall time of every job downstream of carried measurement files, by rows carried.
-
+"""Peak memory and wall time of every job downstream of carried measurement files, by rows carried,
+into benchmarks/carried_rows.md (method: docs/development.md, "Benchmarks"). Target: every job < 2 GB.
     python3 benchmarks/carried_rows.py [--rows 1000 10000 100000] [--base DIR] [--cap-mb 8000]
-
-1. A finished CI-sized run: `--base DIR` (a checkout where `python3 -m snakemake --cores 1 --configfile
-   config/config.ci.yaml --replace-workflow-config` has run), else a clean clone of this checkout's
-   HEAD where that run is made first.
-2. Per row count: a copy of it (`cp -a`, times kept, so nothing upstream reruns) with one synthetic
-   carried file of that many rows in data/measured/ (benchmarks/synthetic_measured.py: the default
-   config's v5e sweep in the measuring stage's own format, one run after another), then the same
-   Snakemake command: it runs exactly the jobs downstream of the new file (check_carried, aggregate,
-   summaries, claims, then-and-now, figures, gallery, report).
-3. Each job's peak resident memory: while Snakemake runs, every process it starts is read from /proc
-   every 20 ms, and its peak is the kernel's own high-water mark (VmHWM, the most it was ever resident,
-   not a sample of its current size). A job is the process that runs its script (Snakemake runs each
-   script as `python .snakemake/scripts/tmp<id>.<script>.py`); the Snakemake processes are reported
-   apart. As a check, the largest peak of any process (getrusage RUSAGE_CHILDREN, exact) is recorded
-   too. If all processes together pass `--cap-mb`, the run is stopped and recorded as over the cap (the
-   machine may be shared).
-
-Writes benchmarks/carried_rows.md with the date, commit and machine. Target: every job
-under 2 GB at 100 000 rows.
 """
 import argparse
 import datetime

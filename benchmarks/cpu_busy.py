@@ -1,13 +1,5 @@
-"""CPUs busy over time, from /proc/stat: record one line per second while a benchmark runs, then
-summarise any stretch of it in windows. Linux only.
-
-    python3 benchmarks/cpu_busy.py record samples.txt          # until interrupted
-    python3 benchmarks/cpu_busy.py summary samples.txt 12:17:44 12:22:04 [--window 10]
-
-A line: epoch seconds, then each CPU's /proc/stat fields. Busy = user + nice + system + irq + softirq;
-steal (time the hypervisor gave to others) is neither busy nor idle and is reported apart. Where a
-run keeps fewer than all CPUs busy, the scheduling lost time; where all are busy and it still takes
-longer, the work itself ran slower (see benchmarks/contention.py).
+"""CPUs busy over time from /proc/stat (Linux): `record samples.txt` one line a second until
+interrupted; `summary samples.txt 12:17:44 12:22:04 [--window 10]` busy, idle and steal per window.
 """
 import argparse
 import datetime

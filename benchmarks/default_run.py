@@ -1,29 +1,6 @@
-"""Time the default pipeline run as a user meets it, and record the figures in benchmarks/default_run.md.
-
+"""Time the default run as a user meets it (cold, warm, no-op) from clean clones, into
+benchmarks/default_run.md (method and goals: docs/development.md, "Benchmarks").
     python3 benchmarks/default_run.py [--cores 1 2 2 1] [--fresh-toolchains]
-
-From a clean clone of this checkout's HEAD, in the current Python environment:
-  1. a cold run for each --cores value, in order (default 1, 2, 2, 1): each in a clean clone with an
-     empty compile cache (a fresh TPU_MATMUL_REPRO_CACHE folder) and no cut CJK font for the Chinese
-     figures (figures/style.py), no results. Each value twice, in mirrored order, so that a drift of
-     the machine's speed during the benchmark weighs on both alike: the speed-up is the ratio of the
-     mean times;
-  2. warm cache: results/ of the first run deleted, its compile cache kept;
-  3. no-op: everything up to date.
-Toolchain environments (the post's jax 0.4.36 and libtpu 0.0.5, ~1 GB) are built once per machine and
-kept outside results/ (experiments/compile_study/toolchain_env.py): "cold" means no compiles cached,
-not no packages, unless --fresh-toolchains gives each cold run an empty toolchain folder, as on a
-machine that never ran the project (pip's own download cache stays). Each run's row says whether it
-built the environment or reused it (its toolchain_environment log).
-
-Each figure is the wall time of `python3 -m snakemake --cores N`, with the CPU seconds of all its
-processes (Snakemake, its jobs, their compile workers), which load on a shared machine inflates less;
-the file records the date, commit and machine. The targets: cold <= 4 min with --cores 1 on a
-2-core machine, the advice and the public scoring included; warm <= 30 s; no-op <= 4 s. Before and
-after each cold run,
-benchmarks/calibrate.py times nine fixed compiles: the machine's speed at the time, quoted beside the
-run (this VM's speed drifts by 10-25 %). Each run's mean CPUs busy (from /proc/stat: Linux only)
-tells idle cores from slow ones.
 """
 import argparse
 import datetime
@@ -107,9 +84,17 @@ def clone(dest: Path) -> Path:
     return dest
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux), else what platform says."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpu = cpu_model()
     mem = next((int(line.split()[1]) // 1024 // 1024
                 for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")), 0)
     return (f"{os.cpu_count()} cores ({cpu}), {mem} GiB, {platform.platform()}, "
@@ -136,11 +121,8 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                             check=True).stdout.strip()
     rows, stages = [], {}
-    # Written once, when the runs end or stop (an interrupted benchmark keeps what it measured), not
-    # between runs: the record is a tracked file of the checkout the project is installed from, whose
-    # commit every row of the table names (git_sha, "-dirty" once a tracked file changes), so a record
-    # written after the cold run would make the warm run's table differ from the cold run's, and every
-    # figure and report miss the output cache.
+    # Written once the runs end or stop, never between them: a tracked file changed mid-benchmark would
+    # make the checkout "-dirty" and the warm run miss the output cache (docs/development.md).
     try:
         measure(args, rows, stages)
     finally:
@@ -181,21 +163,15 @@ def measure(args, rows, stages) -> None:
         print(rows[-1], flush=True)
 
 
-def json_of(script: str, what: str):
-    """The last line of `python3 benchmarks/<script> --json --repeat 3`, parsed; None (the report shows
-    nothing) if it fails: the benchmark's own runs still count."""
-    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), "--json", "--repeat", "3"],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        print(f"{what} failed:\n{result.stderr[-2000:]}", file=sys.stderr)
-        return None
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
 def calibration() -> float | None:
-    """benchmarks/calibrate.py's fixed compiles, median of three, in seconds: the machine's speed now."""
-    result = json_of("calibrate.py", "yardstick")
-    return None if result is None else result["compiles_s"]
+    """benchmarks/calibrate.py's fixed compiles, median of three, in seconds: the machine's speed now;
+    None (the record shows nothing) if it fails: the benchmark's own runs still count."""
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "calibrate.py"), "--json", "--repeat",
+                             "3"], capture_output=True, text=True)
+    if result.returncode != 0:
+        print(f"yardstick failed:\n{result.stderr[-2000:]}", file=sys.stderr)
+        return None
+    return json.loads(result.stdout.strip().splitlines()[-1])["compiles_s"]
 
 
 def yardsticks(pair) -> str:

@@ -1,14 +1,6 @@
-"""Whether a block grid's two-step grid (compile_study.study.two_step_grid), compiled plainly, asks the
-VMEM its full size asks: the check behind study.TWO_STEP_VMEM, whose targets the advisor compiles
-that way.
-
+"""Whether a block grid's two-step grid (study.two_step_grid), compiled plainly, asks the VMEM its full
+size asks: the record behind study.TWO_STEP_VMEM, written to data/small_grid_vmem_check.csv.
     python3 benchmarks/small_grid_vmem.py [--targets v5e v6e v5p 7x] [--shapes 8192x4096x14336 ...]
-
-Candidate blocks (advise/candidates.py) of each shape whose own buffers fit the core's VMEM and whose
-grid has more than two steps along some axis (PER_SHAPE of them, evenly spread), compiled at the chip's
-default scoped limit both ways with the advisor's compiler. Writes data/small_grid_vmem_check.csv,
-each target's old rows replaced; tests/test_compile_study.py reads the record. Through the compile
-cache.
 """
 import argparse
 import datetime

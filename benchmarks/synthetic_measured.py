@@ -1,15 +1,5 @@
-"""Synthetic carried measurement files, in the measuring stage's own format, for the memory benchmark.
-
-A TPU host's `measure` writes one row per configuration and run (experiments/measure/harness.py:
-`measured_row`, then `schema.frame`); a file carried from a fleet of such hosts holds the same sweep
-measured again and again, under another `run_label` and `timestamp` each time. These rows are built by
-the same two functions, for the configurations the given config would measure on a v5e (the default
-config: 315 configurations), repeated run after run until the file has the rows asked for. What is
-made up is only the outcome: a kernel whose blocks exceed the core's VMEM is `vmem_oom` without
-samples, as the harness records it; every other row is `ok`, with raw samples drawn around the chip's
-roofline time (a fixed slowdown per configuration, noise per run and per sample) and a blocked-call
-time 100 us above it. The numbers mean nothing; the shapes, types, keys and sizes are the real ones,
-so check_carried accepts the file and every downstream stage treats it as a real fleet's.
+"""Synthetic carried measurement files for the memory benchmark: the default config's v5e sweep in the
+measuring stage's own format, run after run; only the outcomes (samples around the roofline) are made up.
 """
 import hashlib
 from pathlib import Path

@@ -1,9 +1,6 @@
-"""The advice figure of one layer shape (results/advice/<shape>.png, .zh.png, ...): per target, the best
-blocks and every block tied with them, each with the timing model's device TFLOP/s and its 80 % and
-95 % prediction intervals, XLA's beside them; drawn from the advisor's table alone (rules/advice.smk).
-
-`drawn_rows` picks the rows once: the drawing, the caption, the alt text and the metadata all read
-them, so what the words say is what the bars show (tests/test_figure_statements.py)."""
+"""The advice figure of one layer shape: per target, the best blocks and those tied with them, with
+their modelled device TFLOP/s and 80 %/95 % intervals, XLA beside them; `drawn_rows` picks the rows
+once, so the drawing, caption, alt text and metadata say the same."""
 from pathlib import Path
 
 import matplotlib
@@ -61,16 +58,15 @@ def _t(lang: str, key: str, **values) -> str:
 
 
 def fastest(rows: pd.DataFrame) -> str:
-    """What the ties are tied with, by the advisor's rule (advise/search.py): XLA where it is modelled
-    faster than the best blocks, else the best blocks (#1)."""
+    """What the ties are tied with, by the advisor's rule: XLA where it is modelled faster, else #1."""
     xla = rows[rows.kernel == "xla"].model_device_tflops.dropna()
     best = rows[rows.kernel != "xla"].sort_values("rank").model_device_tflops
     return "XLA" if len(xla) and len(best) and xla.iloc[0] > best.iloc[0] else "#1"
 
 
 def drawn_rows(advice: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """{target: the rows its panel draws}: the ranked blocks that are the best or tie with it, in rank
-    order, then XLA where the model has its number; a target with no ranked block has no panel."""
+    """{target: the rows its panel draws}: the best and tied blocks in rank order, then XLA where
+    modelled; a target with no ranked block has no panel."""
     out = {}
     for target in dict.fromkeys(advice.target):
         mine = advice[advice.target == target]
@@ -123,8 +119,7 @@ def title(advice: pd.DataFrame, shape: str, lang: str) -> str:
 
 
 def describe(advice: pd.DataFrame, shape: str, lang: str) -> dict:
-    """Caption and alt text of the advice figure in `lang`, from the rows it draws (drawn_rows), in the
-    shape catalog.describe gives the other figures (caption, alt, sources, kinds)."""
+    """Caption and alt text of the advice figure in `lang`, from drawn_rows, as catalog.describe gives."""
     f = _fields(advice, shape, lang)
     drawn = f["drawn"]
     ties = join(lang, "list", (_t(lang, "ties_on", n=int(tied(rows).sum()), target=target)
@@ -146,9 +141,8 @@ def describe(advice: pd.DataFrame, shape: str, lang: str) -> dict:
 
 
 def draw(advice: pd.DataFrame, shape: str, lang: str = "en", narrow: bool = False):
-    """The figure: one panel per target, stacked, rows as drawn_rows gives them; the x axis reaches
-    past the chip's peak, so an interval cut at the peak ends at its dashed line, in view (`narrow`:
-    the phone's variant, plots.NARROW_INCHES wide, the legend in one column)."""
+    """The figure: one panel per target, stacked; the x axis reaches past the chip's peak, so an interval
+    cut at the peak ends in view (`narrow`: the phone's variant)."""
     f = _fields(advice, shape, lang)
     drawn = f["drawn"]
     small = 9 if narrow else 8  # the labels and the legend; narrow: 9 px or more on a 390 px phone
@@ -206,8 +200,7 @@ def provenance(advice: pd.DataFrame, shape: str, lang: str, commit: str) -> dict
 
 
 def render(advice: pd.DataFrame, shape: str, directory, commit: str) -> list[Path]:
-    """The advice figure of `shape` in every language and format into `directory` (<shape>.png,
-    <shape>.zh.png, ...), each file with its provenance; returns the paths."""
+    """The advice figure of `shape` in every language and format into `directory`; returns the paths."""
     paths = []
     for lang in LANGUAGES:
         use_style(lang)

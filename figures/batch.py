@@ -1,10 +1,5 @@
-"""Every figure of a run in one job: one Python, one read of the table, one import of matplotlib.
-
-Drawing one figure takes 1-4 s; starting a process, importing pandas and matplotlib and reading the
-table took ~1.5 s more per figure when each figure was a job of its own (26 jobs, ~40 s of a cold
-default run). With more than one process allowed (the job's Snakemake threads), figures are drawn in
-that many worker processes, the slowest kinds first.
-"""
+"""Every figure of a run in one job: one Python, one read of the table, one import of matplotlib (a job
+per figure cost ~1.5 s more each); with several threads, worker processes, slowest kinds first."""
 import os
 import sys
 import warnings
@@ -33,8 +28,7 @@ def _read(table):
 
 
 def _start_worker(table, log_path, studies) -> None:
-    """A worker's set-up: load the run's studies (their kinds of figure), read the table; its stderr
-    (warnings, tracebacks) into the job's log, as the main process's is (experiments/core/runtime.py)."""
+    """A worker's set-up: load the run's studies, read the table, its stderr into the job's log."""
     global _df
     load_studies(studies)
     if log_path:
@@ -55,9 +49,8 @@ def _draw(df, name: str, spec: tuple, directory: str, primary, served, model) ->
 
 def render_all(table, specs: dict, directory, *, primary=None, served=None, processes: int = 1,
                log_path=None, studies=(), model=None) -> list[Path]:
-    """Draw every figure of `specs` (name -> (kind, arguments), figures/figure_specs.py:figure_specs) from the
-    table at `table` into `directory`, in `processes` processes; returns the paths written, in the
-    order of `specs`. `log_path`: where the worker processes' stderr goes (the job's log)."""
+    """Draw every figure of `specs` from the table at `table` into `directory`, in `processes` processes;
+    returns the paths written, in the order of `specs`."""
     if processes < 1:
         raise ValueError(f"{processes=} must be at least 1")
     load_studies(studies)

@@ -1,10 +1,6 @@
-"""How to draw each kind of figure, and what each one is: its caption and alt text in every language and
-the provenance embedded in its files (figures/figure_specs.py: which figures a configuration yields).
-
-A kind of figure is one `Entry`: its drawing function and its caption and alt-text templates. A new
-kind is a new entry (and, if the configuration yields it, a line in figures/figure_specs.py:figure_specs); the
-gallery, the report and the embedded metadata pick it up from here. A study adds its kinds with
-`register` (studies/README.md)."""
+"""How to draw each kind of figure (an `Entry`: its drawing function, caption and alt-text templates)
+and what each one is, in every language, with the provenance embedded in its files; a study adds
+its kinds with `register` (docs/development.md, "A figure")."""
 import dataclasses
 from pathlib import Path
 from typing import Callable
@@ -35,10 +31,8 @@ from tpu_matmul_repro.figures.style import save, use_style
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """One kind of figure. Caption and alt templates may use the figure's arguments (experiment, dtype,
-    target) and the fields `describe` derives from the table: sources, libtpu, unit, sizes (a range),
-    size_list, description,
-    n_series, others, targets."""
+    """One kind of figure. Caption and alt templates may use the figure's arguments and the fields
+    `describe` derives from the table (sources, libtpu, unit, sizes, size_list, description, ...)."""
 
     draw: Callable
     caption: str  # English, marked for extraction (N_); translated and filled by `describe`
@@ -68,7 +62,7 @@ CATALOG = {
                "out of VMEM, hollow squares fit a raised limit; a dash-dot line marks the default limit."),
     ),
     "roofline": Entry(
-        plots.plot_roofline, uses_model=True,
+        plots.plot_roofline,
         caption=N_("Roofline on %(target)s: the throughput of every configuration that compiles, against "
                    "its arithmetic intensity (FLOPs per byte moved between HBM and VMEM), under the compute "
                    "peak and the HBM bandwidth; %(sources)s."),
@@ -117,8 +111,7 @@ def register(kind: str, entry: Entry) -> None:
 
 
 def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
-    """The rows a figure draws from: its target's (or all targets'), its experiment's and data type's;
-    their versions and commit are the figure's provenance."""
+    """The rows a figure draws from: its target's (or all), experiment's and data type's."""
     rows = df[df.target == args["target"]] if "target" in args else df[df.source == "estimate"]
     if kind == "experiment":
         mine = rows[(rows.experiment == args["experiment"]) & (rows.dtype == args["dtype"])]
@@ -136,18 +129,13 @@ def figure_rows(df: pd.DataFrame, kind: str, args: dict) -> pd.DataFrame:
     return rows
 
 
-def _values(rows: pd.DataFrame, column: str) -> list[str]:
-    return sorted({str(v) for v in rows[column].dropna() if str(v)}) if column in rows else []
-
-
 # The timing model's column a kind draws in place of libtpu's estimate, where the table has it.
 MODEL_COLUMNS = {"experiment": "model_post_tflops", "roofline": "model_device_tflops",
                  "search": "model_device_tflops", "generations": "model_device_tflops"}
 
 
 def model_column(rows: pd.DataFrame, kind: str) -> str | None:
-    """"post" or "device" where a figure of `kind` draws the timing model's numbers (analysis.views.modelled),
-    else None (libtpu's estimates)."""
+    """"post" or "device" where a figure of `kind` draws the timing model's numbers, else None."""
     column = MODEL_COLUMNS.get(kind)
     if column is None or column not in rows or not rows[rows.source == "estimate"][column].notna().any():
         return None
@@ -171,21 +159,15 @@ def kinds_label(kinds: list[str], lang: str) -> str:
     return join(lang, "list", (source_names(lang)[k] for k in kinds))
 
 
-def experiment_modelled(rows: pd.DataFrame) -> bool:
-    """Whether an experiment figure draws the timing model's numbers (analysis.views.experiment_rows)."""
-    return model_column(rows, "experiment") == "post"
-
-
 def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
-    """How each kind of number in the figure was obtained, with the line style it is drawn in (the post's
-    figures draw the timing model's estimates, timed as the post did, where the table has them)."""
+    """How each kind of number in the figure was obtained, with the line style it is drawn in."""
     parts = []
     for source, part, first in plots.present_sources(rows, ("estimate", "measured", "published")):
         if source == "estimate":
             key = {"post": "caption_modelled", "device": "caption_modelled_device"}.get(
                 model_column(rows, kind), "caption_estimate")
-            parts.append(text(lang, key, libtpu=", ".join(_values(part, "libtpu_version")) or "?",
-                              target=join(lang, "list", _values(part, "target"))))
+            parts.append(text(lang, key, libtpu=", ".join(views.versions(part, "libtpu_version")) or "?",
+                              target=join(lang, "list", views.versions(part, "target"))))
         elif source == "measured":
             parts.append(text(lang, "caption_measured", device_kind=first.device_kind))
         else:  # the roofline fills the post's points (its own hollow markers are the run's)
@@ -196,9 +178,8 @@ def sources_sentence(rows: pd.DataFrame, lang: str, kind: str = "") -> str:
 
 def drawn_table(df: pd.DataFrame, kind: str, primary: str | None = None,
                 served: dict | None = None) -> pd.DataFrame:
-    """The table a figure of `kind` is drawn from (render) and described from (describe, provenance):
-    each target's own compiler's estimates unless the kind compares toolchains, each target's latest
-    measured run. One function for both, so that a caption names only the toolchains drawn."""
+    """The table a figure of `kind` is drawn and described from (so a caption names only what is drawn):
+    each target's own compiler's estimates unless the kind compares toolchains, the latest runs."""
     if not CATALOG[kind].every_toolchain:
         df = primary_rows(df, primary, served)
     return latest_runs(df)
@@ -206,8 +187,7 @@ def drawn_table(df: pd.DataFrame, kind: str, primary: str | None = None,
 
 def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, primary: str | None = None,
              served: dict | None = None, model=None) -> dict:
-    """Caption and alt text of one figure in one language, filled in from the rows it is drawn from
-    (`primary`, `served`: as for render; a table already cut to them needs neither) and the run's
+    """Caption and alt text of one figure in one language, from the rows it is drawn from and the run's
     fits (`model`: how far off the curves are out of sample; None: not said)."""
     df = drawn_table(df, kind, primary, served)
     rows = figure_rows(df, kind, args)
@@ -223,7 +203,7 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
             args["experiment"], views.experiment_kernel(df, args["experiment"]), translations(lang).gettext)
         if "experiment" in args else "",
         sources=sources_sentence(rows, lang, kind) or text(lang, "no_data"),
-        libtpu=", ".join(_values(estimates, "libtpu_version")) or "?",
+        libtpu=", ".join(views.versions(estimates, "libtpu_version")) or "?",
         unit=unit_name(args.get("dtype")),
         sizes=(translate(lang, JOINS["range"], first=sizes[0], last=sizes[-1]) if len(sizes) > 1
                else str(sizes[0])) if sizes else "–",
@@ -231,13 +211,13 @@ def describe(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, prim
         n_series=len({plots.config_key(r) for r in drawn.itertuples()}) if len(drawn) else 0,
         others=join(lang, "two", (text(lang, f"others_{s}") for s in others))
         or text(lang, "others_published"),
-        targets=join(lang, "list", _values(estimates, "target")),
+        targets=join(lang, "list", views.versions(estimates, "target")),
         numbers=kinds_label(kinds_of(rows, kind)[:1], lang),
     )
     entry = CATALOG[kind]
     caption = translate(lang, entry.caption, **fields)
     notes = figure_notes(df, kind, args, lang)
-    if kind == "experiment" and experiment_modelled(rows):  # the curves: how far off, left out of the fit
+    if kind == "experiment" and model_column(rows, "experiment") == "post":  # the curves' held-out error
         score = views.out_of_sample(df, model, args["experiment"], args["dtype"], args["target"])
         if score:
             notes.insert(0, text(lang, "caption_out_of_sample", score=text(
@@ -254,8 +234,7 @@ def figure_notes(df: pd.DataFrame, kind: str, args: dict, lang: str) -> list[str
         return plots.experiment_view(df, args["experiment"], args["dtype"], args["target"], lang)[2]
     if kind in ("roofline", "generations"):
         rows = figure_rows(df, kind, args)
-        notes = plots.flagged_line(plots.modelled(plots.default_limit(rows), "model_device_tflops")[0], lang)
-        return notes
+        return plots.flagged_line(plots.modelled(plots.default_limit(rows), "model_device_tflops")[0], lang)
     return []
 
 
@@ -264,8 +243,8 @@ def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, ti
     """What a figure file says about itself: title, caption, sources, toolchain, commit, licence, URLs."""
     rows = figure_rows(latest_runs(df), kind, args)  # df: render's, already the drawn table
     info = describe(df, name, kind, args, lang, model=model)
-    toolchain = [f"{tool} {', '.join(_values(rows, f'{tool}_version'))}"
-                 for tool in ("jax", "jaxlib", "libtpu") if _values(rows, f"{tool}_version")]
+    toolchain = [f"{tool} {', '.join(views.versions(rows, f'{tool}_version'))}"
+                 for tool in ("jax", "jaxlib", "libtpu") if views.versions(rows, f"{tool}_version")]
     c = citation()
     sources = [sources_sentence(rows, lang, kind)]
     if "published" in info["sources"]:
@@ -274,7 +253,7 @@ def provenance(df: pd.DataFrame, name: str, kind: str, args: dict, lang: str, ti
         "title": title, "caption": info["caption"], "alt": info["alt"],
         "sources": " ".join(s for s in sources if s),
         "toolchain": ", ".join(toolchain) or "–",
-        "commit": ", ".join(_values(rows, "git_sha")) or "unknown",
+        "commit": ", ".join(views.versions(rows, "git_sha")) or "unknown",
         "licence": f"{RESULTS_LICENCE}; credit: {c.title} v{c.version}"
                    + ("; published numbers: " + c.post_author + f" ({c.post_licence})"
                       if "published" in info["sources"] else ""),
@@ -293,9 +272,8 @@ def figure_title(fig) -> str:
 
 def render(df, name: str, kind: str, args: dict, directory, primary: str | None = None,
            served: dict | None = None, model=None) -> list[Path]:
-    """Draw one figure in every language and format, each file carrying its provenance (`primary`: the
-    pipeline's own toolchain, whose estimates every kind draws but those that compare toolchains, except
-    for the targets another toolchain is `served` for; None: every row; `model`: the run's fits)."""
+    """Draw one figure in every language and format, each file carrying its provenance (`primary`,
+    `served`: whose estimates are drawn, drawn_table; `model`: the run's fits)."""
     df = drawn_table(df, kind, primary, served)  # one measured curve per configuration: the latest run
     drawn = dict(args, model=model) if CATALOG[kind].uses_model else args
     paths, narrow = [], []

@@ -1,8 +1,5 @@
-"""How to cite and reuse what the pipeline draws: one place for the project's name, version, URLs and
-licences (read from CITATION.cff, so they are stated once), and the attribution of the post's numbers.
-
-The figures embed these facts (figures/style.py), the gallery and the report print them, and results/
-carries them as files (LICENSE.md, CITATION.cff, ATTRIBUTION.md: scripts/gallery.py)."""
+"""How to cite and reuse what the pipeline draws: the project's name, version, URLs and licences, read
+from CITATION.cff so they are stated once, and the attribution of the post's numbers."""
 import dataclasses
 import functools
 from pathlib import Path

@@ -1,10 +1,5 @@
-"""Which figures a configuration yields, under stable names (e.g. v5_bfloat16_v5e), and the names of
-their files: what the workflow plans with, so planning needs no drawing code (figures/catalog.py draws
-them and says what each one is).
-
-A study adds the figures a config yields of its own kinds with `register` (its specs.py, loaded by
-experiments/plan/studies.py).
-"""
+"""Which figures a configuration yields, under stable names (e.g. v5_bfloat16_v5e), and their files'
+names: what the workflow plans with, without the drawing code; a study adds its own with `register`."""
 from pathlib import Path
 from typing import Callable
 
@@ -24,8 +19,7 @@ STUDY_SPECS: dict[str, Callable[[dict, list], dict]] = {}
 
 
 def register(kind: str, specs: Callable[[dict, list], dict], narrow: bool = False) -> None:
-    """Add a study's kind of figure to what configs yield (its specs.py does, when loaded); `narrow`: its
-    drawing function takes narrow=True and draws the phone's variant."""
+    """Add a study's kind of figure to what configs yield; `narrow`: it draws a phone's variant too."""
     if kind in CORE_KINDS or STUDY_SPECS.get(kind, specs) is not specs:
         raise ValueError(f"figure kind={kind!r} is registered twice, differently")
     STUDY_SPECS[kind] = specs
@@ -34,10 +28,7 @@ def register(kind: str, specs: Callable[[dict, list], dict], narrow: bool = Fals
 
 
 def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
-    """name -> (kind, arguments) for every figure of a configuration, e.g. v5_bfloat16_v5e.
-
-    `targets` defaults to the config's; the workflow adds the TPU generations measured or imported.
-    """
+    """name -> (kind, arguments) for every figure of a configuration; `targets` defaults to the config's."""
     targets = list(targets or config["targets"])
     experiments = config["compile_study"]["experiments"]
     specs = {}
@@ -63,8 +54,7 @@ def figure_specs(config: dict, targets=None) -> dict[str, tuple[str, dict]]:
 
 
 def advice_specs(shapes) -> dict[str, tuple[str, dict]]:
-    """name -> (kind, arguments) of the advice figures of the layer shapes ("8192x4096x14336"), drawn
-    by the advice rule from its table (figures/advice_figure.py) and numbered with the other figures."""
+    """name -> (kind, arguments) of the advice figures of the layer shapes ("8192x4096x14336")."""
     return {f"advice_{shape}": ("advice", {"shape": shape}) for shape in shapes}
 
 

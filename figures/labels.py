@@ -1,5 +1,5 @@
-"""Every string a figure shows, by a short name: English source strings marked for extraction (N_), their
-translations in the one catalog (locale/<lang>/LC_MESSAGES/messages.po, experiments/core/i18n.py)."""
+"""Every string a figure shows, by a short name: English source strings marked N_(), translated in the
+one catalog (locale/<lang>/LC_MESSAGES/messages.po)."""
 import re
 
 from tpu_matmul_repro.experiments.core.i18n import N_, NC_, translate
@@ -12,7 +12,6 @@ LABELS = {
     "axis_device": N_("%(unit)s, modelled device time"),
     "axis_estimate": N_("%(unit)s, libtpu's estimate"),
     "axis_mixed": N_("%(unit)s"),
-    "float32_roof": N_("model's float32 peak %(peak).0f TFLOP/s (bf16 peak / %(factor).2f)"),
     "title_fidelity_compiler": N_("libtpu's estimate\nagainst %(source)s (%(target)s)"),
     "title_fidelity_model": N_("Timing model, out of sample\nagainst %(source)s (%(target)s)"),
     "fidelity_axis": N_("TFLOP/s, estimated"),
@@ -67,13 +66,11 @@ LABELS = {
     "oom": N_("out of VMEM"),
     "hbm_roof": N_("HBM %(bw).0f GB/s"),
     "compute_roof": N_("peak %(peak).0f TFLOP/s (%(dtype)s)"),
-    "xla_roof": N_("XLA: peak %(peak).0f (DEFAULT precision, one bfloat16 pass)"),
     "published_key": N_("filled: published (the post)"),
     "this_run_key": N_("hollow: this run"),
     "size_panel": N_("M = K = N = %(size)s"),
     "bm": N_("bm"),
     "bn": N_("bn"),
-    "best_bk": N_("bk %(bk)s"),
     "no_data": N_("no data for this figure"),
     "identity": N_("y = x"),
     "agreement": N_("n = %(n)s, median ratio %(ratio).2f, |log| %(mal).2f, Spearman %(spearman).2f"),
@@ -115,9 +112,8 @@ SOURCE_NAMES = {"published": N_("published"), "measured": N_("measured"), "estim
 
 
 def experiment_description(experiment: str, kernel: str | None, in_language) -> str:
-    """What an experiment runs, through `in_language` (a language's gettext): its kernel's SPEC
-    description where the experiment is that kernel (v1, v2, v3, v5), else that it runs the kernel over
-    other blocks (v4, v3's kernel); "Pallas kernel" where no row says which kernel ran."""
+    """What an experiment runs, in a language: its kernel's description, or that it runs that kernel over
+    other blocks (v4); "Pallas kernel" where no row says which kernel ran."""
     if kernel is None:
         return in_language(LABELS["description_other"])
     if experiment == kernel:
@@ -137,8 +133,7 @@ def reason_key(cycles_method: str) -> str:
 
 
 def join(lang: str, how: str, parts) -> str:
-    """`parts` joined as `lang` joins sentences ("sentences"), names ("list") or names and one more
-    ("two")."""
+    """`parts` joined as `lang` joins sentences ("sentences"), names ("list") or two names ("two")."""
     return translate(lang, JOINS[how]).join(parts)
 
 
@@ -147,8 +142,7 @@ LOWER_CASE_NAMES = re.compile(r"(libtpu|jax|jaxlib|jnp|bm|bk|bn|v\d)\b")
 
 
 def sentence(lang: str, words: str) -> str:
-    """`words` begun as a sentence (notes after a caption's full stop): English capitalises its first
-    letter unless it begins with a name spelt in lower case (libtpu, bm, v5); Chinese has no case."""
+    """`words` begun as a sentence: capitalised unless it begins with a lower-case name (libtpu, v5)."""
     if lang != "en" or not words[:1].islower() or LOWER_CASE_NAMES.match(words):
         return words
     return words[0].upper() + words[1:]

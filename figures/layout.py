@@ -1,14 +1,6 @@
-"""A figure's layout, checked from Matplotlib's window extents after a draw: what a reader on a phone
-meets first. Three rules:
-
-- no text box (titles, axis and tick labels, notes, annotations) overlaps another text box or a legend;
-- no text leaves the canvas, and no text placed in a panel (in its data or axes coordinates) or legend
-  of a panel leaves that panel's frame;
-- no drawn point (a marker of a line, a scatter point) lies outside its axes: the axis limits take in
-  every point the figure claims to show.
-
-`problems(fig)` lists what breaks them, one line each, naming the texts; the tests assert it is empty
-for every kind of figure in both languages."""
+"""A figure's layout checked from Matplotlib's extents after a draw: no text over another text or a
+legend, no text off the canvas or out of its panel, no point outside its axes; `problems(fig)`
+names each breach in a line (docs/outputs.md)."""
 import io
 from itertools import combinations
 
@@ -87,9 +79,8 @@ def _points(ax):
 
 
 def problems(fig) -> list[str]:
-    """Every breach of the three rules in `fig` as figures/style.save writes it: laid out once
-    (style.lay_out, which fixes the layout: draw a checked figure no further) and cut to its tight
-    bounding box, the extents read in the draw of that saved PNG."""
+    """Every breach of the three rules in `fig` as style.save writes it (laid out once and fixed: draw a
+    checked figure no further), read in the draw of that saved PNG."""
     import matplotlib.pyplot as plt
 
     from tpu_matmul_repro.figures.style import NO_LAYOUT, lay_out

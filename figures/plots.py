@@ -1,6 +1,5 @@
-"""The figure functions. Each takes the tidy table (results/matmul.parquet) and a language, and returns
-a Matplotlib figure; nothing else is read. Estimates are dashed, measurements solid, published numbers
-hollow markers; failed configurations are ✗ marks with their reason, never left out."""
+"""The figure functions: each takes the tidy table and a language and returns a Matplotlib figure
+(`narrow`: the phone's variant); conventions in docs/outputs.md, "Figures"."""
 import re
 
 import matplotlib.pyplot as plt
@@ -77,8 +76,8 @@ def notes_kept(notes: list[str], width: int = 92) -> int:
 
 
 def capped(notes: list[str], lang: str, width: int = 92) -> str:
-    """The notes, wrapped: the first always, then as many whole notes as fit in MAX_NOTE_LINES lines (a
-    note is never cut mid-sentence); where some are left out, the last line says where they are."""
+    """The notes wrapped, whole, as many as fit MAX_NOTE_LINES (the first always); a last line says where
+    the rest are."""
     kept = notes_kept(notes, width)
     wrapped = [wrap(n, width) for n in notes[:kept]]
     return "\n".join(wrapped + ([wrap(text(lang, "more_notes"), width)] if kept < len(notes) else []))
@@ -104,8 +103,7 @@ def missing_lines(rows: pd.DataFrame, lang: str) -> list[str]:
 
 
 def config_label(row, lang: str | None = None) -> str:
-    """A configuration's label: in `lang` for a figure's legend; None, language-neutral for a table's
-    row header ("(512, 1024, 1024)", "Pallas v2, N = 4", "XLA jnp.matmul")."""
+    """A configuration's label in `lang` for a legend; language-neutral (None) for a table's row header."""
     names = lang or "en"
     if not kernel_facts(row.kernel).pallas:
         return text(names, "xla")
@@ -118,8 +116,7 @@ def config_label(row, lang: str | None = None) -> str:
 
 
 def config_key(row) -> tuple:
-    """A series: the kernel, or its blocks (one colour per block shape across v3/v4/v5 panels; v2's
-    blocks scale with size, so its split count N identifies it)."""
+    """A series: the kernel, or its blocks (one colour per block shape across panels; v2 by its N)."""
     if kernel_facts(row.kernel).grid == SPLIT:
         return (row.kernel, int(row.m // row.bm))
     if pd.isna(row.bm):
@@ -164,8 +161,7 @@ OPENING, CLOSING = "（《“「【", "，。、；：！？）》”」】"
 
 
 def wrap(note: str, width: int = 92, indent: str = "    ") -> str:
-    """Wrap a note to `width` columns, a CJK character counting two, keeping given line breaks; lines
-    after the first of a paragraph start with `indent`."""
+    """Wrap a note to `width` columns (a CJK character counts two), later lines of a paragraph indented."""
     out = []
     for paragraph in note.split("\n"):
         line, used = "", 0
@@ -187,8 +183,8 @@ def wrap(note: str, width: int = 92, indent: str = "    ") -> str:
 
 
 def failure_lines(failed: list[tuple], lang: str, post_ran: frozenset = frozenset()) -> list[str]:
-    """One line per (configuration, reason), listing the sizes it failed at; a compile that fails where
-    the post ran the configuration (`post_ran`: its (config_key, size) pairs) names today's compiler."""
+    """One line per (configuration, reason) with the sizes it failed at; a compile that fails where the
+    post ran it (`post_ran`: (config_key, size) pairs) names today's compiler."""
     groups = {}
     for row, label in failed:
         if row.source == "published":
@@ -247,18 +243,15 @@ def main_source(rows: pd.DataFrame) -> str:
 
 
 def kinds_drawn(rows: pd.DataFrame, lang: str, post_method: bool = False) -> str:
-    """The kinds of number the rows hold, by the four names (estimated, modelled, measured, published):
-    the estimate rows are "modelled" where `post_method` (the timing model's numbers replaced libtpu's)."""
+    """The kinds of number the rows hold, by the four names (estimates "modelled" where `post_method`)."""
     names = source_names(lang)
     return join(lang, "list", (text(lang, "modelled") if s == "estimate" and post_method else names[s]
                                for s in ("estimate", "measured", "published") if (rows.source == s).any()))
 
 
 def dodge(points: pd.DataFrame, key_order: dict, span: float) -> dict:
-    """Small sideways offsets (in octaves) for hollow points that coincide at the same size.
-
-    Points closer than 4 % of the axis span at one size form a cluster; its members are spread
-    symmetrically, in series order, so every published point stays visible."""
+    """Small sideways offsets (in octaves) spreading hollow points closer than 4 % of the axis span at
+    one size, in series order, so every published point stays visible."""
     offsets = {}
     for _, at_size in points.groupby("m"):
         at_size = at_size.sort_values("tflops")
@@ -281,8 +274,7 @@ def _spread(cluster, rows, key_order) -> dict:
 
 def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
                     narrow: bool = False):
-    """The post's figure for one experiment: TFLOP/s against size, one series per configuration
-    (`narrow`: the phone's variant, NARROW_INCHES wide, the legend in one column)."""
+    """The post's figure for one experiment: TFLOP/s against size, one series per configuration."""
     rows, post_method, notes = experiment_view(df, experiment, dtype, target, lang)
     failures = len(failure_notes(rows, lang))
     drawn = rows[~flagged(rows)]
@@ -359,9 +351,8 @@ def plot_experiment(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
 
 
 def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str):
-    """(rows, modelled, notes) of one experiment's figure: the rows it draws from (experiment_rows),
-    whether they are the timing model's, and every note on them (failures, flagged and missing
-    estimates), of which the figure prints MAX_NOTE_LINES lines and the caption all."""
+    """(rows, modelled, notes) of one experiment's figure: the rows it draws, whether they are the
+    timing model's, and every note on them (the caption prints all)."""
     rows, post_method = experiment_rows(default_limit(df[(df.experiment == experiment) & (df.dtype == dtype)
                                                           & (df.target == target)]))
     if rows.empty:
@@ -376,23 +367,20 @@ def experiment_view(df: pd.DataFrame, experiment: str, dtype: str, target: str, 
 
 
 def failure_notes(rows: pd.DataFrame, lang: str) -> list[str]:
-    """The notes on the × marks of `rows`: each failure and why, today's compiler named where the post
-    ran the configuration at that size."""
+    """The notes on the × marks of `rows`: each failure and why."""
     failed = [(r, config_label(r, lang)) for r in rows[rows.status != "ok"].itertuples()]
     ran = rows[(rows.source == "published") & (rows.status == "ok")]
     return failure_lines(failed, lang, frozenset((config_key(r), int(r.m)) for r in ran.itertuples()))
 
 
 def axis_label(lang: str, dtype: str, kind: str) -> str:
-    """The y-axis label of every throughput plot: the unit, then which number it is (one convention).
-    kind: "post" (timing model, timed as the post), "device" (timing model, device time), "estimate"
-    (libtpu's estimate), "mixed" (estimates beside published or measured numbers)."""
+    """The y-axis label of every throughput plot: the unit, then which number it is (`kind`: "post",
+    "device", "estimate" or "mixed")."""
     return text(lang, f"axis_{kind}", unit=unit_name(dtype))
 
 
 def plot_vmem(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
-    """VMEM used (or requested) by the post's configurations against the scoped limit (`narrow`: the
-    phone's variant, two panels a row)."""
+    """VMEM used (or requested) by the post's configurations against the scoped limit."""
     rows = post_configs(df[(df.source == "estimate") & (df.target == target) & is_pallas(df.kernel)])
     panels = sorted(rows.groupby(["experiment", "dtype"]).groups) if len(rows) else []
     ncols = 2 if narrow else 3
@@ -446,14 +434,11 @@ def plot_vmem(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     return fig
 
 
-def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False, model=None):
+def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False):
     """Arithmetic intensity against modelled (else estimated) throughput under the target's compute and
-    HBM roofs, one panel per data type (int8 in TOP/s on its own axis), one colour and marker per
-    experiment; the legend and the notes in a strip of their own under the panels (`narrow`: the
-    phone's variant, the panels stacked)."""
+    HBM roofs, one panel per data type, one colour and marker per experiment."""
     rows, device, notes = roofline_view(df, target, lang)
     published = roofline_published(df, target)
-    factor = model.float32_factor() if device and model is not None else None
     dtypes = [d for d in DTYPES if (rows.dtype == d).any()]
     dtypes += sorted(set(rows.dtype) - set(dtypes))
     panels = max(1, len(dtypes))
@@ -493,15 +478,9 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
     for ax, dtype in zip(axes, dtypes, strict=True):
         part = rows[rows.dtype == dtype]
         post = published[published.dtype == dtype]
-        chip_peak = peak = float(part.peak_tflops.iloc[0])
+        peak = float(part.peak_tflops.iloc[0])
         label = text(lang, "compute_roof", peak=peak, dtype=dtype).replace("TFLOP/s", unit_name(dtype))
-        if dtype == "float32" and factor:  # the rate the model implies for a float32 dot, said so
-            peak, label = peak / factor, text(lang, "float32_roof", peak=peak / factor, factor=factor)
         ax.plot(x, np.minimum(peak, bw * x / TERA), color="#555555", linewidth=1, zorder=1)
-        if peak < chip_peak:  # XLA's float32 at DEFAULT is one bfloat16 pass: the chip's peak is its roof
-            ax.plot(x, np.minimum(chip_peak, bw * x / TERA), color=XLA_COLOR, linewidth=0.8, linestyle="--",
-                    zorder=1)
-            label += "\n" + wrap(text(lang, "xla_roof", peak=chip_peak), 30, indent="")
         # In the empty corner above the HBM roof (no point can be there), wrapped to the panel; the
         # bandwidth too: written along the slope it lay over the low-intensity points.
         roofs = f"{wrap(label, 30, indent='')}\n{text(lang, 'hbm_roof', bw=bw / 1e9)}"
@@ -532,11 +511,10 @@ def plot_roofline(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
                                           markersize=5, label=text(lang, "published_key"))
         ax.set_xscale("log")
         ax.set_yscale("log")
-        # room above the roof for its labels, and for every point (XLA's float32 can beat the model's
-        # roof) and the HBM roof's foot
+        # room above the roof for its labels, and for every point and the HBM roof's foot
         lowest_post = float(post.tflops.min()) if len(post) else np.inf
         low = min(float(part.tflops.min()), lowest_post, bw * x[0] / TERA)
-        ax.set_ylim(low / 1.5, max(chip_peak, float(part.tflops.max())) * 4)
+        ax.set_ylim(low / 1.5, max(peak, float(part.tflops.max())) * 4)
         place_clear(ax, roofs)
         ax.set_title(dtype, fontsize=10)
         ax.set_ylabel(axis_label(lang, dtype, "device" if device else "estimate"))
@@ -563,9 +541,8 @@ LABEL_CORNERS = ((0.97, 0.03, "right", "bottom"), (0.03, 0.97, "left", "top"), (
 
 
 def place_clear(ax, label: str) -> None:
-    """The roof labels in the first corner of the panel (LABEL_CORNERS) where no marker lies under them;
-    where every corner has some, at the top left with the (log) y axis raised until the markers under
-    the labels' width sit below them: text over points is unreadable, and points under text hidden."""
+    """The roof labels in the first corner where no marker lies under them; else at the top left, the
+    (log) y axis raised until the markers under them sit below."""
     renderer = ax.figure.canvas.get_renderer()
 
     def under(box):
@@ -596,8 +573,7 @@ def place_clear(ax, label: str) -> None:
 
 def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFrame, bool, list[str]]:
     """(rows, modelled, notes) of the roofline: the estimates that compiled on `target` at the default
-    limit, with the timing model's device time where the table has it, less the flagged ones (which
-    the notes name)."""
+    limit, modelled where the table has it, less the flagged ones (which the notes name)."""
     rows = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.status == "ok")])
     # XLA at DEFAULT, the post's baseline; its variants (xla_highest) are in best-vs-XLA's table
     rows = rows[(rows.kernel == "xla") | is_pallas(rows.kernel)]
@@ -608,9 +584,7 @@ def roofline_view(df: pd.DataFrame, target: str, lang: str) -> tuple[pd.DataFram
 
 
 def roofline_published(df: pd.DataFrame, target: str) -> pd.DataFrame:
-    """The post's published numbers on `target` that the roofline places: each with the HBM bytes of its
-    configuration's grid and the chip's roofs (the estimate's, at the default limit, whatever its
-    compile's outcome)."""
+    """The post's published numbers on `target` with the HBM bytes of their grid and the chip's roofs."""
     post = df[(df.source == "published") & (df.target == target) & (df.status == "ok") & df.tflops.notna()]
     post = post[(post.kernel == "xla") | is_pallas(post.kernel)]
     traffic = default_limit(df[(df.source == "estimate") & (df.target == target) & (df.hbm_bytes > 0)])
@@ -620,20 +594,15 @@ def roofline_published(df: pd.DataFrame, target: str) -> pd.DataFrame:
     return placed.rename_axis(None)
 
 
-def point_roofs(points: pd.DataFrame, factor: float | None) -> pd.Series:
-    """Each point's roof on the roofline: the lower of the HBM slope and its compute peak (the chip's;
-    a Pallas float32 dot's, peak / the model's float32 factor, where the figure draws modelled times)."""
-    intensity = flops(points.m, points.k, points.n) / points.hbm_bytes.astype(float)
-    peak = points.peak_tflops.astype(float)
-    if factor:
-        peak = peak.where((points.dtype != "float32") | (points.kernel == "xla"), peak / factor)
-    return np.minimum(peak, points.hbm_bytes_per_s.astype(float) * intensity / TERA)
+def point_roofs(points: pd.DataFrame) -> pd.Series:
+    """Each point's roof on the roofline: the lower of the HBM slope and the chip's compute peak."""
+    slope = points.hbm_bytes_per_s.astype(float) / points.hbm_bytes.astype(float) / TERA
+    return np.minimum(points.peak_tflops.astype(float), slope * flops(points.m, points.k, points.n))
 
 
 def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang: str,
                 narrow: bool = False):
-    """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size (`narrow`: the
-    phone's variant, the panels stacked)."""
+    """Heatmaps over bm x bn of the best estimated TFLOP/s over bk, one panel per size."""
     rows = default_limit(df[(df.source == "estimate") & (df.experiment == experiment) & (df.dtype == dtype)
                             & (df.target == target) & (df.kernel != "xla")])
     rows, device = modelled(rows, "model_device_tflops")
@@ -689,9 +658,8 @@ def plot_search(df: pd.DataFrame, experiment: str, dtype: str, target: str, lang
 
 
 def plot_fidelity(df: pd.DataFrame, target: str, lang: str, narrow: bool = False, model=None):
-    """The post's (or measured) TFLOP/s against libtpu's raw estimate and the timing model out of
-    sample, log-log, with y = x and the scores of results/fidelity.csv for the same points (`narrow`:
-    the phone's variant, the panels stacked)."""
+    """The post's (or measured) TFLOP/s against libtpu's raw estimate and the held-out model, log-log,
+    with y = x and fidelity.csv's scores of the same points."""
     # a panel draws the points its estimator has a number for (libtpu's raw estimate: XLA's only, where
     # no toolchain profiles the Pallas kernels)
     panels = [(other, estimator, points[points.y.notna()], score)
@@ -741,8 +709,7 @@ def plot_fidelity(df: pd.DataFrame, target: str, lang: str, narrow: bool = False
 
 
 def generation_view(df: pd.DataFrame, experiment: str, dtype: str) -> tuple[pd.DataFrame, bool]:
-    """(the rows a generations figure draws from, whether they are modelled device times): the post's
-    own configurations at the default limit that compiled, with a number to draw."""
+    """(the rows a generations figure draws, whether modelled): the post's configurations that compiled."""
     # The post's own configurations on every target: the block search runs on some targets only, and a
     # best over it on one generation against the post's five blocks on another would not compare alike.
     rows = default_limit(post_configs(df[(df.source == "estimate") & (df.experiment == experiment)
@@ -758,8 +725,7 @@ def best_points(pallas: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_generations(df: pd.DataFrame, experiment: str, dtype: str, lang: str, narrow: bool = False):
-    """The best estimated Pallas configuration and XLA per size, one colour per TPU generation
-    (`narrow`: the phone's variant)."""
+    """The best estimated Pallas configuration and XLA per size, one colour per TPU generation."""
     rows, device = generation_view(df, experiment, dtype)
     notes = flagged_line(rows, lang)
     rows = rows[~flagged(rows)]

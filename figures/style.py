@@ -1,10 +1,6 @@
-"""Fonts, style and saving: the same look in both languages, and the same bytes for the same table.
-
-The Chinese figures use Noto Sans CJK SC from the `mpl-font` wheel on PyPI, registered with
-Matplotlib explicitly by file path and under a family name of its own (CJK_FAMILY), so that no system
-font found by chance (another copy of Noto Sans CJK, other glyph forms) can stand in for it;
-`mpl_font` itself is not imported, since importing it changes Matplotlib's global settings.
-"""
+"""Fonts, style and saving: the same look in both languages and the same bytes for the same table;
+the Chinese figures use the `mpl-font` wheel's Noto Sans CJK SC under a family name of its own, so no
+system font stands in for it (docs/reliability.md, "Fonts")."""
 import functools
 import importlib.util
 from pathlib import Path
@@ -41,8 +37,7 @@ def provenance_lines(info: dict) -> str:
 
 
 def file_metadata(fmt: str, info: dict | None) -> dict:
-    """Matplotlib's `metadata=` for one format: PNG text chunks (iTXt where not Latin-1), SVG Dublin
-    Core, the PDF info dictionary. Each holds every provenance field."""
+    """Matplotlib's `metadata=` for one format (PNG text chunks, SVG Dublin Core, PDF info), every field."""
     meta = dict(METADATA[fmt])
     if not info:
         return meta
@@ -64,6 +59,8 @@ def file_metadata(fmt: str, info: dict | None) -> dict:
 
 
 def cjk_font_path() -> Path:
+    """The `mpl-font` wheel's Noto Sans CJK SC, found without importing mpl_font (which changes
+    Matplotlib's global settings)."""
     spec = importlib.util.find_spec("mpl_font")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError("the CJK font comes from the PyPI package mpl-font (pinned in "
@@ -76,9 +73,8 @@ def cjk_font_path() -> Path:
 
 @functools.cache
 def drawable_characters() -> str:
-    """Every character a figure can draw: printable ASCII, every other character in the code of the
-    figures and the studies (their figures: symbols) and in the translations of the messages they mark
-    and of the kernels' SPEC descriptions (figure titles)."""
+    """Every character a figure can draw: printable ASCII, every other character in the figures' and
+    studies' code, and in the translations of their messages and the kernels' descriptions."""
     chars = {chr(c) for c in range(0x20, 0x7F)}
     root = Path(__file__).resolve().parent.parent
     for module in sorted([*root.glob("figures/*.py"), *root.glob("studies/*/*.py")]):
@@ -93,11 +89,8 @@ def drawable_characters() -> str:
 
 
 def cjk_figure_font() -> Path:
-    """Noto Sans CJK SC cut down to the characters the figures can draw (drawable_characters): every PDF
-    embeds a subset of its font, and cutting the 16 MB font for each one is slow. Cut once, then kept in
-    the user's cache folder under a name derived from the font and the characters. A character outside
-    it falls back to DejaVu Sans and, lacking there too, fails the figure (figures/batch.py makes a
-    missing glyph an error)."""
+    """Noto Sans CJK SC cut down to drawable_characters once (cutting the 16 MB font for each PDF is
+    slow), kept in the user's cache under a name from the font and the characters."""
     import hashlib
     import os
 
@@ -152,11 +145,9 @@ NO_LAYOUT = {"figure.autolayout": False, "figure.constrained_layout.use": False}
 
 
 def lay_out(fig):
-    """Lay the figure out once, as saving the PNG would (its layout engine, at the PNG's dpi), and fix
-    that layout (call under rc_context(NO_LAYOUT)): returns the tight bounding box, in inches, that
-    every format is then cut to. Without it each savefig lays the figure out again with its own
-    renderer and draws it once more to measure it: two layouts and two draws per format that no file
-    keeps."""
+    """Lay the figure out once, as saving the PNG would, and fix that layout (call under
+    rc_context(NO_LAYOUT)); returns the tight bounding box every format is cut to, so no savefig lays
+    it out and draws it again."""
     shown = fig.dpi
     fig.dpi = plt.rcParams["savefig.dpi"]  # as savefig sets it: text measured at the PNG's resolution
     try:
@@ -170,8 +161,8 @@ def lay_out(fig):
 
 
 def save(fig, stem, info: dict | None = None, formats=FORMATS) -> list[Path]:
-    """Write `stem`.png/.svg/.pdf (or `formats`) from one layout (lay_out), each with `info`
-    (provenance) embedded; close the figure; returns the paths."""
+    """Write `stem`.png/.svg/.pdf (or `formats`) from one layout, each with `info` embedded; returns
+    the paths."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []

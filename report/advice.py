@@ -1,9 +1,6 @@
-"""The advisor's recommendation in words, in the report's languages, and the report's "beyond the post"
-section: for each layer shape of the config's `advice.shapes`, the advisor's best blocks per target
-(results/advice/<shape>.csv, rules/advice.smk) beside XLA's estimate, and the recommendation line the
-CLI prints on top (advise/ranking.py calls `recommendation` here: one function, both places). Every
-number is modelled from a libtpu estimate, in device time, with its 80 % prediction interval: the
-same column the advice figure draws."""
+"""The advisor's recommendation in words, in the report's languages (the CLI prints the same line),
+and the report's "beyond the post" section: per layer shape of `advice.shapes`, the advisor's best
+blocks per target beside XLA's estimate, in modelled device time with its 80 % band."""
 import math
 
 import pandas as pd
@@ -49,11 +46,9 @@ def _pct(ratio: float) -> float:
 
 
 def recommendation(table: pd.DataFrame, limit_bytes: int, gettext=_same, csv_hint: bool = True) -> str:
-    """One line: the block shape to use, or XLA, or the set the model cannot tell apart, and why, from
-    an advice table's modelled device times (model_device_ms), the fastest one's 80 % band (two times
-    tie when the slower is within its factor: the table's tie column) and the lower bounds of the
-    blocks not compiled. `gettext`: the language's (default: English); `csv_hint`: "(--csv lists
-    them)" after a shortened list (the CLI's)."""
+    """One line: the block shape to use, or XLA, or the set the model cannot tell apart, and why, from an
+    advice table's modelled device times, the fastest one's 80 % band and the unbuilt blocks' bounds;
+    `csv_hint`: "(--csv lists them)" after a shortened list (the CLI's)."""
     _ = gettext
     pallas = table[(table.kernel != "xla") & table["rank"].notna()].sort_values("rank")
     xla = table[(table.kernel == "xla") & table.model_device_ms.notna()]
@@ -149,9 +144,8 @@ def _rate(row) -> str:
 
 
 def advice_section(tables: dict[str, pd.DataFrame], figures, gettext) -> list[dict]:
-    """One entry per shape: its figure (`figures`: names -> the report's numbered entries,
-    build.Figures.many) and a row per target (best blocks, their rate and VMEM, how many other blocks
-    tie with the fastest within its interval, XLA's rate, the recommendation)."""
+    """One entry per shape: its figure and a row per target (best blocks, their rate and VMEM, the ties,
+    XLA's rate, the recommendation)."""
     out = []
     for shape, table in tables.items():
         rows = []

@@ -1,10 +1,5 @@
-"""Build the report: its sections' templates (report/sections.py), a gettext catalog per language, HTML
-and PDF.
-
-English is the template's source language; the project's one catalog per language (locale/, read by
-experiments/core/i18n.py, which the figures use too) holds each translation. The build refuses a catalog
-that lacks, or leaves empty, any message the project marks, so the languages cannot drift apart.
-"""
+"""Build the report: its sections' templates (report/sections.py), a gettext catalog per language
+(refused where it lacks any marked message, so the languages cannot drift apart), HTML and PDF."""
 import base64
 import contextlib
 import dataclasses
@@ -16,9 +11,7 @@ from pathlib import Path
 import jinja2
 import jinja2.ext
 import pandas as pd
-import pygments
 import pygments.formatters
-import pygments.lexers
 import yaml
 from babel.support import Translations
 from markupsafe import Markup
@@ -83,12 +76,8 @@ WIDE_KINDS = ("vmem", "roofline", "search")  # drawn wider than a column (figure
 
 
 def report_order(specs: dict) -> list[str]:
-    """The figures' names in the order the report places them (render_pages numbers them so): the
-    timing model's, the studies' sections' (their kinds: figures.figure_specs.register), the post's
-    chip's VMEM, then the appendix's: the post's chip's experiments (each figure, then its block search)
-    and roofline, the other targets', the experiments across generations (the post's headline, v5 in
-    bfloat16, first), the advice figures. The gallery numbers its cards by it, so "Figure 7" is one figure
-    in both."""
+    """The figures' names in the order the report places them; the gallery numbers its cards by it too,
+    so "Figure 7" is one figure in both."""
     targets = sorted({a["target"] for _, a in specs.values() if "target" in a})
     main = POST_CHIP if POST_CHIP in targets else (targets[0] if targets else "")
     generations = sorted(n for n, (k, _) in specs.items() if k == "generations")
@@ -111,13 +100,12 @@ def report_order(specs: dict) -> list[str]:
 
 
 class Figures:
-    """Numbers the report's figures by report_order (as the gallery does), each with its caption and alt text
-    from the figure catalog and a line to cite it by."""
+    """The report's figures numbered by report_order, each with its caption, alt text and citation."""
 
     def __init__(self, df, specs: dict, lang: str, gettext, figures_href: str, commit: str,
                  advice: dict | None = None, model=None):
         self.df, self.specs, self.lang, self.gettext, self.model = df, specs, lang, gettext, model
-        self.href, self.commit, self.count = figures_href, commit, 0
+        self.href, self.commit = figures_href, commit
         self.advice = advice or {}  # {shape: the advisor's table}, its figures' captions
         # numbers from the report's order of every figure, which the gallery uses too; a figure whose
         # section has no rows in this table is not placed, and its number is not reused
@@ -126,7 +114,6 @@ class Figures:
     def __call__(self, name: str) -> dict | None:
         if name not in self.specs:
             return None
-        self.count += 1
         kind, args = self.specs[name]
         suffix = "" if self.lang == "en" else f".{self.lang}"
         href, base = self.href, name
@@ -167,16 +154,10 @@ def render_pages(df: pd.DataFrame, *, lang: str, config_yaml: str, targets: list
                  ablation: pd.DataFrame | None = None, study_tables: dict | None = None,
                  measured: pd.DataFrame | None = None, advice: dict | None = None,
                  timing_model=None) -> tuple[str, str]:
-    """The report in `lang`: its HTML page and the HTML its PDF is typeset from (links to the other
-    language's PDF, every details element open), from one reading of the table. `figure_names`: the
-    run's figures, as {name: (kind, args)} (figures.figure_specs.figure_specs) or names. claims, fidelity,
-    constants and best_vs_xla are the results/*.csv of those names (the first three: none in the report
-    when not given; best_vs_xla computed from `df`); `timing_model`: the run's fits
-    (results/timing_model.json, the figures' captions); `study_tables`: {name: results/<name>.csv} for
-    the loaded studies' sections (report/sections.py), which compute what is not given. `measured`:
-    every measured row (analysis.runs.read_measured) where `df` holds each target's latest run only; by
-    default `df`'s. `advice`: {shape: the advisor's
-    table} (results/advice/<shape>.csv), for the "beyond the post" section."""
+    """The report in `lang`: its HTML page and the HTML its PDF is typeset from, from one reading of the
+    table. claims, fidelity, constants and best_vs_xla are the results/*.csv of those names (not given:
+    none, best_vs_xla from `df`); `measured`: every measured row (default `df`'s); `advice`: {shape:
+    the advisor's table}; `study_tables`: {name: results/<name>.csv} for the studies' sections."""
     from tpu_matmul_repro.analysis.summaries import best_vs_xla as best_table
 
     env, trans = environment(lang)
@@ -254,11 +235,8 @@ def subset_font(font_path, text: str, flavor: str | None = None) -> bytes:
 
 
 def embed_cjk_font(html: str, font_path) -> str:
-    """Embed the CJK font, subset to the page's non-ASCII characters, as a WOFF2 data URI.
-
-    The HTML then shows Chinese on any machine, offline, with no system CJK font and no web font
-    service; only the glyphs the page uses travel with it (a few hundred KB, not 16 MB).
-    """
+    """Embed the CJK font, subset to the page's non-ASCII characters, as a WOFF2 data URI: the HTML shows
+    Chinese on any machine, offline, and carries a few hundred KB, not 16 MB."""
     chars = sorted({ch for ch in html if ord(ch) > 0x7F})
     if not chars:
         return html
@@ -277,9 +255,8 @@ RENDERER_CHARACTERS = "\u2022\u25e6\u25aa\u2010\u2026\u00a0"
 
 
 def pdf_stylesheets(html: str, font_path):
-    """The user stylesheet and font configuration WeasyPrint typesets the report's PDF with: the CJK
-    font loaded from its file, cut down to the page's characters (its style sheet is inline, so
-    generated text such as section numbers is among them)."""
+    """The user stylesheet and font configuration of the PDF: the CJK font cut down to the page's
+    characters (generated text such as section numbers included)."""
     import weasyprint
     from weasyprint.text.fonts import FontConfiguration
 
@@ -303,10 +280,8 @@ RUN_URL = "file:///tpu-matmul-repro-run/"
 
 
 def checkout_independent_urls(base_url: str):
-    """A base URL and a URL fetcher for WeasyPrint that name the files the page links (its figures) by
-    their place in the run, not by the checkout's path: WeasyPrint names each image of the PDF after
-    its URL, so the same report in another checkout would otherwise differ in those names. `base_url`:
-    the report's folder, results/report/, two below the run's."""
+    """A base URL and a URL fetcher for WeasyPrint that name the page's files by their place in the run,
+    not the checkout's path: WeasyPrint names each image of the PDF after its URL."""
     import weasyprint
 
     report = Path(base_url).resolve()
@@ -323,13 +298,9 @@ def checkout_independent_urls(base_url: str):
 
 
 def write_pdf(html: str, base_url: str, pdf_path, font_path, attachments=()) -> None:
-    """Render the HTML with WeasyPrint, the CJK font loaded from its file (embedded and subset), and
-    `attachments` (files under the repository, e.g. the kernels the appendix lists) embedded whole, so
-    that a reader takes the code from the file rather than from the page's text.
-
-    The font reaches WeasyPrint already cut down to the page's characters. WeasyPrint keeps a font's
-    glyph ids when it subsets, and without HarfBuzz's subsetter it went through all of the 16 MB font's
-    glyphs in Python, several times per PDF; the glyphs it draws are the same either way."""
+    """Render the HTML with WeasyPrint, `attachments` (e.g. the kernels the appendix lists) embedded
+    whole. The CJK font reaches it already subset: without HarfBuzz WeasyPrint walked all of the 16 MB
+    font's glyphs in Python, several times per PDF."""
     import datetime
 
     import weasyprint
@@ -348,9 +319,8 @@ def write_pdf(html: str, base_url: str, pdf_path, font_path, attachments=()) -> 
 
 @contextlib.contextmanager
 def fonts_dated(when):
-    """SOURCE_DATE_EPOCH set to `when` (unless already set) while the PDF is written: fontTools stamps
-    every font subset WeasyPrint embeds with the clock otherwise (its 'head' table's modified time), so
-    two renders of the same page a second apart differ in those bytes."""
+    """SOURCE_DATE_EPOCH set to `when` (unless set) while the PDF is written: fontTools stamps every font
+    subset with the clock otherwise."""
     if "SOURCE_DATE_EPOCH" in os.environ:
         yield
         return

@@ -1,7 +1,5 @@
-"""The core's report sections, registered in the page's order (report/sections.py) as a study
-registers its own: each a template of report/templates/sections/ and a function from the run's Inputs to
-the keys its template reads (None: the section is left out of this report).
-"""
+"""The core's report sections, registered in the page's order (report/sections.py): each a template
+of report/templates/sections/ and a function from the run's Inputs to its keys."""
 from pathlib import Path
 
 import numpy as np
@@ -35,9 +33,7 @@ TEMPLATES = HERE / "templates"
 
 
 def experiment_sections(df: pd.DataFrame) -> list[tuple[str, str, tuple[str, ...], str]]:
-    """(experiment, its kernel, its dtypes, the kernel's module) for every experiment the table holds
-    (estimated, measured or published): the kernel comes from the table and its source file from the
-    registry."""
+    """(experiment, its kernel, its dtypes, the kernel's module) for every experiment the table holds."""
     est = df[is_pallas(df.kernel)]
     out = []
     for experiment, rows in est.groupby("experiment", sort=True):
@@ -65,7 +61,7 @@ LISTING_MAX_PT = 8.0
 
 def print_font_size(text: str) -> str:
     """The type size that prints `text`'s longest line on one line of the page: code is never wrapped,
-    so its indentation stays Python's and code copied from the PDF runs (issue 40)."""
+    so its indentation stays Python's and code copied from the PDF runs."""
     longest = max((len(line.expandtabs()) for line in text.splitlines()), default=1)
     return f"{min(LISTING_MAX_PT, LISTING_WIDTH_PT / (MONO_ADVANCE * max(longest, 1))):.2f}pt"
 
@@ -223,9 +219,8 @@ def percent(fraction: float) -> str:
 
 
 def one_estimator(best: pd.DataFrame) -> list[dict]:
-    """best_vs_xla.csv's rows of one estimator per (target, dtype, size): the timing model's device
-    time, else libtpu's raw estimate (a run without a fit). The raw estimate beside the model's would
-    be a second answer to one question."""
+    """best_vs_xla.csv's rows of one estimator per (target, dtype, size): the timing model's, else
+    libtpu's raw estimate (beside the model's it would be a second answer to one question)."""
     if best is None or best.empty:
         return []
     rank = {"model": 0, "compiler": 1}
@@ -262,9 +257,8 @@ def classes_text(classes, gettext, lang: str) -> str:
 
 
 def report_classes(df: pd.DataFrame, main_target: str, gettext, lang: str) -> dict:
-    """The class words of the report's sentences about its numbers, from the rows (number_classes):
-    `run_speeds` this run's speeds, `shown` every TPU speed it shows (libtpu's raw estimate stays
-    beside the timing model's in the fidelity figure), `roofline` the roofline's points."""
+    """The class words of the report's sentences about its numbers (number_classes): this run's speeds,
+    every TPU speed it shows, and the roofline's points."""
     tpu = df[df.target != "cpu"] if "target" in df else df
     speeds = speed_classes(tpu)
     shown = (["estimate"] if "modelled" in speeds else []) + speeds
@@ -335,8 +329,8 @@ def verbatim(record: dict | None, keys) -> dict | None:
 
 
 def largest_compared(rows: list[dict]) -> list[dict]:
-    """Of the best-vs-XLA rows, each target's and dtype's at the largest size with a fraction of XLA (DEFAULT)
-    (the largest size where none has one), with the HIGHEST row beside it."""
+    """Of the best-vs-XLA rows, each target's and dtype's at the largest size with a fraction of XLA
+    (else the largest), with the HIGHEST row beside it."""
     chosen = {}
     for r in rows:
         if r["versus"] != "DEFAULT":
@@ -408,11 +402,11 @@ def methods_rows(i: sections.Inputs) -> list[dict]:
 
 
 def other_generations(i: sections.Inputs) -> dict | None:
-    lead, more = generations(i.specs)
+    lead, _ = generations(i.specs)
     methods = methods_rows(i)
     if not i.figures(lead) and len(methods) <= 1:
         return None
-    return dict(generation_figures=i.figures(lead), methods=methods, more_generation_figures=i.figures(more))
+    return dict(generation_figures=i.figures(lead), methods=methods)
 
 
 def advice(i: sections.Inputs) -> dict | None:
@@ -447,8 +441,7 @@ def methods(i: sections.Inputs) -> dict:
 
 
 def fitted_constants(model: dict | None, lang: str) -> str:
-    """The timing model's constants as fitted on every point (timing_model.csv's first fit), listed (their
-    units are in the timing model's section)."""
+    """The timing model's constants as fitted on every point (timing_model.csv's first fit), listed."""
     constants = (model or {}).get("constants_table")
     if constants is None or not len(constants) or "constant" not in constants:
         return ""

@@ -1,7 +1,6 @@
-"""Findings computed from the tidy table, never written by hand: every number the report states
-comes from here, so a fixture table yields the fixture's numbers (tests/test_report.py). Which
-configurations each experiment's findings are about comes from the post's claims (analysis/claims.py
-REGISTRY), on any target, with the in-sample numbers the figures beside them draw."""
+"""Findings computed from the tidy table, never written by hand: the configurations each experiment's
+findings are about come from the post's claims (analysis/claims.py), with the numbers the figures
+beside them draw."""
 import dataclasses
 
 import pandas as pd
@@ -12,10 +11,8 @@ from tpu_matmul_repro.analysis.summaries import (
     XLA_PRECISION,
     best_vs_xla,
     default_limit,
-    fidelity,
     post_configs,
 )
-from tpu_matmul_repro.experiments.core.chips import POST_CHIP
 from tpu_matmul_repro.experiments.core.units import MiB
 from tpu_matmul_repro.kernels import is_pallas
 
@@ -28,7 +25,6 @@ class Feasibility:
     first_failure: int | None
     need_mib: float | None
     limit_mib: float | None
-    physical: bool  # the failure exceeds the core's physical VMEM, not just the scoped limit
 
 
 def estimates(df: pd.DataFrame, target: str) -> pd.DataFrame:
@@ -51,18 +47,14 @@ def feasibility(rows: pd.DataFrame) -> Feasibility | None:
         first_failure=int(first.m) if first is not None else None,
         need_mib=float(first.vmem_bytes) / MiB if first is not None and pd.notna(first.vmem_bytes) else None,
         limit_mib=float(limit) / MiB if limit is not None and pd.notna(limit) else None,
-        physical=bool(first is not None and pd.notna(first.oom_limit_bytes)
-                      and first.oom_limit_bytes > first.vmem_limit_bytes),
     )
 
 
-def config_rows(df, target, experiment, dtype, kernel, blocks=None, splits=None) -> pd.DataFrame:
+def config_rows(df, target, experiment, dtype, kernel, blocks=None) -> pd.DataFrame:
     rows = estimates(df, target)
     rows = rows[(rows.experiment == experiment) & (rows.dtype == dtype) & (rows.kernel == kernel)]
     if blocks is not None:
         rows = rows[(rows.bm == blocks[0]) & (rows.bk == blocks[1]) & (rows.bn == blocks[2])]
-    if splits is not None:
-        rows = rows[rows.m // rows.bm == splits]
     return rows
 
 
@@ -73,8 +65,7 @@ def tflops_at(rows: pd.DataFrame, size: int) -> float | None:
 
 
 def xla_default(rows: pd.DataFrame) -> pd.DataFrame:
-    """XLA's rows at the precision the post compared with (DEFAULT): never its HIGHEST variant. A table
-    from before estimates carried their precision tells them apart by kernel."""
+    """XLA's rows at the precision the post compared with (DEFAULT), never its HIGHEST variant."""
     xla = rows[~is_pallas(rows.kernel)]
     if "precision" in xla and xla.precision.fillna("").ne("").all():
         return xla[xla.precision == XLA_PRECISION]
@@ -83,9 +74,8 @@ def xla_default(rows: pd.DataFrame) -> pd.DataFrame:
 
 @dataclasses.dataclass
 class Versus:
-    """A Pallas number as a fraction of XLA at DEFAULT precision: of this run's XLA, estimated or
-    modelled the same way (`basis` "run"), or, where that estimate falls with size (flagged), of the
-    post's measured XLA (`basis` "post")."""
+    """A Pallas number as a fraction of XLA at DEFAULT precision: this run's (`basis` "run"), or where
+    that is a flagged dip, the post's measured XLA (`basis` "post")."""
 
     tflops: float
     xla: float
@@ -97,8 +87,7 @@ class Versus:
 
 
 def xla_tflops(df, target, dtype, size) -> float | None:
-    """This run's XLA at DEFAULT precision, unless flagged as falling with size (a cost-model artefact):
-    then None."""
+    """This run's XLA at DEFAULT precision; None where flagged as falling with size."""
     rows = xla_default(estimates(df, target))
     rows = rows[rows.dtype == dtype]
     if "estimate_nonmonotonic" in rows:
@@ -146,8 +135,7 @@ def raised_limit_results(df: pd.DataFrame, target: str) -> list[dict]:
 
 
 def tflops_of(row) -> float | None:
-    """The number the experiment figures draw for a row: the timing model's, timed as the post did,
-    where the table has it (analysis.views.experiment_rows), else libtpu's estimate."""
+    """The number the experiment figures draw for a row (analysis.views.experiment_rows)."""
     if row is None:
         return None
     for column in ("model_post_tflops", "tflops"):
@@ -170,20 +158,15 @@ def summary(df: pd.DataFrame, target: str) -> dict:
     out["modelled"] = bool(modelled)
     out["findings"] = claim_findings(df, target)
     best = best_vs_xla(best_df)
-    out["best_all"] = best[best.target == target].to_dict("records") if len(best) else []
     if len(best):  # one estimator per row in the findings: the timing model where the table has it
         best = best[best.estimator == ("model" if (best.estimator == "model").any() else "compiler")]
     out["best"] = best[best.target == target].to_dict("records") if len(best) else []
-    out["raised"] = raised_limit_results(df, target)
     return out
 
 
 def claim_findings(df: pd.DataFrame, target: str) -> list[dict]:
-    """What the report states about each claim's configuration on `target`, in the claims' order: where
-    a configuration of a compile claim stops compiling ("compiles"); a speed claim's configuration
-    against XLA ("speed"); and, for a claim about the post's best blocks ("best", "near"), where the
-    blocks of a compile claim run out of VMEM in its experiment ("runs_out") and the best blocks this
-    run found in its dtype ("best_found")."""
+    """What the report states about each claim's configuration on `target`, in the claims' order:
+    "compiles", "speed" against XLA, and for a claim about the best blocks "runs_out" and "best_found"."""
     failing = [c.blocks for c in claims.REGISTRY if c.kind == "compiles" and c.blocks is not None]
     out = []
     for c in claims.REGISTRY:
@@ -200,11 +183,3 @@ def claim_findings(df: pd.DataFrame, target: str) -> list[dict]:
                 config_rows(df, target, c.experiment, c.dtype, c.kernel, blocks=b))) for b in failing]
             out.append(found | dict(finding="best_found"))
     return out
-
-
-def agreement(df: pd.DataFrame, target: str = POST_CHIP) -> dict | None:
-    """Agreement of the estimates with the post's published numbers (None without published rows)."""
-    if not ((df.source == "published") & (df.target == target)).any():
-        return None
-    table = fidelity(df, target=target)
-    return table.set_index("experiment").to_dict("index")

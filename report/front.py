@@ -1,10 +1,5 @@
-"""The report's first page: an abstract and a "Key findings" box, read from the run's result files.
-
-Every number here comes from results/claims.csv, fidelity.csv and best_vs_xla.csv (or the same tables
-computed from the run's table), and the studies' sections' own files (report/sections.py), never from
-the template: a test builds the page from fixture files and finds their numbers in it. Messages are
-marked N_() and extracted by experiments/core/i18n.py, so a missing translation stops the build.
-"""
+"""The report's first page: an abstract and a "Key findings" box, every number read from the run's
+result files (claims.csv, fidelity.csv, best_vs_xla.csv and the studies'), never from the template."""
 import json
 
 import numpy as np
@@ -31,7 +26,7 @@ def fidelity_score(fidelity: pd.DataFrame, key: tuple, scope: str = "all") -> di
     if hit.empty or not hit.n.iloc[0] or pd.isna(hit.median_abs_log_ratio.iloc[0]):
         return None
     r = hit.iloc[0]
-    return dict(n=int(r.n), mal=float(r.median_abs_log_ratio), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
+    return dict(n=int(r.n), pct=100 * (np.exp(r.median_abs_log_ratio) - 1))
 
 
 # The findings table's cells, by kind of claim (analysis/claims.py: Claim.kind), from a claims.csv row's
@@ -83,9 +78,8 @@ def cell(messages: dict, kind: str, values: dict, gettext) -> str:
 
 
 def claim_rows(claims: pd.DataFrame | None, primary: str | None, gettext) -> list[dict]:
-    """One row per claim under the pipeline's compiler: the post's number, this run's with its band, the
-    verdict (a compile claim's naming the compiler, with the verdict under any other toolchain a study
-    checked it with, report/sections.py: Section.claims) and the test in a few words."""
+    """One row per claim: the post's number, this run's with its band, the verdict (and a study's under
+    other toolchains) and the test in a few words."""
     from tpu_matmul_repro.analysis.claims import registry
 
     if claims is None or claims.empty or "claim_id" not in claims:
@@ -132,9 +126,8 @@ def front_page(*, claims, fidelity, primary, gettext, sources=()) -> dict:
 
 
 def verdict_counts(front: dict, trans, lang: str) -> str:
-    """The abstract's sentence of the claims' verdicts ("Of the post's 7 claims, 4 hold, 1 differs and
-    2 are inconclusive ..."): a clause per verdict that some claim has, each with its plural (`trans`:
-    the language's Translations); "" without claims."""
+    """The abstract's sentence of the claims' verdicts ("Of the post's 7 claims, 4 hold, ..."); "" without
+    claims."""
     n = front["n_claims"]
     if not n:
         return ""

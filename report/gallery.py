@@ -1,9 +1,6 @@
-"""The figure gallery (results/figures/index.html, index.zh.html) and the licence, citation and
-attribution files of results/: what a blogger needs to reuse a figure, offline, with nothing else.
-
-Each figure is a card: its title (read back from the PNG it describes, so the two cannot differ), the
-caption and alt text from the catalog, its files, and copy-ready Markdown and HTML snippets that keep the
-attribution and say what kind of numbers it shows."""
+"""The figure gallery (results/figures/index.html, index.zh.html), a card per figure with its title,
+caption, files and copy-ready snippets keeping the attribution, and results/' licence, citation and
+attribution files: what a blogger needs to reuse a figure, offline."""
 import html
 from pathlib import Path
 
@@ -86,8 +83,7 @@ def commit_of(df: pd.DataFrame) -> str:
 
 
 def snippets(name: str, lang: str, title: str, info: dict, commit: str, src: str | None = None) -> dict:
-    """Markdown and HTML to paste, the attribution and the kind of numbers included (`src`: the PNG's
-    address from the gallery, by default beside it)."""
+    """Markdown and HTML to paste, with the attribution and the kind of numbers."""
     src = src or f"{stem('', name, lang).name}.png"
     kinds = translate(lang, TEXT["shows"], kinds=kinds_label(info["kinds"], lang))
     attribution = credit(lang, commit)
@@ -117,8 +113,7 @@ ADVICE_FOLDER = "../advice"  # results/advice/, from results/figures/
 
 
 def card_source(name: str, kind: str, args: dict, lang: str) -> tuple[str, str]:
-    """(folder from the gallery, file stem) of a figure's files: the advice figures are the advice
-    rule's, in results/advice/ under their shape's name; the others beside the gallery."""
+    """(folder from the gallery, file stem) of a figure's files: the advice figures' in results/advice/."""
     if kind == "advice":
         return ADVICE_FOLDER, stem("", args["shape"], lang).name
     return "", stem("", name, lang).name
@@ -126,10 +121,8 @@ def card_source(name: str, kind: str, args: dict, lang: str) -> tuple[str, str]:
 
 def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | None = None,
          served: dict | None = None, advice: dict | None = None, model=None) -> str:
-    """One gallery page: a card per figure, numbered and ordered as the report numbers them, each
-    described from the rows it is drawn from (`primary`, `served`: the run's, as the figures had) and the
-    run's fits (`model`);
-    `advice`: {shape: the advisor's table} (results/advice/<shape>.csv), whose figures get cards too."""
+    """One gallery page: a card per figure, numbered as the report numbers them, each described from the
+    rows it is drawn from and the run's fits; `advice`: {shape: the advisor's table}."""
     from tpu_matmul_repro.report.build import report_order
 
     t = {key: translate(lang, message) for key, message in TEXT.items() if key not in ("intro", "shows")}
@@ -198,8 +191,7 @@ def page(df: pd.DataFrame, figures: dict, lang: str, directory, primary: str | N
 
 def pages(df: pd.DataFrame, figures: dict, directory, primary: str | None = None,
           served: dict | None = None, advice: dict | None = None, model=None) -> dict[str, str]:
-    """{file name: HTML} for every language's gallery page of the figures in `directory`; the CJK font
-    is embedded as a subset (as in the report), so the Chinese page reads right offline, anywhere."""
+    """{file name: HTML} for every language's gallery page of the figures in `directory`."""
     from tpu_matmul_repro.figures.style import cjk_font_path
     from tpu_matmul_repro.report.build import embed_cjk_font
 
@@ -210,8 +202,7 @@ def pages(df: pd.DataFrame, figures: dict, directory, primary: str | None = None
 
 
 def results_files(df: pd.DataFrame) -> dict[str, str]:
-    """results/LICENSE.md, ATTRIBUTION.md and CITATION.cff: the terms and credits that travel with the
-    figures and tables."""
+    """results/LICENSE.md, ATTRIBUTION.md and CITATION.cff: the terms and credits that travel with them."""
     c = citation()
     commit = commit_of(df)
     licence = f"""# Licence of these results

@@ -1,11 +1,6 @@
-"""The printed report read back, as a reader holds it: every figure placed at most MAX_PPI (its text at a
-readable size), no word in the right margin or past the page's edge, every column of each HTML table in
-the PDF, page 1 the abstract and the findings table, the body (before the appendix) at most
-MAX_BODY_PAGES pages. Reads the PDF with poppler-utils (pdfimages, pdftotext); `.ci/run` and
-tests/test_print.py call it.
-
-    python3 -m tpu_matmul_repro.report.print_check results/report/report.en.html results/report/report.en.pdf
-"""
+"""The printed report read back with poppler-utils: figures at most MAX_PPI, no word in the margin,
+every HTML table's columns in the PDF, page 1 the abstract and findings, the body at most
+MAX_BODY_PAGES pages. `python3 -m tpu_matmul_repro.report.print_check REPORT.html REPORT.pdf`"""
 import html as entities
 import re
 import shutil
@@ -66,7 +61,7 @@ def table_headers(html: str) -> list[list[str]]:
 
 def _found_nearby(text: str, header: str, window: int = 400) -> bool:
     """`header`'s words (or characters) in `text`, in order, each within `window` characters of the one
-    before: a header wrapped onto lines reads interleaved with its neighbours' words."""
+    before (a wrapped header reads interleaved with its neighbours')."""
     # a Latin word, or one CJK character (a Chinese header wraps between any two)
     parts = [_squash(w) for w in re.findall(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff(]+", header)]
     parts = [p for p in parts if p]

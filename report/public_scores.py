@@ -1,6 +1,5 @@
-"""The report's short section on the public scores (results/public_scores.csv): the timing model against
-TPU matmul timings others published, by generation, dtype and shape class; never fitted on them.
-"""
+"""The report's short section on the public scores (results/public_scores.csv): the timing model
+against TPU matmul timings others published, never fitted on them."""
 import math
 from pathlib import Path
 

@@ -1,16 +1,6 @@
-"""The report's sections: one registry for the core's (report/core_sections.py) and the studies'.
-
-Each section is a template and a function from the run's `Inputs` to the template's context (None: the
-section is left out of this report). The core's register in the order of the page; a study's package
-registers its `Section` when imported (experiments/plan/studies.py loads the run's studies), placed
-after the section its `after` names (the timing model), in the order registered, with its appendix
-after the core's appendix STUDY_APPENDICES_AFTER. The contents list every placed section that has a
-title, in the page's order. A study's context reads as `section` in its templates, and its keys
-"abstract" and "findings" (lists of sentences) go to the first page, each finding linked to the
-section; the core's templates read their sections' keys by name. Every template and Python message
-is extracted and checked (experiments/core/i18n.py: EXTRACT takes studies/ whole), so a missing
-translation stops the build like any other.
-"""
+"""The report's sections: one registry for the core's (report/core_sections.py, in the page's order)
+and the studies' (placed after the section their `after` names; studies/README.md). Each is a
+template and a function from the run's `Inputs` to its context (None: left out of this report)."""
 import dataclasses
 from pathlib import Path
 from typing import Callable

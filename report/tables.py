@@ -66,9 +66,8 @@ JAX_RELEASED = {"0.4.36": "2024-12-05"}
 
 
 def provenance(df: pd.DataFrame, measured: pd.DataFrame | None = None) -> list[dict]:
-    """One line per (source, toolchain, target): how many rows, from which device or compiler versions
-    (every toolchain's, the post's era's too). `measured`: every measured row (where `df` holds only
-    the latest runs), for the count."""
+    """One line per (source, toolchain, target): how many rows, from which device or compiler versions;
+    `measured`: every measured row, for the count."""
     counts = measured.groupby("target").size() if measured is not None else None
     out = []
     df = df.assign(toolchain=df.toolchain.fillna("")) if "toolchain" in df else df.assign(toolchain="")
@@ -158,13 +157,8 @@ def summary_table(group: pd.DataFrame) -> dict:
 
 
 def measured_tables(measured: pd.DataFrame) -> dict:
-    """The measurements section from every measured row: the post's configurations (not the block
-    search), each measured once per run (XLA's rows are shared by the experiments of its dtype).
-
-    A target with at most PER_RUN_TABLES runs gets a table per run; one with more gets one table
-    (`summary_table`). `rows` and `runs` count what the table holds; `summarised` says whether the
-    section shows less than that (the report then says where the rest is).
-    """
+    """The measurements section from every measured row of the post's configurations: a table per run,
+    or one (summary_table) past PER_RUN_TABLES runs; `summarised` says whether it shows less."""
     rows = measured[~measured.search.eq(True)].drop_duplicates(["run_label", *CONFIG])
     tables = []
     for _, group in rows.groupby("target", sort=True):
@@ -182,9 +176,7 @@ TOOLCHAIN_NAMES = {"current": N_("today's compiler"), "mid2026": N_("the mid-202
 
 
 def toolchain_name(name: str, gettext, *, standalone: bool = False) -> str:
-    """"today's compiler" for the config's `current`, "the mid-2026 compiler" for `mid2026`, "the post's
-    compiler" for `post`; another of the config's toolchains by its name, or as "toolchain <name>" where
-    the name stands alone (a row's)."""
+    """A toolchain in words ("today's compiler", "the post's compiler", ...), else by its name."""
     if name in TOOLCHAIN_NAMES:
         return gettext(TOOLCHAIN_NAMES[name])
     return gettext("toolchain %(name)s") % {"name": name} if standalone else name
@@ -215,10 +207,8 @@ CONSTANT_NAMES = {
     "overlapped_step_cycles": N_("the core's own cost per grid step, overlapped by the DMAs (cycles)"),
 }
 def best_vs_xla_rows(best: list[dict]) -> list[dict]:
-    """The best-vs-XLA table's rows: each of best_vs_xla.csv's rows shown (build.one_estimator), and
-    after a float32 row whose run compiled XLA at precision=HIGHEST, a row of the same best blocks
-    against it (`versus` "HIGHEST", labelled so in the table). The HIGHEST row has no
-    post columns: the post published no HIGHEST number."""
+    """The best-vs-XLA table's rows, and after a float32 row with XLA at precision HIGHEST, a row of the
+    same best blocks against it (no post columns: the post published no HIGHEST number)."""
     rows = []
     for r in best:
         rows.append(dict(r, versus="DEFAULT", precision=r["dtype"]))
@@ -270,8 +260,7 @@ def _fidelity_rows(fidelity: pd.DataFrame, gettext) -> list[dict]:
 
 
 def fit_name(fit: str, gettext) -> str:
-    """A fit's name (analysis/fitted_model.py) in words: "published v5e", "published v5e
-    without <figure>" or "measured <target> <run>"."""
+    """A fit's name (analysis/fitted_model.py) in words."""
     from tpu_matmul_repro.analysis.fitted_model import PUBLISHED, WITHOUT, is_refit
 
     if fit == PUBLISHED:
@@ -291,8 +280,7 @@ def _shown(constant: str) -> tuple[float, int]:
 
 
 def refit_rows(constants: pd.DataFrame, gettext) -> dict:
-    """The leave-one-experiment-out refits' constants side by side: how far they move when one of the
-    post's figures leaves the fit ({"figures": [...], "rows": [{constant, values}]})."""
+    """The leave-one-experiment-out refits' constants side by side ({"figures", "rows"})."""
     from tpu_matmul_repro.analysis.fitted_model import WITHOUT, is_refit
 
     refits = constants[constants.fit.map(is_refit)] if len(constants) else constants
@@ -361,11 +349,8 @@ def rule_rows(gettext) -> list[dict]:
 
 def timing_model_section(gettext, *, claims=None, fidelity=None, constants=None,
                          ablation=None, more_claims=()) -> dict:
-    """The claims checked, the timing model's constants and its fidelity against the raw compiler's, from
-    the run's claims.csv, fidelity.csv and timing_model.csv (a part not given: none in the report; a run
-    too small to fit has empty ones). `more_claims`: the studies' claims under other toolchains
-    (report/sections.py: Section.claims), after the core's.
-    """
+    """The claims checked, the timing model's constants and its fidelity from the run's claims.csv,
+    fidelity.csv and timing_model.csv (not given: none); `more_claims`: the studies', after the core's."""
     claims, fidelity, constants = (pd.DataFrame() if t is None else t for t in (claims, fidelity, constants))
     more_claims = [c for c in more_claims if c is not None and len(c)]
     if more_claims:

@@ -1,11 +1,6 @@
-"""Typography of the report's text: Chinese punctuation, a space between Chinese and a Latin word or a
-number, and numbers that keep their units.
-
-`punctuation_problems` is the rule a Chinese text is held to (tests/test_i18n.py checks every
-translation with it, tests/test_report.py the rendered page); `keep_units` is applied to the rendered
-page, so that no line break falls between a number and its unit ("75.1 TFLOP/ s", "80 / %") or inside
-a tuple of numbers ("(512, / 512, 512)").
-"""
+"""Typography of the report's text: Chinese punctuation (punctuation_problems, the rule translations
+are held to), a space between Chinese and a Latin word or a number, and numbers kept on one line
+with their units (keep_units)."""
 import html as entities
 import re
 
@@ -28,9 +23,8 @@ _PARENTHESES = re.compile(r"\([^()（）]*\)")
 
 
 def punctuation_problems(text: str) -> list[str]:
-    """Each place a Chinese `text` uses Latin punctuation or spacing, with the rule it breaks. Code in
-    a text (a tuple such as (512, 1024, 1024), `cycles_method = no_static_profile`) passes: the rules
-    look at punctuation beside Chinese characters, and at commas between names, not numbers."""
+    """Each place a Chinese `text` uses Latin punctuation or spacing, with the rule it breaks (code in the
+    text passes: the rules look at punctuation beside Chinese characters)."""
     if not re.search(f"[{CJK}]", text):
         return []
     out = []
@@ -54,8 +48,17 @@ _SKIP = re.compile(r"<(pre|code|style|script|title|textarea)\b.*?</\1>", re.S | 
 _TAG = re.compile(r"(<[^>]*>)")
 
 
-def _wrap(text: str) -> str:
-    return KEPT.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', text)
+def _in_text(html: str, change) -> str:
+    """`html` with `change` applied to its text: not tags, nor code, pre, style, script or title."""
+    def text_of(part: str) -> str:
+        return "".join(piece if piece.startswith("<") else change(piece) for piece in _TAG.split(part))
+
+    out, last = [], 0
+    for skip in _SKIP.finditer(html):
+        out += [text_of(html[last:skip.start()]), skip.group(0)]
+        last = skip.end()
+    out.append(text_of(html[last:]))
+    return "".join(out)
 
 
 def message_problems(message: str) -> list[str]:
@@ -67,22 +70,11 @@ def message_problems(message: str) -> list[str]:
 def keep_units(html: str) -> str:
     """`html` with every number-and-unit of its text (not inside tags, code, pre, style or title)
     wrapped in <span class="nb"> (white-space: nowrap, style.css)."""
-    out, last = [], 0
-    for skip in _SKIP.finditer(html):
-        out.append(_wrap_text(html[last:skip.start()]))
-        out.append(skip.group(0))
-        last = skip.end()
-    out.append(_wrap_text(html[last:]))
-    return "".join(out)
-
-
-def _wrap_text(part: str) -> str:
-    return "".join(piece if piece.startswith("<") else _wrap(piece) for piece in _TAG.split(part))
+    return _in_text(html, lambda text: KEPT.sub(lambda m: f'<span class="nb">{m.group(0)}</span>', text))
 
 
 def visible_text(html: str, *, skip_code: bool = True) -> str:
-    """The text a reader sees in `html` (a page or a part of one): tags removed, entities decoded,
-    without code, preformatted blocks, styles and scripts; block elements on lines of their own."""
+    """The text a reader sees in `html`: no tags, code, pre, style or script; blocks on lines of their own."""
     body = html[html.index("<body"):] if "<body" in html else html
     if skip_code:
         body = _SKIP.sub(" ", body)
@@ -98,18 +90,8 @@ GLUED = re.compile(f"(?<=[{CJK}])(?=[0-9A-Za-z])|(?<=[0-9A-Za-z])(?=[{CJK}])")
 
 def space_cjk(html: str) -> str:
     """`html` with a space wherever its text (not tags, code, pre, style or title) glues Chinese to a
-    Latin word or a number, as a template filling a Chinese sentence with a number does."""
-    out, last = [], 0
-    for skip in _SKIP.finditer(html):
-        out.append(_space_text(html[last:skip.start()]))
-        out.append(skip.group(0))
-        last = skip.end()
-    out.append(_space_text(html[last:]))
-    return "".join(out)
-
-
-def _space_text(part: str) -> str:
-    return "".join(piece if piece.startswith("<") else GLUED.sub(" ", piece) for piece in _TAG.split(part))
+    Latin word or a number."""
+    return _in_text(html, lambda text: GLUED.sub(" ", text))
 
 
 def glued(text: str) -> list[str]:

@@ -23,7 +23,7 @@ rule advice:
         "../environment.yml"
     threads: 2  # two pairs of compile workers at once; --cores 1 gives it one
     params:
-        request=lambda wc: settings(advice_request(wc.shape)),
+        request=lambda wc: codec.encode(advice_request(wc.shape)),
         code=code(
             "scripts/advice.py",
             "CITATION.cff",

@@ -19,10 +19,8 @@ rule check_carried:
         "../scripts/check_carried.py"
 
 
-# One configuration measured under one run label in two files (a file copied under two names, or this
-# run's own file carried back in) stops here too, naming both files, before the aggregate starts. The
-# mark is named after the set of files it vouches for: a refused set leaves the good set's mark in place,
-# so taking the bad file out again leaves the previous run complete, not to be remade.
+# One configuration under one run label in two files stops here, naming both. The mark is named after
+# the set of files it vouches for: taking a refused file out again leaves the previous run complete.
 UNIQUE_MARK = (
     "results/carried/all-files-%s.unique"
     % hashlib.sha256("\n".join(MEASURED + IMPORTED).encode()).hexdigest()[:12]
@@ -78,30 +76,10 @@ rule summaries:
         # the public measurements' scope rows (rules/validation.smk), where the config scores them
         public=PUBLIC_FILES[1:],
     output:
-        fidelity=report(
-            "results/fidelity.csv",
-            caption="../report/captions/fidelity.rst",
-            category="Tables",
-            labels={"table": "fidelity.csv"},
-        ),
-        constants=report(
-            "results/timing_model.csv",
-            caption="../report/captions/timing_model.rst",
-            category="Tables",
-            labels={"table": "timing_model.csv"},
-        ),
-        best_vs_xla=report(
-            "results/best_vs_xla.csv",
-            caption="../report/captions/best_vs_xla.rst",
-            category="Tables",
-            labels={"table": "best_vs_xla.csv"},
-        ),
-        ablation=report(
-            "results/model_ablation.csv",
-            caption="../report/captions/model_ablation.rst",
-            category="Tables",
-            labels={"table": "model_ablation.csv"},
-        ),
+        fidelity=reported_table("fidelity"),
+        constants=reported_table("timing_model"),
+        best_vs_xla=reported_table("best_vs_xla"),
+        ablation=reported_table("model_ablation"),
     log:
         "logs/aggregate/summaries.log",
     conda:
@@ -117,12 +95,7 @@ rule claims:
         table="results/matmul.parquet",
         model="results/timing_model.json",
     output:
-        report(
-            "results/claims.csv",
-            caption="../report/captions/claims.rst",
-            category="Tables",
-            labels={"table": "claims.csv"},
-        ),
+        reported_table("claims"),
     log:
         "logs/aggregate/claims.log",
     conda:

@@ -16,15 +16,13 @@ from tpu_matmul_repro.kernels.checks import DTYPES
 
 REPO = Path(workflow.basedir)
 
-# The config, after any --configfile or --config, checked once against its JSON schema (messages name the
-# key and the value; defaults filled in from the schema) and then semantically, while the jobs are planned.
+# The config, after any --configfile or --config, checked once (experiments/plan/config.py), then planned.
 try:
     CHECKED = checked(config)
     # Real measurements: on a TPU host (or the CPU, on request); none elsewhere (experiments/measure/device.py).
     DEVICE = measure_device.detect(CHECKED["measure"]["device"])
     MEASURE_LABEL = CHECKED["measure"]["label"] or measure_device.host_label()
-    # Measurements carried from other machines: data/measured/*.parquet of the working directory (the
-    # checkout, unless --directory says otherwise; see the README).
+    # carried measurements: data/measured/*.parquet of the working directory (README)
     PLAN = make_plan(
         CHECKED,
         device=DEVICE,
@@ -60,15 +58,9 @@ IMPORTED = list(PLAN.imported)
 
 
 def code(script, *data_globs, modules=()):
-    """The `code` param of a rule: a digest of its script's import closure (and `modules`') and the
-    data files it reads (experiments/core/code_inputs.py). A change reruns the rule; a moved checkout
-    does not."""
+    """The `code` param of a rule: a digest of its script's (and `modules`') import closure and the data
+    files it reads (experiments/core/code_inputs.py)."""
     return code_digest(script, *data_globs, root=REPO, modules=tuple(modules))
-
-
-def settings(job):
-    """A job's settings as one canonical JSON string: recorded by Snakemake, decoded by the script."""
-    return codec.encode(job)
 
 
 def measure_outputs():
@@ -101,8 +93,8 @@ load_studies(config["studies"], modules=("specs",))
 
 
 def study_modules(*kinds):
-    """The run's studies' modules of these kinds (specs, figure, section), which experiments/plan/studies.py
-    imports by name: part of the code of the stages they add to, though no import closure finds them."""
+    """The run's studies' modules of these kinds (specs, figure, section): imported by name, so no
+    import closure finds them, yet part of the code of the stages they add to."""
     return [
         f"studies/{name}/{kind}.py"
         for name in config["studies"]
@@ -114,16 +106,14 @@ def study_modules(*kinds):
 STUDY_TEMPLATES = [f"studies/{name}/templates/*" for name in config["studies"]]
 STUDY_CATALOGS = [f"studies/{name}/locale/*/LC_MESSAGES/*.po" for name in config["studies"]]
 
-# The post's numbers, shipped with the workflow: relative to the working directory (the checkout itself,
-# unless --directory says otherwise), so a moved checkout reruns nothing; local() because with remote
-# storage every job has the workflow's own files.
+# The post's numbers, shipped with the workflow: relative, so a moved checkout reruns nothing; local()
+# because with remote storage every job has the workflow's own files.
 PUBLISHED = local(os.path.relpath(REPO / "data" / "published_v5e.csv"))
 CITATION = local(os.path.relpath(REPO / "CITATION.cff"))  # copied into results/ by the gallery
 
 FIGURES = figure_specs(config, TARGETS)
-# Every figure's PNG in every language (English keeps the plain name): the gallery shows them all and
-# each language's report embeds its own.
-# A kind of NARROW_KINDS has a phone's variant too (<stem>.narrow.png), which the HTML pages show on phones.
+# Every figure's PNG in every language, shown by the gallery and the reports; a kind of NARROW_KINDS has a
+# phone's variant too (<stem>.narrow.png).
 FIGURE_PNGS = [f"{stem('results/figures', name, lang)}.png" for name in FIGURES for lang in LANGUAGES] + [
     f"{narrow_stem('results/figures', name, lang)}.png"
     for name, (kind, _) in FIGURES.items()
@@ -179,6 +169,12 @@ def reported(path):
     return path
 
 
+def reported_table(name):
+    """results/<name>.csv, shown under Tables in Snakemake's own report with its caption."""
+    caption = f"../report/captions/{name}.rst"
+    return report(f"results/{name}.csv", caption=caption, category="Tables", labels={"table": f"{name}.csv"})
+
+
 wildcard_constraints:
     kernel="|".join(CORRECTNESS_KERNELS),
     target="|".join(TARGETS),
@@ -190,8 +186,7 @@ wildcard_constraints:
     label=re.escape(MEASURE_LABEL),
 
 
-# Toolchains (experiments/plan/toolchains.py): the pipeline's own runs PLAN.compile_jobs above; the
-# others run in environments of their own (rules/toolchains.smk).
+# Toolchains: the pipeline's own runs PLAN.compile_jobs; the others, environments of their own.
 from tpu_matmul_repro.experiments.plan import toolchains as toolchain_plan
 
 TOOLCHAINS = PLAN.toolchains
@@ -214,10 +209,8 @@ def toolchain_work(toolchain):
     return sum(batch_work(key) for key in TOOLCHAIN_BATCHES if key[0] == toolchain)
 
 
-# Public TPU matmul measurements (data/public_measurements.csv): the timing model is scored on them,
-# never fitted (analysis/public_validation.py). A bad file stops the run here, in one line. A run whose
-# model will have nothing to fit (advise/pipeline.missing_fit) compiles nothing for them: its scores
-# say why each row is not modelled.
+# Public TPU matmul measurements, on which the timing model is scored, never fitted: a bad file stops
+# the run here, in one line; a run whose model has nothing to fit compiles nothing for them.
 from tpu_matmul_repro.advise.pipeline import missing_fit
 from tpu_matmul_repro.analysis import public_validation
 from tpu_matmul_repro.analysis.public_measurements import PublicDataError

@@ -1,7 +1,5 @@
-# The TPU compile study on CPU: one job per (target, experiment, dtype, part), then per-target tables. A
-# block search is split into compile_study.search_jobs parts by the blocks' bk; XLA's baseline is one job
-# per target for all its dtypes, xla_all.1of1 (experiments/plan/job_lists.py: compile_parts,
-# merge_baseline_jobs).
+# The TPU compile study on CPU: one job per (target, experiment, dtype, part), then per-target tables
+# (experiments/plan/job_lists.py: compile_parts, merge_baseline_jobs).
 
 
 rule compile_study_job:
@@ -11,8 +9,7 @@ rule compile_study_job:
         "logs/estimates/{target}/{experiment}_{dtype}.{part}.log",
     wildcard_constraints:
         dtype="|".join([*DTYPES, MERGED_BASELINE_DTYPE]),  # XLA's baseline: one job per target (plan/job_lists.py)
-    # Longest first by expected_work (the elements of the blocks; it counts full-size v1 and XLA compiles
-    # large, so those start early too): the short jobs (correctness, priority 0) fill the last gaps.
+    # Longest first by expected_work: the short jobs (correctness, priority 0) fill the last gaps.
     priority: lambda wc: 1 + expected_work(PLAN.compile_jobs[(wc.target, wc.experiment, wc.dtype, wc.part)])
     conda:
         "../environment.yml"
@@ -20,7 +17,7 @@ rule compile_study_job:
         # Two libtpu processes per job; the profiling one grows with the grids it walks.
         mem_mb=4000,
     params:
-        job=lambda wc: settings(PLAN.compile_jobs[(wc.target, wc.experiment, wc.dtype, wc.part)]),
+        job=lambda wc: codec.encode(PLAN.compile_jobs[(wc.target, wc.experiment, wc.dtype, wc.part)]),
         code=code("scripts/compile_study_job.py"),
     script:
         "../scripts/compile_study_job.py"

@@ -8,14 +8,12 @@ rule correctness_kernel:
         "logs/correctness/{kernel}.log",
     conda:
         "../environment.yml"
-    # XLA's CPU runtime and the TPU interpret mode's simulated cores run threads: a job alone uses ~1.5
-    # cores. Declared as 1, so that with --cores 2 it runs beside another job and the two share both
-    # cores; declared as 2 it would run alone.
-    # The SLURM and Kubernetes profiles set 2 threads (and CPUs) for it.
+    # A job alone uses ~1.5 cores (XLA's CPU threads): declared as 1, so that with --cores 2 it runs
+    # beside another job, not alone. The SLURM and Kubernetes profiles set 2 threads for it.
     threads: 1
     params:
-        cases=lambda wc: settings(PLAN.correctness[wc.kernel]),
-        tolerance=lambda wc: settings(config["correctness"]["tolerance"]),
+        cases=lambda wc: codec.encode(PLAN.correctness[wc.kernel]),
+        tolerance=lambda wc: codec.encode(config["correctness"]["tolerance"]),
         num_cores=config["correctness"]["tpu_interpret"]["num_cores"],
         code=code("scripts/correctness_kernel.py"),
     script:

@@ -11,11 +11,10 @@ rule figures:
         "logs/figures/figures.log",
     conda:
         "../environment.yml"
-    # One job draws them all (figures/batch.py), in as many processes as it has threads: 2 (Snakemake
-    # gives a job no more than --cores; --set-threads figures=N for more).
+    # One job draws them all, in a process per thread (--set-threads figures=N for more than 2).
     threads: 2
     params:
-        figures=lambda wc: settings(FIGURES),
+        figures=lambda wc: codec.encode(FIGURES),
         # CITATION.cff: the citation embedded in every file; the catalog: the words in every language
         code=code(
             "scripts/draw_figures.py",
@@ -30,7 +29,7 @@ rule figures:
 
 
 # The gallery: every figure as a card with caption, files and snippets to paste; and the licence,
-# attribution and citation that travel with results/. Reads the table, the catalog and the figures.
+# attribution and citation that travel with results/.
 rule gallery:
     input:
         table="results/matmul.parquet",
@@ -51,7 +50,7 @@ rule gallery:
     conda:
         "../environment.yml"
     params:
-        figures=lambda wc: settings(FIGURES),
+        figures=lambda wc: codec.encode(FIGURES),
         code=code(
             "scripts/gallery.py",
             "locale/*/LC_MESSAGES/*.po",

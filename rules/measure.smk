@@ -14,7 +14,7 @@ rule measure_job:
     # raise): there the profile gives the job a node of its own (profiles/slurm: --exclusive).
     threads: workflow.resource_settings.cores or 1
     params:
-        job=lambda wc: settings(PLAN.measure[(wc.experiment, wc.dtype)]),
+        job=lambda wc: codec.encode(PLAN.measure[(wc.experiment, wc.dtype)]),
         # the worker runs as `python -m`, outside the script's imports
         code=code("scripts/measure_job.py", "experiments/measure/timing_worker.py"),
     script:
@@ -36,11 +36,9 @@ rule measure_device:
         "../scripts/concat_tables.py"
 
 
-# The VM step: `snakemake --cores 1 measure` measures and writes this machine's file, nothing else (no
-# compile study, figures or report, which the laptop builds from the carried file). Without a device
-# to measure on, asking for it is an error (the input function runs only when it is asked for).
-# Asked for on the command line, the error comes at once, in one line (Snakemake gives an input
-# function's error with a traceback; the targets are not known to the workflow while it is read).
+# The VM step: `snakemake --cores 1 measure` writes this machine's file and nothing else. Without a
+# device, asking for it is an error: at once and in one line when asked on the command line (an input
+# function's error would come with a traceback).
 if "measure" in sys.argv[1:] and not MEASURED:
     try:
         measure_device.measured_or_error(MEASURED, config["measure"]["device"])

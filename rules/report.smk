@@ -34,10 +34,10 @@ rule report:
         "../environment.yml"
     params:
         targets=TARGETS,
-        figures=lambda wc: settings(FIGURES),
+        figures=lambda wc: codec.encode(FIGURES),
         study_tables=list(REPORT_TABLES),
         # the config the report prints under "Configuration used"
-        config=lambda wc: settings(config),
+        config=lambda wc: codec.encode(config),
         # the report quotes the kernels' code: every kernel module is part of its code
         code=code(
             "scripts/report.py",

@@ -1,7 +1,5 @@
-# Toolchains with environments of their own (config `toolchains`, experiments/plan/toolchains.py): the
-# environment is built once per set of pins in the cache folder, then the toolchain's compile jobs run
-# their workers with its Python. A toolchain that cannot be installed gives toolchain_error rows whose
-# error says why, so the rest of the run (the pipeline toolchain's results, figures, report) still builds.
+# Toolchains with environments of their own (docs/toolchains.md): the environment, then compile jobs
+# whose workers run its Python. One that cannot be installed gives toolchain_error rows, not a failed run.
 
 
 wildcard_constraints:
@@ -19,7 +17,7 @@ rule toolchain_environment:
     conda:
         "../environment.yml"
     params:
-        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
+        toolchain=lambda wc: codec.encode(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
         code=code("scripts/toolchain_environment.py"),
     script:
@@ -36,19 +34,16 @@ rule toolchain_study_job:
     wildcard_constraints:
         target="|".join(TOOLCHAIN_TARGETS) or "^$",
         batch="|".join(sorted({b for _, _, b in TOOLCHAIN_BATCHES})) or "^$",
-    # In the compile jobs' order (longest first by their work measure, which counts the post's
-    # full-size v1 and XLA compiles large: its one job starts among the first, leaving the short gaps
-    # at the end to correctness).
+    # in the compile jobs' order: longest first
     priority: lambda wc: 1 + batch_work((wc.toolchain, wc.target, wc.batch))
     conda:
         "../environment.yml"
     resources:
         mem_mb=4000,
     params:
-        # "all" (runs: published): every job of the toolchain for the target, sharing compile workers;
-        # else one (experiment, dtype) (experiments/plan/toolchains.py: batches)
-        jobs=lambda wc: settings(TOOLCHAIN_BATCHES[(wc.toolchain, wc.target, wc.batch)]),
-        toolchain=lambda wc: settings(TOOLCHAINS[wc.toolchain]),
+        # "all" (runs: published): every job of the toolchain for the target; else one (experiment, dtype)
+        jobs=lambda wc: codec.encode(TOOLCHAIN_BATCHES[(wc.toolchain, wc.target, wc.batch)]),
+        toolchain=lambda wc: codec.encode(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
         code=code("scripts/toolchain_study_job.py"),
     script:

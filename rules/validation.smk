@@ -1,7 +1,5 @@
-# The timing model scored on public TPU matmul measurements, never fitted on them
-# (analysis/public_validation.py): each generation's cases compiled as the compile study's are (the same
-# script, its compile cache), then scored against the run's model. Their scope rows join fidelity.csv
-# (rules/aggregate.smk: summaries).
+# The timing model scored on public TPU matmul measurements, never fitted on them: each generation's
+# cases compiled as the compile study's are, then scored; their scope rows join fidelity.csv.
 
 
 rule public_compiles:
@@ -17,7 +15,7 @@ rule public_compiles:
     resources:
         mem_mb=4000,
     params:
-        job=lambda wc: settings(PUBLIC_JOBS[wc.generation]),
+        job=lambda wc: codec.encode(PUBLIC_JOBS[wc.generation]),
         code=code("scripts/compile_study_job.py"),
     script:
         "../scripts/compile_study_job.py"
@@ -30,12 +28,7 @@ rule public_scores:
         public=PUBLIC_DATA,
         estimates=expand("results/public/estimates/{generation}.parquet", generation=PUBLIC_JOBS),
     output:
-        scores=report(
-            "results/public_scores.csv",
-            caption="../report/captions/public_scores.rst",
-            category="Tables",
-            labels={"table": "public_scores.csv"},
-        ),
+        scores=reported_table("public_scores"),
         fidelity="results/public/fidelity.csv",
     log:
         "logs/public/scores.log",

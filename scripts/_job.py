@@ -1,9 +1,5 @@
-"""Imported first by every Snakemake script (Snakemake puts a script's own folder on sys.path), before
-jax or anything slow: the project itself is installed (`pip install -e .`, package tpu_matmul_repro).
-
-A Ctrl-C reaches every process of the run (Snakemake's and each job's): a job stops without a
-traceback of its own, exit code 130, and Snakemake's workflow says once that the run was interrupted
-(Snakefile, onerror).
+"""Imported first by every Snakemake script (its folder is on sys.path), before jax or anything slow:
+a Ctrl-C stops the job without a traceback, exit code 130; the workflow says once it was interrupted.
 """
 import os
 import sys

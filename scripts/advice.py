@@ -3,9 +3,8 @@ the run's own timing model (no fit of its own) and its compiles from the compile
 compile study made them (the log says how many)."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
 from tpu_matmul_repro.experiments.core.provenance import git_sha
-from tpu_matmul_repro.experiments.core.runtime import logged
 
 
 def make(log) -> bool:
@@ -41,7 +40,6 @@ def make(log) -> bool:
     return cache.all_kept()  # a timeout or a crashed worker: another run may compile it
 
 
-with logged(snakemake.log[0]) as log:
-    # the run's model (its inputs) and deterministic compiles give the same ranking and figures; the
-    # figures name this checkout's commit, so the commit is part of the key
-    reuse_or_make(snakemake, lambda: make(log), log, extra={"git_sha": git_sha()})
+# the run's model (its inputs) and deterministic compiles give the same ranking and figures; the
+# figures name this checkout's commit, so the commit is part of the key
+cached_job(snakemake, make, extra=lambda: {"git_sha": git_sha()})

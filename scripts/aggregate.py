@@ -2,8 +2,7 @@
 results/timing_model.json."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
 
 
 def make(log) -> None:
@@ -37,5 +36,4 @@ def make(log) -> None:
     model.write(snakemake.output.model)  # every later stage reads these fits: none fits again
 
 
-with logged(snakemake.log[0]) as log:
-    reuse_or_make(snakemake, lambda: make(log), log)  # the same tables give the same table
+cached_job(snakemake, make)  # the same tables give the same table

@@ -1,8 +1,7 @@
 """Snakemake script: every claim of the post checked against this run's table (results/claims.csv)."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
 
 
 def make(log) -> None:
@@ -22,5 +21,4 @@ def make(log) -> None:
     write_csv_atomic(claims, snakemake.output[0])
 
 
-with logged(snakemake.log[0]) as log:
-    reuse_or_make(snakemake, lambda: make(log), log)  # the same table gives the same verdicts
+cached_job(snakemake, make)  # the same table gives the same verdicts

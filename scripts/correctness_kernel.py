@@ -1,8 +1,8 @@
 """Snakemake script: correctness rows of one kernel (all its dtypes, shapes, blocks and modes)."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged, use_cpu_jax
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
+from tpu_matmul_repro.experiments.core.runtime import use_cpu_jax
 
 
 def make(log) -> None:
@@ -17,6 +17,5 @@ def make(log) -> None:
     write_parquet_atomic(df, snakemake.output[0])
 
 
-with logged(snakemake.log[0]) as log:
-    # interpret mode on the CPU is deterministic: the same kernels, cases and packages, the same rows
-    reuse_or_make(snakemake, lambda: make(log), log)
+# interpret mode on the CPU is deterministic: the same kernels, cases and packages, the same rows
+cached_job(snakemake, make)

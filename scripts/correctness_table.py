@@ -1,8 +1,7 @@
 """Snakemake script: the correctness table of all kernels."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
 
 
 def make(log) -> None:
@@ -16,5 +15,4 @@ def make(log) -> None:
     write_parquet_atomic(df, snakemake.output[0])
 
 
-with logged(snakemake.log[0]) as log:
-    reuse_or_make(snakemake, lambda: make(log), log)  # the same tables, the same bytes
+cached_job(snakemake, make)  # the same tables, the same bytes

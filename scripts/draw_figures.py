@@ -1,8 +1,7 @@
 """Snakemake script: every figure, in English and Chinese, as PNG, SVG and PDF (figures/batch.py)."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
 
 
 def make(log) -> None:
@@ -24,5 +23,4 @@ def make(log) -> None:
 # Not in the worker processes figures/batch.py spawns: they import this file again, by the path
 # Snakemake gives it (a workflow run from a remote source would need figures drawn in one process).
 if __name__ == "__main__":
-    with logged(snakemake.log[0]) as log:
-        reuse_or_make(snakemake, lambda: make(log), log)  # the same table draws the same bytes
+    cached_job(snakemake, make)  # the same table draws the same bytes

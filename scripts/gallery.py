@@ -2,8 +2,7 @@
 citation files."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
 
 
 def make(log) -> None:
@@ -37,6 +36,5 @@ def make(log) -> None:
              ", ".join(results_files(df)))
 
 
-with logged(snakemake.log[0]) as log:
-    # the same table, figures (by content) and citation give the same pages
-    reuse_or_make(snakemake, lambda: make(log), log)
+# the same table, figures (by content) and citation give the same pages
+cached_job(snakemake, make)

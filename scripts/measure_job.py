@@ -1,7 +1,5 @@
-"""Snakemake script: measure one experiment and dtype on this run's device.
-
-This process never opens the device: it runs JAX on the CPU and measures each configuration in a
-worker process (experiments/measure/timing_worker.py) that it can kill.
+"""Snakemake script: measure one experiment and dtype on this run's device, each configuration in a
+worker process it can kill (experiments/measure/timing_worker.py); this process never opens the device.
 """
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 

@@ -2,8 +2,7 @@
 (analysis/public_validation.py): results/public_scores.csv and fidelity.csv's rows for them."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
 
 
 def make(log) -> None:
@@ -31,5 +30,4 @@ def make(log) -> None:
     write_csv_atomic(fidelity, snakemake.output.fidelity)
 
 
-with logged(snakemake.log[0]) as log:
-    reuse_or_make(snakemake, lambda: make(log), log)  # the fit and the scores are deterministic
+cached_job(snakemake, make)  # the fit and the scores are deterministic

@@ -1,8 +1,8 @@
 """Snakemake script: the report in one language (the wildcard `lang`), as HTML and PDF."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
+from tpu_matmul_repro.experiments.core.provenance import build_date
 
 
 def read_csv(path):
@@ -59,8 +59,5 @@ def make(log) -> None:
     log.info("wrote report.%s.html and report.%s.pdf", lang, lang)
 
 
-with logged(snakemake.log[0]) as log:
-    from tpu_matmul_repro.experiments.core.provenance import build_date
-
-    # the same table, figures, summaries and date typeset the same report
-    reuse_or_make(snakemake, lambda: make(log), log, extra={"date": build_date().isoformat()})
+# the same table, figures, summaries and date typeset the same report
+cached_job(snakemake, make, extra=lambda: {"date": build_date().isoformat()})

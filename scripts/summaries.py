@@ -3,8 +3,7 @@ measurements (scored by rules/validation.smk), and its constants, from the run's
 (results/timing_model.json); the ablation of its inputs, and the best Pallas configuration against XLA."""
 import _job  # noqa: F401  (first: a Ctrl-C ends the job without a traceback)
 
-from tpu_matmul_repro.experiments.core.output_cache import reuse_or_make
-from tpu_matmul_repro.experiments.core.runtime import logged
+from tpu_matmul_repro.experiments.core.output_cache import cached_job
 
 
 def make(log) -> None:
@@ -46,5 +45,4 @@ def make(log) -> None:
     write_csv_atomic(inputs, snakemake.output.ablation)
 
 
-with logged(snakemake.log[0]) as log:
-    reuse_or_make(snakemake, lambda: make(log), log)  # fits and cross-validation are deterministic
+cached_job(snakemake, make)  # fits and cross-validation are deterministic

@@ -1,8 +1,5 @@
-"""Snakemake script: build (or find, cached) a toolchain's environment; write its manifest as the marker.
-
-A toolchain that cannot be installed does not stop the run: the marker records the failure, the
-toolchain's jobs turn it into toolchain_error rows, and the report says why its results are missing.
-The console says whether the environment was built by this run or reused (built once per machine).
+"""Snakemake script: build (or find, cached) a toolchain's environment and write its manifest as the
+marker; a failed install is recorded there (toolchain_error rows follow), not a failed run.
 """
 import sys
 

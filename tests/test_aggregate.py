@@ -11,7 +11,7 @@ from tpu_matmul_repro.analysis.aggregate import (
     combine,
     load_published,
 )
-from tpu_matmul_repro.analysis.summaries import best_vs_xla, fidelity
+from tpu_matmul_repro.analysis.summaries import best_vs_xla
 from tpu_matmul_repro.experiments.core.schema import KEY
 from tpu_matmul_repro.experiments.core.schema import frame as to_frame
 
@@ -73,24 +73,6 @@ def test_duplicate_keys_are_refused(estimates):
     df = combine([estimates], None)
     with pytest.raises(ValueError, match="rows share a key"):
         check_unique(pd.concat([df, df.iloc[:1]]))
-
-
-def test_fidelity_states_the_fixture_numbers(estimates):
-    published = pd.DataFrame([
-        dict(source="published", target="v5e", experiment="v5", kernel="v5", dtype="bfloat16", m=s, k=s, n=s,
-             bm=b[0], bk=b[1], bn=b[2], status="ok", tflops=t)
-        for s, b, t in [(2048, (512, 1024, 1024), 40.0), (4096, (512, 1024, 1024), 150.0),
-                        (4096, (256, 256, 256), 30.0)]
-    ] + [dict(source="published", target="v5e", experiment="v1", kernel="v1", dtype="float32", m=2048, k=2048,
-              n=2048, status="failed")])
-    df = combine([estimates], published.astype({"bm": "Int64", "bk": "Int64", "bn": "Int64"}))
-    table = fidelity(df).set_index("experiment")
-    v5 = table.loc["v5"]
-    assert v5.n == 3
-    # ratios 2, 1, 2: median |ln ratio| = ln 2
-    assert v5.median_abs_log_ratio == pytest.approx(np.log(2))
-    assert table.loc["v1"].feasibility_agreement == 1.0  # both say v1 fails at 2048 (default limit)
-    assert table.loc["all"].n == 3
 
 
 def test_best_vs_xla(estimates):

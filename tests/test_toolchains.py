@@ -256,8 +256,10 @@ def test_uninstallable_toolchain_gives_error_rows_and_the_rest_still_builds(tmp_
     assert len(kept[kept.source == "estimate"]) == len(current)
     assert missing_reason(combined, "broken").startswith("toolchain broken")
 
+    from tpu_matmul_repro.experiments.plan import studies
     from tpu_matmul_repro.report import build
 
+    studies.load(["then_and_now"])  # its section says it, as in a run whose config names the study
     html = build.render_html(combined, lang="en", config_yaml="", targets=["v5e"], figure_names=[],
                              correctness={"passed": 1, "total": 1}, primary_toolchain="current")
     assert ("Toolchain broken has no results in this run: toolchain broken (jax==0.0.0"

@@ -1,10 +1,5 @@
-"""Run the advisor examples of docs/advisor.md and write their outputs there, between its markers.
-
-    python3 tools/advisor_examples.py [--docs docs/advisor.md]
-
-Each example is a real run of the command shown (the model from the advisor's cache, `--results
-none`), with the commit and date it ran at; its stdout is pasted whole. tests/test_docs.py checks
-that the page holds exactly these commands, each followed by the advisor's current first line.
+"""Run the advisor examples of docs/advisor.md (`--results none`) and paste their outputs there, between
+its markers, with the commit and date: `python3 tools/advisor_examples.py [--docs docs/advisor.md]`.
 """
 import argparse
 import datetime

@@ -1,10 +1,5 @@
-"""Compare two results tables row for row: `python3 tools/compare_tables.py OLD.parquet NEW.parquet`.
-
-Rows are matched on the table's key (experiments/core/schema.py KEY, toolchain included when both have
-it); the report lists rows only in one table, then, per column, how many matched rows differ, with
-examples. Floats compare exactly unless --rtol is given. Exit status 0 when nothing differs outside the
---ignore columns, 1 otherwise: a refactor that must not change results runs this on a table from
-before and one from after.
+"""Compare two results tables row for row on the table's key: `python3 tools/compare_tables.py OLD NEW`
+(--rtol, --ignore); exit 0 when nothing differs, 1 otherwise (docs/development.md, "Tools").
 """
 import argparse
 import sys

@@ -1,10 +1,5 @@
-"""MkDocs hooks (mkdocs.yml `hooks:`): what the docs state about the code and the runs, generated.
-
-A page that holds the line `<!-- columns: SOURCE -->` gets, in its place, the table of every column
-whose rows of SOURCE fill it (`all`: every column), read from experiments.core.schema, so that a
-column's meaning is written once, beside its type. `<!-- default-run: RUN -->`, anywhere in a line,
-becomes that run's wall time in the benchmark record (benchmarks/default_run.md) with the record's
-date and commit, so that no page copies a time the next benchmark changes.
+"""MkDocs hooks (mkdocs.yml `hooks:`): `<!-- columns: SOURCE -->` becomes the column reference from
+experiments.core.schema, `<!-- default-run: RUN -->` that run's time in benchmarks/default_run.md.
 """
 import re
 from pathlib import Path

@@ -1,15 +1,5 @@
-"""Add translations to, and drop unused messages from, the Chinese catalogs: the core's
-(locale/zh/LC_MESSAGES/) and each study's (studies/<name>/locale/zh/LC_MESSAGES/).
-
-    python3 tools/po_update.py NEW.py   (NEW.py defines ZH = {msgid: msgstr}; the key of a message
-                                         marked with a context, NC_() or pgettext(), is
-                                         (context, msgid); of a plural message, ngettext(),
-                                         (singular, plural), its msgstr a tuple of one form)
-
-Each catalog is written to hold exactly the messages of its scope (experiments/core/i18n.py:
-scope_messages): a translation moves to the catalog of the scope that marks its message (a study's, or
-the core's once the core marks it too), and a message no file marks any more is removed, so the
-catalogs hold exactly what the build checks. A message with placeholders is flagged python-format.
+"""Add translations to, and drop unused messages from, the Chinese catalogs (core and studies), each
+holding exactly its scope's messages: `python3 tools/po_update.py NEW.py` (docs/development.md).
 """
 import runpy
 import sys

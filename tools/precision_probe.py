@@ -1,9 +1,5 @@
-"""What an f32 Pallas dot with no precision set compiles to: `python3 tools/precision_probe.py [v5e]`.
-
-Compiles one v5-style kernel (512-blocks, 1024^3: a 2x2x2 grid, a float32 accumulator) deviceless for
-the target with libtpu's static profile on, its float32 dot with no precision set (as the kernels'
-`a_ref[...] @ b_ref[...]`), at Precision.DEFAULT and at Precision.HIGHEST, and in bfloat16, and prints
-each one's static-profile cycles and VMEM bytes (docs/timing-model.md, "Precision"). A few seconds.
+"""What an f32 Pallas dot with no precision set compiles to: `python3 tools/precision_probe.py [v5e]`
+prints the static-profile cycles and VMEM of DEFAULT, HIGHEST and bfloat16 (docs/timing-model.md).
 """
 import os
 import sys

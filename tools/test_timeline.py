@@ -1,11 +1,5 @@
-"""Where the test suite's time goes, worker by worker: read the file that `TEST_TIMELINE=file pytest`
-writes (tests/conftest.py) and print each worker's span, its busy time and CPU, and its long phases in
-the order they ran, with their start times; then the CPU of each test file. A long `setup` of a test
-that shares a session fixture (the tiny run) is a worker waiting for the other to make it: long in
-seconds, short in CPU.
-
-    TEST_TIMELINE=/tmp/timeline.jsonl python3 -m pytest
-    python3 tools/test_timeline.py /tmp/timeline.jsonl --longer-than 8
+"""Where the test suite's time goes, worker by worker, from `TEST_TIMELINE=file pytest`'s file:
+`python3 tools/test_timeline.py FILE [--longer-than 8]` (docs/development.md, "Tests and CI").
 """
 import argparse
 import json

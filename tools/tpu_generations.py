@@ -1,13 +1,5 @@
-"""Which TPU generations the installed libtpu compiles for without a TPU:
-`python3 tools/tpu_generations.py [--out data/tpu_generations.csv]`.
-
-For every generation in jax's own table (`ChipVersion` of jax's tpu_info, kernels/compat.py), in a
-process of its own (a libtpu that aborts takes only that one down), it tries the topology names
-libtpu takes (`v5e:2x2`, `TPU7x:2x2x1`, ...) with `jax.experimental.topologies.get_topology_desc` and,
-where one is accepted, compiles the v5 kernel (bfloat16, 256^3, 128-blocks) for its first device:
-VMEM bytes or the compiler's first line of refusal. A generation becomes a target (experiments/core/
-chips.py, config/schema.yaml) once a public libtpu compiles it; until then the config refuses it
-(experiments/plan/config.py reads this file). About 10 s a generation.
+"""Which TPU generations the installed libtpu compiles for without a TPU, each tried in a process of its
+own: `python3 tools/tpu_generations.py [--out data/tpu_generations.csv]` (docs/toolchains.md).
 """
 import argparse
 import csv

@@ -1,8 +1,6 @@
-"""A content-addressed cache of compile results, shared by all jobs and kept across runs outside
-results/ ($TPU_MATMUL_REPRO_CACHE, "off" disables it; else ~/.cache/tpu-matmul-repro/compile). Its key
-and what it trusts: docs/compile-study.md ("The compile cache") and docs/reliability.md (an entry that
-does not read back whole, physically possible and matching its digest is recomputed with one warning;
-a cache that cannot be written is said once, and the run compiles uncached)."""
+"""A content-addressed cache of compile results, shared by all jobs and kept across runs outside results/
+(docs/compile-study.md, "The compile cache"; docs/reliability.md: what it trusts).
+"""
 import dataclasses
 import functools
 import hashlib
@@ -53,8 +51,7 @@ def cache_root() -> Path | None:
 
 
 class CompileCache:
-    """Results of one kind of compile (target, profile on or off, toolchain, code), keyed by case and
-    limit."""
+    """Results of one kind of compile (target, profile, toolchain, code), keyed by case and limit."""
 
     def __init__(self, root: Path, context: dict):
         self.root, self.context = Path(root), context
@@ -75,9 +72,7 @@ class CompileCache:
         path = self._path(key)
         try:
             if not path.exists():
-                self.misses += 1
-                _tally("misses")
-                return None
+                return self._miss()
             entry = integrity.unsealed(reading.read_text(path, "cache entry"))
             result = entry.get("result")
             if not isinstance(result, dict) or entry.get("key") != key:  # a list, a number, another key
@@ -95,18 +90,18 @@ class CompileCache:
                 log.warning("compile cache: entries without a digest (%s, the first) were written before "
                             "entries carried one; each is compiled again and rewritten with one", path)
             log.info("compile cache: %s: %s; compiling again", path, e)
-            self.misses += 1
-            _tally("misses")
-            return None
+            return self._miss()
         except (OSError, ValueError, KeyError, TypeError) as e:  # a folder, bad JSON, a changed value, ...
             log.warning("compile cache: %s is corrupt (%s); compiling again", path, e)
             self.corrupt += 1
-            self.misses += 1
-            _tally("misses")
-            return None
+            return self._miss()
         self.hits += 1
         _tally("hits")
         return result
+
+    def _miss(self) -> None:
+        self.misses += 1
+        _tally("misses")
 
     def put(self, case, vmem_limit_bytes: int | None, result: dict, options: dict | None = None) -> None:
         """Keep `result`, if it is deterministic and sound; best effort, as a cache is."""
@@ -148,9 +143,7 @@ def _whole(value, least: int = 1) -> bool:
 
 def problem(result: dict, case, target: str | None) -> str:
     """Why `result` cannot be a cache entry for `case` compiled for `target` ("" if it can): its fields
-    and their types, and the physics: an out-of-VMEM verdict only for a request above the limit it
-    names, no VMEM used (and no limit) above the chip's physical VMEM, no estimate faster than the
-    chip's peak for the case's dtype."""
+    and types, and the physics (an out-of-VMEM request above its limit, no VMEM or speed past the chip's)."""
     if set(result) != set(RESULT_FIELDS):
         return f"fields {sorted(result)}, not {sorted(RESULT_FIELDS)}"
     status, cycles = result["status"], result["est_cycles"]
@@ -190,20 +183,16 @@ def problem(result: dict, case, target: str | None) -> str:
     return ""
 
 
-def compile_context(target: str, profile: bool, versions: dict, code_digest: str) -> dict:
-    """What, besides the case and the limit, decides a compile's result."""
-    return dict(target=target, profile=profile, versions=versions, code=code_digest,
-                libtpu_init_args=os.environ.get("LIBTPU_INIT_ARGS", ""))
-
-
 def for_target(target: str, profile: bool, versions: dict) -> CompileCache | None:
-    """The cache for compiles for `target` with the toolchain whose jax, jaxlib and libtpu versions are
-    in `versions` (a row's version columns), or None when disabled."""
+    """The cache for `target`'s compiles by the toolchain of `versions`; None when disabled."""
     root = cache_root()
     if root is None:
         return None
     toolchain = {k: versions.get(k) for k in ("jax_version", "jaxlib_version", "libtpu_version")}
-    return CompileCache(root, compile_context(target, profile, toolchain, _checkout_digest()))
+    # what, besides the case and the limit, decides a compile's result
+    context = dict(target=target, profile=profile, versions=toolchain, code=_checkout_digest(),
+                   libtpu_init_args=os.environ.get("LIBTPU_INIT_ARGS", ""))
+    return CompileCache(root, context)
 
 
 WORKER = Path("experiments") / "compile_study" / "compile_worker.py"
@@ -215,9 +204,8 @@ def _checkout_digest() -> str:
 
 
 def compile_code_digest(root: Path | None = None) -> str:
-    """The digest of the code that decides a compile: the compile worker and what it imports (the
-    kernels, the case and chip tables, the compiler-output parsers), by syntax tree, so comments and
-    line wrapping do not count. The parent's process, cache and planning code are not in it."""
+    """The digest of the code that decides a compile: the compile worker's import closure, by syntax tree
+    (comments and wrapping do not count); the parent's process, cache and planning code are not in it."""
     from tpu_matmul_repro.experiments.core.code_inputs import ROOT, closure, digest
 
     root = ROOT if root is None else Path(root)

@@ -1,19 +1,5 @@
 """The TPU compile study: compile each configuration for a target and turn what the compiler reports
-into one tidy row per (configuration, scoped-VMEM limit).
-
-Per row:
-- status: ok, vmem_oom, compile_error or timeout;
-- vmem_bytes: VMEM used (ok) or requested (vmem_oom; empty where not compiled: vmem_method "dominated");
-  vmem_limit_bytes: the scoped-VMEM limit applied (the chip's default unless raised); oom_limit_bytes:
-  the limit the compiler said was exceeded (the scoped limit, or the core's physical VMEM when even
-  that is too small);
-- est_cycles: libtpu's estimate (XLA: its cost model's cycles; Pallas, where the job asks for the
-  static profile and the grid has at most profile_max_steps steps: the profile's), see cycles_method;
-- compute_seconds = est_cycles / clock; hbm_seconds = HBM bytes the grid really moves / bandwidth;
-- seconds = max(compute_seconds, hbm_seconds), the best estimate: the static profile does not wait
-  for DMAs, and no kernel can move its bytes faster than HBM allows;
-- tflops = FLOPs / seconds; roofline_tflops = FLOPs / max(FLOPs / peak, hbm_seconds).
-All of it is an estimate for the target, never a measurement.
+into one tidy row per (configuration, scoped-VMEM limit); the columns: docs/outputs.md. All estimates.
 """
 import dataclasses
 import logging
@@ -41,32 +27,33 @@ from tpu_matmul_repro.kernels.spec import BLOCKS
 
 log = logging.getLogger(__name__)
 
-# cycles_method of an ok Pallas row whose toolchain cannot profile (libtpu 0.0.5 rejects the flag), or
-# whose job does not ask for the profile (the default run)
+# cycles_method of an ok Pallas row not profiled: its toolchain cannot (libtpu 0.0.5) or its job does
+# not ask to; or its grid has more than profile_max_steps steps, each of which the profile would walk
 NO_STATIC_PROFILE = "no_static_profile"
-# cycles_method of an ok Pallas row of a profiling job whose grid has more than profile_max_steps steps:
-# the profile walks every step, so such a grid is compiled plainly and gets no cycles
 OVER_PROFILE_MAX_STEPS = "over_profile_max_steps"
-# vmem_method of a raised-limit row whose kernel already fits at a lower raised limit: not compiled again
+# vmem_method of rows not compiled: a raised limit above one the kernel fits in (fits_higher_limit), a
+# searched configuration dominated by one out of VMEM (dominated_result)
 FITS_LOWER_LIMIT = "fits_lower_limit"
-# vmem_method of a searched configuration known to run out of VMEM from a smaller one that did
-# (dominated_result)
 DOMINATED = "dominated"
+
+
+def case_columns(job: Job, case: Case) -> dict:
+    """The columns every estimate row of `case` in `job` has, whatever its outcome."""
+    c = chip(job.target)
+    return dict(source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
+                experiment=job.experiment, kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
+                bm=case.bm, bk=case.bk, bn=case.bn, search=searched(case, job))
 
 
 def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: int | None,
                  method: str, vmem_method: str) -> dict:
     c = chip(job.target)
     row = dict(
-        source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
-        experiment=job.experiment,
-        kernel=case.kernel, dtype=case.dtype, m=case.m, k=case.k, n=case.n,
-        bm=case.bm, bk=case.bk, bn=case.bn, status=result["status"], vmem_bytes=result["vmem_bytes"],
+        case_columns(job, case), status=result["status"], vmem_bytes=result["vmem_bytes"],
         vmem_limit_bytes=limit or c.default_vmem_limit_bytes, oom_limit_bytes=result["oom_limit_bytes"],
         raised_limit=limit is not None, est_cycles=cycles, vmem_method=vmem_method,
         cycles_method=method if result["status"] == "ok" else "",
         compile_s=result["compile_s"], error=result["error"],
-        search=searched(case, job),
         **chip_columns(c, case),
     )
     if result["status"] == "ok" and cycles:
@@ -78,20 +65,15 @@ def estimate_row(job: Job, case: Case, result: dict, limit: int | None, cycles: 
 
 def run_job(job: Job, *, stderr=None, python: str | None = None, env: dict | None = None,
             versions: dict | None = None) -> pd.DataFrame:
-    """Compile the cases of `job` (and raised-limit retries) and return its tidy rows; with
-    job.skip_dominated, a searched case dominated by one out of VMEM is not compiled (dominated_result).
-
-    `python` and `env`: the toolchain's environment for the compile workers (default: this process's),
-    `versions` its jax, jaxlib and libtpu versions for the rows (default: this process's).
-    """
+    """Compile the cases of `job` (and raised-limit retries) and return its tidy rows. `python`, `env`:
+    the toolchain's environment for the workers, `versions` its versions for the rows (default: ours)."""
     return run_jobs([job], stderr=stderr, python=python, env=env, versions=versions)
 
 
 def run_jobs(jobs, *, stderr=None, python: str | None = None, env: dict | None = None,
              versions: dict | None = None) -> pd.DataFrame:
-    """run_job for several jobs of one target and toolchain, one after the other, with the same two
-    compile workers: their rows, in the jobs' order. Starting a worker and its first compile take a
-    second or two, more than all the compiles of a small job (the post toolchain's, XLA's)."""
+    """run_job for several jobs of one target and toolchain with the same two compile workers (starting
+    one takes longer than all compiles of a small job): their rows, in the jobs' order."""
     jobs = list(jobs)
     shared = {(job.target, job.toolchain, job.timeout_s) for job in jobs}
     if len(shared) != 1:
@@ -190,8 +172,7 @@ def job_rows(job: Job, compiler: Compiler, profiler: Compiler, progress: Progres
 
 def fits_higher_limit(fits: dict, limit: int) -> dict:
     """The row of a kernel at a raised limit above one it already fits in, without compiling it again:
-    the limit decides whether the kernel fits, not the code it compiles to, so its VMEM use and cycles
-    are those at the lower limit (tests/test_compile_study.py checks this against compiles)."""
+    the limit decides whether it fits, not its code (tests/test_compile_study.py checks this)."""
     return dict(fits, vmem_limit_bytes=limit, compile_s=0.0, vmem_method=FITS_LOWER_LIMIT)
 
 
@@ -206,14 +187,9 @@ def job_versions(versions: dict | None) -> dict:
 def toolchain_error_rows(job: Job, error: str, versions: dict | None = None) -> pd.DataFrame:
     """One toolchain_error row per case of `job`: its toolchain could not be installed or started, so
     nothing was compiled; `error` names the toolchain and says why."""
-    c = chip(job.target)
-    rows = [dict(source="estimate", toolchain=job.toolchain, target=job.target, device_kind=c.device_kind,
-                 experiment=job.experiment, kernel=case.kernel, dtype=case.dtype,
-                 m=case.m, k=case.k, n=case.n,
-                 bm=case.bm, bk=case.bk, bn=case.bn, status="toolchain_error",
-                 vmem_limit_bytes=c.default_vmem_limit_bytes, raised_limit=False,
-                 search=searched(case, job), error=readable_error(error))
-            for case in job.cases]
+    limit = chip(job.target).default_vmem_limit_bytes
+    rows = [dict(case_columns(job, case), status="toolchain_error", vmem_limit_bytes=limit,
+                 raised_limit=False, error=readable_error(error)) for case in job.cases]
     return frame(rows, job_versions(versions or {}))
 
 
@@ -246,8 +222,7 @@ def grid_steps(case: Case) -> int:
 
 
 def block_elements(case: Case) -> int:
-    """The elements of a case's blocks (0 without blocks): an order in which no case comes after one
-    whose blocks are at least as large along every axis."""
+    """The elements of a case's blocks (0 without): no case comes after one at least as large."""
     return (case.bm * case.bk * case.bn) if case.facts.grid == BLOCKS else 0
 
 
@@ -256,19 +231,9 @@ def single_step_axes(case: Case) -> tuple[bool, ...]:
 
 
 def dominated_result(case: Case, out_of_vmem) -> dict | None:
-    """A vmem_oom result, without compiling, for a blocked kernel whose bm and bn are at least as large
-    as those of a kernel with the same bk, for the same problem, that ran out of VMEM at the default
-    limit with a single step along the same grid axes. `out_of_vmem`: (case, row) pairs compiled out of
-    VMEM.
-
-    The VMEM a block grid asks for grows with each block dimension (its pipelined buffers and the
-    accumulator) and depends on which axes have a single step (those buffers are not double-buffered),
-    not on the grid's extent. The same bk, because a block search is split into jobs by bk
-    (plan/job_lists.compile_parts): the rows then do not depend on how it is split. Used for searched
-    configurations only: the post's own keep the compiler's requested bytes, which the report quotes and
-    the raised limits are chosen from. vmem_bytes stays empty (the compiler was not asked);
-    tests/test_compile_study.py compiles dominated configurations to check the verdict.
-    """
+    """A vmem_oom result, without compiling, for a searched blocked kernel whose bm and bn are at least
+    those of an `out_of_vmem` case (default limit) with the same bk, problem and single-step axes: VMEM
+    grows with each block dimension, whatever the grid's extent (tests/test_compile_study.py checks it)."""
     if case.facts.grid != BLOCKS:
         return None
     for other, row in out_of_vmem:

@@ -1,13 +1,5 @@
-"""Virtual environments for toolchains (experiments/plan/toolchains.py), made with venv and pip only.
-
-One environment per toolchain and set of pins, in the cache folder (outside results/, so a clean
-run, and a clean clone on the same machine, reuses it), at <cache>/<name>-<hash of pins and Python
-version>: new pins are a new folder, the old one stays until deleted. An environment counts as
-built only once its manifest (`toolchain.json`, written last, atomically) exists: a build that was
-interrupted or failed leaves no manifest, is never used, and is removed by the next build. A lock
-file serialises builders, so jobs of one toolchain started at once, or runs in two checkouts, build
-it once and share it. The manifest says when the environment was built and how long that took, and
-`ensure` whether it built it now (BUILT): the run says which (scripts/toolchain_environment.py).
+"""Virtual environments for toolchains, made with venv and pip only, once per toolchain and set of pins
+in the cache folder; built only once its manifest exists, a lock serialising builders (docs/toolchains.md).
 """
 import datetime
 import fcntl
@@ -45,11 +37,8 @@ def read_manifest(path: Path) -> dict | None:
 
 
 def ensure(toolchain: Toolchain, path: Path, *, pip_args=(), log=None) -> dict:
-    """The toolchain's environment at `path`, built first if needed; returns its manifest, with BUILT
-    True if this call built it, False if it was there (or another process built it meanwhile).
-
-    Raises ToolchainInstallError naming the toolchain when venv or pip fail.
-    """
+    """The toolchain's environment at `path`, built first if needed; its manifest, with BUILT True if
+    this call built it. ToolchainInstallError naming the toolchain when venv or pip fail."""
     if toolchain.pipeline:
         raise ValueError(f"toolchain {toolchain.name!r} is the pipeline's own environment: nothing to build")
     path = Path(path)

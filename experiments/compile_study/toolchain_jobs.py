@@ -1,9 +1,5 @@
-"""A toolchain's two steps in the pipeline: its environment's marker, and its compile jobs (one
-Snakemake job per toolchain and target).
-
-Both turn a toolchain that cannot be installed into a result, not a failed run: the marker records
-the error, and the compile job writes toolchain_error rows carrying it. The error goes to the console too,
-so a run that ends well still says loudly that one toolchain is missing.
+"""A toolchain's two steps in the pipeline: its environment's marker and its compile jobs. A toolchain
+that cannot be installed becomes toolchain_error rows and a loud console line, not a failed run.
 """
 import json
 import sys
@@ -38,8 +34,7 @@ def environment_marker(toolchain: Toolchain, path, marker, log, *, pip_args=()) 
 
 
 def run_toolchain_jobs(jobs, toolchain: Toolchain, path, marker, log, *, stderr=None) -> pd.DataFrame:
-    """Compile `jobs` (of one target) with the toolchain's Python, sharing its compile workers, or
-    return their toolchain_error rows."""
+    """Compile `jobs` (of one target) with the toolchain's Python, or return their toolchain_error rows."""
     jobs = list(jobs)
     targets = sorted({job.target for job in jobs})
     if len(targets) != 1:

@@ -1,10 +1,5 @@
-"""The parent side of deviceless TPU compiles: `Compiler` runs compile workers (compile_worker.py) with
-a timeout.
-
-Each compile runs in a worker process: a hung compile is killed at the timeout, and libtpu's
-static-profile flag, which must be set before libtpu loads and slows every compile in its process,
-stays confined to the profiling worker. The compile itself is in compile_worker.py, whose import closure is
-what the compile cache hashes: nothing here can change a compile's result.
+"""The parent side of deviceless TPU compiles: `Compiler` runs compile workers (compile_worker.py), one
+process each, so a hung compile is killed at the timeout and the static-profile flag stays in its worker.
 """
 import contextlib
 import os
@@ -31,9 +26,8 @@ PACKAGE = "tpu_matmul_repro"  # pyproject.toml: the package whose folders are th
 
 
 def import_root(folder: str) -> str:
-    """`folder`, holding one link, tpu_matmul_repro -> this checkout: on PYTHONPATH, it lets a Python
-    without the project installed (a toolchain's environment, built once and shared by checkouts)
-    import this checkout's worker and kernels, as the installed package maps them."""
+    """`folder`, holding one link tpu_matmul_repro -> this checkout: on PYTHONPATH it lets a toolchain's
+    Python, without the project installed, import this checkout's worker and kernels."""
     link = Path(folder) / PACKAGE
     if not link.exists():
         link.symlink_to(ROOT, target_is_directory=True)
@@ -46,10 +40,8 @@ def with_import_root(env: dict, folder: str) -> dict:
 
 
 def worker_env(environ=None) -> dict:
-    """The compile worker's environment, fixed before its Python starts: the worker imports jax (through
-    the kernels) before any of its own code runs, and jax reads JAX_PLATFORMS when it is imported, so
-    setting it later in the worker would leave a TPU host's jax on "tpu,cpu", opening the real TPU in
-    every compile worker (jax-ml/jax#13043)."""
+    """The compile worker's environment, fixed before its Python starts: jax reads JAX_PLATFORMS on import
+    (through the kernels), so setting it later would open a TPU host's real TPU (jax-ml/jax#13043)."""
     env = dict(os.environ if environ is None else environ)
     env["JAX_PLATFORMS"] = "cpu"
     # libtpu takes a machine-wide lock file at load; compile-only processes touch no TPU, so several
@@ -60,12 +52,9 @@ def worker_env(environ=None) -> dict:
 
 @contextlib.contextmanager
 def _interrupts_held_and_ignored():
-    """While a worker starts: a Ctrl-C waits (SIGINT blocked: pending, not lost) until the worker is
-    ours to stop (close() kills it), and SIGINT is ignored, a disposition the worker inherits through
-    exec, so that its Python starts ignoring it: a Ctrl-C reaches the whole process group, and the job
-    that started the worker says so once and stops it (one reaching a worker still starting printed
-    Python's own traceback, "Could not import runpy module"). Not a preexec_fn: that forks with
-    Python's at-fork hooks (jax warns of a deadlock once it is loaded) and is unsafe with threads."""
+    """While a worker starts, SIGINT is blocked (pending, not lost) and ignored, a disposition the worker
+    inherits through exec: a Ctrl-C reaches the process group, and the job stops the worker and says so once.
+    Not a preexec_fn: it forks with Python's at-fork hooks (jax warns of a deadlock), unsafe with threads."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     previous = signal.getsignal(signal.SIGINT)
     # signal.signal works in the main thread only, and cannot restore a handler set outside Python
@@ -86,9 +75,8 @@ class Compiler:
     def __init__(self, target: str, *, profile: bool = False, timeout_s: float = 300, stderr=None,
                  cache: "CompileCache | None" = None, python: str | None = None, env: dict | None = None,
                  toolchain: str = ""):
-        """`python` runs the worker (a toolchain's environment; default: this process's), with `env`
-        added to its environment; `toolchain` names it in the errors of a worker that dies. `cache`:
-        compile results by content (experiments/compile_study/cache.py), None to always compile."""
+        """`python` runs the worker (default: this process's), with `env` added; `toolchain` names it in a
+        dead worker's errors; `cache`: compile results by content (cache.py), None to always compile."""
         chip(target)  # unknown targets fail here, in the caller's process
         self.target, self.profile, self.timeout_s, self.cache = target, profile, timeout_s, cache
         self.python, self.env, self.toolchain = python or sys.executable, dict(env or {}), toolchain
@@ -116,8 +104,7 @@ class Compiler:
         return self._proc
 
     def compile(self, case: "Case", vmem_limit_bytes: int | None = None, options: dict | None = None) -> dict:
-        """The compile's result: from the cache when it has it (no worker started), else compiled;
-        `options`: compiler options for this compile alone (XLA flags by name)."""
+        """The compile's result, from the cache where it has it; `options`: compiler options (XLA flags)."""
         cached = self.cache.get(case, vmem_limit_bytes, options) if self.cache else None
         if cached is not None:
             return dict(cached)

@@ -30,15 +30,10 @@ SHARED_DEBRIS_S = 3600  # a temporary file of a shared path this old is no live 
 
 
 def write_atomic(path, write, *, shared: bool = False) -> None:
-    """Call write(tmp) on a temporary file beside `path`, then rename it into place (atomic on POSIX):
-    an exception or a kill midway leaves the previous file, or none, never a partial one.
-
-    The file gets the permissions a plain open() would give it (0644 under the usual umask), not the
-    temporary file's private 0600: a published report must be readable by a web server. Temporary
-    files that a killed earlier write of the same path left behind are removed first (one job writes a
-    given output at a time, so none of them is in use). `shared`: several processes may write `path` at
-    once (a cache entry): each has its own temporary file, and only those older than an hour are removed.
-    """
+    """Call write(tmp) on a temporary file beside `path`, then rename it into place: a kill midway leaves
+    the previous file or none, never a partial one. The file gets a plain open()'s permissions (a report
+    must be readable by a web server); earlier temporary files of `path` are removed first (`shared`: several
+    writers at once, a cache entry: only those older than an hour)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for debris in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):

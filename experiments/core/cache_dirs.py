@@ -1,8 +1,6 @@
-"""Where the project keeps what it can rebuild but would rather not: outside results/, so deleting
-results/ (or a second checkout) reuses it. No pandas here: compile workers of other toolchains use it.
-Both caches read their variable here, not in experiments/compile_study/: the figure, correctness and
-report jobs import the output cache, and their code digests follow their imports, so an edit of the
-compile code would otherwise rerun them all."""
+"""Where the project keeps what it can rebuild: outside results/. No pandas here (other toolchains'
+compile workers import it); the caches read their variable here so compile-code edits rerun no other job.
+"""
 import os
 from pathlib import Path
 
@@ -18,8 +16,7 @@ def user_cache(name: str) -> Path:
 
 
 def cache_folder(name: str) -> Path | None:
-    """The folder of the compile ("compile") or output ("outputs") cache, or None when turned off:
-    under $TPU_MATMUL_REPRO_CACHE when that is set (see CACHE_VARIABLE), else user_cache(name)."""
+    """The folder of the `name` cache under $TPU_MATMUL_REPRO_CACHE, else user_cache(name); None when off."""
     configured = os.environ.get(CACHE_VARIABLE)
     if configured is None:
         return user_cache(name)

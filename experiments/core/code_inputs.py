@@ -1,11 +1,5 @@
-"""The code behind each stage, derived from its script's imports, and one digest of it.
-
-Snakemake reruns a script rule when the script changes, not when a module it imports does. Each rule
-therefore carries a param `code`: a digest of every repository file its script imports, directly or
-through other modules (found by reading import statements, not by running anything), plus the data
-files that code reads (templates, catalogs, styles). Editing any of them changes the digest and reruns
-the stage and everything after it; moving or copying the checkout changes no content and reruns
-nothing (paths in the digest are relative to the repository root).
+"""The code behind each stage: its script's import closure, read from import statements, and one digest
+of it plus the data files it reads (docs/reproducibility.md, "What reruns when").
 """
 import ast
 import functools
@@ -45,10 +39,8 @@ _IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)[ \t]")
 
 
 def _import_statements(source: str) -> str:
-    """The import statements of `source` alone, each dedented onto its own lines: parsing these is a
-    fraction of parsing the whole file (every Snakemake start reads the closure of every rule). A
-    statement's parentheses or backslashes continue it over the following lines. A line of a string
-    that reads like an import and parses as one is kept too: a file more in a digest, never one less."""
+    """The import statements of `source` alone, dedented onto their own lines: parsing these is a fraction
+    of parsing the file. A string's line that parses as an import is kept: a file more in a digest."""
     lines, out = source.splitlines(), []
     for i, line in enumerate(lines):
         if not _IMPORT_LINE.match(line):
@@ -108,12 +100,8 @@ def closure(script, root: Path = ROOT) -> list[Path]:
 
 
 def digest(paths, root: Path = ROOT, *, semantic: bool = False) -> str:
-    """sha256 over the files' paths (relative to `root`) and contents, in sorted order.
-
-    `semantic`: Python files count by their syntax tree, so comments, blank lines and line wrapping do
-    not change the digest (what the compile cache wants: they cannot change a compile); text otherwise
-    (what a rebuild wants: any edit of the code behind a result reruns it).
-    """
+    """sha256 over the files' paths (relative to `root`) and contents, in sorted order; `semantic`: Python
+    files by their syntax tree (comments and wrapping cannot change a compile), else by text."""
     h = hashlib.sha256()
     for path in sorted({Path(p) if Path(p).is_absolute() else root / p for p in paths}):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")

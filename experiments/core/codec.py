@@ -1,9 +1,5 @@
-"""Frozen dataclasses (jobs, cases, settings) to canonical JSON and back.
-
-A job's settings travel from the Snakefile to its script as one JSON string param: Snakemake records
-params of plain types (not dataclasses) in its metadata and reruns a job when they change, so a config
-edit reruns exactly the jobs whose settings it changes. The script decodes the same string, so what
-was recorded is what ran.
+"""Frozen dataclasses (jobs, cases, settings) to canonical JSON and back: a job's settings travel as one
+JSON param that Snakemake records (docs/reproducibility.md).
 """
 import dataclasses
 import importlib

@@ -1,8 +1,6 @@
-"""What a carried measured row must agree with beyond its types (experiments/core/schema.py:
-check_measured checks those first): the project's names, its own status, and the physics of the chip
-it names (docs/reliability.md lists each check). Each check gives the first bad row and a sentence
-naming its value, for the one-line refusal. No jax here (but for jax's other name of a device kind):
-the check job and the fuzz tests import it."""
+"""What a carried measured row must agree with beyond its types: the project's names, its own status and
+its chip's physics (docs/reliability.md lists each check). No jax here: the check job imports it.
+"""
 import re
 
 import numpy as np

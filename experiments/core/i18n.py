@@ -1,8 +1,6 @@
-"""The one translation system for every text the project shows (figures, report, gallery, studies):
-English in the code, marked for extraction; one gettext catalog per other language (locale/<lang>/),
-plus one per study that marks messages of its own, merged. It lives in the core, below figures and
-report, so that both read one catalog. How to mark a message and add its translation:
-docs/development.md ("Either way, one translation system")."""
+"""The one translation system for every text the project shows: English in the code, one gettext catalog
+per other language and per study (docs/development.md, "Either way, one translation system").
+"""
 import ast
 import functools
 import io
@@ -46,9 +44,8 @@ def NC_(context: str, message: str) -> tuple[str, str]:
 
 
 def spec_descriptions(fileobj, keywords, comment_tags, options):
-    """A babel extractor (EXTRACT): the `description` of each kernel's facts (kernels/__init__.py), which
-    figure titles and report headings show in each language; kernels/ marks nothing (it imports no layer
-    above)."""
+    """A babel extractor (EXTRACT): each kernel's `description` (kernels/__init__.py), which figure titles
+    and report headings show; kernels/ marks nothing (it imports no layer above)."""
     for node in ast.walk(ast.parse(fileobj.read())):
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "KernelFacts":
             for keyword in node.keywords:
@@ -101,8 +98,7 @@ def used_messages(under: tuple[str, ...] = ("",)) -> frozenset[tuple[str, str | 
 
 
 def scope_messages(study: str | None = None) -> frozenset[tuple[str, str | None]]:
-    """The messages one catalog holds: the core's marks (study None), or those a study marks in its
-    folder that the core does not."""
+    """The messages one catalog holds: the core's (study None), or a study's that the core does not mark."""
     core = frozenset().union(*(_marked(method, pattern) for method, pattern in EXTRACT))
     if study is None:
         return core
@@ -147,8 +143,7 @@ def _checked(lang: str, _versions: tuple) -> Translations:
 
 
 def translations(lang: str) -> Translations:
-    """The checked translations for `lang` (English: the identity), the core's and every study's
-    merged; read again when a catalog changes."""
+    """The checked translations for `lang` (English: the identity), core's and studies' merged."""
     if lang == "en":
         return Translations()
     paths = [catalog_path(lang, study) for study in scopes()]

@@ -1,10 +1,5 @@
-"""Cache entries that prove their integrity: a JSON entry written with the sha256 of its own content.
-
-A flipped bit that leaves valid JSON and a plausible number (a cycle count of 5940 read as 7940) passes
-every check of the value itself; the digest does not. The digest is over the entry as parsed and written
-again canonically (sorted keys, no spaces), so it checks the values, not their layout: what changes a
-value read back changes the digest. An entry's inputs (its key's parts) are part of its content, so
-they are covered too.
+"""Cache entries that prove their integrity: a JSON entry written with the sha256 of its own content,
+parsed and written again canonically, so the digest covers the values (and the key's parts), not the layout.
 """
 import hashlib
 import json

@@ -1,10 +1,5 @@
-"""What planning hands to the stages: the jobs (a compile-study Job, a MeasureJob and its Settings), the
-toolchain and the device they run on, and the rules every stage applies to a case alike (which cases
-are searched, which raised limits are worth trying, which blocks cannot fit, the columns each row
-carries).
-
-Here, below the stages, so that the planner (experiments/plan/) builds these types without importing a
-stage and no stage imports the planner or another stage (tests/test_structure.py orders them).
+"""What planning hands to the stages: the job, toolchain and device types and the rules every stage
+applies to a case alike; below the stages, so no stage imports the planner (tests/test_structure.py).
 """
 import dataclasses
 import hashlib
@@ -60,8 +55,7 @@ class Device:
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """How to measure: from the config's `measure` section (defaults in config/schema.yaml only; see
-    experiments/plan/job_lists.measure_settings)."""
+    """How to measure: the config's `measure` section (job_lists.measure_settings)."""
 
     warmup: int
     samples: int
@@ -91,8 +85,7 @@ class MeasureJob:
 
 @dataclasses.dataclass(frozen=True)
 class Toolchain:
-    """A compiler (jax, jaxlib, libtpu) and what it compiles; experiments/plan/toolchains.py reads the
-    config's `toolchains` section into these."""
+    """A compiler (jax, jaxlib, libtpu) and what it compiles: the config's `toolchains`."""
 
     name: str
     pins: tuple = ()  # ((package, version), ...), sorted; empty for the pipeline's own environment
@@ -134,11 +127,8 @@ def raised_limits(target: str, limits_mib, requested_bytes: int) -> list[int]:
 
 
 def beyond_physical_vmem(target: str, case: Case) -> dict | None:
-    """A vmem_oom result, without compiling, for a kernel whose blocks alone exceed the core's VMEM.
-
-    No limit can make such a kernel fit, and libtpu takes minutes to say so (v1 at 8192: > 2 min).
-    The row's error says it was not compiled; vmem_bytes is then the lower bound, not the compiler's.
-    """
+    """A vmem_oom result, without compiling, for a kernel whose blocks alone exceed the core's VMEM: no
+    limit can make it fit, and libtpu takes minutes to say so; vmem_bytes is then the lower bound."""
     if not case.facts.pallas:
         return None
     need, have = min_vmem_bytes(case), chip(target).vmem_bytes

@@ -1,17 +1,5 @@
-"""A content-addressed cache of a job's outputs, for jobs whose outputs follow from their inputs alone.
-
-A figure, the report or a kernel's correctness rows are the same bytes whenever the job's inputs are:
-its input files (by content), its params (the code digest of its script's import closure among them),
-the workflow's config and the installed packages. The key is the sha256 of exactly those, so a run
-after `results/` was deleted, or in a second checkout, copies each such output back instead of
-drawing, typesetting or interpreting it again (experiments/compile_study/cache.py does the same for
-single compiles). An entry is a folder of the output files and a manifest with their sha256, itself
-sealed with the sha256 of its own content (experiments/core/integrity.py); one whose manifest or files
-do not match is made again and overwritten, never trusted, with one warning naming the entry.
-
-Where: $TPU_MATMUL_REPRO_CACHE/outputs when that variable is set ("off" disables this cache and the
-compile cache alike), else $XDG_CACHE_HOME/tpu-matmul-repro/outputs (~/.cache/... by default). Nothing
-prunes it: each new table adds its figures and report (~26 MB); delete the folder to reclaim the space.
+"""A content-addressed cache of the outputs of jobs whose outputs follow from their inputs alone
+(figures, the report, correctness rows): docs/reproducibility.md, "Caches".
 """
 import hashlib
 import json
@@ -25,6 +13,7 @@ from pathlib import Path
 
 from tpu_matmul_repro.experiments.core import integrity, reading
 from tpu_matmul_repro.experiments.core.cache_dirs import cache_folder
+from tpu_matmul_repro.experiments.core.runtime import logged
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +21,7 @@ FORMAT = 2  # bump when an entry's layout or the key's parts change
 
 
 def cache_root() -> Path | None:
-    """$TPU_MATMUL_REPRO_CACHE/outputs, ~/.cache/tpu-matmul-repro/outputs, or None when that variable
-    turns the caches off."""
+    """$TPU_MATMUL_REPRO_CACHE/outputs, else the user's cache folder; None when caches are off."""
     return cache_folder("outputs")
 
 
@@ -61,9 +49,8 @@ def environment() -> dict:
 
 
 def key_parts(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> dict:
-    """What a job's outputs follow from: rule, input contents, params, config, software, the environment
-    variables of jax, XLA and libtpu, output names, and `extra`: what else the script reads (e.g. the
-    report's date). Values must be JSON."""
+    """What a job's outputs follow from: rule, input contents, params, config, software, jax's, XLA's and
+    libtpu's environment variables, output names and `extra` (what else the script reads); JSON values."""
     return dict(format=FORMAT, rule=rule, inputs=[file_digest(p) for p in inputs],
                 params=params, config=config, software=software(), environment=environment(),
                 outputs=[Path(p).name for p in outputs], extra=extra or {})
@@ -71,11 +58,6 @@ def key_parts(rule: str, inputs, params: dict, config: dict, outputs, extra: dic
 
 def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
-
-
-def job_key(rule: str, inputs, params: dict, config: dict, outputs, extra: dict | None = None) -> str:
-    """The key of a job's outputs: the digest of its key_parts."""
-    return _digest(key_parts(rule, inputs, params, config, outputs, extra))
 
 
 def parts_line(parts: dict) -> str:
@@ -129,9 +111,8 @@ class OutputCache:
         return True
 
     def store(self, key: str, outputs) -> None:
-        """Keep copies of `outputs` under `key`: written beside the entry, then renamed into place. Best
-        effort: the outputs are made already, so a cache that cannot take them (full, read-only, or an
-        entry another job stored first) only logs why."""
+        """Keep copies of `outputs` under `key`, written beside the entry and renamed into place; best effort:
+        a cache that cannot take them only logs why."""
         entry = self._entry(key)
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
@@ -155,14 +136,17 @@ class OutputCache:
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
-    """Restore the job's outputs from the cache, or call make() and store what it wrote.
+def cached_job(snakemake, make, extra=None) -> None:
+    """A job's script: make(log) with the job's log, by reuse_or_make; `extra()`: what else the outputs
+    follow from."""
+    with logged(snakemake.log[0]) as log:
+        reuse_or_make(snakemake, lambda: make(log), log, extra=extra() if extra else None)
 
-    `snakemake` is the script's Snakemake object: its rule, input, params, config and output make the
-    key, with `extra` (what else the script reads). make() does the work and writes every output (its
-    heavy imports belong inside it); it returns False when those outputs do not follow from the key
-    alone (e.g. a compile timed out, which another run may not), and then nothing is stored.
-    """
+
+def reuse_or_make(snakemake, make, log, extra: dict | None = None) -> None:
+    """Restore the job's outputs from the cache, or call make() and store what it wrote; `snakemake`'s rule,
+    input, params, config and output, with `extra`, make the key. make() returns False when its outputs do
+    not follow from the key alone (a compile timed out), and then nothing is stored."""
     root = cache_root()
     outputs = list(snakemake.output)
     if root is None:

@@ -1,13 +1,5 @@
-"""The previous version of every output a run replaces, kept until the run ends (issue 39).
-
-Snakemake removes a job's old outputs when it starts the job. The jobs write through a temporary file
-(experiments/core/atomic_write.py: write_atomic), which keeps a half-written file out of results/, but a job
-that then fails (a full disk, a crash, Ctrl-C) left nothing where the finished file had been. So the
-Snakefile's `onstart` hard-links each existing output of the jobs about to run into FOLDER (a link
-costs no space: a full disk does not stop it) and notes Snakemake's metadata record of it; `onerror`
-puts back every one that is missing when the run stops, with its record, so it is what the previous
-run left and an edit of its code still reruns it; `onsuccess` drops the links. A run killed outright
-(kill -9) leaves them in FOLDER: the next run's start puts back those still missing, then keeps anew.
+"""The previous version of every output a run replaces, kept (hard-linked) until the run ends and put
+back, with its metadata record, where a job fails or is stopped (docs/reliability.md).
 """
 import logging
 import os

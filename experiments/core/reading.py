@@ -1,11 +1,5 @@
-"""Reading a file the project is given or keeps: a regular file, of bounded size, decoded as UTF-8.
-
-Every file a user hands the project (a config and its overlays, a shapes file, a run's results tables,
-a carried measurement file) and every cache entry it reads back is read here first: a folder, a FIFO, a
-device (/dev/zero) or a socket is refused by its type before a byte is read, a file larger than its
-kind's limit (LIMITS) by its size, and text that is not UTF-8 at the byte where it stops being so. Each
-refusal is one line naming the file (ReadError), so no reader further on (YAML, CSV, JSON, parquet)
-meets a file it could spend minutes or gigabytes on. No pandas here: compile workers import it.
+"""Reading a file the project is given or keeps: a regular file, of bounded size (LIMITS), decoded as
+UTF-8; each refusal one line naming the file (docs/reliability.md). No pandas: compile workers import it.
 """
 import os
 import stat
@@ -76,8 +70,7 @@ def _open(path, kind: str) -> int:
 
 
 def check_file(path, kind: str) -> int:
-    """The size of `path` if it is a regular file within its kind's limit; ReadError otherwise. For a
-    reader that takes a path of its own (parquet)."""
+    """The size of `path`, a regular file within its kind's limit, else ReadError (for parquet)."""
     fd = _open(path, kind)
     try:
         return os.fstat(fd).st_size
@@ -101,8 +94,7 @@ def read_bytes(path, kind: str) -> bytes:
 
 
 def decoded(data: bytes, path) -> str:
-    """`data` as UTF-8 text; ReadError naming `path`, the first byte that is not UTF-8, its offset and
-    its line."""
+    """`data` as UTF-8; ReadError naming `path` and the first byte that is not UTF-8, its offset and line."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -10,11 +10,8 @@ import time
 
 
 def use_cpu_jax() -> None:
-    """Run JAX on the CPU (call before importing jax).
-
-    Interpret-mode checks and deviceless TPU compiles need no accelerator; without this, an installed
-    libtpu is probed at start-up and prints errors on a machine without a TPU.
-    """
+    """Run JAX on the CPU (call before importing jax): otherwise an installed libtpu is probed at start-up
+    and prints errors on a machine without a TPU."""
     os.environ["JAX_PLATFORMS"] = "cpu"
     if "jax" in sys.modules:  # imported already (e.g. by unpickling Snakemake's params): not too late
         sys.modules["jax"].config.update("jax_platforms", "cpu")  # until its first device is used
@@ -30,9 +27,8 @@ MAX_SOURCE_DATE_EPOCH = 253402300799
 
 
 def source_date_epoch() -> int | None:
-    """$SOURCE_DATE_EPOCH (reproducible-builds.org: the date the report and the figures' files state),
-    or None where it is unset or empty; UserError in one line for anything but whole seconds since 1970
-    that a date can hold. Checked when Snakemake reads the workflow, before any job (Snakefile)."""
+    """$SOURCE_DATE_EPOCH (the date the report and figures state) or None where unset or empty; UserError
+    in one line for anything but whole seconds since 1970 that a date can hold."""
     value = os.environ.get("SOURCE_DATE_EPOCH", "")
     if value == "":
         return None
@@ -49,11 +45,8 @@ QUIET_LIBRARIES = ("fontTools", "weasyprint")
 
 @contextlib.contextmanager
 def logged(log_path):
-    """Send this job's stdout, stderr and `logging` output to its Snakemake log file.
-
-    The file is emptied, then opened for appending: worker processes that append their own stderr to
-    the same log (the compile workers) then interleave with it instead of being overwritten by writes at
-    this handle's own offset."""
+    """Send this job's stdout, stderr and `logging` output to its Snakemake log file, emptied and then
+    appended to, so that workers appending their own stderr interleave with it."""
     open(log_path, "w").close()
     last_word = []  # a full disk's message, for stderr when the log itself cannot take it
     root = logging.getLogger()
@@ -100,9 +93,8 @@ def logged(log_path):
 
 
 def record_interrupts() -> list:
-    """A list that gets an entry for each Ctrl-C (SIGINT) this process receives, which is then handled
-    as before (KeyboardInterrupt): the Snakefile's onerror tells an interrupted run from a failed one.
-    Left as it is where SIGINT is ignored (a shell's background job) or handled otherwise."""
+    """A list that gets an entry for each Ctrl-C this process receives, then handled as before: the
+    Snakefile's onerror tells an interrupted run from a failed one. Left alone where SIGINT is not default."""
     received = []
 
     def note(signum, frame):
@@ -127,10 +119,7 @@ def disk_full_message(e: OSError) -> str:
 
 
 class Progress:
-    """Per-job progress in the job's log: "12/40 (30 %) <what>; 1 min 5 s elapsed, about 2 min 31 s left".
-
-    Snakemake's own counter says how many jobs are done; this says how far one long job is.
-    """
+    """Per-job progress in the job's log: "12/40 (30 %) <what>; 1 min 5 s elapsed, about 2 min 31 s left"."""
 
     def __init__(self, total: int, log: logging.Logger, clock=time.monotonic):
         self.total, self.done, self.log, self.clock = total, 0, log, clock

@@ -1,9 +1,5 @@
-"""The tidy results table, defined once: its columns, their types, its statuses and its key.
-
-One row per estimate, measurement or published number (`source`). Every stage that writes rows
-(the compile study, the measurement harness, the published reference) and every stage that reads
-them (aggregation, figures, report) takes the column list from here; `conform` gives any frame the
-table's columns in order and its dtypes.
+"""The tidy results table, defined once: its columns, types, statuses and key, and the checks a carried
+measurement file passes before it joins the table (check_measured).
 """
 import dataclasses
 
@@ -16,8 +12,7 @@ from tpu_matmul_repro.experiments.core.runtime import UserError
 
 @dataclasses.dataclass(frozen=True)
 class Column:
-    """One column of the results table: the one place its name, type, unit and meaning are written.
-    The parquet schema (conform), the docs' column reference and the report's glossary read it."""
+    """One column of the results table: the one place its name, type, unit and meaning are written."""
 
     name: str
     # text, int (nullable), dim (an integer size, never missing), float, bool, boolean (nullable), samples
@@ -25,7 +20,6 @@ class Column:
     unit: str  # "" where the value has none
     sources: tuple  # the sources whose rows fill it (SOURCES)
     meaning: str
-    # What the table's code does with it (the name lists below are read from these):
     filled: bool = False  # text never missing: "" where a row has nothing to say (TEXT_COLUMNS)
     derived: bool = False  # recomputed by the aggregate or the timing model: a carried file's is dropped
     # the range a carried file's number is checked in: `least` for a whole-number count (>= least);
@@ -42,7 +36,7 @@ INTERVAL_COLUMNS = [f"{col}_{side}{level}" for col in MODELLED_COLUMNS for level
                     for side in ("lo", "hi")]
 
 SOURCES = ("published", "estimate", "measured")  # also the table's order of sources
-ALL, EST, MEAS, PUB = SOURCES, ("estimate",), ("measured",), ("published",)
+ALL, EST, MEAS = SOURCES, ("estimate",), ("measured",)
 _EST_MEAS = ("estimate", "measured")
 COLUMN_SPECS = (
     Column("source", "text", "", ALL, "where the number comes from: published (the post's figures), estimate "
@@ -163,10 +157,9 @@ COLUMN_SPECS = (
 COLUMNS = [c.name for c in COLUMN_SPECS]
 _OF_KIND = {kind: tuple(c.name for c in COLUMN_SPECS if c.kind == kind)
             for kind in ("text", "int", "dim", "float", "bool", "boolean", "samples")}
-INT_COLUMNS, FLOAT_COLUMNS, BOOL_COLUMNS = _OF_KIND["int"], _OF_KIND["float"], _OF_KIND["bool"]
-# A measured row's raw samples (lists of seconds): the table keeps them, and the statistics derived
-# from them (experiments/measure/statistics.py) are columns of their own, so readers of the table
-# after the aggregate leave them out (analysis/runs.py).
+INT_COLUMNS, FLOAT_COLUMNS = _OF_KIND["int"], _OF_KIND["float"]
+# A measured row's raw samples (lists of seconds): readers after the aggregate, which derives their
+# statistics, leave them out (analysis/runs.py).
 SAMPLE_COLUMNS = _OF_KIND["samples"]
 # never missing: "" when there is nothing to say (the key's text columns are filled by every source).
 TEXT_COLUMNS = tuple(c.name for c in COLUMN_SPECS if c.filled)
@@ -175,7 +168,6 @@ _KIND = {c.name: c.kind for c in COLUMN_SPECS}
 # the row's error names the toolchain and says why.
 ESTIMATE_STATUSES = ("ok", "vmem_oom", "compile_error", "timeout", "toolchain_error")
 MEASURE_STATUSES = ("ok", "vmem_oom", "compile_error", "runtime_error", "wrong_result", "timeout")
-PUBLISHED_STATUSES = ("ok", "failed")
 
 # run_label names a measurement run (a machine), so two machines' measurements of a target both stay.
 # toolchain: one configuration compiled by two compilers (the post's and today's) is two rows.
@@ -220,34 +212,19 @@ _TEXT = tuple(c for c in MEASURED_REQUIRED if _KIND[c] == "text" and c != "toolc
 _INTEGER = tuple(c for c in MEASURED_REQUIRED if _KIND[c] in ("int", "dim"))
 MAX_DIM = 32768  # as config/schema.yaml's `dim`: no TPU holds larger operands
 MAX_SAMPLE_S = 7200.0  # as config/schema.yaml's measure.timeout_s: no sample outlasts its job
-# Every column of a carried file holds its kind (COLUMN_SPECS; absent, or empty where a row has nothing
-# to say, is fine), and every number a measured row carries has a range (its spec's least or bound;
-# tests/test_carried.py keeps it so). The statistics the aggregate derives from the samples and the
-# modelled columns are recomputed (DERIVED): what a file holds there is dropped, never read.
+# Every number a carried row holds has a range (its spec's least or bound; tests/test_carried.py keeps
+# it so); the DERIVED columns are recomputed, so what a file holds there is dropped, never read.
 _COUNTS = {c.name: c.least for c in COLUMN_SPECS if c.least is not None}  # whole numbers, at least this
 _QUANTITIES = tuple(c.name for c in COLUMN_SPECS if c.bound == "quantity")  # finite and not negative
 _ERRORS = tuple(c.name for c in COLUMN_SPECS if c.bound == "error")  # not negative; infinite if not ok
-_SAMPLES = SAMPLE_COLUMNS  # device_samples_s optional
 DERIVED = tuple(c.name for c in COLUMN_SPECS if c.derived)
 _PATTERNS = {"target": r"[a-z0-9][a-z0-9-]*", "experiment": r"[A-Za-z0-9]+",
              "run_label": r"[A-Za-z0-9][A-Za-z0-9_.-]*"}  # target and label become file names
 
 
 def check_measured(path, *, min_samples: int, max_rows: int, tolerance: dict) -> pd.DataFrame:
-    """A carried measurement file, read and checked before it joins the table; raises DataError.
-
-    Every column a later step reads is checked, so that the aggregate cannot fail on a file that passed:
-    it is a regular file of at most a carried file's size (experiments/core/reading.py), a parquet
-    file of at most `max_rows` rows; every required column is there; each column holds
-    its type (text, whole numbers, numbers, flags, lists of seconds); source is "measured"; kernel, dtype
-    and status are known; target, experiment and run_label are names, timestamps ISO 8601; sizes are
-    positive and blocks divide them; counts, quantities and errors are finite and not negative; the row
-    agrees with the project's names, its own status (`tolerance`: measure.tolerance) and its chip's
-    physics (experiments/core/consistency.py); every sample is a finite, positive number of seconds, no
-    faster than the chip allows, and an ok row has at least `min_samples` of each timer's (the
-    profiler's: none, or as many); no two rows share the table's key.
-    """
-
+    """A carried measurement file read and checked, every column a later step reads, before it joins the
+    table (docs/reliability.md lists each check); DataError otherwise. `tolerance`: measure.tolerance."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -273,7 +250,7 @@ def check_measured(path, *, min_samples: int, max_rows: int, tolerance: dict) ->
     if table.num_rows == 0:
         raise DataError(f"{path}: no rows")
     _check_types(path, table, pa)
-    df = table.select([c for c in table.column_names if c not in _SAMPLES]).to_pandas()
+    df = table.select([c for c in table.column_names if c not in SAMPLE_COLUMNS]).to_pandas()
     unchecked = [c for c in _ERRORS if c not in df]
     if unchecked and (df.status == "ok").any():
         raise DataError(f"{path}: missing column(s) {unchecked}: an ok row's output check (its errors) is "
@@ -283,7 +260,7 @@ def check_measured(path, *, min_samples: int, max_rows: int, tolerance: dict) ->
     if problem:
         _fail(path, *problem)
     least = consistency.least_seconds(df)
-    for col in _SAMPLES:
+    for col in SAMPLE_COLUMNS:
         if col in table.column_names:
             _check_samples(path, col, table[col], (df.status == "ok").to_numpy(), min_samples,
                            optional=col == "device_samples_s", least=least,
@@ -317,7 +294,7 @@ def _check_types(path, table, pa) -> None:
     for spec in COLUMN_SPECS:
         if spec.name in present and spec.name not in (*_TEXT, *DERIVED):
             holds(spec.name, *of_kind[spec.kind])
-    for col in present.intersection(_SAMPLES):
+    for col in present.intersection(SAMPLE_COLUMNS):
         kind = table[col].type
         element = (*number, pa.types.is_null)
         if any(test(kind) for test in lists) and not any(test(kind.value_type) for test in element):
@@ -422,7 +399,7 @@ def _check_duplicates(path, df: pd.DataFrame) -> None:
 
 def check_unique_files(paths) -> None:
     """No configuration measured under one run label in two files (one file copied under two names);
-    DataError naming both files and the first such row of the second. Each file is checked already."""
+    DataError naming both files and the first such row of the second."""
     import pyarrow.parquet as pq
 
     seen = {}  # key -> (file, row)

@@ -1,9 +1,5 @@
-"""Pallas grids' traffic summaries (traffic.windows) kept on disk, beside the compile cache.
-
-Counting a grid's copies evaluates the kernel's own BlockSpecs, which imports its module and jax;
-a process that finds every case it needs here imports neither (a warm advisor call). The key is the
-case and the digest of the code that counts (traffic.py, the kernels' tilings: by syntax tree); an
-entry that does not read back sealed (experiments/core/integrity.py) is counted again and rewritten.
+"""Pallas grids' traffic summaries (traffic.windows) kept on disk beside the compile cache, so a warm
+process imports neither the kernels nor jax (docs/reproducibility.md, "Caches").
 """
 import dataclasses
 import functools

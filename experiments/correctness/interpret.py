@@ -1,10 +1,5 @@
-"""Correctness of every kernel on CPU: Pallas interpret mode against a float64 NumPy reference.
-
-Two modes:
-- "interpret": `interpret=True`, Pallas's generic interpreter (the kernel body on XLA:CPU).
-- "tpu-interpret": `pltpu.InterpretParams`, which simulates TPU memory spaces, fills uninitialised
-  buffers with NaN, runs the grid on `num_cores` simulated cores and detects data races; it checks
-  the grid's revisiting semantics (an output block kept across the k loop) and the accumulator.
+"""Correctness of every kernel on CPU: Pallas interpret mode against a float64 NumPy reference, in two
+modes: "interpret" (the generic interpreter), "tpu-interpret" (simulated TPU memory, NaN buffers, races).
 """
 import zlib
 

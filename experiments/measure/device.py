@@ -1,10 +1,5 @@
-"""Which device this run measures on, if any: a TPU found by `jax.devices()`, the CPU on request, or none.
-
-Decided once, when Snakemake reads the workflow, so the measurement jobs exist only where they can
-run. The probe runs `jax.devices()` in a child process (a process that opened the TPU holds it until it
-exits) and only where TPU hardware is visible (/dev/accel*, /dev/vfio): elsewhere it costs nothing and
-the run is estimate-only. The answer is cached in the environment, which Snakemake's job processes
-inherit, so they never probe a TPU that a measuring job already holds.
+"""Which device this run measures on, if any: a TPU found by `jax.devices()` in a child process (only
+where TPU hardware is visible), the CPU on request, or none; decided once and cached in the environment.
 """
 import glob
 import json
@@ -26,9 +21,8 @@ PROBE = ("import json, jax; d = jax.devices(); "
 
 
 def count_chips(device_kind: str, devices: int, distinct_coords: int | None = None) -> int:
-    """Chips behind `devices` JAX devices. A JAX device is a chip on single-core chips (v5e, v6e) and on
-    megacore chips (v4, v5p: one device drives both TensorCores), but one TensorCore on 7x (two per
-    chip). Devices on one chip share their coordinates, so their count is the answer where known."""
+    """Chips behind `devices` JAX devices: one device per chip but on 7x (one per TensorCore); devices on
+    one chip share their coordinates, so their count is the answer where known."""
     if distinct_coords:
         return distinct_coords
     version = chip_version(device_kind)

@@ -1,8 +1,6 @@
-"""Measuring kernels on a real device: compile, check, warm up, then time, each configuration in a
-worker process that is killed past its timeout and restarted when it crashes, so one configuration
-cannot stall or end the sweep (docs/measuring.md: how one configuration is measured). Raw samples are
-kept; medians and quartiles are derived downstream (experiments/measure/statistics.py). Nothing here is
-TPU-specific but the device, so the CPU tests run every branch (on XLA's matmul)."""
+"""Measuring kernels on a real device: compile, check, warm up, then time each configuration in a worker
+process killed past its timeout and restarted when it crashes (docs/measuring.md). Raw samples are kept.
+"""
 import datetime
 import logging
 import math
@@ -67,9 +65,7 @@ def calls_per_batch(single_call_s: float, out_bytes: int, settings: Settings) ->
 def measure_case(case: Case, call, settings: Settings, *, clock=time.perf_counter,
                  phase=lambda name: None) -> dict:
     """Compile, check and time `call` on `case`; a dict of status, error, errors and raw samples.
-
-    `phase(name)` is told "compiling", "checking" and "timing" as they start (the worker reports
-    them, so a configuration killed at its timeout says where it hung)."""
+    `phase(name)` is told each phase as it starts: a configuration killed at its timeout says where."""
     result = empty_result()
     inputs = [operands(case, seed) for seed in range(settings.input_sets)]
     phase("compiling")
@@ -128,8 +124,7 @@ def measured_row(job: MeasureJob, case: Case, result: dict, limit: int | None,
 
 
 class InProcess:
-    """Runs configurations in this process: for tests of the bookkeeping with stand-in calls (no
-    isolation: a hang hangs the caller). `experiments.measure.process.Worker` is the real runner."""
+    """Runs configurations in this process, for tests of the bookkeeping (no isolation: process.Worker)."""
 
     def __init__(self, build=build, clock=time.perf_counter, found: dict | None = None):
         self.build, self.clock, self.found = build, clock, found  # found: pretend to be that device

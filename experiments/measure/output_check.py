@@ -1,8 +1,6 @@
-"""Is a measured kernel's output right? Checked before anything is timed, tile by tile: a global
-relative error hides local faults (one wrong 128x128 tile of an 8192^2 output moves it by 1/64 of that
-tile's error; a NaN makes it compare false against any tolerance). The check and its error scale:
-docs/measuring.md. Both the device reference and the per-tile sums run as jitted JAX on the default
-device: the same code is tested on the CPU backend."""
+"""Is a measured kernel's output right? Checked tile by tile before anything is timed, as jitted JAX on
+the default device (docs/measuring.md: the check and its error scale).
+"""
 import math
 
 import jax

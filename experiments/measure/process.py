@@ -1,12 +1,5 @@
-"""The job's side of measuring in a worker process the job can kill: `Worker` starts, feeds and, on a
-timeout, kills `python -m experiments.measure.timing_worker PLATFORM [BUILD]` (worker.py, the worker's side).
-
-The worker is the only process of a measuring job that opens the device. It says hello (the device it
-found, its chips, the dispatch floor), then reads pickled (case, vmem_limit_bytes, settings) requests
-on stdin and writes pickled ("phase", name) messages and one ("result", dict) per request to its
-original stdout, each message framed by HEADER. A configuration that passes `timeout_s` is killed with
-its worker (which frees the TPU) and becomes a `timeout` row; a worker that dies becomes a
-`compile_error` or `runtime_error` row; either way the next configuration gets a fresh worker.
+"""The job's side of measuring: `Worker` starts, feeds and, past a timeout, kills the timing worker
+(timing_worker.py), the only process that opens the device; a killed or dead worker becomes a row.
 """
 import os
 import pickle
@@ -73,10 +66,8 @@ class Worker:
         return self.found
 
     def _receive(self, deadline: float):
-        """The next message, ("timeout", None) past the deadline, or ("exit", code) if the worker died.
-
-        Messages are length-prefixed and read from the raw pipe (no buffered reader: it could hold a
-        whole next message while select() waits on the empty pipe)."""
+        """The next message, ("timeout", None) past the deadline, or ("exit", code) if the worker died; read
+        length-prefixed from the raw pipe (a buffered reader could hold a message while select() waits)."""
         fd = self._proc.stdout.fileno()
         while True:
             if len(self._buffer) >= HEADER.size:

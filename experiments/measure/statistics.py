@@ -1,15 +1,5 @@
-"""Statistics of measured rows, derived from their raw samples (kept in the table, like asv does).
-
-seconds = median of the row's primary samples: `device_samples_s` (the kernel's device time from
-profiler events) where the row has them (timer = profiler_device_events), else `samples_s` (batched
-asynchronous calls; timer = batched_async_calls), with p25_seconds, p75_seconds and n_samples of the
-same samples; batched_seconds = median of `samples_s`; wall_seconds = median of `wall_samples_s`
-(single blocked calls, the post's method); tflops = FLOPs / seconds.
-
-near_dispatch_floor: batched_seconds is under FLOOR_FACTOR times the run's dispatch floor (the
-batched timer's time per call on a trivial op): that timer measured Python dispatch, not the kernel,
-and batched_seconds (and seconds, where it comes from it) must not be read as device time.
-Rows without samples (failures, wrong results) get none of these.
+"""Statistics of measured rows derived from their raw samples, which the table keeps: seconds,
+quartiles, batched and wall medians, near_dispatch_floor (docs/outputs.md, the measured columns).
 """
 import numpy as np
 import pandas as pd

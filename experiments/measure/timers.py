@@ -1,16 +1,5 @@
-"""Three ways to time a compiled call, and the dispatch floor that bounds two of them.
-
-- `time_profiled` (primary): the kernel's own duration on the device, from `jax.profiler` device
-  events, as tune-jax and tokamax time TPU kernels. On a TPU every execution of the program is one
-  event on the device plane's "XLA Modules" line; on the CPU backend (no device plane) the program's
-  op events sit on the host's XLA threads, tagged with the module and a run id, and a run lasts from
-  its first op's start to its last op's end. One parser handles both, so the CPU tests run it.
-- `time_batched` (second method): back-to-back asynchronous calls timed as a whole until the last
-  result is ready, divided by the number of calls. It cannot go below the time Python takes to
-  enqueue one call (the JAX Pallas guide calls such timing an upper bound).
-- `time_blocked`: single calls, each waited for, as the post timed them with `timeit`.
-- `dispatch_floor`: `time_batched` on a trivial jitted op: the per-call floor of the batched timer on
-  this host. Rows whose batched time is near it measured dispatch, not the kernel.
+"""Three ways to time a compiled call (profiler device events, batched asynchronous calls, blocked
+calls) and the dispatch floor that bounds the batched one (docs/measuring.md).
 """
 import glob
 import re

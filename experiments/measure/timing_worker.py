@@ -1,7 +1,5 @@
-"""The measuring worker process, `python -m experiments.measure.timing_worker PLATFORM [BUILD]`: the
-only process of a measuring job that opens the device (the job's side is process.py). libtpu and the
-compiler write to file descriptors 1 and 2 directly, so fd 1 is moved onto stderr and replies go to a
-private copy.
+"""The measuring worker process, `python -m experiments.measure.timing_worker PLATFORM [BUILD]`: the only
+process of a measuring job that opens the device; replies go to a private copy of fd 1 (process.py).
 """
 import importlib
 import os

@@ -1,6 +1,5 @@
-"""Loading and checking config/config.yaml: the JSON schema, then checks the schema cannot express.
-
-Every error names the config key and the offending value, and is raised before any job runs.
+"""Loading and checking config/config.yaml: a strict YAML read, the JSON schema, then checks the schema
+cannot express; every error names the config key and the offending value, before any job runs.
 """
 import copy
 import functools
@@ -37,8 +36,7 @@ def _schema_file(_mtime_ns: int) -> dict:
 
 
 def schema() -> dict:
-    """config/schema.yaml, with its kernel enums filled from the kernel registry (kernels/) and its
-    target enums from CHIPS."""
+    """config/schema.yaml, its kernel enums filled from the kernel registry, its target enums from CHIPS."""
     loaded = copy.deepcopy(_schema_file(SCHEMA.stat().st_mtime_ns))
     defs = loaded["$defs"]
     defs["kernel"]["enum"] = list(DECLARED)
@@ -51,26 +49,20 @@ def schema() -> dict:
 
 
 def study_names() -> list[str]:
-    """The optional studies with rules of their own: the folders studies/<name>/rules.smk."""
+    """The optional studies: the folders with a studies/<name>/rules.smk."""
     return sorted(p.parent.name for p in (ROOT / "studies").glob("*/rules.smk"))
 
 
-# Bounds on a config's shape, checked before anything walks it: config/config.yaml holds about 300
-# values, 7 levels deep. YAML aliases share one value among many places, so a file of a few hundred
-# bytes can stand for 10^9 values (an "alias bomb"), which every walk below would visit one by one.
+# Bounds on a config's shape, checked before anything walks it (config/config.yaml holds about 300
+# values, 7 levels deep): YAML aliases let a few hundred bytes stand for 10^9 values.
 MAX_VALUES = 100_000
 MAX_DEPTH = 32
 
 
 def checked(config: dict) -> dict:
-    """`config` checked against the schema (ConfigError naming key and value), with its defaults.
-
-    First its size and depth are bounded (MAX_VALUES, MAX_DEPTH: aliases counted as often as they are
-    used); then the strings that `--config` leaves (Snakemake reads a nested value there as text: '6')
-    are read as a config file would read them where the schema wants no text; then any NaN or infinity
-    is refused, then the schema, whose integers are whole numbers written without a point (1024, not
-    1024.0).
-    """
+    """`config` checked against the schema (ConfigError naming key and value), with its defaults: bounded,
+    `--config`'s text ('6') read as YAML reads it where the schema wants no text, NaN refused, then the
+    generations, the schema and the advice shapes."""
     check_bounded(config)
     config = normalised(config)
     check_finite(config)
@@ -82,9 +74,8 @@ def checked(config: dict) -> dict:
 
 
 def check_advice(config: dict) -> None:
-    """ConfigError at the first of advice.shapes whose operands and output do not fit the HBM of one
-    of the targets advised for: the advisor's own bound (traffic.hbm_problem), so the config takes every
-    shape `advise` takes and no other."""
+    """ConfigError at the first of advice.shapes that does not fit the HBM of a target advised for: the
+    advisor's own bound (traffic.hbm_problem), so the config takes exactly the shapes `advise` takes."""
     from tpu_matmul_repro.experiments.core.traffic import hbm_problem
 
     section = config["advice"]
@@ -97,8 +88,8 @@ def check_advice(config: dict) -> None:
 
 
 def normalised(config: dict) -> dict:
-    """A copy of `config` with each string the schema does not accept as text at its key (a number, a
-    boolean or null from `--config 'measure={samples: 6}'`) read as YAML reads it (6)."""
+    """A copy of `config` with each string the schema takes no text for at its key read as YAML reads it
+    (`--config 'measure={samples: 6}'` leaves '6')."""
     root = schema()
     return _normalise(copy.deepcopy(config), root, root)
 
@@ -141,47 +132,41 @@ def _scalar(text: str, node: dict):
 
 
 def check_bounded(config) -> None:
-    """ConfigError at the first key where `config` holds more than MAX_VALUES values or nests deeper
-    than MAX_DEPTH; without recursion, and stopping there, so a value shared (or contained) many times
-    over costs no more than MAX_VALUES steps."""
-    seen = 0
-    stack = [((), config)]
-    while stack:
-        path, value = stack.pop()
-        seen += 1
+    """ConfigError at the first key past MAX_VALUES values or MAX_DEPTH levels; without recursion, and
+    stopping there, so a value shared many times over costs at most MAX_VALUES steps."""
+    for seen, (path, _) in enumerate(_walk(config), 1):
         if seen > MAX_VALUES:
             raise ConfigError(f"invalid config: {_key(path) or '<root>'}: more than {MAX_VALUES} values in "
                               "the config (YAML aliases counted where they are used)")
         if len(path) > MAX_DEPTH:
             raise ConfigError(f"invalid config: {_key(path[:MAX_DEPTH])}: nested deeper than {MAX_DEPTH} "
                               "levels")
+
+
+def check_finite(config) -> None:
+    """Refuse a NaN or infinity anywhere: a schema's minimum and maximum let NaN through (a NaN
+    tolerance would call any result right)."""
+    for path, value in _walk(config):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"invalid config: {_key(path)}: {value} is not a finite number")
+
+
+def _walk(config):
+    """(path, value) of `config` and of everything in it, in order, without recursion."""
+    stack = [((), config)]
+    while stack:
+        path, value = stack.pop()
+        yield path, value
         if isinstance(value, dict):
-            stack.extend(((*path, k), v) for k, v in value.items())
+            stack.extend(reversed([((*path, k), v) for k, v in value.items()]))
         elif isinstance(value, list):
-            stack.extend(((*path, i), v) for i, v in enumerate(value))
+            stack.extend(reversed([((*path, i), v) for i, v in enumerate(value)]))
 
 
-def check_finite(config, path=()) -> None:
-    """Refuse a NaN or infinity anywhere: every comparison with NaN is false, so a schema's minimum and
-    maximum let it through (a NaN tolerance would call any result right)."""
-    if isinstance(config, dict):
-        for key, value in config.items():
-            check_finite(value, (*path, key))
-    elif isinstance(config, list):
-        for i, value in enumerate(config):
-            check_finite(value, (*path, i))
-    elif isinstance(config, float) and not math.isfinite(config):
-        raise ConfigError(f"invalid config: {_key(path)}: {config} is not a finite number")
-
-
-def with_defaults(config: dict, node: dict | None = None) -> dict:
-    """A copy of `config` with every default of the schema filled in, at every depth.
-
-    The schema is the one place defaults live: nothing else writes `.get(key, default)`.
-    """
-    root = schema() if node is None else None
-    node = root if node is None else node
-    return _fill(copy.deepcopy(config), node, root or node)
+def with_defaults(config: dict) -> dict:
+    """A copy of `config` with the schema's defaults filled in at every depth (their one place)."""
+    root = schema()
+    return _fill(copy.deepcopy(config), root, root)
 
 
 def _resolve(node: dict, root: dict) -> dict:
@@ -208,8 +193,8 @@ def _fill(value, node: dict, root: dict):
 
 
 def _whole_number(checker, instance) -> bool:
-    """An integer of the schema: 1024, not 1024.0 (JSON Schema's own "integer" takes both; a float
-    size or count crashes a job later, e.g. range() in the kernels)."""
+    """An integer of the schema: 1024, not 1024.0 (JSON Schema's "integer" takes both; a float size
+    crashes a job later)."""
     return isinstance(instance, int) and not isinstance(instance, bool)
 
 
@@ -223,23 +208,22 @@ GENERATIONS = ROOT / "data" / "tpu_generations.csv"
 
 
 def target_places(config: dict):
-    """(key, target) for every target the config names: targets, advice, searches and toolchains."""
+    """(key, target) for every target the config names: targets, advice, searches and toolchains; before
+    the schema, so any value may be of any type."""
     def listed(key, value):
         return [(f"{key}[{i}]", t) for i, t in enumerate(value)] if isinstance(value, list) else []
 
+    def mapping(value) -> dict:
+        return value if isinstance(value, dict) else {}
+
     places = listed("targets", config.get("targets"))
-    advice = config.get("advice")
-    places += listed("advice.targets", advice.get("targets")) if isinstance(advice, dict) else []
-    experiments = (config.get("compile_study") or {}).get("experiments") if isinstance(
-        config.get("compile_study"), dict) else None
-    for name, spec in (experiments or {}).items() if isinstance(experiments, dict) else ():
-        search = spec.get("search") if isinstance(spec, dict) else None
-        if isinstance(search, dict):
-            places += listed(f"compile_study.experiments.{name}.search.targets", search.get("targets"))
-    toolchains = config.get("toolchains")
-    for name, spec in (toolchains or {}).items() if isinstance(toolchains, dict) else ():
+    places += listed("advice.targets", mapping(config.get("advice")).get("targets"))
+    for name, spec in mapping(mapping(config.get("compile_study")).get("experiments")).items():
+        search = mapping(mapping(spec).get("search"))
+        places += listed(f"compile_study.experiments.{name}.search.targets", search.get("targets"))
+    for name, spec in mapping(config.get("toolchains")).items():
         for key in ("targets", "estimates_for"):
-            places += listed(f"toolchains.{name}.{key}", spec.get(key) if isinstance(spec, dict) else None)
+            places += listed(f"toolchains.{name}.{key}", mapping(spec).get(key))
     return places
 
 
@@ -253,8 +237,7 @@ def _generations(_mtime_ns: int) -> dict:
 
 
 def check_generations(config: dict) -> None:
-    """ConfigError in one line for a target that the pipeline's libtpu cannot compile for without a TPU,
-    as data/tpu_generations.csv records it (TPU 8i and 8t of jax's table, with libtpu 0.0.50.1)."""
+    """ConfigError for a target the pipeline's libtpu cannot compile for (data/tpu_generations.csv)."""
     try:
         known = _generations(GENERATIONS.stat().st_mtime_ns)
     except OSError:
@@ -307,9 +290,8 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _m
 
 
 def _bounded(node, path: Path) -> None:
-    """ConfigError unless the composed document `node` stands for at most MAX_VALUES values, aliases
-    expanded, at most MAX_DEPTH levels deep, and no alias inside the value it names. Each node is
-    visited once (its expanded size and depth remembered), without recursion."""
+    """ConfigError unless the composed document `node`, aliases expanded, holds at most MAX_VALUES values
+    at most MAX_DEPTH levels deep, and no alias inside the value it names; each node visited once."""
     size, depth, open_nodes = {}, {}, set()
 
     def children(n):
@@ -343,9 +325,8 @@ def _bounded(node, path: Path) -> None:
 
 
 def load_yaml(path, kind: str = "config file") -> dict:
-    """A config file's contents; ConfigError naming the file: one that is not a regular file, larger
-    than its kind's limit or not UTF-8 (experiments/core/reading.py), the line and column of a syntax
-    error, a duplicate key, or a document too large or too deep (_bounded), refused before it is built."""
+    """A config file's contents; ConfigError naming the file (and line and column): not a regular file,
+    too large, not UTF-8, not YAML, a duplicate key, or too large or deep once expanded (_bounded)."""
     path = Path(path)
     try:
         text = reading.read_text(path, kind)
@@ -378,15 +359,13 @@ def load_yaml(path, kind: str = "config file") -> dict:
 
 
 def load_with_overlays(*paths) -> dict:
-    """config/config.yaml with the config files at `paths` merged in as `--configfile` merges them
-    (Snakemake's own update_config: mappings key by key, any other value replaced): a study's overlay."""
+    """config/config.yaml with the files at `paths` merged as `--configfile` merges them."""
     from snakemake.utils import update_config
 
     config = load_yaml(ROOT / "config" / "config.yaml")
     for path in paths:
         update_config(config, load_yaml(path))
     return config
-
 
 
 CONFIGFILE_OPTIONS = ("--configfile", "--configfiles")  # Snakemake's spellings; each takes one or more paths
@@ -409,11 +388,8 @@ def configfiles_of(argv) -> list[str]:
 
 
 def check_configfiles(argv) -> None:
-    """Refuse, in one line naming it, the first `--configfile` of a Snakemake command line that is
-    missing, not a regular file, too large, not UTF-8, not YAML (file:line:col), empty, not a mapping,
-    or too large or deep once its aliases are expanded (load_yaml). Run from the workflow's default
-    profile (profiles/default/config.yaml), which Snakemake reads before it reads these files itself:
-    its own messages name no file, or are tracebacks."""
+    """Refuse, in one line naming it, the first `--configfile` of a Snakemake command line that load_yaml
+    refuses: run from the default profile, before Snakemake reads the files (its messages name none)."""
     for path in configfiles_of(argv):
         try:
             load_yaml(path)

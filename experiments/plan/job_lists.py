@@ -1,6 +1,5 @@
 """The jobs a checked config asks for: correctness cases, compile-study jobs and their parts, the
-toolchains' jobs and measurement jobs. Every error names the config key and the offending value
-(ConfigError), and is raised while planning, before any job runs.
+toolchains' jobs and measurement jobs; a ConfigError naming key and value while planning.
 """
 import copy
 import csv
@@ -94,8 +93,7 @@ def _fits(case: Case) -> bool:
 
 
 def compile_settings(config: dict) -> dict:
-    """How the config's compile-study jobs compile (the Job fields besides target, experiment and
-    cases): the compile study's and the advisor's jobs alike."""
+    """The Job fields besides target, experiment and cases: the compile study's and the advisor's."""
     section = config["compile_study"]
     return dict(toolchain=primary(config), timeout_s=section["timeout_s"],
                 profile_max_steps=section["profile_max_steps"],
@@ -162,9 +160,7 @@ def compile_jobs(config: dict) -> dict[tuple[str, str, str], Job]:
 
 def experiment_problems(spec: dict, section: dict, key: str) -> list[tuple[int, int, int]]:
     """An experiment's (m, k, n) problems: its square sizes (default: the study's, unless it lists
-    shapes), then its shapes. Shapes only for blocked kernels (and XLA's baseline, which compiles every
-    experiment's problems), each dimension a multiple of the TPU lane width; a block that does not
-    divide a shape is an error naming both (check_case), not skipped as a block larger than a size is."""
+    shapes), then its shapes (blocked kernels only, each dimension a multiple of the lane width)."""
     kernel = spec["kernel"]
     shapes = [tuple(shape) for shape in spec.get("shapes", ())]
     if shapes and kernel not in BLOCKED:
@@ -193,17 +189,10 @@ def check_search_dtypes(spec: dict, key: str) -> None:
 
 
 def compile_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job]:
-    """The compile study's Snakemake jobs: each job with a block search split into `parts` jobs keyed
-    (target, experiment, dtype, "<i>of<n>"), others as one part ("1of1").
-
-    All block shapes with one `bk` stay in one part: the sizes of a block shape share the small grids
-    that give its VMEM verdict and cycle fit, and a searched shape is not compiled when one with the
-    same bk and no larger bm and bn already ran out of VMEM in its job (study.dominated_result), so the
-    rows do not depend on how a search is split. A search splits into at most as many parts as it has
-    bk values. Groups are dealt out largest first to the part with the least work so far (work: the
-    elements of the cases' blocks, which is what a compile's time grows with), so that parts take
-    about as long as each other.
-    """
+    """The compile study's Snakemake jobs, keyed (target, experiment, dtype, "<i>of<n>"): a job with a block
+    search split into `parts`, each bk's shapes in one part (so no row depends on the split, as
+    study.dominated_result compares within a bk), dealt out largest first to the part with the least work
+    (_work); others one part, "1of1"."""
     out = {}
     for (target, experiment, dtype), job in jobs.items():
         by_bk = {}
@@ -227,8 +216,7 @@ def compile_parts(jobs: dict, parts: int) -> dict[tuple[str, str, str, str], Job
 
 def merge_baseline_jobs(parts: dict) -> dict:
     """compile_parts' jobs with each target's XLA baseline jobs (one per dtype) merged into one, keyed
-    (target, "xla", "all", "1of1"): a few seconds of compiles each, less than the start of a job and
-    its compile workers. Its rows are theirs, in the same order (each row carries its case's dtype)."""
+    (target, "xla", "all", "1of1"): a few seconds of compiles each, less than starting a job."""
     out = {}
     for (target, experiment, dtype, part), job in parts.items():
         key = (target, experiment, dtype, part)
@@ -240,21 +228,18 @@ def merge_baseline_jobs(parts: dict) -> dict:
 
 
 def expected_work(job: Job) -> int:
-    """A job's compile work, in the units compile_parts balances: the scheduler starts the longest
-    compile jobs first (longest-processing-time order), so that the short ones fill the last gaps."""
+    """A job's compile work (_work): the scheduler starts the longest compile jobs first."""
     return _work(job.cases)
 
 
 def _work(cases) -> int:
-    """The elements of the cases' blocks (a whole operand where a kernel has none): what a compile's
-    time grows with."""
+    """The elements of the cases' blocks (a whole operand where none): what a compile's time grows with."""
     return sum((c.bm or c.m) * (c.bk or c.k) + (c.bk or c.k) * (c.bn or c.n) + (c.bm or c.m) * (c.bn or c.n)
                for c in cases)
 
 
 def measure_settings(config: dict, **overrides):
-    """Settings of the measurement harness from a config's `measure` section; `overrides` replace
-    single settings (tests use the schema's defaults for everything else: with_defaults({}))."""
+    """The harness's Settings from a config's `measure` section, `overrides` replacing single ones."""
     section = config["measure"]
     fields = ("warmup", "samples", "input_sets", "min_sample_s", "max_calls", "timeout_s", "profile")
     settings = {f: section[f] for f in fields} | dict(tolerance=tuple(sorted(section["tolerance"].items())))
@@ -278,10 +263,8 @@ def with_sizes(config: dict, sizes: list[int]) -> dict:
 
 
 def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], MeasureJob]:
-    """Measurement jobs keyed by (experiment, dtype): the compile study's sweeps, on `device`.
-
-    On the CPU only XLA's matmul is measured (Pallas kernels run there only in interpret mode).
-    """
+    """Measurement jobs keyed by (experiment, dtype): the compile study's sweeps, on `device`; on the CPU
+    only XLA's matmul (Pallas kernels run there only in interpret mode)."""
     section = config["measure"]
     swept = with_sizes(config, section["sizes"]) if section.get("sizes") else config
     if device.platform == "cpu":
@@ -307,9 +290,7 @@ def measure_jobs(config: dict, device, label: str) -> dict[tuple[str, str], Meas
 
 def published_cases(path) -> dict[tuple[str, str], list["Case"]]:
     """The post's configurations from data/published_v5e.csv, by (experiment, dtype); XLA's under "xla".
-
-    The post's figure number names the experiment (figure 4 is "v4", v3's kernel over other blocks).
-    """
+    The post's figure number names the experiment (figure 4 is "v4", v3's kernel over other blocks)."""
     out: dict[tuple[str, str], list[Case]] = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(line for line in f if not line.startswith("#")):
@@ -324,10 +305,8 @@ def published_cases(path) -> dict[tuple[str, str], list["Case"]]:
 
 
 def published_jobs(config: dict, published_path, target: str = "v5e") -> dict[tuple[str, str], Job]:
-    """Jobs compiling the post's own configurations (data/published_v5e.csv) for `target` with the
-    config's compile settings, each retried at the raised limits as the compile study retries an
-    experiment's own cases, keyed by (experiment, dtype): the rows a fit of the timing model pairs with
-    the published numbers, without the rest of a run (the advisor's own fit)."""
+    """Jobs compiling the post's own configurations for `target` with the config's compile settings, each
+    retried at the raised limits, keyed by (experiment, dtype): what the advisor's own fit needs."""
     settings = compile_settings(config)
     return {key: Job(target=target, experiment=key[0], cases=tuple(cases), raise_limits_for=tuple(cases),
                      **settings)
@@ -335,13 +314,9 @@ def published_jobs(config: dict, published_path, target: str = "v5e") -> dict[tu
 
 
 def toolchain_jobs(config: dict, published_path) -> dict[tuple[str, str, str, str], object]:
-    """Compile-study jobs of the toolchains with environments of their own, keyed by (toolchain,
-    target, experiment, dtype). The pipeline's own toolchain runs compile_jobs.
-
-    runs: study    the compile study's sweeps (block searches, raised limits) for the toolchain's targets;
-    runs: published  the post's configurations (data/published_v5e.csv) at the compile study's sizes,
-                   at the default scoped-VMEM limit only, with XLA's matmul at the post's sizes.
-    """
+    """Compile jobs of the toolchains with environments of their own, keyed (toolchain, target, experiment,
+    dtype): `runs: study` the compile study's sweeps, `runs: published` the post's configurations at the
+    study's sizes and the default limit."""
     out = {}
     sizes = set(config["compile_study"]["sizes"])
     settings = dict(timeout_s=config["compile_study"]["timeout_s"],
@@ -366,12 +341,8 @@ def toolchain_jobs(config: dict, published_path) -> dict[tuple[str, str, str, st
 
 
 def toolchain_batches(jobs: dict, toolchains: dict) -> dict[tuple[str, str, str], tuple]:
-    """The Snakemake jobs of the other toolchains: their compile jobs (from `toolchain_jobs()`) grouped and
-    keyed (toolchain, target, batch). A toolchain that compiles the post's configurations (runs:
-    published) runs all of a target's jobs as one, "all": seconds of compiles each, less than starting
-    a job and its compile workers, which the batch shares (study.run_jobs). One that runs the study
-    keeps one job per (experiment, dtype), "<experiment>_<dtype>", as long and as parallel as the
-    pipeline's own."""
+    """The other toolchains' Snakemake jobs keyed (toolchain, target, batch): `runs: published` a target's
+    jobs as one ("all", seconds of compiles each); `runs: study` one per (experiment, dtype)."""
     out: dict[tuple[str, str, str], tuple] = {}
     for (name, target, experiment, dtype), job in jobs.items():
         batch = ALL_JOBS if toolchains[name].runs == "published" else f"{experiment}_{dtype}"

@@ -1,7 +1,5 @@
-"""One planning call: a checked config in, every job of the pipeline out.
-
-The Snakefile (rules/common.smk) and the tests call `make_plan` alike, so what a test plans is what a
-run does. Device detection stays outside (it probes the machine): its answer comes in as `device`.
+"""One planning call: a checked config in, every job of the pipeline out. The Snakefile and the tests
+call `make_plan` alike; device detection stays outside and comes in as `device`.
 """
 import dataclasses
 from pathlib import Path
@@ -39,13 +37,8 @@ class Plan:
 
 
 def make_plan(config: dict, *, device=None, label: str = "local", imported=(), published=PUBLISHED) -> Plan:
-    """Expand `config`, checked against the schema already (plan_config.checked: the workflow checks it
-    once, in rules/common.smk), into the pipeline's jobs, checking what the schema cannot (toolchains,
-    shapes).
-
-    `published`: the post's numbers (data/published_v5e.csv), whose configurations some toolchains
-    compile. Raises plan_config.ConfigError naming the key and the value.
-    """
+    """Expand `config`, checked already (plan_config.checked), into the pipeline's jobs, checking what the
+    schema cannot; `published`: data/published_v5e.csv. plan_config.ConfigError names key and value."""
     toolchains = job_lists.check_toolchains(config)
     correctness = job_lists.correctness_cases(config)
     measure = job_lists.measure_jobs(config, device, label) if device else {}
@@ -81,8 +74,7 @@ def known_targets(devices, imported_paths) -> list[str]:
 
 
 def validate(config: dict) -> dict:
-    """Schema and semantic checks; returns the config with the schema's defaults filled in, or raises
-    ConfigError. A `cpu` measurement is planned too (a TPU's plan differs only in its device)."""
+    """`config` checked and planned (a `cpu` measurement too), with its defaults; ConfigError otherwise."""
     config = plan_config.checked(config)
     cpu = Device("cpu", "cpu", "cpu", 1) if config["measure"]["device"] == "cpu" else None
     make_plan(config, device=cpu, label="check")

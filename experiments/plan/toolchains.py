@@ -1,16 +1,5 @@
-"""Toolchains: which compiler (jax, jaxlib, libtpu) an estimate comes from, and what each one compiles.
-
-A toolchain is a name in the config's `toolchains` section with either
-- `pipeline: true`: the pipeline's own environment (requirements.txt's pins); it runs the whole
-  compile study, as the pipeline always did; or
-- `pins`: exact versions (jax, jaxlib, libtpu, optionally more packages) installed by the pipeline
-  with pip into a virtual environment of their own (experiments/compile_study/toolchain_env.py), and
-  what it compiles there: `runs: study` (the compile study's sweeps) or `runs: published` (the
-  configurations of the post's published table, at the default scoped-VMEM limit), for `targets`.
-  With `estimates_for` (runs: study), it is the compiler of those targets instead of the pipeline's
-  own: their figures, findings and report read its estimates (`served`), and the pipeline's own
-  toolchain does not compile them (libtpu 0.0.42.1's static profiler crashes on 7x; 0.0.52's does not).
-Without a `toolchains` section there is one toolchain, `current`, the pipeline's own.
+"""Toolchains: which compiler (jax, jaxlib, libtpu) an estimate comes from and what each compiles
+(config `toolchains`; docs/toolchains.md). Without the section there is one, `current`, the pipeline's own.
 """
 import os
 from pathlib import Path

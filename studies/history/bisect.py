@@ -1,13 +1,5 @@
-"""Bisection of a release list for the first release where one configuration's VMEM changed.
-
-The endpoints (the post's toolchain and today's) disagree; bisection assumes the VMEM verdict changed
-once, from the first release's value to the last's. It cannot see a change that was undone between two
-probes, so it records every probe and says whether the probed values are consistent with one step
-(`one_step`): every release probed before the first changed one gives the first release's value, every
-one from it on the last release's value. A value that is neither (a third VMEM figure) means the
-figure changed more than once; bisection then names the first release that differs from the first
-release's value. A release that gives no VMEM answer (not installable, the compile failed) is skipped:
-its neighbours are probed instead, and a change behind such releases is named with the skipped ones.
+"""Bisection of a release list for the first release where one configuration's VMEM changed, every probe
+recorded, whether they fit one step said (`one_step`), releases without an answer skipped and named.
 """
 import dataclasses
 from typing import Callable

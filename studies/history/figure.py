@@ -1,11 +1,5 @@
-"""The history figure: VMEM each changed configuration of the post needs, release by release.
-
-One panel per group of configurations whose probed figures are identical (their labels listed in the
-panel), the jax releases of data/releases.csv along the x axis, oldest first. Only probed releases
-carry a point: bisection skips most releases, and a line drawn between two probes would claim figures
-nobody compiled. Filled dots fit the default scoped-VMEM limit, × marks run out of VMEM; a dashed line
-marks the limit and a vertical line the first release that changed the figure. Reads the history's
-two tables and the release list only.
+"""The history figure: VMEM each changed configuration of the post needs, release by release; only
+probed releases carry a point, with the default limit and the first changing release marked.
 """
 import matplotlib.pyplot as plt
 import pandas as pd

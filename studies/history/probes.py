@@ -1,13 +1,5 @@
-"""The history's compiles: one release's environment, and the VMEM of the post's configurations there.
-
-A release (studies/history/releases.py) is compiled in a virtual environment of its own, built
-once with pip by experiments/compile_study/toolchain_env.py in the toolchains' cache folder, except
-where a configured toolchain already has exactly its jax, jaxlib and libtpu: the `post` toolchain's
-environment, or the pipeline's own for today's release. Each compile goes through the compile study's
-own job code (run_job: the same worker, kernels/compat.py) at full size and the chip's default
-scoped-VMEM limit, without the static profile (profile_max_steps unused), so every
-(release, configuration) result is one entry of the content-addressed compile cache: a rerun, or a
-second bisection that probes the same release, compiles nothing again.
+"""The history's compiles: one release's environment (a configured toolchain's where it has the same
+pins) and the VMEM of the post's configurations there, through the compile study's job code and cache.
 """
 import dataclasses
 import logging

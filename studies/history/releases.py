@@ -1,9 +1,5 @@
-"""The jax releases between two toolchains, each with the jaxlib and libtpu its `[tpu]` extra pins.
-
-`pip install "jax[tpu]==X"` is what a user of release X got on a TPU host, so that pair is the release
-the history bisects over (studies/history/bisect.py). The list is read once from the jax wheels'
-metadata by tools/list_releases.py and kept in data/releases.csv (both in this folder), so planning
-needs no network.
+"""The jax releases between two toolchains, each with the jaxlib and libtpu its `[tpu]` extra pins
+(what a user of it got on a TPU host), read from data/releases.csv (tools/list_releases.py wrote it).
 """
 import csv
 import dataclasses
@@ -45,8 +41,7 @@ class Release:
 
 
 def resolve(requirement: str, available) -> str | None:
-    """The version pip installs for `requirement` (e.g. "==0.0.10.*", ">=0.4.36,<=0.4.37"): the highest
-    release in `available` it allows; None if there is none."""
+    """The highest release in `available` that `requirement` allows (as pip picks it), None if none."""
     allowed = [v for v in SpecifierSet(requirement).filter(available, prereleases=False)]
     return max(allowed, key=Version) if allowed else None
 
@@ -59,10 +54,8 @@ def tpu_extra(metadata: str) -> dict[str, str]:
 
 def release_from_metadata(jax_version: str, metadata: str, *, on_index: dict[str, set[str]],
                           jax_date: str = "", jax_commit: str = "") -> Release:
-    """The release of jax `jax_version` from its METADATA: the jaxlib and libtpu that `pip install
-    "jax[tpu]==X"` installs from the index today (`on_index`: the versions of jaxlib and libtpu offered
-    for this platform), i.e. the highest each requirement allows. A release whose extra allows no
-    libtpu or jaxlib on the index is kept, marked not installable, with the reason."""
+    """The release of jax `jax_version` from its METADATA: the highest jaxlib and libtpu its `[tpu]` extra
+    allows among `on_index` (the versions offered here); none allowed: kept, not installable, with why."""
     extra = tpu_extra(metadata)
     notes, problems, chosen = [], [], {}
     for package in ("jaxlib", "libtpu"):
@@ -118,9 +111,8 @@ def read(path) -> list[Release]:
 
 
 def probed(releases: list[Release]) -> list[Release]:
-    """The releases the history compiles: the list without the not installable ones at its end (a newer
-    jax whose [tpu] extra pins a libtpu the index does not offer yet), which it keeps only to say so.
-    Indices into it are indices into the full list."""
+    """The releases the history compiles: the list without the not installable ones at its end (kept only to
+    say so); indices into it are indices into the full list."""
     end = len(releases)
     while end and not releases[end - 1].installable:
         end -= 1

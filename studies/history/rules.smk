@@ -1,17 +1,13 @@
-# The history study (studies/history/README.md), built by `snakemake history`, or by `all` with
-# `studies: [history]`: for each of the post's configurations whose VMEM differs between the post's
-# toolchain and today's, the first jax/libtpu release that changed it. It installs an environment per
-# probed release (in the toolchains' cache folder), so it runs only when asked for.
+# The history study (studies/history/README.md): `snakemake history`, or `all` with `studies: [history]`.
+# It installs an environment per probed release, so it runs only when asked for.
 from tpu_matmul_repro.studies.history.probes import settings_of
 
-# The release list, read from the jax wheels once by tools/list_releases.py here: planning needs no
-# network.
+# The release list, read from the jax wheels once (tools/list_releases.py): planning needs no network.
 RELEASES = local(os.path.relpath(REPO / "studies" / "history" / "data" / "releases.csv"))
 
 
-# One job, sequential: each probe depends on the answers before it (studies/history/run.py). Every
-# release's environment is built once (toolchain cache) and every (release, configuration) compile is
-# one entry of the compile cache, so a rerun repeats neither.
+# One job, sequential: each probe depends on the answers before it; environments and compiles are
+# cached, so a rerun repeats neither.
 rule history_bisect:
     input:
         releases=RELEASES,
@@ -27,8 +23,8 @@ rule history_bisect:
     resources:
         mem_mb=4000,
     params:
-        settings=settings(settings_of(config)),
-        toolchains=settings(TOOLCHAINS),
+        settings=codec.encode(settings_of(config)),
+        toolchains=codec.encode(TOOLCHAINS),
         code=code("studies/history/scripts/bisect.py"),
     script:
         "scripts/bisect.py"

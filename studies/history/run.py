@@ -1,20 +1,5 @@
 """The history: which release changed each of the post's VMEM figures that differ between the post's
-toolchain and today's.
-
-1. Compile every Pallas configuration of the post (data/published_v5e.csv, at the compile study's
-   sizes) with the first and the last release of the list; keep those whose VMEM verdict or bytes
-   differ (the same comparison as results/then_and_now.csv, made here so the history needs no default
-   run first).
-2. Bisect the release list for each of them (studies/history/bisect.py). A release probed for one
-   configuration compiles all of them, so every probed release has every configuration's figure, and
-   a second bisection that follows the same path builds no new environment.
-3. Compile every configuration at the newest release a bisection named and at the last release: any
-   VMEM verdict that changed again after it (`after_change`), which the endpoints alone can hide.
-
-The bisection runs sequentially in one Snakemake job: which release comes next depends on the answers
-so far, which a Snakemake DAG (fixed before the run) cannot express without one checkpoint per step.
-Environments (toolchain cache) and compiles (compile cache) are cached outside results/, so a rerun
-or an interrupted run repeats no install and no compile.
+toolchain and today's: endpoints compared, each difference bisected, then checked after (README.md).
 """
 import pandas as pd
 
@@ -70,10 +55,8 @@ def run_history(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], log):
 
 def after_change(compiler: ReleaseCompiler, cases: list[tuple[str, Case]], findings: dict[Case, Finding],
                  log) -> pd.DataFrame:
-    """Every configuration at the newest release that first changed one of them (the doubling of 0.8.1,
-    as bisected) and at the last release: whether its VMEM verdict, or its bytes, changed again since.
-    The bisection sees only what differs between the endpoints; this sees a later change of any of them.
-    Without a first change it compares the first release with the last."""
+    """Every configuration at the newest release that first changed one (else the first release) and at
+    the last: whether its VMEM verdict or bytes changed again since, which the endpoints alone can hide."""
     since = max((f.first_changed for f in findings.values() if f.first_changed is not None), default=0)
     last = len(compiler.releases) - 1
     compiler.compile(since, cases)

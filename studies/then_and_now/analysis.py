@@ -1,7 +1,5 @@
-"""Then and now: the post's configurations under each toolchain, against the post's own verdicts.
-
-The core's figures and findings read each target's own compiler's estimates only
-(analysis.toolchain_rows.primary_rows); this study reads every toolchain's.
+"""Then and now: the post's configurations under each toolchain, against the post's own verdicts (the
+core reads each target's own compiler's estimates only; this study reads every toolchain's).
 """
 import pandas as pd
 
@@ -14,13 +12,9 @@ from tpu_matmul_repro.studies.toolchains import short_error
 
 
 def then_and_now(df: pd.DataFrame, primary: str | None = None) -> pd.DataFrame:
-    """One row per Pallas configuration the post published: its verdict (ok / failed), and per
-    toolchain the status, the VMEM bytes behind it (used, or requested when out of VMEM), the limit,
-    and whether it agrees with the post (ok with ok; vmem_oom with failed). No estimate: empty status.
-
-    Columns: experiment, kernel, dtype, m, k, n, bm, bk, bn, published_status, then per toolchain T:
-    T_status, T_vmem_bytes, T_limit_bytes, T_agrees, T_libtpu, T_error.
-    """
+    """One row per Pallas configuration the post published, its verdict (published_status), then per
+    toolchain T: T_status, T_vmem_bytes (used, or requested when out of VMEM), T_limit_bytes, T_agrees (ok
+    with ok, vmem_oom with failed), T_libtpu, T_error; an empty status where T has no estimate."""
     published = df[(df.source == "published") & (df.target == POST_CHIP) & is_pallas(df.kernel)]
     out = published[MATCH + ["status"]].rename(columns={"status": "published_status"}).drop_duplicates(MATCH)
     estimates = post_configs(default_limit(df[(df.source == "estimate") & (df.target == POST_CHIP)]))
@@ -74,8 +68,7 @@ def from_csv(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def agreement(table: pd.DataFrame, name: str) -> dict:
-    """Feasibility agreement of toolchain `name` with the post over the configurations it compiled,
-    and the libtpu it was."""
+    """Feasibility agreement of toolchain `name` with the post where it compiled, and its libtpu."""
     compared = table[f"{name}_agrees"].dropna().astype(bool) if f"{name}_agrees" in table else pd.Series([])
     libtpu = table[f"{name}_libtpu"].dropna() if f"{name}_libtpu" in table else pd.Series([])
     return dict(toolchain=name, n=len(compared), agree=int(compared.sum()),

@@ -1,12 +1,5 @@
-"""Then and now: VMEM each of the post's configurations needs under each toolchain, against the limit.
-
-One row per configuration of the post (v5e) on which some toolchain disagrees with the post's verdict,
-one bar per toolchain: filled where it compiles at the default scoped-VMEM limit, hatched where it
-runs out (the bar is what the compiler says it requests; "≥" where it was not compiled, a lower bound
-from the block shapes), edged in vermilion where it disagrees; a linear axis from 0, so that bar
-lengths compare (8 against 16 MiB is twice, not tenfold). The configurations every toolchain agrees on
-are counted in one line, not drawn (the report's appendix table has them all). Reads the tidy table
-only, like every figure.
+"""Then and now: VMEM each of the post's configurations needs under each toolchain, against the limit;
+one bar per toolchain where some toolchain disagrees with the post, on a linear axis from 0.
 """
 import re
 

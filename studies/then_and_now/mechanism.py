@@ -1,14 +1,5 @@
-"""Which component doubled the post's Pallas VMEM requests: Mosaic's lowering (jax/jaxlib) or libtpu.
-
-The history study (studies/history/) found the request doubled in the step from jax 0.8.0 + jaxlib
-0.8.0 + libtpu 0.0.24 to jax 0.8.1 + jaxlib 0.8.1 + libtpu 0.0.30, which moves both. This compiles the
-same kernels with the two original pairs (controls) and the two cross pairs, each in an environment of
-its own, through the history study's own probe code (ReleaseCompiler: toolchain_env.ensure, run_job, the
-compile cache), deviceless for the post's chip at its default scoped-VMEM limit.
-
-jax 0.8.x without its [tpu] extra does not pin libtpu, so pip resolves a cross pair as it is; the
-environment's manifest records what pip installed, and every row carries those versions.
-
+"""Which component doubled the post's Pallas VMEM requests, Mosaic's lowering (jax/jaxlib) or libtpu:
+the two original pairs and the two cross pairs compiled through the history's probe code (README.md).
     python -m tpu_matmul_repro.studies.then_and_now.mechanism [--out studies/then_and_now/data/mechanism.csv]
 """
 import argparse

@@ -1,9 +1,5 @@
-"""Run inside one toolchain's environment by mechanism.py --breakdown: for each case, what jax hands
-the compiler (the Mosaic custom call's backend_config keys, body left out) and what libtpu reports back
-(the compiled custom call's used_scoped_memory_configs), as one JSON line per case on stdout.
-
-Uses the compile worker's own compile (experiments/compile_study/compile_worker.py), so it compiles what the
-study compiles, IR-version fallback included.
+"""Run inside one toolchain's environment by mechanism.py --breakdown: per case, the Mosaic custom call's
+backend_config keys and libtpu's used_scoped_memory_configs, one JSON line each, via the compile worker.
 """
 import base64
 import dataclasses

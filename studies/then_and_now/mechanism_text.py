@@ -1,17 +1,5 @@
-"""The then-and-now section's sentences on which component doubled the post's VMEM requests, from the
-study's data/mechanism.csv and data/mechanism_ir_version.csv (written by mechanism.py).
-
-The rule, per configuration: its blocks' buffers "doubled" when the before pair's (jax 0.8.0, libtpu
-0.0.24) request is one buffer of each block (bm*bk + bk*bn + bm*bn elements) plus at most ONE_BUFFER_EXTRA
-of it, and the after pair's (jax 0.8.1, libtpu 0.0.30) is two buffers of each, within
-DOUBLED_TOLERANCE (libtpu reports one scoped-VMEM total, no breakdown, so the buffers are counted from
-the blocks' sizes); a cross pair
-"keeps" a request when its bytes equal the before pair's within SAME_TOLERANCE, "doubles" it when they
-equal the after pair's. The component is jax/jaxlib when only the cross pair with jax 0.8.1 doubles,
-libtpu when only the one with libtpu 0.0.30 does, and neither alone when both keep it; anything else (a
-pair that failed to compile, a mixed result) gives no sentence. The IR-version sentence needs the after
-pair's compiles at forced Mosaic IR versions: every version below some V keeps the request, V and every
-version above it that compiled double it.
+"""The then-and-now section's sentences on which component doubled the post's VMEM requests, from
+data/mechanism.csv and data/mechanism_ir_version.csv; the rule: README.md.
 """
 from pathlib import Path
 
@@ -65,8 +53,7 @@ def block_bytes(kernel_blocks: tuple, dtype: str) -> float:
 
 
 def per_configuration(mechanism: pd.DataFrame) -> pd.DataFrame:
-    """One row per configuration: the four pairs' bytes, whether its block buffers doubled, and which
-    component doubled them."""
+    """One row per configuration: the four pairs' bytes, whether its buffers doubled, and which component."""
     rows = []
     for blocks in mechanism[BLOCKS].drop_duplicates().itertuples(index=False, name=None):
         b, a = _bytes(mechanism, BEFORE, blocks), _bytes(mechanism, AFTER, blocks)

@@ -1,8 +1,6 @@
-# The then-and-now study (studies/then_and_now/README.md): the post's configurations under each toolchain
-# of the config against the post's own VMEM verdicts. In `all`, with its figure and report section,
-# when the config's `studies` lists then_and_now (the default config does); `snakemake then_and_now`
-# builds its table either way. Its claims file gives the first page's key findings a verdict per
-# toolchain beside the pipeline's (section.py).
+# The then-and-now study (studies/then_and_now/README.md): in `all` when the config's `studies` lists it;
+# `snakemake then_and_now` builds its table either way. Its claims file gives the key findings a verdict
+# per toolchain beside the pipeline's (section.py).
 
 
 rule then_and_now:

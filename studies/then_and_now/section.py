@@ -1,8 +1,5 @@
-"""The report's "Then and now" section: the post's configurations under each toolchain, and its lines
-on the first page (registered with report.sections when the study is loaded).
-
-Its messages are marked with N_() here and in templates/; experiments/core/i18n.py extracts both, so a
-missing translation stops the build like any other.
+"""The report's "Then and now" section and its lines on the first page, registered with
+report.sections when the study is loaded; its messages are marked N_() here and in templates/.
 """
 from pathlib import Path
 

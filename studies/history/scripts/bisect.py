@@ -1,8 +1,6 @@
 """Snakemake script: bisect the jax/libtpu releases for the first release that changed each of the
 post's VMEM figures (studies/history/run.py); sequential, as each probe depends on the last."""
 
-
-
 from tpu_matmul_repro.experiments.core import codec
 from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
 from tpu_matmul_repro.experiments.core.runtime import logged

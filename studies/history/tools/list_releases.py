@@ -1,14 +1,5 @@
-"""Write the history study's release list, ../data/releases.csv: every jax release between the post's
-toolchain and the pipeline's, each with the jaxlib and libtpu its `[tpu]` extra pins (../releases.py).
-
+"""Write ../data/releases.csv from the package index (pip index, pip download of each jax wheel):
     python3 studies/history/tools/list_releases.py [--first 0.4.36] [--last 0.10.2] [--out FILE]
-
-Needs the package index (pip's own configuration): `pip index versions` lists the jax, jaxlib and
-libtpu releases for this Python and platform, and `pip download --no-deps jax==X` fetches each jax
-wheel (about 2 MB) for its METADATA, its build date and, where it records one, its git commit. The
-history study (../rules.smk) reads the file and needs no network to plan. Defaults: the `post`
-toolchain's jax pin and the newest jax on the index (a release newer than requirements.txt's whose
-[tpu] extra pins a libtpu the index lacks is listed, not installable: the history stops before it).
 """
 import argparse
 import datetime

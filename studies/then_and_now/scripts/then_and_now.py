@@ -1,6 +1,5 @@
 """Snakemake script: the post's configurations under each toolchain against the post's verdicts."""
 
-
 from tpu_matmul_repro.analysis.runs import read_results
 from tpu_matmul_repro.analysis.toolchain_rows import toolchains_of
 from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic

@@ -1,6 +1,5 @@
 """Snakemake script: the post's claims about what compiles under each other toolchain of the run."""
 
-
 from tpu_matmul_repro.analysis.runs import read_results
 from tpu_matmul_repro.experiments.core.atomic_write import write_csv_atomic
 from tpu_matmul_repro.experiments.core.runtime import logged
