@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from syntax_trees import syntax_tree
 
 from tpu_matmul_repro.experiments.core.runtime import logged
 from tpu_matmul_repro.experiments.measure.device import measured_or_error
@@ -114,7 +115,7 @@ def test_every_writer_of_results_writes_through_the_atomic_helper():
     for name in files:
         if name.startswith(("tests/", "tools/")):
             continue
-        tree = ast.parse((ROOT / name).read_text())
+        tree = syntax_tree(ROOT / name)
         inside_helper = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "write_atomic":

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from syntax_trees import syntax_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 # multiprocessing's process makers that take the default start method ("fork" on Linux up to 3.13)
@@ -49,7 +50,7 @@ def forks(tree: ast.AST) -> list[str]:
 
 
 def test_no_code_of_the_project_forks_python():
-    found = {str(path.relative_to(ROOT)): forks(ast.parse(path.read_text(encoding="utf-8")))
+    found = {str(path.relative_to(ROOT)): forks(syntax_tree(path))
              for path in python_files()}
     assert {path: what for path, what in found.items() if what} == {}
 

@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from syntax_trees import syntax_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "tpu_matmul_repro"  # pyproject.toml: each top-level folder below is one of its sub-packages
@@ -110,7 +111,7 @@ def import_graph() -> dict[str, set[str]]:
     for name, path in known.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         imported = set()
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(syntax_tree(path)):
             if isinstance(node, ast.Import):
                 imported |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom):
