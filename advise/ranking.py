@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from tpu_matmul_repro.advise.search import DOUBLE_BUFFER_BOUND, PRUNED, Found, leader_of
+from tpu_matmul_repro.advise.search import DOUBLE_BUFFER_BOUND, PRUNED, SearchResult, fastest_of
 from tpu_matmul_repro.experiments.compile_study.study import DOMINATED
 from tpu_matmul_repro.experiments.core.cases import Case
 from tpu_matmul_repro.experiments.core.chips import chip
@@ -33,7 +33,7 @@ TIE_BREAK = ("equal modelled times rank the blocks that need less VMEM first, th
 BOUND_SHARE = 0.5
 
 
-def ranked(found: Found, model, target: str) -> pd.DataFrame:
+def ranked(found: SearchResult, model, target: str) -> pd.DataFrame:
     """Candidates fastest first (modelled device time; TIE_BREAK among equal times), then the ones
     without a time; XLA last."""
     rows = found.rows[is_pallas(found.rows.kernel)] if len(found.rows) else found.rows
@@ -66,7 +66,7 @@ def ranked(found: Found, model, target: str) -> pd.DataFrame:
         else:
             first = names[index]
     table["tie"] = ""
-    lead = leader_of(pallas, table[table._xla])
+    lead = fastest_of(pallas, table[table._xla])
     if lead is not None and len(order):
         within = (~table._xla) & (table.model_device_seconds <= lead.tie_seconds)
         if not lead.xla:
@@ -290,40 +290,41 @@ def text(table: pd.DataFrame, header: list[str], checked: str = "") -> str:
     bound = table[unbuilt & (table.vmem_method == "block_bound")]
     if len(bound):
         its = "its" if len(bound) == 1 else "their"
-        lines.append(f"{more(len(bound))} out of VMEM, not compiled: {its} blocks alone need "
+        lines.append(f"{more_candidates(len(bound))} out of VMEM, not compiled: {its} blocks alone need "
                      f"{bound.vmem_mib.min():.1f} MiB or more, beyond the "
-                     f"{bound.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists {them(len(bound))})")
+                     f"{bound.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists {it_or_them(len(bound))})")
     double = table[unbuilt & (table.vmem_method == DOUBLE_BUFFER_BOUND)]
     if len(double):
         its = "its" if len(double) == 1 else "their"
-        lines.append(f"{more(len(double))} out of VMEM, not compiled: more than one step along "
+        lines.append(f"{more_candidates(len(double))} out of VMEM, not compiled: more than one step along "
                      f"every grid axis, so libtpu double-buffers {its} blocks, which then need "
                      f"{double.vmem_mib.min():.1f} MiB or more, beyond the "
-                     f"{double.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists {them(len(double))})")
+                     f"{double.vmem_limit_mib.iloc[0]:.0f} MiB limit (--csv lists {it_or_them(len(double))})")
     dominated = table[unbuilt & (table.vmem_method == DOMINATED)]
     if len(dominated):
-        lines.append(f"{more(len(dominated))} out of VMEM, not compiled: at least as large along "
+        lines.append(f"{more_candidates(len(dominated))} out of VMEM, not compiled: at least as large along "
                      "every axis as blocks that ran out, with single steps along the same axes (--csv lists "
-                     f"{them(len(dominated))})")
+                     f"{it_or_them(len(dominated))})")
     if len(pruned):
         each, none = (("it", "it can neither be the best block nor tie") if len(pruned) == 1
                       else ("each", "none can be the best block or tie"))
-        lines.append(f"{more(len(pruned))} not compiled: even without compiler cycles the model "
+        lines.append(f"{more_candidates(len(pruned))} not compiled: even without compiler cycles the model "
                      f"gives {each} at least {pruned.lower_bound_seconds.min() * 1e3:.3f} ms, beyond the "
                      f"{LEVEL} % interval of the fastest and the best block's time: {none} "
-                     f"(--csv lists {them(len(pruned))})")
+                     f"(--csv lists {it_or_them(len(pruned))})")
     if spent.any():
         n = int(spent.sum())
-        lines.append(f"{more(n)} not compiled: the time budget ran out (--time-budget; what was compiled "
-                     f"is in the compile cache, a rerun goes on from there; --csv lists {them(n)})")
+        lines.append(f"{more_candidates(n)} not compiled: the time budget ran out (--time-budget; what was "
+                     "compiled is in the compile cache, a rerun goes on from there; --csv lists "
+                     f"{it_or_them(n)})")
     return "\n".join(lines)
 
 
-def more(count: int) -> str:
+def more_candidates(count: int) -> str:
     return f"{count} more candidate" + ("" if count == 1 else "s")
 
 
-def them(count: int) -> str:
+def it_or_them(count: int) -> str:
     return "it" if count == 1 else "them"
 
 

@@ -195,7 +195,7 @@ def band_factor(row) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class Leader:
+class Fastest:
     """The fastest of a problem's modelled rows (the best block, or XLA where it is modelled faster):
     the rows within `tie_seconds` tie with it (the recommendation's set, the table's tie column)."""
 
@@ -216,8 +216,8 @@ class Leader:
         return max(self.tie_seconds, self.best_block_seconds)
 
 
-def leader_of(pallas: pd.DataFrame, xla: pd.DataFrame) -> Leader | None:
-    """The Leader of the blocks' and XLA's modelled rows; None where neither has a time."""
+def fastest_of(pallas: pd.DataFrame, xla: pd.DataFrame) -> Fastest | None:
+    """The fastest of the blocks' and XLA's modelled rows; None where neither has a time."""
     timed = pallas[(pallas.status == "ok") & pallas.model_device_seconds.notna()]
     timed = timed.sort_values(["model_device_seconds", "bm", "bk", "bn"])
     xla = xla[xla.model_device_seconds.notna()]
@@ -225,10 +225,10 @@ def leader_of(pallas: pd.DataFrame, xla: pd.DataFrame) -> Leader | None:
     t_best = math.nan if best is None else float(best.model_device_seconds)
     if len(xla) and (best is None or float(xla.model_device_seconds.iloc[0]) < t_best):
         row = xla.iloc[0]
-        return Leader(True, float(row.model_device_seconds), band_factor(row), t_best)
+        return Fastest(True, float(row.model_device_seconds), band_factor(row), t_best)
     if best is None:
         return None
-    return Leader(False, t_best, band_factor(best), t_best)
+    return Fastest(False, t_best, band_factor(best), t_best)
 
 
 def modelled(rows: pd.DataFrame, model) -> pd.DataFrame:
@@ -303,7 +303,7 @@ def next_batch(todo: list, bounds: dict, cheap: dict, reach: float, target: str,
 
 
 @dataclasses.dataclass
-class Found:
+class SearchResult:
     """What a search found for one shape on one target."""
 
     rows: pd.DataFrame  # one per candidate (at the limit), modelled; m, k, n the shape asked
@@ -314,7 +314,7 @@ class Found:
 
 def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, settings: dict, *,
            vmem_limit_bytes: int | None = None, baseline=(), workers: int = 1,
-           pool: Workers | None = None) -> Found:
+           pool: Workers | None = None) -> SearchResult:
     """The candidates of one problem on one target ranked at a limit (default: the chip's), modelled;
     compiled by `pool` (the target's workers, kept across searches), else by workers of its own."""
     k = model.constants
@@ -331,7 +331,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
     bounds = {}
     pending_xla = [*xla_context(baseline, dtype, shape), Case("xla", dtype, *shape)]
     frames = [oom_rows(target, sure_oom, limit, libtpu)] if sure_oom else []
-    lead = None
+    fastest = None
     own = contextlib.nullcontext(pool) if pool else Workers(target, compiler, settings["timeout_s"], workers)
     with own as pairs:
         while todo or pending_xla:
@@ -341,7 +341,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
                 todo = []
                 times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
                 break
-            reach = lead.reach if lead else math.inf
+            reach = fastest.reach if fastest else math.inf
             batch, todo = next_batch(todo, bounds, cheap, reach, target, k, workers, limit)
             if not batch and not pending_xla:
                 break
@@ -356,7 +356,7 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
                 todo = [case for case in todo if case not in skipped]
                 frames.append(dominated_rows(target, skipped, limit))
                 times = at_limit(modelled(pd.concat(frames, ignore_index=True), model), limit)
-            lead = leader_of(times[is_pallas(times.kernel)], at_shape(times, shape))
+            fastest = fastest_of(times[is_pallas(times.kernel)], at_shape(times, shape))
     table = times  # the last batch's, modelled from every frame: the loop ends on one
     compiled = set(_keys(table))
     pruned = [case for case in of_case if case not in set(sure_oom) and _key(case) not in compiled]
@@ -372,11 +372,11 @@ def search(shape, dtype: str, target: str, kernel: str, model, compiler: dict, s
             bk=x.bk, bn=x.bn, status=PRUNED, vmem_limit_bytes=limit,
             lower_bound_seconds=bounds.get(x, cheap[x]),
             error=f"not compiled: even without compiler cycles the model gives "
-                  f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond {reach_words(lead)}: it can neither be "
+                  f"{bounds.get(x, cheap[x]) * 1e3:.3f} ms, beyond {reach_words(fastest)}: it can neither be "
                   "the best block nor tie") for x in pruned])], ignore_index=True)
     pallas = table[is_pallas(table.kernel)].copy()  # not XLA at any precision: its context rows
     xla = at_shape(table, shape).copy()
-    return Found(as_asked(pallas, shape), xla.reset_index(drop=True), limit, counts)
+    return SearchResult(as_asked(pallas, shape), xla.reset_index(drop=True), limit, counts)
 
 
 def at_shape(rows: pd.DataFrame, shape) -> pd.DataFrame:
@@ -384,13 +384,13 @@ def at_shape(rows: pd.DataFrame, shape) -> pd.DataFrame:
     return rows[(rows.kernel == "xla") & (rows.m == shape[0]) & (rows.k == shape[1]) & (rows.n == shape[2])]
 
 
-def reach_words(lead: Leader) -> str:
+def reach_words(fastest: Fastest) -> str:
     """The reach of a search, said: what a pruned candidate's bound is beyond."""
-    fastest = "XLA" if lead.xla else "the best block"
-    tie = (f"the {lead.tie_seconds * 1e3:.3f} ms within which a time ties with the fastest ({fastest}, "
-           f"{lead.seconds * 1e3:.3f} ms x{lead.factor:.2f}, its 80 % interval)")
-    if lead.reach > lead.tie_seconds:
-        return f"{tie} and the best block's {lead.best_block_seconds * 1e3:.3f} ms"
+    which = "XLA" if fastest.xla else "the best block"
+    tie = (f"the {fastest.tie_seconds * 1e3:.3f} ms within which a time ties with the fastest ({which}, "
+           f"{fastest.seconds * 1e3:.3f} ms x{fastest.factor:.2f}, its 80 % interval)")
+    if fastest.reach > fastest.tie_seconds:
+        return f"{tie} and the best block's {fastest.best_block_seconds * 1e3:.3f} ms"
     return tie
 
 

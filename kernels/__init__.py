@@ -1,12 +1,6 @@
-"""Pallas TPU MatMul kernels from the post "TPU MatMul Kernel" (v1, v2, v3, v5) and the XLA baseline.
-
-v4 is not a kernel of its own: it is v3's kernel swept over block sizes (see config/config.yaml).
-
-`KERNELS` lists every kernel: its module and its plain facts (kernels/spec.py KernelFacts), all that
-checking a config and planning its jobs need, read at every Snakemake start without importing jax.
-A kernel's module builds its `SPEC` from these facts, adding its wrapper and tiling; it is imported
-on first use (`kernel_spec`, `REGISTRY`). Adding a kernel: a module with its SPEC, and a line here.
-"""
+"""Pallas TPU MatMul kernels of the post (v1, v2, v3, v5; v4 is v3 swept over blocks) and XLA's baselines.
+`KERNELS`: each kernel's module and plain facts (kernels/spec.py), all that checking a config and planning
+need without importing jax; a module builds its `SPEC` from them and is imported on first use."""
 import importlib
 from types import MappingProxyType
 

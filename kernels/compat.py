@@ -1,11 +1,6 @@
-"""The few Pallas TPU names that differ between the jax releases the project compiles with.
-
-The same kernels run under the project's own jax (requirements.txt) and under older toolchains
-(config `toolchains`: the post's jax 0.4.36 of December 2024, mid-2026's 0.10.2, today's 0.12.0.1).
-Only what differs lives here, each with the release that changed it, so a kernel reads as the post
-wrote it. Between 0.10.2 and 0.12.0.1 the Pallas TPU names the kernels use (`pltpu.CompilerParams`,
-`pltpu.VMEM`, `pltpu.InterpretParams`) did not change; jax's table of TPU generations moved.
-"""
+"""The few Pallas TPU names that differ between the jax releases the project compiles with (its own and
+the older toolchains of config `toolchains`), each with the release that changed it, so that a kernel
+reads as the post wrote it."""
 import re
 
 from jax.experimental.pallas import tpu as pltpu

@@ -1,11 +1,6 @@
-"""XLA's float32 matmul at precision=HIGHEST: the baseline at full float32 precision.
-
-XLA's `jnp.matmul` (kernels/xla_baseline.py) runs a float32 product at DEFAULT precision, one bfloat16
-pass on the TPU's MXU. This variant asks for HIGHEST, which XLA emulates with several bfloat16
-passes: the comparison for a reader who wants float32 accuracy from both sides. libtpu's cost model
-gives its cycles from the compile, as for the DEFAULT baseline (docs/timing-model.md says what the
-Pallas kernels' float32 dot compiles to).
-"""
+"""XLA's float32 matmul at precision=HIGHEST, which XLA emulates with several bfloat16 passes: the
+baseline for a reader who wants float32 accuracy from both sides (`jnp.matmul` at DEFAULT precision,
+kernels/xla_baseline.py, is one bfloat16 pass). libtpu's cost model gives its cycles, as for DEFAULT."""
 import jax
 import jax.numpy as jnp
 

@@ -294,30 +294,31 @@ def result_sources() -> list[str]:
         f"{name}.csv" for s in sections.studies() for name in s.tables]
 
 
-def first_page(i: sections.Inputs) -> dict:
-    return front.front_page(claims=i.model["claims_table"], fidelity=i.model["fidelity_table"],
-                            primary=i.primary, gettext=i.gettext,
+def first_page(inputs: sections.Inputs) -> dict:
+    return front.front_page(claims=inputs.model["claims_table"], fidelity=inputs.model["fidelity_table"],
+                            primary=inputs.primary, gettext=inputs.gettext,
                             sources=result_sources())
 
 
-def abstract(i: sections.Inputs) -> dict:
-    page = first_page(i)
-    return dict(front=page, sources=join(i.lang, "list", page["sources"]),
-                verdict_counts=front.verdict_counts(page, i.translations, i.lang))
+def abstract(inputs: sections.Inputs) -> dict:
+    page = first_page(inputs)
+    return dict(front=page, sources=join(inputs.lang, "list", page["sources"]),
+                verdict_counts=front.verdict_counts(page, inputs.translations, inputs.lang))
 
 
-def introduction(i: sections.Inputs) -> dict:
-    measured = i.rows[i.rows.source == "measured"] if i.measured is None else i.measured
-    provenance = tables.provenance(i.df, measured)
+def introduction(inputs: sections.Inputs) -> dict:
+    measured = inputs.rows[inputs.rows.source == "measured"] if inputs.measured is None else inputs.measured
+    provenance = tables.provenance(inputs.df, measured)
     versions = reproduce.toolchain_versions(provenance)
-    return dict(provenance=[dict(p, toolchain_name=toolchain_name(p["toolchain"], i.gettext) if p["toolchain"]
-                                 else "–") for p in provenance],
-                versions=[dict(v, name=toolchain_name(v["toolchain"], i.gettext)) for v in versions],
+    return dict(provenance=[dict(p, toolchain_name=toolchain_name(p["toolchain"], inputs.gettext)
+                                 if p["toolchain"] else "–") for p in provenance],
+                versions=[dict(v, name=toolchain_name(v["toolchain"], inputs.gettext)) for v in versions],
                 record=verbatim(reproduce.benchmark_record(), ("machine", "cold")),
                 commands=reproduce.COMMANDS,
-                source_names={"estimate": i.gettext("estimated"), "measured": i.gettext("measured"),
-                              "published": i.gettext("published")},
-                gallery_href=f"{i.figures_href}/index{'' if i.lang == 'en' else '.' + i.lang}.html")
+                source_names={"estimate": inputs.gettext("estimated"), "measured": inputs.gettext("measured"),
+                              "published": inputs.gettext("published")},
+                gallery_href=f"{inputs.figures_href}/index{'' if inputs.lang == 'en' else '.' + inputs.lang}"
+                             ".html")
 
 
 def verbatim(record: dict | None, keys) -> dict | None:
@@ -342,20 +343,20 @@ def largest_compared(rows: list[dict]) -> list[dict]:
     return [r for r in rows if chosen.get((r["target"], r["dtype"]), (None, None))[1] == r["size"]]
 
 
-def best(i: sections.Inputs) -> dict:
-    rows = one_estimator(i.best_vs_xla)
+def best(inputs: sections.Inputs) -> dict:
+    rows = one_estimator(inputs.best_vs_xla)
     post_rows = [r for r in rows if all(pd.notna(r.get(key, np.nan)) for key in (
         "best_post_method_tflops", "post_xla_tflops", "fraction_of_post_xla"))]
     shown = tables.best_vs_xla_rows(rows)
     return dict(best=shown, best_largest=largest_compared(shown), post_rows=post_rows,
-                float32_note=float32_note(rows, i.model["constants_table"], i.gettext),
-                estimator_names={"compiler": i.gettext("libtpu's estimate"),
-                                 "model": i.gettext("timing model, device time")})
+                float32_note=float32_note(rows, inputs.model["constants_table"], inputs.gettext),
+                estimator_names={"compiler": inputs.gettext("libtpu's estimate"),
+                                 "model": inputs.gettext("timing model, device time")})
 
 
-def claims(i: sections.Inputs) -> dict:
+def claims(inputs: sections.Inputs) -> dict:
     """The claims as a compact table: one row per claim, its verdict under each compiler that checked it."""
-    rows = i.model["claims"]
+    rows = inputs.model["claims"]
     toolchains = list(dict.fromkeys(r["toolchain"] for r in rows))
     pivot = {}
     for r in rows:
@@ -363,16 +364,16 @@ def claims(i: sections.Inputs) -> dict:
     rows = [dict(claim=c, verdicts=[by.get(t) for t in toolchains]) for c, by in pivot.items()]
     return dict(claims_toolchains=toolchains, claims_pivot=rows,
                 claims_unchecked=any(v is None for r in rows for v in r["verdicts"]),
-                verdict_counts=front.verdict_counts(first_page(i), i.translations, i.lang))
+                verdict_counts=front.verdict_counts(first_page(inputs), inputs.translations, inputs.lang))
 
 
 FOOTNOTE_MARKS = ("*", "**", "***", "****")
 
 
-def appendix_claims(i: sections.Inputs) -> dict | None:
+def appendix_claims(inputs: sections.Inputs) -> dict | None:
     """Every claim with its reason and source; a reason of untested claims that repeats is said once,
     below the table, and its rows carry its mark."""
-    rows = [dict(r, mark="") for r in i.model["claims"]]
+    rows = [dict(r, mark="") for r in inputs.model["claims"]]
     repeated = pd.Series([r["reason"] for r in rows if not r["tested"]]).value_counts()
     notes = [dict(mark=mark, reason=reason) for mark, reason in zip(
         FOOTNOTE_MARKS, repeated[repeated > 1].index, strict=False)]
@@ -383,61 +384,61 @@ def appendix_claims(i: sections.Inputs) -> dict | None:
     return dict(claim_rows=rows, claim_notes=notes) if rows else None
 
 
-def timing_model(i: sections.Inputs) -> dict:
-    df = i.rows
-    return dict(fidelity_figures=i.figures(sorted(n for n in i.specs if n.startswith("fidelity_"))),
+def timing_model(inputs: sections.Inputs) -> dict:
+    df = inputs.rows
+    return dict(fidelity_figures=inputs.figures(sorted(n for n in inputs.specs if n.startswith("fidelity_"))),
                 has_published=bool((df.source == "published").any()), min_rank_points=MIN_RANK_POINTS,
                 ablation_margin=ablation.MARGIN,
                 libtpu=next(iter(sorted(set(df[df.source == "estimate"].libtpu_version.dropna()))), "?"))
 
 
-def methods_rows(i: sections.Inputs) -> list[dict]:
+def methods_rows(inputs: sections.Inputs) -> list[dict]:
     """estimate_methods' rows, with the toolchain's name and each reason for no cycles in words."""
     def because(codes: str) -> str:
-        return "; ".join(text(i.lang, reason_key(c)) for c in codes.split(", ") if c)
+        return "; ".join(text(inputs.lang, reason_key(c)) for c in codes.split(", ") if c)
 
-    return [dict(r, toolchain_name=toolchain_name(r["toolchain"], i.gettext),
+    return [dict(r, toolchain_name=toolchain_name(r["toolchain"], inputs.gettext),
                  no_cycles_because=because(r["no_cycles_because"]))
-            for r in estimate_methods(i.rows).to_dict("records")]
+            for r in estimate_methods(inputs.rows).to_dict("records")]
 
 
-def other_generations(i: sections.Inputs) -> dict | None:
-    lead, _ = generations(i.specs)
-    methods = methods_rows(i)
-    if not i.figures(lead) and len(methods) <= 1:
+def other_generations(inputs: sections.Inputs) -> dict | None:
+    lead, _ = generations(inputs.specs)
+    methods = methods_rows(inputs)
+    if not inputs.figures(lead) and len(methods) <= 1:
         return None
-    return dict(generation_figures=i.figures(lead), methods=methods)
+    return dict(generation_figures=inputs.figures(lead), methods=methods)
 
 
-def advice(i: sections.Inputs) -> dict | None:
-    rows = advice_section(i.advice or {}, i.figures, i.gettext)
+def advice(inputs: sections.Inputs) -> dict | None:
+    rows = advice_section(inputs.advice or {}, inputs.figures, inputs.gettext)
     return dict(advice=rows) if rows else None
 
 
-def detail(i: sections.Inputs) -> dict:
-    target = main_target(i.targets)
-    return dict(title=i.gettext(N_("VMEM on %(target)s")) % {"target": target},
-                main_target=target, raised=raised_limits(i), vmem_figures=i.figures([f"vmem_{target}"]))
+def detail(inputs: sections.Inputs) -> dict:
+    target = main_target(inputs.targets)
+    return dict(title=inputs.gettext(N_("VMEM on %(target)s")) % {"target": target}, main_target=target,
+                raised=raised_limits(inputs), vmem_figures=inputs.figures([f"vmem_{target}"]))
 
 
-def appendix_experiments(i: sections.Inputs) -> dict | None:
-    target = main_target(i.targets)
-    summaries = {target: findings.summary(i.rows, target)}
-    kernels = kernel_sections(i.rows, summaries, i.gettext, i.figures, i.listings)
+def appendix_experiments(inputs: sections.Inputs) -> dict | None:
+    target = main_target(inputs.targets)
+    summaries = {target: findings.summary(inputs.rows, target)}
+    kernels = kernel_sections(inputs.rows, summaries, inputs.gettext, inputs.figures, inputs.listings)
     if not kernels:
         return None
-    return dict(title=i.gettext(N_("Each experiment on %(target)s")) % {"target": target},
-                main_target=target, kernels=kernels, roofline_figures=i.figures([f"roofline_{target}"]))
+    return dict(title=inputs.gettext(N_("Each experiment on %(target)s")) % {"target": target},
+                main_target=target, kernels=kernels, roofline_figures=inputs.figures([f"roofline_{target}"]))
 
 
-def measurements(i: sections.Inputs) -> dict | None:
-    measured = i.rows[i.rows.source == "measured"] if i.measured is None else i.measured
+def measurements(inputs: sections.Inputs) -> dict | None:
+    measured = inputs.rows[inputs.rows.source == "measured"] if inputs.measured is None else inputs.measured
     found = tables.measured_tables(measured)
     return dict(measured=found) if found["tables"] else None
 
 
-def methods(i: sections.Inputs) -> dict:
-    return dict(correctness=i.correctness, constants=fitted_constants(i.model, i.lang))
+def methods(inputs: sections.Inputs) -> dict:
+    return dict(correctness=inputs.correctness, constants=fitted_constants(inputs.model, inputs.lang))
 
 
 def fitted_constants(model: dict | None, lang: str) -> str:
@@ -449,47 +450,47 @@ def fitted_constants(model: dict | None, lang: str) -> str:
     return join(lang, "list", (f"{c} = {v:.3g}" for c, v in zip(first.constant, first.value, strict=True)))
 
 
-def cite(i: sections.Inputs) -> dict:
-    return dict(bibtex=bibtex("tpu_matmul_repro", citation().title, i.commit),
-                post_attribution=post_attribution(i.lang))
+def cite(inputs: sections.Inputs) -> dict:
+    return dict(bibtex=bibtex("tpu_matmul_repro", citation().title, inputs.commit),
+                post_attribution=post_attribution(inputs.lang))
 
 
-def appendix_model(i: sections.Inputs) -> dict | None:
-    m = i.model
+def appendix_model(inputs: sections.Inputs) -> dict | None:
+    m = inputs.model
     return dict(post_chip=POST_CHIP, ablation_margin=ablation.MARGIN) if (
         m["constants"] or m["ablation"] or m["bands"]) else None
 
 
-def verdict_rules(i: sections.Inputs) -> dict | None:
-    return {} if i.model["rules"] else None
+def verdict_rules(inputs: sections.Inputs) -> dict | None:
+    return {} if inputs.model["rules"] else None
 
 
-def appendix_targets(i: sections.Inputs) -> dict | None:
-    others = other_targets(i.targets)
+def appendix_targets(inputs: sections.Inputs) -> dict | None:
+    others = other_targets(inputs.targets)
     if not others:
         return None
-    summaries = {t: findings.summary(i.rows, t) for t in others}
-    kernels = kernel_sections(i.rows, summaries, i.gettext, i.figures, i.listings)
+    summaries = {t: findings.summary(inputs.rows, t) for t in others}
+    kernels = kernel_sections(inputs.rows, summaries, inputs.gettext, inputs.figures, inputs.listings)
     if not kernels:
         return None
-    text = join(i.lang, "list", others)
-    return dict(title=i.gettext(N_("Other targets: %(targets)s")) % {"targets": text},
+    text = join(inputs.lang, "list", others)
+    return dict(title=inputs.gettext(N_("Other targets: %(targets)s")) % {"targets": text},
                 other_targets=others, other_targets_text=text, other_kernels=kernels,
-                other_vmem_figures=i.figures(f"vmem_{t}" for t in others),
-                other_roofline_figures=i.figures(f"roofline_{t}" for t in others))
+                other_vmem_figures=inputs.figures(f"vmem_{t}" for t in others),
+                other_roofline_figures=inputs.figures(f"roofline_{t}" for t in others))
 
 
-def appendix_generations(i: sections.Inputs) -> dict | None:
-    lead, more = generations(i.specs)
-    more, methods = i.figures(lead + more), methods_rows(i)
+def appendix_generations(inputs: sections.Inputs) -> dict | None:
+    lead, more = generations(inputs.specs)
+    more, methods = inputs.figures(lead + more), methods_rows(inputs)
     return dict(generation_figures_all=more, methods=methods) if more or len(methods) > 1 else None
 
 
-def raised_limits(i: sections.Inputs) -> dict:
+def raised_limits(inputs: sections.Inputs) -> dict:
     """{target: the post's configurations that fail at the default limit and the raised limit that fits}"""
     raised = {}
-    for target in i.targets:
-        rows = findings.raised_limit_results(i.rows, target)
+    for target in inputs.targets:
+        rows = findings.raised_limit_results(inputs.rows, target)
         for r in rows:
             r["config"] = config_label(r["kernel"], r["m"], r["bm"], r["bk"], r["bn"]) or "–"
             r["fits_at"] = "–" if r["fits_at_mib"] is None else f"{r['fits_at_mib']:.0f}"
@@ -499,21 +500,21 @@ def raised_limits(i: sections.Inputs) -> dict:
     return raised
 
 
-def appendix_raised(i: sections.Inputs) -> dict | None:
-    raised = raised_limits(i)
+def appendix_raised(inputs: sections.Inputs) -> dict | None:
+    raised = raised_limits(inputs)
     return dict(raised=raised) if raised else None
 
 
-def terms(i: sections.Inputs) -> dict:
+def terms(inputs: sections.Inputs) -> dict:
     return dict(glossary=list(glossary("zh")[0]))
 
 
-def config(i: sections.Inputs) -> dict:
-    return dict(config_yaml=i.config_yaml, config_print_size=print_font_size(i.config_yaml))
+def config(inputs: sections.Inputs) -> dict:
+    return dict(config_yaml=inputs.config_yaml, config_print_size=print_font_size(inputs.config_yaml))
 
 
-def code(i: sections.Inputs) -> dict:
-    return dict(listings=list(i.listings.values()))
+def code(inputs: sections.Inputs) -> dict:
+    return dict(listings=list(inputs.listings.values()))
 
 
 for anchor, title, body, context in (

@@ -24,7 +24,7 @@ rule advice:
     threads: 2  # two pairs of compile workers at once; --cores 1 gives it one
     params:
         request=lambda wc: codec.encode(advice_request(wc.shape)),
-        code=code(
+        code=code_digest(
             "scripts/advice.py",
             "CITATION.cff",
             "locale/*/LC_MESSAGES/*.po",

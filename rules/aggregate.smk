@@ -14,7 +14,7 @@ rule check_carried:
         min_samples=config["measure"]["samples"],
         max_rows=config["measure"]["max_carried_rows"],
         tolerance=config["measure"]["tolerance"],
-        code=code("scripts/check_carried.py"),
+        code=code_digest("scripts/check_carried.py"),
     script:
         "../scripts/check_carried.py"
 
@@ -38,7 +38,7 @@ rule check_carried_files:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/check_carried_files.py"),
+        code=code_digest("scripts/check_carried_files.py"),
     script:
         "../scripts/check_carried_files.py"
 
@@ -64,7 +64,7 @@ rule aggregate:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/aggregate.py"),
+        code=code_digest("scripts/aggregate.py"),
     script:
         "../scripts/aggregate.py"
 
@@ -85,7 +85,7 @@ rule summaries:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/summaries.py"),
+        code=code_digest("scripts/summaries.py"),
     script:
         "../scripts/summaries.py"
 
@@ -101,6 +101,6 @@ rule claims:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/claims.py"),
+        code=code_digest("scripts/claims.py"),
     script:
         "../scripts/claims.py"

@@ -6,9 +6,8 @@ import re
 from pathlib import Path
 
 
-from tpu_matmul_repro.experiments.core import codec
+from tpu_matmul_repro.experiments.core import code_inputs, codec
 from tpu_matmul_repro.experiments.measure import device as measure_device
-from tpu_matmul_repro.experiments.core.code_inputs import code_digest
 from tpu_matmul_repro.experiments.plan.config import ConfigError, checked
 from tpu_matmul_repro.experiments.plan.job_lists import MERGED_BASELINE_DTYPE, expected_work
 from tpu_matmul_repro.experiments.plan.plan import make_plan
@@ -57,10 +56,10 @@ MEASURED = [PLAN.measured_file] if DEVICE else []
 IMPORTED = list(PLAN.imported)
 
 
-def code(script, *data_globs, modules=()):
+def code_digest(script, *data_globs, modules=()):
     """The `code` param of a rule: a digest of its script's (and `modules`') import closure and the data
     files it reads (experiments/core/code_inputs.py)."""
-    return code_digest(script, *data_globs, root=REPO, modules=tuple(modules))
+    return code_inputs.code_digest(script, *data_globs, root=REPO, modules=tuple(modules))
 
 
 def measure_outputs():

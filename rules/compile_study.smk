@@ -18,7 +18,7 @@ rule compile_study_job:
         mem_mb=4000,
     params:
         job=lambda wc: codec.encode(PLAN.compile_jobs[(wc.target, wc.experiment, wc.dtype, wc.part)]),
-        code=code("scripts/compile_study_job.py"),
+        code=code_digest("scripts/compile_study_job.py"),
     script:
         "../scripts/compile_study_job.py"
 
@@ -33,6 +33,6 @@ rule compile_study_target:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/concat_tables.py"),
+        code=code_digest("scripts/concat_tables.py"),
     script:
         "../scripts/concat_tables.py"

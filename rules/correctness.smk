@@ -15,7 +15,7 @@ rule correctness_kernel:
         cases=lambda wc: codec.encode(PLAN.correctness[wc.kernel]),
         tolerance=lambda wc: codec.encode(config["correctness"]["tolerance"]),
         num_cores=config["correctness"]["tpu_interpret"]["num_cores"],
-        code=code("scripts/correctness_kernel.py"),
+        code=code_digest("scripts/correctness_kernel.py"),
     script:
         "../scripts/correctness_kernel.py"
 
@@ -30,6 +30,6 @@ rule correctness_table:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/correctness_table.py"),
+        code=code_digest("scripts/correctness_table.py"),
     script:
         "../scripts/correctness_table.py"

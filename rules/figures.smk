@@ -16,7 +16,7 @@ rule figures:
     params:
         figures=lambda wc: codec.encode(FIGURES),
         # CITATION.cff: the citation embedded in every file; the catalog: the words in every language
-        code=code(
+        code=code_digest(
             "scripts/draw_figures.py",
             "figures/*.mplstyle",
             "CITATION.cff",
@@ -51,7 +51,7 @@ rule gallery:
         "../environment.yml"
     params:
         figures=lambda wc: codec.encode(FIGURES),
-        code=code(
+        code=code_digest(
             "scripts/gallery.py",
             "locale/*/LC_MESSAGES/*.po",
             *STUDY_CATALOGS,

@@ -16,7 +16,7 @@ rule measure_job:
     params:
         job=lambda wc: codec.encode(PLAN.measure[(wc.experiment, wc.dtype)]),
         # the worker runs as `python -m`, outside the script's imports
-        code=code("scripts/measure_job.py", "experiments/measure/timing_worker.py"),
+        code=code_digest("scripts/measure_job.py", "experiments/measure/timing_worker.py"),
     script:
         "../scripts/measure_job.py"
 
@@ -31,7 +31,7 @@ rule measure_device:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/concat_tables.py"),
+        code=code_digest("scripts/concat_tables.py"),
     script:
         "../scripts/concat_tables.py"
 

@@ -39,7 +39,7 @@ rule report:
         # the config the report prints under "Configuration used"
         config=lambda wc: codec.encode(config),
         # the report quotes the kernels' code: every kernel module is part of its code
-        code=code(
+        code=code_digest(
             "scripts/report.py",
             "report/templates/**/*",
             "report/captions/*",

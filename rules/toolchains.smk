@@ -19,7 +19,7 @@ rule toolchain_environment:
     params:
         toolchain=lambda wc: codec.encode(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
-        code=code("scripts/toolchain_environment.py"),
+        code=code_digest("scripts/toolchain_environment.py"),
     script:
         "../scripts/toolchain_environment.py"
 
@@ -45,7 +45,7 @@ rule toolchain_study_job:
         jobs=lambda wc: codec.encode(TOOLCHAIN_BATCHES[(wc.toolchain, wc.target, wc.batch)]),
         toolchain=lambda wc: codec.encode(TOOLCHAINS[wc.toolchain]),
         path=lambda wc: str(toolchain_plan.env_path(config, TOOLCHAINS[wc.toolchain])),
-        code=code("scripts/toolchain_study_job.py"),
+        code=code_digest("scripts/toolchain_study_job.py"),
     script:
         "../scripts/toolchain_study_job.py"
 
@@ -66,6 +66,6 @@ rule toolchain_target:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/concat_tables.py"),
+        code=code_digest("scripts/concat_tables.py"),
     script:
         "../scripts/concat_tables.py"

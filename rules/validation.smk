@@ -16,7 +16,7 @@ rule public_compiles:
         mem_mb=4000,
     params:
         job=lambda wc: codec.encode(PUBLIC_JOBS[wc.generation]),
-        code=code("scripts/compile_study_job.py"),
+        code=code_digest("scripts/compile_study_job.py"),
     script:
         "../scripts/compile_study_job.py"
 
@@ -35,6 +35,6 @@ rule public_scores:
     conda:
         "../environment.yml"
     params:
-        code=code("scripts/public_scores.py"),
+        code=code_digest("scripts/public_scores.py"),
     script:
         "../scripts/public_scores.py"

@@ -273,7 +273,7 @@ def test_a_vmem_limit_is_read_in_whole_mib_and_checked_against_the_chip():
 
 def found(rows, xla_seconds=None, limit=16 << 20):
     """A search's result from made-up rows (the columns the table reads), times in seconds."""
-    from tpu_matmul_repro.advise.search import Found
+    from tpu_matmul_repro.advise.search import SearchResult
 
     def one(bm, seconds, status="ok", bound=None, kernel="v5"):
         work = 2 * 4096**3
@@ -296,7 +296,7 @@ def found(rows, xla_seconds=None, limit=16 << 20):
 
     pallas = pd.DataFrame([one(*r) for r in rows])
     xla = pd.DataFrame([one(None, xla_seconds, kernel="xla")] if xla_seconds else [], columns=pallas.columns)
-    return Found(pallas, xla.assign(bm=None, bk=None, bn=None) if len(xla) else xla, limit, {})
+    return SearchResult(pallas, xla.assign(bm=None, bk=None, bn=None) if len(xla) else xla, limit, {})
 
 
 @pytest.mark.parametrize("rows, xla, says", [

@@ -122,10 +122,9 @@ def test_the_advisor_s_speed_record_is_the_benchmark_s():
     """docs/advisor.md's speed summary is what benchmarks/advisor_speed.py makes of its record, with the
     record's yardsticks; a sentence that every median meets its goal holds for the table."""
     import pandas as pd
+    from test_benchmarks import _script  # which loads the scripts advisor_speed imports from its folder
 
-    spec = importlib.util.spec_from_file_location("advisor_speed", ROOT / "benchmarks" / "advisor_speed.py")
-    speed = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(speed)
+    speed = _script("advisor_speed")
     record = pd.read_csv(ROOT / "benchmarks" / "advisor_speed.csv")
     text = (ROOT / "docs" / "advisor.md").read_text()
     summary = speed.summary(record)

@@ -230,7 +230,8 @@ def test_the_compile_cache_keys_on_the_code_not_its_layout(tmp_path):
     module = tmp_path / "kernel.py"
     module.write_text("def f(a, b):\n    return a @ b\n")
     before = digest([module], tmp_path, semantic=True)
-    module.write_text("# a comment\ndef f(a,\n      b):  # wrapped\n    return a @ b\n")
-    assert digest([module], tmp_path, semantic=True) == before  # layout: the same compile
+    module.write_text('"""A module."""\n# a comment\ndef f(a,\n      b):  # wrapped\n    """Its product."""\n'
+                      "    return a @ b\n")
+    assert digest([module], tmp_path, semantic=True) == before  # layout and words: the same compile
     module.write_text("def f(a, b):\n    return b @ a\n")
     assert digest([module], tmp_path, semantic=True) != before  # code: another compile

@@ -75,8 +75,8 @@ def test_the_editable_install_is_a_plain_path_file():
         pytest.skip("not an editable install")
     assert [p.name for p in added if p.suffix != ".pth"] == []  # a finder module is an import hook
     lines = [line for p in added for line in p.read_text().splitlines() if line.strip()]
-    assert [line for line in lines if line.startswith("import")] == []
-    assert str(ROOT) in {str(Path(line).resolve()) for line in lines}
+    assert lines and [line for line in lines if line.startswith("import")] == []
+    assert all((Path(line) / PACKAGE / "__init__.py").is_file() for line in lines)  # a checkout's root
 
 
 def test_no_path_setup_and_no_import_by_folder_name():
@@ -370,3 +370,19 @@ def test_no_two_core_modules_share_a_name():
     """A name says which module it is: no two modules of the core share a stem or differ by a plural."""
     core = [p.relative_to(ROOT) for p in tracked(".py") if p.relative_to(ROOT).parts[0] in CORE]
     assert name_clashes(core) == []
+
+
+def test_module_docstrings_are_a_few_lines():
+    """A module's docstring says what it holds in at most six lines; the docs carry the rest."""
+    long = {}
+    for path in tracked(".py"):
+        relative = path.relative_to(ROOT)
+        if relative.parts[0] in ("tests", "docs") or "tests" in relative.parts:
+            continue
+        body = ast.parse(path.read_text()).body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            lines = body[0].end_lineno - body[0].lineno + 1
+            if lines > 6:
+                long[str(relative)] = lines
+    assert long == {}

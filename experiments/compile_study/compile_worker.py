@@ -1,16 +1,7 @@
-"""The compile worker process: `python -m experiments.compile_study.compile_worker TARGET [PROFILE_DIR]`.
-
-Deviceless compilation for a TPU generation with libtpu: `jax.experimental.topologies.get_topology_desc`
-loads libtpu and returns compile-only TPU devices while `jax.devices()` stays on the CPU; giving the
-arguments a sharding on one such device makes `jax.jit(...).lower(...).compile()` run the real TPU
-compiler. This module and what it imports decide a compile's result: the compile cache's key hashes
-its import closure (cache.py), so it imports nothing of the parent's process or cache code.
-
-Reads pickled (case, vmem_limit_bytes, profile, compiler options) requests on stdin and writes one
-pickled result per request to its original stdout. libtpu and the compiler write to file descriptors
-1 and 2 directly, so the worker moves fd 1 onto stderr and keeps a private copy of stdout for its
-replies.
-"""
+"""The compile worker process: reads pickled compile requests on stdin, compiles each for a TPU generation
+with libtpu and no device, writes one pickled result per request (docs/compile-study.md). It and what it
+imports decide a compile's result (the compile cache hashes its import closure), so it imports nothing
+of the parent's process or cache code."""
 import os
 import pickle
 import signal
@@ -106,6 +97,7 @@ def compile_in_worker(case: Case, vmem_limit_bytes: int | None, profile: bool,
 
 
 def main(target: str, profile_dir: str | None) -> None:
+    # libtpu and the compiler write to fds 1 and 2 directly: replies go to a private copy of stdout
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     init_worker(target, profile_dir)

@@ -1,22 +1,6 @@
-"""TPU generations the compile study targets: topology names and public chip figures, with sources.
-
-Sources:
-  [tpu_info] jax/_src/pallas/mosaic/tpu_info.py in jax 0.10.2 (jax/_src/tpu_info.py in 0.12.0.1, the same
-             figures for these five; per-TensorCore peak ops/s, HBM
-             bandwidth, VMEM capacity, MXU count and size).
-  [book]     "How to Scale Your Model", TPU chapter (jax-ml/scaling-book): chip peak FLOP/s, HBM
-             bandwidth.
-  [v4paper]  Jouppi et al., "TPU v4", ISCA 2023: 1050 MHz clock.
-  [hbm]      HBM per compile target device: hbm_capacity_bytes in jax/_src/pallas/mosaic/tpu_info.py of
-             jax 0.10.2 (7x: half a chip's).
-  [derived]  clock = peak bf16 FLOP/s / (MXUs x MXU width^2 x 2 FLOP per multiply-add per cycle).
-             For v6e and 7x tpu_info lists 2 MXUs of 256x256, but libtpu's own estimate for XLA's
-             8192^3 bf16 matmul needs ~369k FLOP/cycle on v6e, more than 2 such MXUs give (262k):
-             we assume 4, i.e. 1.75 GHz for v6e. Treat v6e/7x seconds as less certain than v5e's.
-
-Figures are per compile target device: a v5e/v6e device is one TensorCore (one chip); a v4/v5p
-device is a megacore chip (two TensorCores); a 7x device is one of a chip's two TensorCores.
-"""
+"""TPU generations the compile study targets: topology names and public chip figures. Each Chip's
+`sources` cites its figures by the keys listed in docs/generations.md (Sources); a figure is per compile
+target device (a v5e/v6e device is one chip, v4/v5p a megacore chip, 7x one of a chip's two cores)."""
 import dataclasses
 import re
 

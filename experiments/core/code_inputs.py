@@ -101,15 +101,24 @@ def closure(script, root: Path = ROOT) -> list[Path]:
 
 def digest(paths, root: Path = ROOT, *, semantic: bool = False) -> str:
     """sha256 over the files' paths (relative to `root`) and contents, in sorted order; `semantic`: Python
-    files by their syntax tree (comments and wrapping cannot change a compile), else by text."""
+    files by their syntax tree without docstrings (comments, docstrings and wrapping cannot change a
+    compile), else by text."""
     h = hashlib.sha256()
     for path in sorted({Path(p) if Path(p).is_absolute() else root / p for p in paths}):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
         content = path.read_bytes()
         if semantic and path.suffix == ".py":
-            content = ast.dump(ast.parse(content, filename=str(path))).encode()
+            content = ast.dump(_without_docstrings(ast.parse(content, filename=str(path)))).encode()
         h.update(content + b"\0")
     return h.hexdigest()
+
+
+def _without_docstrings(tree: ast.Module) -> ast.Module:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and ast.get_docstring(node, clean=False) is not None:
+            node.body = node.body[1:] or [ast.Pass()]
+    return tree
 
 
 @functools.cache

@@ -1,10 +1,6 @@
-"""HBM bytes a kernel moves, counted from its grid the way the Pallas TPU pipeline moves them.
-
-The pipeline copies an input block in when its block index differs from the previous grid step's,
-and writes an output block back when its index is about to change (and after the last step): a block
-whose index stays the same across consecutive steps is not copied again. Counting index changes over
-the grid in its iteration order (row-major, last axis fastest) gives the bytes exactly.
-"""
+"""HBM bytes a kernel moves, counted from its grid the way the Pallas TPU pipeline moves them: an input
+block is copied in when its block index differs from the previous grid step's, an output block written
+back when its index is about to change and after the last step (row-major order, last axis fastest)."""
 import dataclasses
 
 import numpy as np

@@ -25,7 +25,7 @@ rule history_bisect:
     params:
         settings=codec.encode(settings_of(config)),
         toolchains=codec.encode(TOOLCHAINS),
-        code=code("studies/history/scripts/bisect.py"),
+        code=code_digest("studies/history/scripts/bisect.py"),
     script:
         "scripts/bisect.py"
 
@@ -42,7 +42,7 @@ rule history_figure:
     conda:
         "../../environment.yml"
     params:
-        code=code(
+        code=code_digest(
             "studies/history/scripts/figure.py",
             "figures/*.mplstyle",
             "CITATION.cff",

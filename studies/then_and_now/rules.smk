@@ -18,7 +18,7 @@ rule then_and_now:
     conda:
         "../../environment.yml"
     params:
-        code=code("studies/then_and_now/scripts/then_and_now.py"),
+        code=code_digest("studies/then_and_now/scripts/then_and_now.py"),
     script:
         "scripts/then_and_now.py"
 
@@ -33,7 +33,7 @@ rule then_and_now_claims:
     conda:
         "../../environment.yml"
     params:
-        code=code("studies/then_and_now/scripts/then_and_now_claims.py"),
+        code=code_digest("studies/then_and_now/scripts/then_and_now_claims.py"),
     script:
         "scripts/then_and_now_claims.py"
 
