@@ -1,7 +1,8 @@
 """v5, low precision with a wide accumulator: v3's grid plus a VMEM scratch accumulator.
 
 bf16 inputs accumulate in float32, cast to bf16 at the last k step (the post's kernel 5); int8 inputs
-accumulate in int32 and return int32. m and n are "parallel" grid axes, k "arbitrary" (it carries the
+accumulate in int32 and return int32 (v5e's MXU runs int8 at twice the bf16 rate). m and n are
+"parallel" grid axes (megacore chips may split them across cores), k "arbitrary" (it carries the
 accumulator)."""
 import functools
 
