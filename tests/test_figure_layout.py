@@ -54,6 +54,7 @@ def test_every_kind_has_a_phone_variant():
 PHONE_PX, READABLE_PX = 390, 9.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_phone_variant_reads_at_390_px_where_the_column_figure_does_not(table, lang):
     kind, args = SPECS["v5_bfloat16_v5e"]

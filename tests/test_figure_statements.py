@@ -271,6 +271,7 @@ def test_english_notes_after_a_full_stop_begin_with_a_capital(table):
     assert sentence("en", "v5 fails") == "v5 fails" and sentence("zh", "x") == "x"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("ties", [0, 18])
 def test_the_advice_figure_passes_the_layout_check(lang, ties):
