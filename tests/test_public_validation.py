@@ -259,19 +259,3 @@ def test_the_default_run_scores_them_and_the_config_key_turns_it_off(tmp_path):
     assert on["public_compiles"] == len(generations) == 2 and on["public_scores"] == 1
     off = planned("--config", "validation={public_measurements: false}")
     assert "public_compiles" not in off and "public_scores" not in off and off["summaries"] == 1
-
-
-@pytest.mark.slow
-def test_a_run_too_small_to_fit_compiles_none_and_says_why(tiny_run):
-    """The tiny run (tests/runs.py) has one published point: no public compile job, every row in
-    public_scores.csv with its reason, and fidelity.csv's public rows empty after the post's."""
-    results = tiny_run / "results"
-    scores = pd.read_csv(results / "public_scores.csv")
-    plan = pv.planned(load())
-    assert len(scores) == len(plan) and scores.model_seconds.isna().all()
-    assert scores.skip_reason[plan.case.notna().to_numpy()].str.startswith("not fitted").all()
-    assert not (results / "public" / "estimates").exists()
-    fidelity = pd.read_csv(results / "fidelity.csv")
-    assert fidelity.compared_with.iloc[0] == "published"
-    public = fidelity[fidelity.compared_with == "public"]
-    assert len(public) and (public.n == 0).all()

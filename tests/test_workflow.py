@@ -316,3 +316,24 @@ def test_interrupted_runs_resume_to_the_same_bytes_which_a_second_run_copies(tmp
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     same_bytes(repo, tiny_run, "copied")
     assert asked_and_copied(repo) == (asked, asked)  # the same jobs asked, and every one copied
+
+
+@pytest.mark.slow
+def test_a_run_too_small_to_fit_compiles_none_and_says_why(tiny_run):
+    """The tiny run (tests/runs.py) has one published point: no public compile job, every row in
+    public_scores.csv with its reason, and fidelity.csv's public rows empty after the post's. (Here, not
+    beside the public validation's other tests, which keep to one worker: a worker there would wait
+    for the tiny run.)"""
+    from tpu_matmul_repro.analysis import public_validation as pv
+    from tpu_matmul_repro.analysis.public_measurements import load
+
+    results = tiny_run / "results"
+    scores = pd.read_csv(results / "public_scores.csv")
+    plan = pv.planned(load())
+    assert len(scores) == len(plan) and scores.model_seconds.isna().all()
+    assert scores.skip_reason[plan.case.notna().to_numpy()].str.startswith("not fitted").all()
+    assert not (results / "public" / "estimates").exists()
+    fidelity = pd.read_csv(results / "fidelity.csv")
+    assert fidelity.compared_with.iloc[0] == "published"
+    public = fidelity[fidelity.compared_with == "public"]
+    assert len(public) and (public.n == 0).all()
