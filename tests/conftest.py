@@ -18,13 +18,18 @@ from tpu_matmul_repro.experiments.core.schema import frame as to_frame  # noqa: 
 
 
 def pytest_collection_modifyitems(items):
-    """The order in which pyproject's `--dist loadgroup` hands tests to the two workers as they free up
-    (it hands out the files that keep their tests together, an `xdist_group` mark, first, the largest
-    first): then the tests on the session's tiny run, then the other slow tests, in the files' order;
-    then the rest. The tiny run is made by the first worker to ask while the other still works through
-    a group (the compiler tests), rather than by both at once with one waiting; and both workers end on
-    short tests instead of one being handed a minute-long run at the end."""
+    """The order in which pyproject's `--dist loadgroup` hands tests to the two workers (round robin at
+    first, then as they free up): one test on the session's tiny run, so that the first worker makes
+    the tiny run at once while the other starts on a group; the files that keep their tests together
+    (an `xdist_group` mark); the other tests on the tiny run, made by then, so no worker waits for it;
+    the other slow tests, in the files' order; then the rest, so that both workers end on short tests
+    instead of one being handed a minute-long run at the end."""
+    first_on_tiny_run = next((item for item in items if "tiny_run" in item.fixturenames
+                              and not item.get_closest_marker("xdist_group")), None)
+
     def order(item):
+        if item is first_on_tiny_run:
+            return -1
         if item.get_closest_marker("xdist_group"):
             return 0
         if "tiny_run" in item.fixturenames:
